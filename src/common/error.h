@@ -1,0 +1,84 @@
+// Error: the one error value of the project, in the style of leveldb's Status and crun's
+// libcrun_error: a code that says what kind of failure it is, the errno that caused it (0 when
+// none), and a message to which context is prepended while the error propagates upward.
+//
+// The code is deliberately coarse: it is what the API layer maps onto HTTP status codes and the
+// wire error codes of ARCHITECTURE.md ("API conventions"), and nothing more.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+namespace asb {
+
+/// The kinds of failure. Each maps to exactly one wire code (see ErrorCodeName) and one HTTP
+/// status in api/.
+enum class ErrorCode {
+  kInvalidArgument,   // "invalid_request"  400: the caller's input is wrong.
+  kUnauthenticated,   // "unauthorized"     401
+  kPermissionDenied,  // "forbidden"        403
+  kNotFound,          // "not_found"        404
+  kConflict,          // "conflict"         409: wrong state for the operation.
+  kTooLarge,          // "payload_too_large" 413
+  kLimitExceeded,     // "limit_exceeded"   429: a quota or rate limit.
+  kInternal,          // "internal"         500: a bug or an unexpected host failure.
+  kBackend,           // "backend_error"    502: the isolation backend or sandboxd failed.
+  kUnavailable,       // "unavailable"      503: shutting down, or not ready.
+  kTimeout,           // "timeout"          504-ish: a deadline passed (mapped by api/).
+  kCancelled,         // "cancelled"        the caller went away or asked to stop.
+};
+
+/// The stable wire name of a code, e.g. "not_found".
+std::string_view ErrorCodeName(ErrorCode code);
+
+/// Parses a wire name back into a code; unknown names map to kInternal.
+ErrorCode ErrorCodeFromName(std::string_view name);
+
+class Error {
+ public:
+  Error(ErrorCode code, std::string message, int sys_errno = 0)
+      : code_(code), sys_errno_(sys_errno), message_(std::move(message)) {}
+
+  // Named factories, one per code.
+  static Error InvalidArgument(std::string msg) { return {ErrorCode::kInvalidArgument, std::move(msg)}; }
+  static Error Unauthenticated(std::string msg) { return {ErrorCode::kUnauthenticated, std::move(msg)}; }
+  static Error PermissionDenied(std::string msg) { return {ErrorCode::kPermissionDenied, std::move(msg)}; }
+  static Error NotFound(std::string msg) { return {ErrorCode::kNotFound, std::move(msg)}; }
+  static Error Conflict(std::string msg) { return {ErrorCode::kConflict, std::move(msg)}; }
+  static Error TooLarge(std::string msg) { return {ErrorCode::kTooLarge, std::move(msg)}; }
+  static Error LimitExceeded(std::string msg) { return {ErrorCode::kLimitExceeded, std::move(msg)}; }
+  static Error Internal(std::string msg) { return {ErrorCode::kInternal, std::move(msg)}; }
+  static Error Backend(std::string msg) { return {ErrorCode::kBackend, std::move(msg)}; }
+  static Error Unavailable(std::string msg) { return {ErrorCode::kUnavailable, std::move(msg)}; }
+  static Error Timeout(std::string msg) { return {ErrorCode::kTimeout, std::move(msg)}; }
+  static Error Cancelled(std::string msg) { return {ErrorCode::kCancelled, std::move(msg)}; }
+
+  /// An error from a failed system call: `context` names what was attempted ("open /x"), the
+  /// message becomes "open /x: No such file or directory", and the code is derived from errno
+  /// (ENOENT -> kNotFound, EACCES/EPERM -> kPermissionDenied, EEXIST -> kConflict,
+  /// ENOSPC/EDQUOT/EAGAIN -> kLimitExceeded, EINVAL -> kInvalidArgument, else kInternal).
+  static Error FromErrno(int err, std::string_view context);
+
+  /// Same as FromErrno but with the caller's choice of code.
+  static Error FromErrno(ErrorCode code, int err, std::string_view context);
+
+  ErrorCode code() const { return code_; }
+  int sys_errno() const { return sys_errno_; }
+  const std::string& message() const { return message_; }
+  std::string_view code_name() const { return ErrorCodeName(code_); }
+
+  /// Prepends context: Error("open x: ENOENT").WithContext("read config") -> "read config: open
+  /// x: ENOENT". Code and errno are kept.
+  Error WithContext(std::string_view context) const&;
+  Error WithContext(std::string_view context) &&;
+
+  /// "not_found: open /x: No such file or directory".
+  std::string ToString() const;
+
+ private:
+  ErrorCode code_;
+  int sys_errno_;
+  std::string message_;
+};
+
+}  // namespace asb
