@@ -1,6 +1,7 @@
 // UniqueFd: sole owner of a file descriptor; closes it on destruction. Movable, not copyable.
 #pragma once
 
+#include <cstddef>
 #include <utility>
 
 namespace asb {
