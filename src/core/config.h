@@ -1,0 +1,98 @@
+// The sandbox manager's configuration: limits on what a create or exec request may ask for,
+// their defaults, and where durable data lives. The API layer fills this from flags and the
+// AGENT_SANDBOX_* environment names (issue 3, "Deliver" 1) and calls Validate() before use;
+// the manager validates every request against it (ACCEPTANCE.md L3, E5, F5).
+//
+// Units are in the field names: *_seconds, *_mb (MiB, 1 << 20 bytes), *_bytes, cpus (cores,
+// fractions allowed: 0.5 = half a core).
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "common/result.h"
+
+namespace asb::core {
+
+/// Per-request limits. For each limited value the request may omit it (the default applies)
+/// or give a value in [min, max] inclusive; anything else is kInvalidArgument naming the field
+/// and the allowed range.
+struct Limits {
+  /// Sandboxes in state creating or running at once, across all owners. Over it: kLimitExceeded.
+  int64_t max_sandboxes = 20;
+
+  /// Absolute lifetime (TTL) of a sandbox, from its creation or its last SetTimeout.
+  int64_t min_timeout_seconds = 1;
+  int64_t default_timeout_seconds = 900;
+  int64_t max_timeout_seconds = 86400;
+
+  /// CPU bandwidth in cores; must be > 0. max_cpus defaults to the host's CPU count
+  /// (DefaultMaxCpus()).
+  double default_cpus = 1.0;
+  double max_cpus = 0;  // 0 here means "use DefaultMaxCpus()"; see Limits::Defaults().
+
+  /// Memory limit (no swap), MiB.
+  int64_t min_memory_mb = 64;
+  int64_t default_memory_mb = 512;
+  int64_t max_memory_mb = 8192;
+
+  /// Processes + threads in the sandbox (sandboxd included).
+  int64_t min_pids_limit = 8;
+  int64_t default_pids_limit = 256;
+  int64_t max_pids_limit = 4096;
+
+  /// Size of the private /tmp tmpfs, MiB (not per request).
+  int64_t tmp_size_mb = 64;
+
+  /// Size quota of /workspace, MiB.
+  int64_t min_workspace_mb = 16;
+  int64_t default_workspace_mb = 1024;
+  int64_t max_workspace_mb = 10240;
+
+  /// Per-command timeout. A request may ask for any value > 0; above the max it is clamped.
+  int64_t default_exec_timeout_seconds = 60;
+  int64_t max_exec_timeout_seconds = 3600;
+
+  /// Cap on an exec's kept output (stdout + stderr together), bytes. A request may ask for
+  /// less; more is clamped to this.
+  uint64_t max_exec_output_bytes = 1ull << 20;
+
+  /// Largest file that may be written or read through the API, bytes. Over it: kTooLarge.
+  uint64_t max_file_bytes = 100ull << 20;
+
+  /// Optional idle timeout (no exec or file operation for this long -> reaped). 0 = none;
+  /// requests may ask for 0..max_timeout_seconds.
+  int64_t default_idle_timeout_seconds = 0;
+
+  /// The defaults above with max_cpus set to DefaultMaxCpus().
+  static Limits Defaults();
+};
+
+/// The number of CPUs this process may run on (sched_getaffinity; at least 1).
+double DefaultMaxCpus();
+
+struct ManagerConfig {
+  Limits limits = Limits::Defaults();
+
+  /// Root of durable data: agent-sandbox.db, sandboxes/, snapshots/, templates/<name>/rootfs.
+  std::string data_dir = "/var/lib/agent-sandbox";
+
+  /// Template used when a create request names none.
+  std::string default_template = "base";
+
+  /// How often the reaper looks for expired or idle sandboxes, seconds (> 0).
+  int64_t reap_interval_seconds = 1;
+
+  /// Checks internal consistency: every min <= default <= max, positive sizes, cpus > 0,
+  /// reap interval > 0, data_dir absolute. Errors: kInvalidArgument naming the setting, e.g.
+  /// "default_memory_mb (9000) must be within [64, 8192]". The API prints it as
+  /// "configuration error: ..." and exits 2.
+  Status Validate() const;
+
+  /// <data_dir>/agent-sandbox.db
+  std::string DatabasePath() const;
+  /// <data_dir>/templates
+  std::string TemplatesDir() const;
+};
+
+}  // namespace asb::core

@@ -1,0 +1,294 @@
+// SandboxManager: the one place that decides what happens to sandboxes (ARCHITECTURE.md,
+// "Layers": core/). It issues ids, validates requests against the configured limits, enforces
+// the quota, runs the state machine and writes every transition to the store before and after
+// its side effect, reaps sandboxes whose TTL or idle timeout passed, reconciles the store with
+// the backend after a restart, and forwards exec and file operations to the sandbox's sandboxd.
+//
+// It knows nothing of HTTP. Every error it returns carries an ErrorCode the API maps to the
+// wire codes of ARCHITECTURE.md ("API conventions"); messages are safe to show to the caller
+// (they never contain env values).
+//
+// State machine (stored as lower-case names):
+//
+//   creating --backend Create ok--> running --Destroy/reaper--> stopping --> destroyed
+//      |                                                          ^
+//      +--backend Create failed--> error --Destroy/reaper---------+
+//
+// Each transition is written to the store before the side effect (e.g. "stopping" before
+// Backend::Destroy) and after it ("destroyed"), so that Recover() can finish whatever a crash
+// interrupted. Destroyed records are kept (for audit) but are invisible: Get answers kNotFound.
+//
+// Tenancy: every call takes the caller's `owner` (an opaque string; the auth issue maps API
+// keys to owners). A sandbox of another owner answers kNotFound, exactly as a missing one.
+// The owner kAnyOwner ("") sees and may act on every sandbox (admin, or --insecure-no-auth).
+//
+// Threading: all methods are thread-safe. Operations on different sandboxes never wait for each
+// other (per-sandbox locks; the manager-wide lock is held only for map lookups). An exec or a
+// file transfer holds no lock while it runs, so Destroy proceeds at once and cancels it: the
+// sandbox's connection dies and the exec ends with a kBackend error / error event.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/clock.h"
+#include "common/result.h"
+#include "core/config.h"
+#include "core/templates.h"
+#include "isolation/backend.h"
+#include "protocol/client.h"
+#include "protocol/messages.h"
+
+namespace asb::store {
+class Store;
+}
+
+namespace asb::core {
+
+/// The owner that sees every sandbox.
+inline constexpr char kAnyOwner[] = "";
+
+enum class SandboxState { kCreating, kRunning, kStopping, kDestroyed, kError };
+
+/// "creating", "running", "stopping", "destroyed", "error".
+std::string_view SandboxStateName(SandboxState s);
+/// Parses a name from SandboxStateName; nullopt for anything else.
+std::optional<SandboxState> ParseSandboxState(std::string_view name);
+
+/// A create request as the API decoded it. Absent optionals take the configured defaults.
+/// Integers are signed so that negative input reaches validation (and is rejected there).
+struct CreateRequest {
+  std::string template_name;                  // "" = config.default_template
+  std::optional<double> cpus;                 // cores, (0, max_cpus]
+  std::optional<int64_t> memory_mb;           // [min_memory_mb, max_memory_mb]
+  std::optional<int64_t> pids_limit;          // [min_pids_limit, max_pids_limit]
+  std::optional<int64_t> workspace_mb;        // [min_workspace_mb, max_workspace_mb]
+  std::optional<int64_t> timeout_seconds;     // [min_timeout_seconds, max_timeout_seconds]
+  std::optional<int64_t> idle_timeout_seconds;  // [0, max_timeout_seconds]; 0 = none
+  /// Base environment of every command. Keys non-empty, without '=' or NUL; values without NUL.
+  std::map<std::string, std::string> env;
+  /// true is rejected (kInvalidArgument "network is not supported yet") until networking lands.
+  bool network = false;
+};
+
+/// What the API shows about a sandbox. Times are Unix epoch milliseconds.
+struct SandboxInfo {
+  std::string id;  // "sb_" + 16 hex
+  std::string owner;
+  std::string template_name;
+  SandboxState state = SandboxState::kCreating;
+  std::string error_message;  // why it is in state error; "" otherwise
+  double cpus = 0;
+  int64_t memory_mb = 0;
+  int64_t pids_limit = 0;
+  int64_t workspace_mb = 0;
+  int64_t tmp_size_mb = 0;
+  bool network = false;
+  bool read_only_rootfs = true;
+  std::map<std::string, std::string> env;
+  int64_t created_at_ms = 0;
+  int64_t updated_at_ms = 0;
+  int64_t expires_at_ms = 0;
+  int64_t timeout_seconds = 0;       // the TTL last set (create or SetTimeout)
+  int64_t idle_timeout_seconds = 0;  // 0 = none
+  int64_t last_activity_at_ms = 0;
+  std::optional<std::string> source_snapshot_id;
+  std::string backend;  // Backend::name(), e.g. "ns"
+};
+
+/// An exec request as the API decoded it.
+struct ExecOptions {
+  /// Exactly one of argv (non-empty) / command (run by /bin/sh -c). Errors: kInvalidArgument.
+  std::vector<std::string> argv;
+  std::optional<std::string> command;
+  /// Layered over the sandbox's env. Same key/value rules as CreateRequest::env.
+  std::map<std::string, std::string> env;
+  /// "" = /workspace; relative = under /workspace; absolute anywhere ("/tmp").
+  std::string workdir;
+  /// "" or "sandbox" (uid 1000), or "root" (root of the sandbox's user namespace).
+  std::string user;
+  /// Seconds, > 0; absent = default_exec_timeout_seconds; above the max it is clamped.
+  std::optional<double> timeout_seconds;
+  /// Cap on kept stdout+stderr bytes together; absent or above the limit =
+  /// max_exec_output_bytes. 0 is kInvalidArgument.
+  std::optional<uint64_t> max_output_bytes;
+  /// Bytes written to the command's stdin, then EOF. Absent: stdin is at EOF at once.
+  std::optional<std::string> stdin_data;
+};
+
+/// A finished exec: ExecResult (with oom_killed filled in) and the kept output.
+using ExecOutcome = protocol::CollectedExec;
+
+/// A started streaming exec. The caller drains `channel` (kData stdout/stderr, kEof, then one
+/// terminal kResult with ExecResult JSON, or kError), and when the terminal event came calls
+/// Finish() to decode the result and fill in oom_killed. To stop the command early (client went
+/// away) call channel->Cancel(). The handle keeps the sandbox counted as active (not idle)
+/// until it is destroyed; it must not outlive the manager.
+struct ExecStream {
+  std::shared_ptr<protocol::Channel> channel;
+  /// Decodes the RESULT payload, sets oom_killed from the sandbox's OOM counter, and touches
+  /// last_activity. Errors: kBackend for a malformed payload.
+  std::function<Result<protocol::ExecResult>(std::string_view result_json)> finish;
+  /// Opaque: holds the sandbox and the activity mark alive.
+  std::shared_ptr<void> keepalive;
+
+  Result<protocol::ExecResult> Finish(std::string_view result_json) const {
+    return finish(result_json);
+  }
+};
+
+/// A started streaming file read: `stat` of the file (type "file", size <= max_file_bytes),
+/// then the caller drains `channel`: kData stdout chunks, kEof, a terminal kResult (or kError).
+struct FileReadStream {
+  protocol::FileStat stat;
+  std::shared_ptr<protocol::Channel> channel;
+  std::shared_ptr<void> keepalive;
+};
+
+/// A started streaming file write: the caller Write()s the bytes to `channel` (at most
+/// max_file_bytes in total; sandboxd answers kError payload_too_large beyond), CloseWrite()s,
+/// then waits for the terminal kResult (FileStat JSON) or kError. If the caller gives up, it
+/// Cancel()s and the partial file is discarded (the write is atomic: temp file + rename).
+struct FileWriteStream {
+  std::shared_ptr<protocol::Channel> channel;
+  std::shared_ptr<void> keepalive;
+};
+
+class SandboxManager {
+ public:
+  /// `store`, `backend`, `clock` and `templates` must outlive the manager. Call Start() before
+  /// serving requests. `config` should have passed Validate().
+  SandboxManager(ManagerConfig config, store::Store& store, isolation::Backend& backend,
+                 Clock& clock, const TemplateCatalog& templates);
+  /// Stops the reaper. Running sandboxes are left running (a later Start() adopts them).
+  ~SandboxManager();
+  SandboxManager(const SandboxManager&) = delete;
+  SandboxManager& operator=(const SandboxManager&) = delete;
+
+  /// Recover()s, then starts the reaper thread (every reap_interval_seconds).
+  Status Start();
+  /// Stops the reaper thread and waits for it. Idempotent. Running sandboxes keep running.
+  void Stop();
+
+  // ---- lifecycle ---------------------------------------------------------------------------
+
+  /// Validates `req`, reserves a quota slot, writes a "creating" record, asks the backend to
+  /// create the sandbox, and writes "running". Returns the running sandbox's info.
+  /// Errors: kInvalidArgument (any field out of range, with the field and the allowed range in
+  /// the message; unknown template naming the available ones; network), kLimitExceeded (quota:
+  /// max_sandboxes creating+running), kBackend / others from the backend. A failed backend
+  /// create leaves a record in state "error" (visible, deletable, reaped at its TTL), cleans up
+  /// the backend's resources, and frees the quota slot.
+  Result<SandboxInfo> Create(const std::string& owner, const CreateRequest& req);
+
+  /// The sandbox `id`. Errors: kNotFound (unknown, destroyed, or another owner's).
+  Result<SandboxInfo> Get(const std::string& owner, const std::string& id);
+
+  /// The owner's sandboxes that are not destroyed, oldest first (kAnyOwner: everyone's).
+  Result<std::vector<SandboxInfo>> List(const std::string& owner);
+
+  /// Destroys the sandbox from any state (creating, running, error, a stuck stopping): writes
+  /// "stopping", Backend::Destroy, writes "destroyed". Running execs on it end with an error.
+  /// Errors: kNotFound (unknown, already destroyed, another owner's), kBackend if the backend
+  /// could not remove it (the record then stays "stopping" and a later Destroy or Recover
+  /// retries).
+  Status Destroy(const std::string& owner, const std::string& id);
+
+  /// Sets expires_at = now + seconds. Seconds below min_timeout_seconds: kInvalidArgument;
+  /// above max_timeout_seconds: clamped to it. Errors: kNotFound, kConflict if the sandbox is
+  /// not running.
+  Result<SandboxInfo> SetTimeout(const std::string& owner, const std::string& id,
+                                 int64_t seconds);
+
+  // ---- exec ---------------------------------------------------------------------------------
+
+  /// Runs a command to completion and returns its result and kept output. Touches
+  /// last_activity. Errors: kNotFound, kConflict (sandbox not running), kInvalidArgument
+  /// (options), kBackend (sandboxd or the connection failed, including when the sandbox is
+  /// destroyed meanwhile). A command that times out is not an error: timed_out is set.
+  Result<ExecOutcome> Exec(const std::string& owner, const std::string& id,
+                           const ExecOptions& opts);
+
+  /// Starts a command and returns its channel for streaming. Errors found before the command
+  /// starts (kNotFound, kConflict, kInvalidArgument, kBackend) are returned here, so the API can
+  /// answer them as ordinary JSON errors.
+  Result<ExecStream> StartExec(const std::string& owner, const std::string& id,
+                               const ExecOptions& opts);
+
+  // ---- files (paths as in core/paths.h; all touch last_activity) ---------------------------
+
+  /// Reads a whole file. Errors: kInvalidArgument (path rules; a directory), kNotFound,
+  /// kTooLarge (larger than max_file_bytes).
+  Result<std::string> ReadFile(const std::string& owner, const std::string& id,
+                               const std::string& path);
+  /// Opens a file for streamed reading (see FileReadStream). Errors as ReadFile.
+  Result<FileReadStream> OpenFileRead(const std::string& owner, const std::string& id,
+                                      const std::string& path);
+
+  /// Writes a whole file atomically, creating parent directories. `mode` defaults to 0644 and
+  /// must be <= 0777. Errors: kInvalidArgument (path, mode), kTooLarge (data over
+  /// max_file_bytes), kNotFound, others from sandboxd. Returns the new file's stat.
+  Result<protocol::FileStat> WriteFile(const std::string& owner, const std::string& id,
+                                       const std::string& path, std::string_view data,
+                                       std::optional<uint32_t> mode = std::nullopt);
+  /// Opens a file for streamed writing (see FileWriteStream). `size_hint` (e.g. the request's
+  /// Content-Length) over max_file_bytes is kTooLarge at once. Other errors as WriteFile.
+  Result<FileWriteStream> OpenFileWrite(const std::string& owner, const std::string& id,
+                                        const std::string& path,
+                                        std::optional<uint32_t> mode = std::nullopt,
+                                        std::optional<uint64_t> size_hint = std::nullopt);
+
+  /// Lists a directory (entries sorted by name; sandboxd includes dotfiles and symlinks).
+  Result<std::vector<protocol::FileStat>> ListFiles(const std::string& owner,
+                                                    const std::string& id,
+                                                    const std::string& path, bool recursive);
+  Result<protocol::FileStat> StatFile(const std::string& owner, const std::string& id,
+                                      const std::string& path);
+  /// Creates a directory (and its parents). `mode` defaults to 0755, must be <= 0777.
+  Result<protocol::FileStat> MakeDir(const std::string& owner, const std::string& id,
+                                     const std::string& path,
+                                     std::optional<uint32_t> mode = std::nullopt);
+  /// Removes a file, or a directory (recursive: with its contents). Removing /workspace itself
+  /// is kInvalidArgument.
+  Status RemoveFile(const std::string& owner, const std::string& id, const std::string& path,
+                    bool recursive);
+  /// Moves/renames `from` to `to` (both under /workspace). Returns the destination's stat.
+  Result<protocol::FileStat> MoveFile(const std::string& owner, const std::string& id,
+                                      const std::string& from, const std::string& to,
+                                      bool overwrite);
+
+  // ---- maintenance --------------------------------------------------------------------------
+
+  /// Reconciles the store with the backend (ACCEPTANCE.md L6); Start() calls it. Records in
+  /// running state are adopted (Backend::Adopt) keeping their expires_at; those whose sandbox
+  /// is gone become destroyed. Records in creating/stopping are destroyed (interrupted
+  /// transitions). Every id in Backend::ListOwned() that no live record names is destroyed via
+  /// the backend. Nothing else is touched. Errors: only store failures; backend failures for
+  /// single sandboxes are logged and retried by the reaper.
+  Status Recover();
+
+  /// One reaper pass: destroys every sandbox whose expires_at passed or whose idle timeout
+  /// passed with no operation in progress, and retries stuck "stopping" ones. Returns how many
+  /// were destroyed. Called by the reaper thread; public for tests with a FakeClock.
+  int ReapOnce();
+
+  /// Counts for metrics: sandboxes per state (live ones only).
+  std::map<SandboxState, int64_t> CountByState();
+
+  const ManagerConfig& config() const { return config_; }
+  const TemplateCatalog& templates() const { return templates_; }
+
+ private:
+  class Impl;
+
+  ManagerConfig config_;
+  const TemplateCatalog& templates_;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace asb::core
