@@ -1,1 +1,607 @@
-// placeholder: being written
+// JSON encoders and decoders of the protocol messages (see messages.h and
+// docs/design/sandbox-protocol.md, section 7 for the conventions).
+//
+// Encoders build a boost::json::object member by member; boost::json::object keeps insertion
+// order, so the serialized bytes follow the struct's member order and are deterministic.
+// Decoders parse with invalid UTF-8 allowed (file names are bytes), check each member's type
+// strictly, ignore unknown members, and convert every failure into a kBackend "protocol: ..."
+// error; no exception leaves this file.
+#include "protocol/messages.h"
+
+#include <boost/json.hpp>
+#include <limits>
+#include <type_traits>
+
+namespace asb::protocol {
+
+namespace json = boost::json;
+
+namespace {
+
+// ---- decoding helpers ------------------------------------------------------------------------
+
+Error Malformed(std::string_view what, std::string_view detail) {
+  std::string msg = "protocol: malformed ";
+  msg += what;
+  msg += ": ";
+  msg += detail;
+  return Error::Backend(std::move(msg));
+}
+
+Result<json::object> ParseObject(std::string_view text, std::string_view what) {
+  json::parse_options opts;
+  opts.allow_invalid_utf8 = true;
+  opts.max_depth = 16;
+  boost::system::error_code ec;
+  json::value v;
+  try {
+    v = json::parse(text, ec, {}, opts);
+  } catch (const std::exception& e) {  // bad_alloc and friends; parse() reports via ec otherwise
+    return Fail(Malformed(what, e.what()));
+  }
+  if (ec) return Fail(Malformed(what, ec.message()));
+  if (!v.is_object()) return Fail(Malformed(what, "not a JSON object"));
+  return std::move(v.as_object());
+}
+
+// Reads an optional member into *out, leaving the default when absent. Each overload checks the
+// JSON type and range strictly.
+class Reader {
+ public:
+  Reader(const json::object& obj, std::string_view what) : obj_(obj), what_(what) {}
+
+  Status Get(std::string_view key, std::string* out) const {
+    const json::value* v = obj_.if_contains(key);
+    if (v == nullptr) return {};
+    if (!v->is_string()) return Fail(TypeError(key, "a string"));
+    const json::string& s = v->get_string();
+    out->assign(s.data(), s.size());
+    return {};
+  }
+
+  Status Get(std::string_view key, bool* out) const {
+    const json::value* v = obj_.if_contains(key);
+    if (v == nullptr) return {};
+    if (!v->is_bool()) return Fail(TypeError(key, "a boolean"));
+    *out = v->get_bool();
+    return {};
+  }
+
+  template <typename Int>
+    requires std::is_integral_v<Int>
+  Status Get(std::string_view key, Int* out) const {
+    const json::value* v = obj_.if_contains(key);
+    if (v == nullptr) return {};
+    using Lim = std::numeric_limits<Int>;
+    if (v->is_int64()) {
+      int64_t x = v->get_int64();
+      if constexpr (std::is_unsigned_v<Int>) {
+        if (x < 0 || static_cast<uint64_t>(x) > uint64_t{Lim::max()}) return Fail(Range(key));
+      } else {
+        if (x < int64_t{Lim::min()} || x > int64_t{Lim::max()}) return Fail(Range(key));
+      }
+      *out = static_cast<Int>(x);
+      return {};
+    }
+    if (v->is_uint64()) {
+      uint64_t x = v->get_uint64();
+      if (x > static_cast<uint64_t>(Lim::max())) return Fail(Range(key));
+      *out = static_cast<Int>(x);
+      return {};
+    }
+    return Fail(TypeError(key, "an integer"));
+  }
+
+  Status Get(std::string_view key, std::vector<std::string>* out) const {
+    const json::value* v = obj_.if_contains(key);
+    if (v == nullptr) return {};
+    if (!v->is_array()) return Fail(TypeError(key, "an array of strings"));
+    out->clear();
+    for (const json::value& e : v->get_array()) {
+      if (!e.is_string()) return Fail(TypeError(key, "an array of strings"));
+      out->emplace_back(e.get_string().data(), e.get_string().size());
+    }
+    return {};
+  }
+
+  Status Get(std::string_view key, std::map<std::string, std::string>* out) const {
+    const json::value* v = obj_.if_contains(key);
+    if (v == nullptr) return {};
+    if (!v->is_object()) return Fail(TypeError(key, "an object of strings"));
+    out->clear();
+    for (const auto& kv : v->get_object()) {
+      if (!kv.value().is_string()) return Fail(TypeError(key, "an object of strings"));
+      (*out)[std::string(kv.key())] =
+          std::string(kv.value().get_string().data(), kv.value().get_string().size());
+    }
+    return {};
+  }
+
+  /// The member `key` as an object, nullptr when absent or null; error for another type.
+  Result<const json::object*> Object(std::string_view key) const {
+    const json::value* v = obj_.if_contains(key);
+    if (v == nullptr || v->is_null()) return nullptr;
+    if (!v->is_object()) return Fail(TypeError(key, "an object"));
+    return &v->get_object();
+  }
+
+  /// True if `key` is present and not null.
+  bool Has(std::string_view key) const {
+    const json::value* v = obj_.if_contains(key);
+    return v != nullptr && !v->is_null();
+  }
+
+  std::string_view what() const { return what_; }
+
+ private:
+  Error TypeError(std::string_view key, std::string_view expected) const {
+    return Malformed(what_, "\"" + std::string(key) + "\" must be " + std::string(expected));
+  }
+  Error Range(std::string_view key) const {
+    return Malformed(what_, "\"" + std::string(key) + "\" is out of range");
+  }
+
+  const json::object& obj_;
+  std::string_view what_;
+};
+
+// Checks that an OPEN body, if it names an op, names `op`.
+Status CheckOp(const Reader& r, std::string_view op) {
+  std::string got;
+  ASB_TRY(r.Get("op", &got));
+  if (!got.empty() && got != op) {
+    return Fail(Malformed(r.what(), "op is \"" + got + "\", expected \"" + std::string(op) + "\""));
+  }
+  return {};
+}
+
+std::string Serialize(const json::object& o) { return json::serialize(o); }
+
+json::string_view Sv(const std::string& s) { return json::string_view(s.data(), s.size()); }
+
+// ---- FileScope (nested object "scope") -------------------------------------------------------
+
+json::object ScopeToJson(const FileScope& s) {
+  json::object o;
+  o["user"] = Sv(s.user);
+  o["beneath_workspace"] = s.beneath_workspace;
+  return o;
+}
+
+Status ReadScope(const Reader& parent, FileScope* out) {
+  ASB_ASSIGN_OR_RETURN(const json::object* o, parent.Object("scope"));
+  if (o == nullptr) return {};
+  Reader r(*o, "scope");
+  ASB_TRY(r.Get("user", &out->user));
+  ASB_TRY(r.Get("beneath_workspace", &out->beneath_workspace));
+  return {};
+}
+
+// ---- FileStat --------------------------------------------------------------------------------
+
+json::object FileStatToJson(const FileStat& m) {
+  json::object o;
+  o["path"] = Sv(m.path);
+  o["name"] = Sv(m.name);
+  o["type"] = Sv(m.type);
+  o["size"] = m.size;
+  o["mode"] = m.mode;
+  o["uid"] = m.uid;
+  o["gid"] = m.gid;
+  o["mtime_ms"] = m.mtime_ms;
+  o["link_target"] = Sv(m.link_target);
+  return o;
+}
+
+Result<FileStat> FileStatFromJson(const json::object& obj) {
+  Reader r(obj, "FileStat");
+  FileStat m;
+  ASB_TRY(r.Get("path", &m.path));
+  ASB_TRY(r.Get("name", &m.name));
+  ASB_TRY(r.Get("type", &m.type));
+  ASB_TRY(r.Get("size", &m.size));
+  ASB_TRY(r.Get("mode", &m.mode));
+  ASB_TRY(r.Get("uid", &m.uid));
+  ASB_TRY(r.Get("gid", &m.gid));
+  ASB_TRY(r.Get("mtime_ms", &m.mtime_ms));
+  ASB_TRY(r.Get("link_target", &m.link_target));
+  return m;
+}
+
+json::object WithOp(std::string_view op) {
+  json::object o;
+  o["op"] = op;
+  return o;
+}
+
+}  // namespace
+
+// ---- errors ----------------------------------------------------------------------------------
+
+WireError ToWireError(const Error& e) {
+  return WireError{std::string(e.code_name()), e.sys_errno(), e.message()};
+}
+
+Error FromWireError(const WireError& w) {
+  return Error(ErrorCodeFromName(w.code), w.message, w.sys_errno);
+}
+
+// ---- handshake -------------------------------------------------------------------------------
+
+std::string EncodeHello(const Hello& m) {
+  json::object o;
+  o["min_version"] = m.min_version;
+  o["max_version"] = m.max_version;
+  if (m.version != 0) o["version"] = m.version;
+  o["software"] = Sv(m.software);
+  return Serialize(o);
+}
+
+Result<Hello> DecodeHello(std::string_view text) {
+  ASB_ASSIGN_OR_RETURN(json::object obj, ParseObject(text, "HELLO"));
+  Reader r(obj, "HELLO");
+  Hello m;
+  ASB_TRY(r.Get("min_version", &m.min_version));
+  ASB_TRY(r.Get("max_version", &m.max_version));
+  ASB_TRY(r.Get("version", &m.version));
+  ASB_TRY(r.Get("software", &m.software));
+  return m;
+}
+
+Result<std::string> DecodeOpName(std::string_view text) {
+  ASB_ASSIGN_OR_RETURN(json::object obj, ParseObject(text, "OPEN"));
+  Reader r(obj, "OPEN");
+  std::string op;
+  ASB_TRY(r.Get("op", &op));
+  if (op.empty()) return Fail(Malformed("OPEN", "missing \"op\""));
+  return op;
+}
+
+// ---- exec ------------------------------------------------------------------------------------
+
+std::string EncodeExecRequest(const ExecRequest& m) {
+  json::object o = WithOp("exec");
+  json::array argv;
+  for (const auto& a : m.argv) argv.emplace_back(Sv(a));
+  o["argv"] = std::move(argv);
+  if (m.command) o["command"] = Sv(*m.command);
+  json::object env;
+  for (const auto& [k, v] : m.env) env[Sv(k)] = Sv(v);
+  o["env"] = std::move(env);
+  o["cwd"] = Sv(m.cwd);
+  o["user"] = Sv(m.user);
+  o["timeout_ms"] = m.timeout_ms;
+  o["kill_grace_ms"] = m.kill_grace_ms;
+  o["stdin_pipe"] = m.stdin_pipe;
+  o["max_stdout_bytes"] = m.max_stdout_bytes;
+  o["max_stderr_bytes"] = m.max_stderr_bytes;
+  o["max_output_bytes"] = m.max_output_bytes;
+  if (m.pty) {
+    json::object pty;
+    pty["cols"] = m.pty->cols;
+    pty["rows"] = m.pty->rows;
+    o["pty"] = std::move(pty);
+  }
+  return Serialize(o);
+}
+
+Result<ExecRequest> DecodeExecRequest(std::string_view text) {
+  ASB_ASSIGN_OR_RETURN(json::object obj, ParseObject(text, "exec request"));
+  Reader r(obj, "exec request");
+  ASB_TRY(CheckOp(r, "exec"));
+  ExecRequest m;
+  ASB_TRY(r.Get("argv", &m.argv));
+  if (r.Has("command")) {
+    std::string command;
+    ASB_TRY(r.Get("command", &command));
+    m.command = std::move(command);
+  }
+  ASB_TRY(r.Get("env", &m.env));
+  ASB_TRY(r.Get("cwd", &m.cwd));
+  ASB_TRY(r.Get("user", &m.user));
+  ASB_TRY(r.Get("timeout_ms", &m.timeout_ms));
+  ASB_TRY(r.Get("kill_grace_ms", &m.kill_grace_ms));
+  ASB_TRY(r.Get("stdin_pipe", &m.stdin_pipe));
+  ASB_TRY(r.Get("max_stdout_bytes", &m.max_stdout_bytes));
+  ASB_TRY(r.Get("max_stderr_bytes", &m.max_stderr_bytes));
+  ASB_TRY(r.Get("max_output_bytes", &m.max_output_bytes));
+  ASB_ASSIGN_OR_RETURN(const json::object* pty, r.Object("pty"));
+  if (pty != nullptr) {
+    Reader pr(*pty, "pty");
+    ExecRequest::Pty p;
+    ASB_TRY(pr.Get("cols", &p.cols));
+    ASB_TRY(pr.Get("rows", &p.rows));
+    m.pty = p;
+  }
+  return m;
+}
+
+std::string EncodeExecResult(const ExecResult& m) {
+  json::object o;
+  o["exit_code"] = m.exit_code;
+  o["signal"] = m.signal;
+  o["timed_out"] = m.timed_out;
+  o["stdout_truncated"] = m.stdout_truncated;
+  o["stderr_truncated"] = m.stderr_truncated;
+  o["stdout_bytes"] = m.stdout_bytes;
+  o["stderr_bytes"] = m.stderr_bytes;
+  o["duration_ms"] = m.duration_ms;
+  o["oom_killed"] = m.oom_killed;
+  return Serialize(o);
+}
+
+Result<ExecResult> DecodeExecResult(std::string_view text) {
+  ASB_ASSIGN_OR_RETURN(json::object obj, ParseObject(text, "exec result"));
+  Reader r(obj, "exec result");
+  ExecResult m;
+  ASB_TRY(r.Get("exit_code", &m.exit_code));
+  ASB_TRY(r.Get("signal", &m.signal));
+  ASB_TRY(r.Get("timed_out", &m.timed_out));
+  ASB_TRY(r.Get("stdout_truncated", &m.stdout_truncated));
+  ASB_TRY(r.Get("stderr_truncated", &m.stderr_truncated));
+  ASB_TRY(r.Get("stdout_bytes", &m.stdout_bytes));
+  ASB_TRY(r.Get("stderr_bytes", &m.stderr_bytes));
+  ASB_TRY(r.Get("duration_ms", &m.duration_ms));
+  ASB_TRY(r.Get("oom_killed", &m.oom_killed));
+  return m;
+}
+
+// ---- files -----------------------------------------------------------------------------------
+
+std::string EncodeFileStat(const FileStat& m) { return Serialize(FileStatToJson(m)); }
+
+Result<FileStat> DecodeFileStat(std::string_view text) {
+  ASB_ASSIGN_OR_RETURN(json::object obj, ParseObject(text, "FileStat"));
+  return FileStatFromJson(obj);
+}
+
+std::string EncodeFileStatList(const std::vector<FileStat>& entries) {
+  json::array arr;
+  arr.reserve(entries.size());
+  for (const auto& e : entries) arr.emplace_back(FileStatToJson(e));
+  json::object o;
+  o["entries"] = std::move(arr);
+  return Serialize(o);
+}
+
+Result<std::vector<FileStat>> DecodeFileStatList(std::string_view text) {
+  ASB_ASSIGN_OR_RETURN(json::object obj, ParseObject(text, "file list"));
+  std::vector<FileStat> out;
+  const json::value* v = obj.if_contains("entries");
+  if (v == nullptr) return out;
+  if (!v->is_array()) return Fail(Malformed("file list", "\"entries\" must be an array"));
+  out.reserve(v->get_array().size());
+  for (const json::value& e : v->get_array()) {
+    if (!e.is_object()) return Fail(Malformed("file list", "entries must be objects"));
+    ASB_ASSIGN_OR_RETURN(FileStat st, FileStatFromJson(e.get_object()));
+    out.push_back(std::move(st));
+  }
+  return out;
+}
+
+std::string EncodeFileReadRequest(const FileReadRequest& m) {
+  json::object o = WithOp("file.read");
+  o["path"] = Sv(m.path);
+  o["offset"] = m.offset;
+  o["length"] = m.length;
+  o["scope"] = ScopeToJson(m.scope);
+  return Serialize(o);
+}
+
+Result<FileReadRequest> DecodeFileReadRequest(std::string_view text) {
+  ASB_ASSIGN_OR_RETURN(json::object obj, ParseObject(text, "file.read request"));
+  Reader r(obj, "file.read request");
+  ASB_TRY(CheckOp(r, "file.read"));
+  FileReadRequest m;
+  ASB_TRY(r.Get("path", &m.path));
+  ASB_TRY(r.Get("offset", &m.offset));
+  ASB_TRY(r.Get("length", &m.length));
+  ASB_TRY(ReadScope(r, &m.scope));
+  return m;
+}
+
+std::string EncodeFileWriteRequest(const FileWriteRequest& m) {
+  json::object o = WithOp("file.write");
+  o["path"] = Sv(m.path);
+  o["mode"] = m.mode;
+  o["make_parents"] = m.make_parents;
+  o["append"] = m.append;
+  o["max_bytes"] = m.max_bytes;
+  o["scope"] = ScopeToJson(m.scope);
+  return Serialize(o);
+}
+
+Result<FileWriteRequest> DecodeFileWriteRequest(std::string_view text) {
+  ASB_ASSIGN_OR_RETURN(json::object obj, ParseObject(text, "file.write request"));
+  Reader r(obj, "file.write request");
+  ASB_TRY(CheckOp(r, "file.write"));
+  FileWriteRequest m;
+  ASB_TRY(r.Get("path", &m.path));
+  ASB_TRY(r.Get("mode", &m.mode));
+  ASB_TRY(r.Get("make_parents", &m.make_parents));
+  ASB_TRY(r.Get("append", &m.append));
+  ASB_TRY(r.Get("max_bytes", &m.max_bytes));
+  ASB_TRY(ReadScope(r, &m.scope));
+  return m;
+}
+
+std::string EncodeFileListRequest(const FileListRequest& m) {
+  json::object o = WithOp("file.list");
+  o["path"] = Sv(m.path);
+  o["recursive"] = m.recursive;
+  o["max_entries"] = m.max_entries;
+  o["scope"] = ScopeToJson(m.scope);
+  return Serialize(o);
+}
+
+Result<FileListRequest> DecodeFileListRequest(std::string_view text) {
+  ASB_ASSIGN_OR_RETURN(json::object obj, ParseObject(text, "file.list request"));
+  Reader r(obj, "file.list request");
+  ASB_TRY(CheckOp(r, "file.list"));
+  FileListRequest m;
+  ASB_TRY(r.Get("path", &m.path));
+  ASB_TRY(r.Get("recursive", &m.recursive));
+  ASB_TRY(r.Get("max_entries", &m.max_entries));
+  ASB_TRY(ReadScope(r, &m.scope));
+  return m;
+}
+
+std::string EncodeFileStatRequest(const FileStatRequest& m) {
+  json::object o = WithOp("file.stat");
+  o["path"] = Sv(m.path);
+  o["follow_symlinks"] = m.follow_symlinks;
+  o["scope"] = ScopeToJson(m.scope);
+  return Serialize(o);
+}
+
+Result<FileStatRequest> DecodeFileStatRequest(std::string_view text) {
+  ASB_ASSIGN_OR_RETURN(json::object obj, ParseObject(text, "file.stat request"));
+  Reader r(obj, "file.stat request");
+  ASB_TRY(CheckOp(r, "file.stat"));
+  FileStatRequest m;
+  ASB_TRY(r.Get("path", &m.path));
+  ASB_TRY(r.Get("follow_symlinks", &m.follow_symlinks));
+  ASB_TRY(ReadScope(r, &m.scope));
+  return m;
+}
+
+std::string EncodeFileMkdirRequest(const FileMkdirRequest& m) {
+  json::object o = WithOp("file.mkdir");
+  o["path"] = Sv(m.path);
+  o["mode"] = m.mode;
+  o["parents"] = m.parents;
+  o["scope"] = ScopeToJson(m.scope);
+  return Serialize(o);
+}
+
+Result<FileMkdirRequest> DecodeFileMkdirRequest(std::string_view text) {
+  ASB_ASSIGN_OR_RETURN(json::object obj, ParseObject(text, "file.mkdir request"));
+  Reader r(obj, "file.mkdir request");
+  ASB_TRY(CheckOp(r, "file.mkdir"));
+  FileMkdirRequest m;
+  ASB_TRY(r.Get("path", &m.path));
+  ASB_TRY(r.Get("mode", &m.mode));
+  ASB_TRY(r.Get("parents", &m.parents));
+  ASB_TRY(ReadScope(r, &m.scope));
+  return m;
+}
+
+std::string EncodeFileRemoveRequest(const FileRemoveRequest& m) {
+  json::object o = WithOp("file.remove");
+  o["path"] = Sv(m.path);
+  o["recursive"] = m.recursive;
+  o["scope"] = ScopeToJson(m.scope);
+  return Serialize(o);
+}
+
+Result<FileRemoveRequest> DecodeFileRemoveRequest(std::string_view text) {
+  ASB_ASSIGN_OR_RETURN(json::object obj, ParseObject(text, "file.remove request"));
+  Reader r(obj, "file.remove request");
+  ASB_TRY(CheckOp(r, "file.remove"));
+  FileRemoveRequest m;
+  ASB_TRY(r.Get("path", &m.path));
+  ASB_TRY(r.Get("recursive", &m.recursive));
+  ASB_TRY(ReadScope(r, &m.scope));
+  return m;
+}
+
+std::string EncodeFileMoveRequest(const FileMoveRequest& m) {
+  json::object o = WithOp("file.move");
+  o["from"] = Sv(m.from);
+  o["to"] = Sv(m.to);
+  o["overwrite"] = m.overwrite;
+  o["scope"] = ScopeToJson(m.scope);
+  return Serialize(o);
+}
+
+Result<FileMoveRequest> DecodeFileMoveRequest(std::string_view text) {
+  ASB_ASSIGN_OR_RETURN(json::object obj, ParseObject(text, "file.move request"));
+  Reader r(obj, "file.move request");
+  ASB_TRY(CheckOp(r, "file.move"));
+  FileMoveRequest m;
+  ASB_TRY(r.Get("from", &m.from));
+  ASB_TRY(r.Get("to", &m.to));
+  ASB_TRY(r.Get("overwrite", &m.overwrite));
+  ASB_TRY(ReadScope(r, &m.scope));
+  return m;
+}
+
+// ---- tar -------------------------------------------------------------------------------------
+
+std::string EncodeTarExportRequest(const TarExportRequest& m) {
+  json::object o = WithOp("tar.export");
+  o["path"] = Sv(m.path);
+  o["scope"] = ScopeToJson(m.scope);
+  return Serialize(o);
+}
+
+Result<TarExportRequest> DecodeTarExportRequest(std::string_view text) {
+  ASB_ASSIGN_OR_RETURN(json::object obj, ParseObject(text, "tar.export request"));
+  Reader r(obj, "tar.export request");
+  ASB_TRY(CheckOp(r, "tar.export"));
+  TarExportRequest m;
+  ASB_TRY(r.Get("path", &m.path));
+  ASB_TRY(ReadScope(r, &m.scope));
+  return m;
+}
+
+std::string EncodeTarImportRequest(const TarImportRequest& m) {
+  json::object o = WithOp("tar.import");
+  o["path"] = Sv(m.path);
+  o["max_bytes"] = m.max_bytes;
+  o["max_entries"] = m.max_entries;
+  o["clear_first"] = m.clear_first;
+  o["scope"] = ScopeToJson(m.scope);
+  return Serialize(o);
+}
+
+Result<TarImportRequest> DecodeTarImportRequest(std::string_view text) {
+  ASB_ASSIGN_OR_RETURN(json::object obj, ParseObject(text, "tar.import request"));
+  Reader r(obj, "tar.import request");
+  ASB_TRY(CheckOp(r, "tar.import"));
+  TarImportRequest m;
+  ASB_TRY(r.Get("path", &m.path));
+  ASB_TRY(r.Get("max_bytes", &m.max_bytes));
+  ASB_TRY(r.Get("max_entries", &m.max_entries));
+  ASB_TRY(r.Get("clear_first", &m.clear_first));
+  ASB_TRY(ReadScope(r, &m.scope));
+  return m;
+}
+
+std::string EncodeTarResult(const TarResult& m) {
+  json::object o;
+  o["entries"] = m.entries;
+  o["bytes"] = m.bytes;
+  return Serialize(o);
+}
+
+Result<TarResult> DecodeTarResult(std::string_view text) {
+  ASB_ASSIGN_OR_RETURN(json::object obj, ParseObject(text, "tar result"));
+  Reader r(obj, "tar result");
+  TarResult m;
+  ASB_TRY(r.Get("entries", &m.entries));
+  ASB_TRY(r.Get("bytes", &m.bytes));
+  return m;
+}
+
+// ---- ERROR body ------------------------------------------------------------------------------
+
+std::string EncodeWireError(const WireError& m) {
+  json::object o;
+  o["code"] = Sv(m.code);
+  o["errno"] = m.sys_errno;
+  o["message"] = Sv(m.message);
+  return Serialize(o);
+}
+
+Result<WireError> DecodeWireError(std::string_view text) {
+  ASB_ASSIGN_OR_RETURN(json::object obj, ParseObject(text, "ERROR"));
+  Reader r(obj, "ERROR");
+  WireError m;
+  ASB_TRY(r.Get("code", &m.code));
+  ASB_TRY(r.Get("errno", &m.sys_errno));
+  ASB_TRY(r.Get("message", &m.message));
+  return m;
+}
+
+}  // namespace asb::protocol
