@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# Sets agent-sandbox up on this Debian 12 host and runs the main job:
+#   1. installs the Debian packages it needs (scripts/install-deps.sh),
+#   2. configures a Release build in build/ and builds it with Ninja,
+#   3. installs agent-sandbox and sandboxd to /usr/local/bin (cmake --install),
+#   4. builds the base template into the data directory (scripts/build-template.sh base),
+#   5. runs the demo (scripts/demo.sh).
+#
+# Usage: sudo bash scripts/setup.sh
+# Env:   AGENT_SANDBOX_DATA_DIR (default /var/lib/agent-sandbox), ASB_JOBS (default nproc),
+#        ASB_PREFIX (install prefix, default /usr/local).
+set -euo pipefail
+
+REPO_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+BUILD_DIR="$REPO_DIR/build"
+JOBS=${ASB_JOBS:-$(nproc)}
+PREFIX=${ASB_PREFIX:-/usr/local}
+cd "$REPO_DIR"
+started=$(date +%s)
+step() { printf '\n==> [%4ss] %s\n' "$(($(date +%s) - started))" "$*"; }
+
+if [[ $(id -u) -ne 0 ]]; then
+  echo "setup.sh: run as root (sudo bash scripts/setup.sh): sandboxes need namespaces, cgroups" \
+    "and loop devices" >&2
+  exit 1
+fi
+
+step "dependencies"
+bash scripts/install-deps.sh
+
+step "configure build/ (Release)"
+cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_INSTALL_PREFIX="$PREFIX" \
+  -DASB_BUILD_TESTS=OFF -DASB_BUILD_BENCH=OFF >/dev/null
+
+step "build (-j$JOBS)"
+cmake --build "$BUILD_DIR" -j "$JOBS"
+
+step "install to $PREFIX/bin"
+cmake --install "$BUILD_DIR" | grep -v '^-- Up-to-date' || true
+
+step "base template"
+bash scripts/build-template.sh base
+
+step "demo"
+PATH="$PREFIX/bin:$PATH" bash scripts/demo.sh

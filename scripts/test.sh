@@ -1,0 +1,78 @@
+#!/usr/bin/env bash
+# Runs every test of agent-sandbox: installs the Debian packages, configures a warnings-as-errors
+# build, builds everything (benchmarks are built, never run), builds the base template (reused
+# when its recipe is unchanged), then runs CTest: unit tests in parallel, tests labelled
+# `privileged` (real sandboxes; they need root) one at a time. Tests that need something this
+# host lacks (root, KVM, runsc) skip with a reason.
+#
+# Usage: sudo bash scripts/test.sh [BUILD_DIR]      (default BUILD_DIR: build-ci)
+# Env:   AGENT_SANDBOX_DATA_DIR (template location), ASB_JOBS (parallel jobs, default nproc),
+#        ASB_CTEST_ARGS (extra ctest arguments, e.g. "-R cli").
+# The last line is a summary: "test.sh: N passed, N failed, N skipped".
+set -euo pipefail
+
+REPO_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+BUILD_DIR=${1:-build-ci}
+[[ $BUILD_DIR == /* ]] || BUILD_DIR="$REPO_DIR/$BUILD_DIR"
+JOBS=${ASB_JOBS:-$(nproc)}
+cd "$REPO_DIR"
+started=$(date +%s)
+step() { printf '\n==> [%4ss] %s\n' "$(($(date +%s) - started))" "$*"; }
+
+step "dependencies"
+bash scripts/install-deps.sh
+
+step "configure $BUILD_DIR (RelWithDebInfo, -DASB_WERROR=ON)"
+cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DASB_WERROR=ON \
+  -DASB_BUILD_TESTS=ON -DASB_BUILD_BENCH=ON >/dev/null
+
+step "build (-j$JOBS)"
+cmake --build "$BUILD_DIR" -j "$JOBS"
+
+step "base template"
+if [[ $(id -u) -eq 0 ]]; then
+  bash scripts/build-template.sh base
+else
+  echo "not root: skipping the template; privileged tests will skip"
+fi
+
+# The tests find the binaries and the template through these.
+export AGENT_SANDBOX_BIN="$BUILD_DIR/bin/agent-sandbox"
+export AGENT_SANDBOX_SANDBOXD="$BUILD_DIR/bin/sandboxd"
+export AGENT_SANDBOX_DATA_DIR=${AGENT_SANDBOX_DATA_DIR:-/var/lib/agent-sandbox}
+
+junit_dir="$BUILD_DIR/test-results"
+rm -rf "$junit_dir"
+mkdir -p "$junit_dir"
+rc=0
+read -r -a extra <<<"${ASB_CTEST_ARGS:-}"
+step "ctest: unit tests (-j$JOBS)"
+ctest --test-dir "$BUILD_DIR" --output-on-failure --timeout 600 -j "$JOBS" -LE privileged \
+  --output-junit "$junit_dir/unit.xml" "${extra[@]}" || rc=1
+
+step "ctest: privileged tests (serial)"
+ctest --test-dir "$BUILD_DIR" --output-on-failure --timeout 900 -L privileged \
+  --output-junit "$junit_dir/privileged.xml" "${extra[@]}" || rc=1
+
+step "summary ($(($(date +%s) - started)) s)"
+python3 - "$junit_dir" "$rc" <<'PY'
+import glob, sys, xml.etree.ElementTree as ET
+passed = failed = skipped = 0
+for path in glob.glob(sys.argv[1] + "/*.xml"):
+    try:
+        root = ET.parse(path).getroot()
+    except (ET.ParseError, OSError):
+        continue
+    for case in root.iter("testcase"):
+        status = case.get("status", "run")
+        if case.find("skipped") is not None or status in ("notrun", "disabled"):
+            skipped += 1
+        elif case.find("failure") is not None or case.find("error") is not None or status == "fail":
+            failed += 1
+        else:
+            passed += 1
+if sys.argv[2] != "0" and failed == 0:
+    failed = 1  # ctest itself failed (e.g. a test binary crashed during discovery)
+print(f"test.sh: {passed} passed, {failed} failed, {skipped} skipped")
+PY
+exit "$rc"
