@@ -1,0 +1,36 @@
+// The schema of agent-sandbox.db as numbered migrations (store/migrations.h). Append only: a
+// released migration is never edited, because databases in the field have already run it.
+#include <array>
+
+#include "store/store.h"
+
+namespace asb::store {
+
+namespace {
+constexpr std::string_view kM1Sandboxes = R"sql(
+CREATE TABLE sandboxes (
+  id                   TEXT PRIMARY KEY NOT NULL,
+  owner                TEXT NOT NULL,
+  template             TEXT NOT NULL,
+  spec_json            TEXT NOT NULL DEFAULT '{}',
+  state                TEXT NOT NULL
+                       CHECK (state IN ('creating','running','stopping','destroyed','error')),
+  error_message        TEXT NOT NULL DEFAULT '',
+  created_at           INTEGER NOT NULL,
+  updated_at           INTEGER NOT NULL,
+  expires_at           INTEGER NOT NULL,
+  idle_timeout_seconds INTEGER NOT NULL DEFAULT 0 CHECK (idle_timeout_seconds >= 0),
+  last_activity_at     INTEGER NOT NULL,
+  source_snapshot_id   TEXT,
+  backend              TEXT NOT NULL
+);
+CREATE INDEX sandboxes_by_owner_state ON sandboxes(owner, state);
+CREATE INDEX sandboxes_by_state ON sandboxes(state);
+)sql";
+
+constexpr std::array<std::string_view, 1> kMigrations = {kM1Sandboxes};
+}  // namespace
+
+std::span<const std::string_view> SchemaMigrations() { return kMigrations; }
+
+}  // namespace asb::store
