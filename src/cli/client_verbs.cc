@@ -1,0 +1,426 @@
+// Client verbs against a running `agent-sandbox serve` (issue 3 item 6), thin wrappers over the
+// REST API with api/http_client.h:
+//   create [--template T] [--cpus X] [--memory-mb N] [--pids-limit N] [--workspace-mb N]
+//          [--timeout S] [--env K=V]...        prints the new sandbox id
+//   ls [--json]                                 one line per sandbox
+//   inspect ID                                  the sandbox's JSON
+//   exec [--env K=V] [--workdir D] [--timeout S] [--user U] ID -- CMD...
+//                                               streams output; passes the exit code through
+//   cp SRC DST                                  one side is ID:PATH (upload or download)
+//   rm ID...                                    destroys sandboxes
+//   timeout ID SECONDS                          sets a new TTL from now
+// Server errors are printed as "agent-sandbox: <code>: <message>" and exit 125 (command.h).
+#include <sys/stat.h>
+
+#include <boost/json.hpp>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <iterator>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "api/http_client.h"
+#include "api/url.h"
+#include "cli/command.h"
+#include "cli/run_support.h"
+#include "cli/server_commands.h"
+#include "common/ids.h"
+
+namespace asb::cli {
+namespace {
+
+namespace json = boost::json;
+
+Result<api::HttpClient> MakeClient() {
+  const char* url = std::getenv("AGENT_SANDBOX_URL");
+  const char* key = std::getenv("AGENT_SANDBOX_API_KEY");
+  return api::HttpClient::Create(url && *url ? url : "http://127.0.0.1:8080", key ? key : "");
+}
+
+// An HTTP error answer as an Error (code from the body's error.code).
+Error ServerError(const api::ClientResponse& r) {
+  std::string code = r.error_code.empty() ? "http " + std::to_string(r.status) : r.error_code;
+  std::string msg = r.error_message.empty() ? r.body : r.error_message;
+  return Error(ErrorCodeFromName(r.error_code), code + ": " + msg);
+}
+
+Result<api::ClientResponse> Call(std::string_view method, const std::string& target,
+                                 std::string_view body = {},
+                                 std::string_view type = "application/json") {
+  ASB_ASSIGN_OR_RETURN(api::HttpClient c, MakeClient());
+  ASB_ASSIGN_OR_RETURN(api::ClientResponse r, c.Request(method, target, body, type));
+  if (r.status >= 300) return Fail(ServerError(r));
+  return r;
+}
+
+Result<json::value> ParseJson(const std::string& body) {
+  json::error_code ec;
+  json::value v = json::parse(body, ec);
+  if (ec) return Fail(Error::Backend("server answered invalid JSON: " + ec.message()));
+  return v;
+}
+
+// Pretty-prints a JSON value with two-space indentation.
+void Pretty(std::ostream& os, const json::value& v, int indent = 0) {
+  std::string pad(indent, ' ');
+  if (v.is_object()) {
+    const auto& o = v.as_object();
+    if (o.empty()) {
+      os << "{}";
+      return;
+    }
+    os << "{\n";
+    size_t i = 0;
+    for (const auto& kv : o) {
+      os << pad << "  " << json::serialize(json::value(kv.key())) << ": ";
+      Pretty(os, kv.value(), indent + 2);
+      os << (++i < o.size() ? ",\n" : "\n");
+    }
+    os << pad << "}";
+  } else if (v.is_array() && !v.as_array().empty()) {
+    const auto& a = v.as_array();
+    os << "[\n";
+    for (size_t i = 0; i < a.size(); ++i) {
+      os << pad << "  ";
+      Pretty(os, a[i], indent + 2);
+      os << (i + 1 < a.size() ? ",\n" : "\n");
+    }
+    os << pad << "]";
+  } else {
+    os << json::serialize(v);
+  }
+}
+
+int Fails(const Error& e) { return ReportError(e); }
+
+std::string DecodeBase64(std::string_view in) {
+  static const std::string kTable =
+      "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  std::string out;
+  uint32_t acc = 0;
+  int bits = 0;
+  for (char c : in) {
+    if (c == '=') break;
+    size_t v = kTable.find(c);
+    if (v == std::string::npos) continue;
+    acc = (acc << 6) | static_cast<uint32_t>(v);
+    bits += 6;
+    if (bits >= 8) {
+      bits -= 8;
+      out.push_back(static_cast<char>((acc >> bits) & 0xFF));
+    }
+  }
+  return out;
+}
+
+std::string Str(const json::object& o, std::string_view key) {
+  const json::value* v = o.if_contains(key);
+  if (v == nullptr) return "";
+  if (v->is_string()) return std::string(v->as_string());
+  return json::serialize(*v);
+}
+
+// ---- create ----------------------------------------------------------------------------------
+
+struct CreateFlags {
+  std::string template_name;
+  std::optional<double> cpus;
+  std::optional<int64_t> memory_mb, pids_limit, workspace_mb, timeout;
+  std::vector<std::string> env;
+  bool json = false;
+};
+
+int Create(const CreateFlags& f) {
+  json::object body;
+  if (!f.template_name.empty()) body["template"] = f.template_name;
+  if (f.cpus) body["cpus"] = *f.cpus;
+  if (f.memory_mb) body["memory_mb"] = *f.memory_mb;
+  if (f.pids_limit) body["pids_limit"] = *f.pids_limit;
+  if (f.workspace_mb) body["workspace_mb"] = *f.workspace_mb;
+  if (f.timeout) body["timeout_seconds"] = *f.timeout;
+  if (!f.env.empty()) {
+    auto env = ParseEnvAssignments(f.env);
+    if (!env) return Fails(env.error());
+    json::object e;
+    for (const auto& [k, v] : *env) e[k] = v;
+    body["env"] = std::move(e);
+  }
+  auto r = Call("POST", "/v1/sandboxes", json::serialize(body));
+  if (!r) return Fails(r.error());
+  auto v = ParseJson(r->body);
+  if (!v) return Fails(v.error());
+  if (f.json) {
+    Pretty(std::cout, *v);
+    std::cout << "\n";
+  } else {
+    std::cout << Str(v->as_object(), "id") << "\n";
+  }
+  return 0;
+}
+
+// ---- ls / inspect / rm / timeout -------------------------------------------------------------
+
+int List(bool as_json) {
+  auto r = Call("GET", "/v1/sandboxes");
+  if (!r) return Fails(r.error());
+  auto v = ParseJson(r->body);
+  if (!v) return Fails(v.error());
+  if (as_json) {
+    Pretty(std::cout, *v);
+    std::cout << "\n";
+    return 0;
+  }
+  std::printf("%-20s %-9s %-10s %-5s %-7s %-24s %s\n", "ID", "STATUS", "TEMPLATE", "CPUS",
+              "MEM_MB", "CREATED", "EXPIRES");
+  const json::value* list = v->as_object().if_contains("sandboxes");
+  if (list == nullptr || !list->is_array()) return 0;
+  for (const auto& s : list->as_array()) {
+    const auto& o = s.as_object();
+    std::printf("%-20s %-9s %-10s %-5s %-7s %-24s %s\n", Str(o, "id").c_str(),
+                Str(o, "status").c_str(), Str(o, "template").c_str(), Str(o, "cpus").c_str(),
+                Str(o, "memory_mb").c_str(), Str(o, "created_at").c_str(),
+                Str(o, "expires_at").c_str());
+  }
+  return 0;
+}
+
+int Inspect(const std::string& id) {
+  auto r = Call("GET", "/v1/sandboxes/" + api::PercentEncode(id));
+  if (!r) return Fails(r.error());
+  auto v = ParseJson(r->body);
+  if (!v) return Fails(v.error());
+  Pretty(std::cout, *v);
+  std::cout << "\n";
+  return 0;
+}
+
+int Remove(const std::vector<std::string>& ids) {
+  int rc = 0;
+  for (const std::string& id : ids) {
+    auto r = Call("DELETE", "/v1/sandboxes/" + api::PercentEncode(id));
+    if (!r) {
+      rc = ReportError(r.error().WithContext(id));
+    } else {
+      std::cout << id << "\n";
+    }
+  }
+  return rc;
+}
+
+int SetTimeout(const std::string& id, int64_t seconds) {
+  json::object body;
+  body["timeout_seconds"] = seconds;
+  auto r = Call("POST", "/v1/sandboxes/" + api::PercentEncode(id) + "/timeout",
+                json::serialize(body));
+  if (!r) return Fails(r.error());
+  auto v = ParseJson(r->body);
+  if (!v) return Fails(v.error());
+  std::cout << Str(v->as_object(), "expires_at") << "\n";
+  return 0;
+}
+
+// ---- exec ------------------------------------------------------------------------------------
+
+struct ExecFlags {
+  std::string id;
+  std::vector<std::string> argv;
+  std::vector<std::string> env;
+  std::string workdir;
+  std::string user;
+  std::optional<double> timeout;
+};
+
+int Exec(const ExecFlags& f) {
+  json::object body;
+  json::array argv;
+  for (const auto& a : f.argv) argv.emplace_back(a);
+  body["argv"] = std::move(argv);
+  if (!f.env.empty()) {
+    auto env = ParseEnvAssignments(f.env);
+    if (!env) return Fails(env.error());
+    json::object e;
+    for (const auto& [k, v] : *env) e[k] = v;
+    body["env"] = std::move(e);
+  }
+  if (!f.workdir.empty()) body["workdir"] = f.workdir;
+  if (!f.user.empty()) body["user"] = f.user;
+  if (f.timeout) body["timeout"] = *f.timeout;
+  // Raw bytes survive the trip: ask for base64 and decode locally.
+  body["encoding"] = "base64";
+  auto client = MakeClient();
+  if (!client) return Fails(client.error());
+  std::string pending;
+  int code = kExitRuntimeError;
+  bool ended = false;
+  std::optional<Error> failure;
+  auto on_data = [&](std::string_view data) {
+    pending.append(data);
+    size_t nl;
+    while ((nl = pending.find('\n')) != std::string::npos) {
+      std::string line = pending.substr(0, nl);
+      pending.erase(0, nl + 1);
+      json::error_code ec;
+      json::value v = json::parse(line, ec);
+      if (ec || !v.is_object()) continue;
+      const auto& o = v.as_object();
+      std::string type = Str(o, "type");
+      if (type == "stdout" || type == "stderr") {
+        std::string raw = DecodeBase64(Str(o, "data"));
+        FILE* out = type == "stdout" ? stdout : stderr;
+        std::fwrite(raw.data(), 1, raw.size(), out);
+        std::fflush(out);
+      } else if (type == "exit") {
+        protocol::ExecResult res;
+        res.exit_code = static_cast<int>(o.at("exit_code").to_number<int64_t>());
+        res.signal = static_cast<int>(o.at("signal").to_number<int64_t>());
+        res.timed_out = o.at("timed_out").as_bool();
+        code = ExitCodeFor(res);
+        ended = true;
+      } else if (type == "error") {
+        failure = Error(ErrorCodeFromName(Str(o, "code")),
+                        Str(o, "code") + ": " + Str(o, "message"));
+        ended = true;
+      }
+    }
+    return true;
+  };
+  auto r = client->Stream("POST", "/v1/sandboxes/" + api::PercentEncode(f.id) + "/exec/stream",
+                          json::serialize(body), "application/json", on_data);
+  if (!r) return Fails(r.error());
+  if (r->status >= 300) return Fails(ServerError(*r));
+  if (failure) return Fails(*failure);
+  if (!ended) return Fails(Error::Backend("the stream ended without an exit event"));
+  return code;
+}
+
+// ---- cp --------------------------------------------------------------------------------------
+
+// "sb_x:path" -> {id, path}; anything else is local.
+std::optional<std::pair<std::string, std::string>> SplitRemote(const std::string& s) {
+  size_t colon = s.find(':');
+  if (colon == std::string::npos) return std::nullopt;
+  std::string id = s.substr(0, colon);
+  if (!IsValidId(id, "sb_")) return std::nullopt;
+  return std::make_pair(id, s.substr(colon + 1));
+}
+
+int Copy(const std::string& src, const std::string& dst) {
+  auto rs = SplitRemote(src);
+  auto rd = SplitRemote(dst);
+  if (rs.has_value() == rd.has_value()) {
+    return Fails(Error::InvalidArgument("cp: exactly one of SRC and DST must be ID:PATH"));
+  }
+  namespace fs = std::filesystem;
+  if (rd) {  // upload
+    std::ifstream in(src, std::ios::binary);
+    if (!in) return Fails(Error::FromErrno(errno, "open " + src));
+    std::string data((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    struct stat st {};
+    ::stat(src.c_str(), &st);
+    std::string path = rd->second;
+    if (path.empty() || path.back() == '/') path += fs::path(src).filename().string();
+    char mode[8];
+    std::snprintf(mode, sizeof(mode), "%o", st.st_mode & 0777);
+    auto r = Call("PUT",
+                  "/v1/sandboxes/" + rd->first + "/files?path=" + api::PercentEncode(path) +
+                      "&mode=" + mode,
+                  data, "application/octet-stream");
+    if (!r) return Fails(r.error());
+    auto v = ParseJson(r->body);
+    if (!v) return Fails(v.error());
+    std::fprintf(stderr, "%s:%s (%s bytes)\n", rd->first.c_str(),
+                 Str(v->as_object(), "path").c_str(), Str(v->as_object(), "size").c_str());
+    return 0;
+  }
+  // download
+  auto r = Call("GET", "/v1/sandboxes/" + rs->first + "/files?path=" +
+                           api::PercentEncode(rs->second));
+  if (!r) return Fails(r.error());
+  std::string target = dst;
+  std::error_code ec;
+  if (fs::is_directory(target, ec)) target = (fs::path(target) / fs::path(rs->second).filename());
+  if (target == "-") {
+    std::fwrite(r->body.data(), 1, r->body.size(), stdout);
+    return 0;
+  }
+  std::ofstream out(target, std::ios::binary | std::ios::trunc);
+  if (!out) return Fails(Error::FromErrno(errno, "open " + target));
+  out.write(r->body.data(), static_cast<std::streamsize>(r->body.size()));
+  if (!out) return Fails(Error::FromErrno(errno, "write " + target));
+  return 0;
+}
+
+}  // namespace
+
+void RegisterClientCommands(CLI::App& app) {
+  const std::string env_note = " (server: $AGENT_SANDBOX_URL, default http://127.0.0.1:8080)";
+  {
+    auto f = std::make_shared<CreateFlags>();
+    CLI::App* sub = app.add_subcommand("create", "Create a sandbox and print its id" + env_note);
+    sub->add_option("--template", f->template_name, "Template name (default: the server's)");
+    sub->add_option("--cpus", f->cpus, "CPU cores, e.g. 0.5");
+    sub->add_option("--memory-mb", f->memory_mb, "Memory limit, MiB");
+    sub->add_option("--pids-limit", f->pids_limit, "Process limit");
+    sub->add_option("--workspace-mb", f->workspace_mb, "/workspace quota, MiB");
+    sub->add_option("--timeout", f->timeout, "TTL in seconds");
+    sub->add_option("-e,--env", f->env, "K=V for every command (repeatable)");
+    sub->add_flag("--json", f->json, "Print the sandbox as JSON");
+    SetAction(sub, [f] { return Create(*f); });
+  }
+  {
+    auto as_json = std::make_shared<bool>(false);
+    CLI::App* sub = app.add_subcommand("ls", "List sandboxes" + env_note);
+    sub->add_flag("--json", *as_json, "Print JSON");
+    SetAction(sub, [as_json] { return List(*as_json); });
+  }
+  {
+    auto id = std::make_shared<std::string>();
+    CLI::App* sub = app.add_subcommand("inspect", "Show a sandbox as JSON" + env_note);
+    sub->add_option("id", *id, "Sandbox id")->required();
+    SetAction(sub, [id] { return Inspect(*id); });
+  }
+  {
+    auto f = std::make_shared<ExecFlags>();
+    CLI::App* sub = app.add_subcommand(
+        "exec", "Run a command in a sandbox, streaming its output; exits with its code" +
+                    env_note);
+    sub->add_option("-e,--env", f->env, "K=V (repeatable)");
+    sub->add_option("-w,--workdir", f->workdir, "Working directory (default /workspace)");
+    sub->add_option("-u,--user", f->user, "sandbox (default) or root");
+    sub->add_option("--timeout", f->timeout, "Command timeout, seconds");
+    sub->add_option("id", f->id, "Sandbox id")->required();
+    sub->add_option("cmd", f->argv, "Command and arguments (after --)")->required();
+    sub->positionals_at_end(false);
+    SetAction(sub, [f] { return Exec(*f); });
+  }
+  {
+    auto src = std::make_shared<std::string>();
+    auto dst = std::make_shared<std::string>();
+    CLI::App* sub = app.add_subcommand(
+        "cp", "Copy a file in (cp LOCAL ID:PATH) or out (cp ID:PATH LOCAL|-)" + env_note);
+    sub->add_option("src", *src, "Source")->required();
+    sub->add_option("dst", *dst, "Destination")->required();
+    SetAction(sub, [src, dst] { return Copy(*src, *dst); });
+  }
+  {
+    auto ids = std::make_shared<std::vector<std::string>>();
+    CLI::App* sub = app.add_subcommand("rm", "Destroy sandboxes" + env_note);
+    sub->add_option("ids", *ids, "Sandbox ids")->required();
+    SetAction(sub, [ids] { return Remove(*ids); });
+  }
+  {
+    auto id = std::make_shared<std::string>();
+    auto secs = std::make_shared<int64_t>(0);
+    CLI::App* sub = app.add_subcommand("timeout", "Set a sandbox's TTL from now" + env_note);
+    sub->add_option("id", *id, "Sandbox id")->required();
+    sub->add_option("seconds", *secs, "Seconds from now")->required();
+    SetAction(sub, [id, secs] { return SetTimeout(*id, *secs); });
+  }
+}
+
+}  // namespace asb::cli

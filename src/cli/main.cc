@@ -1,0 +1,34 @@
+// agent-sandbox: the host binary. Each subcommand registers itself from its own file
+// (cli/command.h); this file only wires them up, parses, and runs the chosen one.
+#include <cstdlib>
+#include <string>
+
+#include <CLI/CLI.hpp>
+
+#include "cli/command.h"
+#include "common/log.h"
+
+int main(int argc, char** argv) {
+  CLI::App app{"agent-sandbox: isolated Linux sandboxes for AI agents", "agent-sandbox"};
+  app.require_subcommand(0, 1);
+  std::string log_level = "warn";
+  if (const char* env = std::getenv("AGENT_SANDBOX_LOG_LEVEL")) log_level = env;
+  app.add_option("--log-level", log_level,
+                 "Log level on stderr: trace, debug, info, warn, error, off "
+                 "(env AGENT_SANDBOX_LOG_LEVEL)")
+      ->capture_default_str();
+
+  asb::cli::RegisterVersionCommand(app);
+  asb::cli::RegisterRunCommand(app);
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  }
+  if (!asb::InitLogging(log_level, asb::LogFormat::kText)) {
+    return asb::cli::ReportError(asb::Error::InvalidArgument("unknown log level '" + log_level +
+                                                             "'"));
+  }
+  return asb::cli::RunSelectedAction(app);
+}

@@ -1,0 +1,176 @@
+// `agent-sandbox run [options] -- CMD...`: the `docker run --rm` habit. Creates an ephemeral
+// sandbox with the ns backend directly (no server), runs CMD in it with its output streamed to
+// this terminal as it comes, passes the exit code through, and destroys the sandbox afterwards,
+// also after Ctrl-C or SIGTERM (cli/signal_forwarder.h).
+//
+// CMD is an argv, exactly as given (like `docker run`): `run -- sh -c 'a | b'` for a shell.
+// Exit codes (cli/command.h): the command's own; 128+N if signal N killed it; 124 on --timeout;
+// 125 when agent-sandbox itself failed.
+#include <fcntl.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "cli/command.h"
+#include "cli/exec_stream.h"
+#include "cli/run_support.h"
+#include "cli/signal_forwarder.h"
+#include "common/ids.h"
+#include "common/log.h"
+#include "common/unique_fd.h"
+#include "isolation/ns/ns_backend.h"
+
+namespace asb::cli {
+namespace {
+
+struct RunOptions {
+  std::string template_name = "base";
+  uint64_t memory_mb = 512;
+  double cpus = 1.0;
+  uint32_t pids_limit = 256;
+  uint64_t workspace_mb = 1024;
+  double timeout_s = 0;
+  std::vector<std::string> env;
+  std::string workdir = "/workspace";
+  std::string user = protocol::kUserSandbox;
+  std::string data_dir = DefaultDataDir();
+  bool interactive = false;
+  std::string cidfile;
+  std::vector<std::string> argv;
+};
+
+/// Destroys the sandbox (and closes its connection) when the run ends, however it ends.
+class SandboxGuard {
+ public:
+  SandboxGuard(isolation::Backend& backend, std::string id) : backend_(backend), id_(id) {}
+  ~SandboxGuard() {
+    if (sandbox_) sandbox_->connection()->Close();
+    sandbox_.reset();
+    auto st = backend_.Destroy(id_);
+    if (!st) {
+      std::fprintf(stderr, "agent-sandbox: destroy %s: %s\n", id_.c_str(),
+                   st.error().message().c_str());
+    }
+  }
+  void set(std::shared_ptr<isolation::Sandbox> sandbox) { sandbox_ = std::move(sandbox); }
+
+ private:
+  isolation::Backend& backend_;
+  std::string id_;
+  std::shared_ptr<isolation::Sandbox> sandbox_;
+};
+
+Result<int> Run(const RunOptions& o) {
+  ASB_ASSIGN_OR_RETURN(auto env, ParseEnvAssignments(o.env));
+  ASB_ASSIGN_OR_RETURN(std::string rootfs, TemplateRootfs(o.data_dir, o.template_name));
+  ASB_ASSIGN_OR_RETURN(std::string sandboxd, FindSandboxd());
+
+  // Our own output may go to a pipe whose reader leaves; that must not kill us before cleanup.
+  ::signal(SIGPIPE, SIG_IGN);
+  ASB_ASSIGN_OR_RETURN(auto signals, SignalForwarder::Start());
+
+  isolation::ns::NsBackendOptions bo;
+  bo.state_dir = o.data_dir + "/sandboxes";
+  bo.sandboxd_path = sandboxd;
+  bo.workspace_pool_size = 0;  // one sandbox, once: nothing to pool
+  bo.default_workspace_bytes = o.workspace_mb << 20;
+  ASB_ASSIGN_OR_RETURN(auto backend, isolation::ns::MakeNsBackend(bo));
+
+  isolation::SandboxSpec spec;
+  spec.id = NewId("sb_");
+  spec.template_name = o.template_name;
+  spec.rootfs = rootfs;
+  spec.cpus = o.cpus;
+  spec.memory_bytes = o.memory_mb << 20;
+  spec.pids_limit = o.pids_limit;
+  spec.workspace_bytes = o.workspace_mb << 20;
+
+  if (!o.cidfile.empty()) {
+    std::string line = spec.id + "\n";
+    UniqueFd fd(::open(o.cidfile.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
+    if (!fd || !WriteAll(fd.get(), line.data(), line.size())) {
+      return FailErrno("write --cidfile " + o.cidfile);
+    }
+  }
+  spdlog::debug("run: sandbox_id={} template={} argc={} argv0={}", spec.id, spec.template_name,
+                o.argv.size(), o.argv.empty() ? "" : o.argv[0]);
+  SandboxGuard guard(*backend, spec.id);
+  ASB_ASSIGN_OR_RETURN(auto sandbox, backend->Create(spec).map_error([](Error e) {
+    return std::move(e).WithContext("create sandbox");
+  }));
+  guard.set(sandbox);
+  if (int sig = signals->first_signal()) return 128 + sig;  // interrupted while creating
+
+  protocol::ExecRequest req;
+  req.argv = o.argv;
+  req.env = std::move(env);
+  req.cwd = o.workdir;
+  req.user = o.user;
+  req.timeout_ms = static_cast<uint64_t>(o.timeout_s * 1000.0);
+  req.stdin_pipe = o.interactive;
+  ASB_ASSIGN_OR_RETURN(auto channel, sandbox->connection()->Open(protocol::EncodeExecRequest(req)));
+  signals->Attach(channel);
+  StreamIo io;
+  io.stdin_fd = o.interactive ? STDIN_FILENO : -1;
+  auto result = StreamExec(*channel, io);
+  signals->Attach(nullptr);
+  if (!result) {
+    if (int sig = signals->first_signal()) return 128 + sig;  // cancelled by a second Ctrl-C
+    return Fail(result.error());
+  }
+  if (result->oom_killed) {
+    std::fprintf(stderr, "agent-sandbox: the command ran out of memory (limit %llu MiB)\n",
+                 static_cast<unsigned long long>(o.memory_mb));
+  }
+  return ExitCodeFor(*result);
+}
+
+}  // namespace
+
+void RegisterRunCommand(CLI::App& app) {
+  auto o = std::make_shared<RunOptions>();
+  CLI::App* sub = app.add_subcommand(
+      "run", "Run a command in a new sandbox, stream its output, then destroy the sandbox");
+  sub->add_option("--template,-T", o->template_name, "Template whose rootfs the sandbox runs")
+      ->capture_default_str();
+  sub->add_option("--memory-mb,-m", o->memory_mb, "Memory limit in MiB (no swap)")
+      ->check(CLI::Range(16, 1 << 20))
+      ->capture_default_str();
+  sub->add_option("--cpus", o->cpus, "CPU limit in cores (0.5 = half a core)")
+      ->check(CLI::Range(0.01, 1024.0))
+      ->capture_default_str();
+  sub->add_option("--pids-limit", o->pids_limit, "Most processes and threads in the sandbox")
+      ->check(CLI::Range(8, 1 << 20))
+      ->capture_default_str();
+  sub->add_option("--workspace-mb", o->workspace_mb, "Size quota of /workspace in MiB")
+      ->check(CLI::Range(16, 1 << 24))
+      ->capture_default_str();
+  sub->add_option("--timeout", o->timeout_s,
+                  "Kill the command after this many seconds (exit code 124); 0 = none")
+      ->check(CLI::Range(0.0, 1e7))
+      ->capture_default_str();
+  sub->add_option("--env,-e", o->env, "Set an environment variable: K=V, or K to copy ours");
+  sub->add_option("--workdir,-w", o->workdir, "Working directory inside the sandbox")
+      ->capture_default_str();
+  sub->add_option("--user,-u", o->user, "Run as 'sandbox' (uid 1000) or 'root' (of the sandbox)")
+      ->check(CLI::IsMember({std::string(protocol::kUserSandbox), std::string(protocol::kUserRoot)}))
+      ->capture_default_str();
+  sub->add_option("--data-dir", o->data_dir, "Data directory (env AGENT_SANDBOX_DATA_DIR)")
+      ->capture_default_str();
+  sub->add_flag("--interactive,-i", o->interactive,
+                "Forward this process's stdin to the command (default: stdin is closed)");
+  sub->add_option("--cidfile", o->cidfile, "Write the sandbox's id to this file (as docker run)");
+  sub->add_option("command", o->argv, "The command and its arguments, after --")->required();
+  sub->positionals_at_end();
+  SetAction(sub, [o] {
+    auto code = Run(*o);
+    if (!code) return ReportError(code.error());
+    return *code;
+  });
+}
+
+}  // namespace asb::cli

@@ -1,0 +1,17 @@
+// Subcommands of the server and its clients (issue 3 items 1 and 6), registered from main.cc
+// like the others in cli/command.h:
+//   serve                      the REST server (serve.cc)
+//   create, ls, inspect, exec, cp, rm, timeout   client verbs against a running server
+//                              (client_verbs.cc), reached at $AGENT_SANDBOX_URL
+//                              (default http://127.0.0.1:8080) with $AGENT_SANDBOX_API_KEY sent
+//                              as a Bearer token.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+namespace asb::cli {
+
+void RegisterServeCommand(CLI::App& app);          // serve.cc
+void RegisterClientCommands(CLI::App& app);        // client_verbs.cc
+
+}  // namespace asb::cli
