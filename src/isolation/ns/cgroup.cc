@@ -1,0 +1,324 @@
+#include "isolation/ns/cgroup.h"
+
+#include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cmath>
+#include <sstream>
+#include <thread>
+
+#include "isolation/ns/files.h"
+
+namespace asb::isolation::ns {
+namespace {
+
+bool HasWord(std::string_view list, std::string_view word, char sep) {
+  size_t pos = 0;
+  while (pos <= list.size()) {
+    size_t end = list.find(sep, pos);
+    if (end == std::string_view::npos) end = list.size();
+    if (list.substr(pos, end - pos) == word) return true;
+    pos = end + 1;
+  }
+  return false;
+}
+
+Status MkdirIfMissing(const std::string& path) {
+  if (::mkdir(path.c_str(), 0755) != 0 && errno != EEXIST) return FailErrno("mkdir " + path);
+  return {};
+}
+
+std::string Trim(std::string s) {
+  while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
+  return s;
+}
+
+// Value of "key N" in a flat-keyed file such as memory.events or memory.oom_control.
+Result<uint64_t> ReadKeyedValue(const std::string& path, std::string_view key) {
+  ASB_ASSIGN_OR_RETURN(std::string text, ReadSmallFile(path));
+  std::istringstream in(text);
+  std::string k;
+  uint64_t v;
+  while (in >> k >> v) {
+    if (k == key) return v;
+  }
+  return uint64_t{0};
+}
+
+Result<uint64_t> ReadU64File(const std::string& path) {
+  ASB_ASSIGN_OR_RETURN(std::string text, ReadSmallFile(path));
+  return ParseU64(text).map_error([&](Error e) { return e.WithContext(path); });
+}
+
+}  // namespace
+
+Result<CgroupLayout> DetectCgroupLayout() {
+  ASB_ASSIGN_OR_RETURN(std::string info, ReadSmallFile("/proc/self/mountinfo"));
+  CgroupLayout layout;
+  std::istringstream lines(info);
+  std::string line;
+  while (std::getline(lines, line)) {
+    // "<id> <parent> <maj:min> <root> <mount point> <opts> [optional...] - <type> <src> <sopts>"
+    std::istringstream f(line);
+    std::string id, parent, dev, root, mnt, opts, tok;
+    f >> id >> parent >> dev >> root >> mnt >> opts;
+    while (f >> tok && tok != "-") {
+    }
+    std::string type, src, sopts;
+    f >> type >> src >> sopts;
+    if (root != "/") continue;  // a bind of a sub-tree is not a hierarchy root
+    if (type == "cgroup2") {
+      if (layout.v2_mount.empty()) layout.v2_mount = mnt;
+    } else if (type == "cgroup") {
+      auto take = [&](std::string* slot, std::string_view ctrl) {
+        if (slot->empty() && HasWord(sopts, ctrl, ',')) *slot = mnt;
+      };
+      take(&layout.v1_memory, "memory");
+      take(&layout.v1_pids, "pids");
+      take(&layout.v1_cpu, "cpu");
+      take(&layout.v1_cpuacct, "cpuacct");
+      take(&layout.v1_freezer, "freezer");
+    }
+  }
+  if (!layout.v2_mount.empty()) {
+    auto ctrls = ReadSmallFile(layout.v2_mount + "/cgroup.controllers");
+    if (ctrls) {
+      std::string c = Trim(*ctrls);
+      if (HasWord(c, "memory", ' ') && HasWord(c, "pids", ' ') && HasWord(c, "cpu", ' ')) {
+        layout.v2_mode = true;
+        return layout;
+      }
+    }
+  }
+  std::string missing;
+  if (layout.v1_memory.empty()) missing += " memory";
+  if (layout.v1_pids.empty()) missing += " pids";
+  if (layout.v1_cpu.empty()) missing += " cpu";
+  if (!missing.empty()) {
+    return Fail(Error::Unavailable("cgroup controller(s) missing on v1 and v2:" + missing));
+  }
+  return layout;
+}
+
+std::vector<std::string> CgroupPaths::All() const {
+  std::vector<std::string> out;
+  for (const std::string* p : {&memory, &pids, &cpu, &cpuacct, &freezer, &v2}) {
+    if (!p->empty() && std::find(out.begin(), out.end(), *p) == out.end()) out.push_back(*p);
+  }
+  return out;
+}
+
+CgroupPaths CgroupPathsFor(const CgroupLayout& layout, const std::string& name,
+                           const std::string& id) {
+  CgroupPaths p;
+  p.v2_mode = layout.v2_mode;
+  auto under = [&](const std::string& mnt) {
+    return mnt.empty() ? std::string() : mnt + "/" + name + "/" + id;
+  };
+  p.v2 = under(layout.v2_mount);
+  if (!layout.v2_mode) {
+    p.memory = under(layout.v1_memory);
+    p.pids = under(layout.v1_pids);
+    p.cpu = under(layout.v1_cpu);
+    p.cpuacct = under(layout.v1_cpuacct);
+    p.freezer = under(layout.v1_freezer);
+  }
+  return p;
+}
+
+Status CreateCgroupsFromParent(const CgroupLayout& layout, const std::string& name,
+                               const CgroupPaths& paths, const CgroupLimits& limits) {
+  // Our parent directories first (kept across sandboxes).
+  std::vector<std::string> mounts = {layout.v2_mount};
+  if (!layout.v2_mode) {
+    for (auto* m : {&layout.v1_memory, &layout.v1_pids, &layout.v1_cpu, &layout.v1_cpuacct,
+                    &layout.v1_freezer}) {
+      mounts.push_back(*m);
+    }
+  }
+  for (const auto& m : mounts) {
+    if (!m.empty()) ASB_TRY(MkdirIfMissing(m + "/" + name));
+  }
+  const uint64_t period_us = 100'000;
+  const uint64_t quota_us =
+      std::max<uint64_t>(1000, static_cast<uint64_t>(std::llround(limits.cpus * period_us)));
+  if (layout.v2_mode) {
+    // Controllers must be enabled on the path down to our directory (no-internal-process rule:
+    // only leaves hold processes).
+    const std::string enable = "+memory +pids +cpu";
+    ASB_TRY(WriteControlFile(layout.v2_mount + "/cgroup.subtree_control", enable));
+    ASB_TRY(WriteControlFile(layout.v2_mount + "/" + name + "/cgroup.subtree_control", enable));
+    ASB_TRY(MkdirIfMissing(paths.v2));
+    ASB_TRY(WriteControlFile(paths.v2 + "/memory.max", std::to_string(limits.memory_bytes)));
+    if (PathExists(paths.v2 + "/memory.swap.max")) {
+      ASB_TRY(WriteControlFile(paths.v2 + "/memory.swap.max", "0"));
+    }
+    ASB_TRY(WriteControlFile(paths.v2 + "/pids.max", std::to_string(limits.pids)));
+    ASB_TRY(WriteControlFile(paths.v2 + "/cpu.max",
+                             std::to_string(quota_us) + " " + std::to_string(period_us)));
+    return {};
+  }
+  for (const auto& dir : paths.All()) ASB_TRY(MkdirIfMissing(dir));
+  ASB_TRY(WriteControlFile(paths.memory + "/memory.limit_in_bytes",
+                           std::to_string(limits.memory_bytes)));
+  if (PathExists(paths.memory + "/memory.memsw.limit_in_bytes")) {
+    // memsw = memory + swap; equal to the memory limit means no swap at all.
+    ASB_TRY(WriteControlFile(paths.memory + "/memory.memsw.limit_in_bytes",
+                             std::to_string(limits.memory_bytes)));
+  } else if (PathExists(paths.memory + "/memory.swappiness")) {
+    ASB_TRY(WriteControlFile(paths.memory + "/memory.swappiness", "0"));
+  }
+  ASB_TRY(WriteControlFile(paths.pids + "/pids.max", std::to_string(limits.pids)));
+  ASB_TRY(WriteControlFile(paths.cpu + "/cpu.cfs_period_us", std::to_string(period_us)));
+  ASB_TRY(WriteControlFile(paths.cpu + "/cpu.cfs_quota_us", std::to_string(quota_us)));
+  return {};
+}
+
+Status AddProcessFromParent(const CgroupPaths& paths, int pid) {
+  for (const auto& dir : paths.All()) {
+    ASB_TRY(WriteControlFile(dir + "/cgroup.procs", std::to_string(pid)));
+  }
+  return {};
+}
+
+namespace {
+
+std::vector<int> ReadProcs(const std::string& dir) {
+  std::vector<int> pids;
+  auto text = ReadSmallFile(dir + "/cgroup.procs");
+  if (!text) return pids;
+  std::istringstream in(*text);
+  int pid;
+  while (in >> pid) pids.push_back(pid);
+  return pids;
+}
+
+}  // namespace
+
+Status KillCgroupProcesses(const CgroupPaths& paths) {
+  if (!paths.v2.empty() && PathExists(paths.v2 + "/cgroup.kill")) {
+    ASB_TRY(WriteControlFile(paths.v2 + "/cgroup.kill", "1"));
+    return {};
+  }
+  // Without cgroup.kill: freeze so that nothing forks while we kill, kill, thaw (frozen v1
+  // tasks only die once thawed).
+  std::string freeze_file, frozen, thawed;
+  if (!paths.v2.empty() && PathExists(paths.v2 + "/cgroup.freeze")) {
+    freeze_file = paths.v2 + "/cgroup.freeze", frozen = "1", thawed = "0";
+  } else if (!paths.freezer.empty() && PathExists(paths.freezer + "/freezer.state")) {
+    freeze_file = paths.freezer + "/freezer.state", frozen = "FROZEN", thawed = "THAWED";
+  }
+  if (!freeze_file.empty()) (void)WriteControlFile(freeze_file, frozen);
+  for (int round = 0; round < 3; ++round) {
+    for (const auto& dir : paths.All()) {
+      for (int pid : ReadProcs(dir)) ::kill(pid, SIGKILL);
+    }
+  }
+  if (!freeze_file.empty()) (void)WriteControlFile(freeze_file, thawed);
+  return {};
+}
+
+Status WaitCgroupsEmpty(const CgroupPaths& paths, int64_t timeout_ms) {
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+  for (;;) {
+    bool empty = true;
+    for (const auto& dir : paths.All()) {
+      if (!ReadProcs(dir).empty()) empty = false;
+    }
+    if (empty) return {};
+    if (std::chrono::steady_clock::now() > deadline) {
+      return Fail(Error::Timeout("cgroups of the sandbox still hold processes"));
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+}
+
+namespace {
+
+// Removes `dir` and any child cgroups below it (deepest first).
+int RemoveCgroupDir(const std::string& dir) {
+  auto names = ListDir(dir);
+  if (!names) return names.error().sys_errno() == ENOENT ? 0 : names.error().sys_errno();
+  for (const auto& n : *names) {
+    struct stat st;
+    std::string sub = dir + "/" + n;
+    if (::lstat(sub.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) RemoveCgroupDir(sub);
+  }
+  for (int attempt = 0; attempt < 200; ++attempt) {
+    if (::rmdir(dir.c_str()) == 0 || errno == ENOENT) return 0;
+    if (errno != EBUSY) return errno;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  return EBUSY;
+}
+
+}  // namespace
+
+Status RemoveCgroups(const CgroupPaths& paths) {
+  Status result;
+  for (const auto& dir : paths.All()) {
+    int err = RemoveCgroupDir(dir);
+    if (err != 0 && result) result = Fail(Error::FromErrno(err, "rmdir " + dir));
+  }
+  return result;
+}
+
+bool AnyCgroupExists(const CgroupPaths& paths) {
+  for (const auto& dir : paths.All()) {
+    if (PathExists(dir)) return true;
+  }
+  return false;
+}
+
+Result<SandboxUsage> ReadCgroupUsage(const CgroupPaths& paths) {
+  SandboxUsage u;
+  const std::string& probe = paths.v2_mode ? paths.v2 : paths.memory;
+  if (probe.empty() || !PathExists(probe)) {
+    return Fail(Error::NotFound("sandbox cgroup is gone: " + probe));
+  }
+  if (paths.v2_mode) {
+    ASB_ASSIGN_OR_RETURN(u.memory_bytes, ReadU64File(paths.v2 + "/memory.current"));
+    if (auto peak = ReadU64File(paths.v2 + "/memory.peak")) u.memory_peak_bytes = *peak;
+    ASB_ASSIGN_OR_RETURN(u.pids, ReadU64File(paths.v2 + "/pids.current"));
+    ASB_ASSIGN_OR_RETURN(uint64_t usec, ReadKeyedValue(paths.v2 + "/cpu.stat", "usage_usec"));
+    u.cpu_usage_ns = usec * 1000;
+    ASB_ASSIGN_OR_RETURN(u.oom_kills, ReadKeyedValue(paths.v2 + "/memory.events", "oom_kill"));
+    return u;
+  }
+  ASB_ASSIGN_OR_RETURN(u.memory_bytes, ReadU64File(paths.memory + "/memory.usage_in_bytes"));
+  ASB_ASSIGN_OR_RETURN(u.memory_peak_bytes,
+                       ReadU64File(paths.memory + "/memory.max_usage_in_bytes"));
+  ASB_ASSIGN_OR_RETURN(u.pids, ReadU64File(paths.pids + "/pids.current"));
+  if (!paths.cpuacct.empty()) {
+    ASB_ASSIGN_OR_RETURN(u.cpu_usage_ns, ReadU64File(paths.cpuacct + "/cpuacct.usage"));
+  }
+  ASB_ASSIGN_OR_RETURN(u.oom_kills,
+                       ReadKeyedValue(paths.memory + "/memory.oom_control", "oom_kill"));
+  return u;
+}
+
+std::vector<std::string> ListCgroupIds(const CgroupLayout& layout, const std::string& name) {
+  std::vector<std::string> ids;
+  std::vector<std::string> mounts = {layout.v2_mount,  layout.v1_memory,  layout.v1_pids,
+                                     layout.v1_cpu,    layout.v1_cpuacct, layout.v1_freezer};
+  for (const auto& m : mounts) {
+    if (m.empty()) continue;
+    auto names = ListDir(m + "/" + name);
+    if (!names) continue;
+    for (auto& n : *names) {
+      struct stat st;
+      std::string p = m + "/" + name + "/" + n;
+      if (::lstat(p.c_str(), &st) == 0 && S_ISDIR(st.st_mode) &&
+          std::find(ids.begin(), ids.end(), n) == ids.end()) {
+        ids.push_back(n);
+      }
+    }
+  }
+  return ids;
+}
+
+}  // namespace asb::isolation::ns

@@ -1,0 +1,83 @@
+// cgroups of a sandbox, on cgroup v1 and v2, chosen at run time from /proc/self/mountinfo.
+//
+// Two layouts are supported (ARCHITECTURE.md, "What these machines can run"):
+//  - v2: a cgroup2 mount whose root offers memory, pids and cpu. One directory
+//    <v2>/<name>/<id> carries every limit (memory.max, memory.swap.max=0, pids.max, cpu.max)
+//    and cgroup.kill / cgroup.freeze.
+//  - v1 (hybrid hosts): memory, pids and cpu (plus cpuacct and freezer when mounted) each get
+//    <mount>/<name>/<id>; limits are memory.limit_in_bytes (+ memory.memsw.limit_in_bytes
+//    equal to it, i.e. no swap), pids.max, cpu.cfs_quota_us/cpu.cfs_period_us. When a cgroup2
+//    mount also exists (even without controllers), <v2>/<name>/<id> is made as well so that
+//    cgroup.kill can end every process of the sandbox in one write.
+// Only directories below <name> are ever created or removed. Paths are a pure function of
+// (layout, name, id), so Destroy works without any saved state.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "common/result.h"
+#include "isolation/backend.h"
+
+namespace asb::isolation::ns {
+
+struct CgroupLayout {
+  bool v2_mode = false;         // true: limits live in the v2 hierarchy
+  std::string v2_mount;         // cgroup2 mount point, empty if none
+  std::string v1_memory, v1_pids, v1_cpu, v1_cpuacct, v1_freezer;  // empty if absent
+};
+
+/// Reads /proc/self/mountinfo and picks v2 when its root offers memory, pids and cpu, else
+/// v1 when those three controllers are mounted. Errors: kUnavailable naming what is missing.
+Result<CgroupLayout> DetectCgroupLayout();
+
+/// The directories of one sandbox. Empty strings for hierarchies the host lacks.
+struct CgroupPaths {
+  bool v2_mode = false;
+  std::string memory, pids, cpu, cpuacct, freezer;  // v1 directories (v1 mode)
+  std::string v2;                                   // v2 directory (both modes, if mounted)
+  /// Every directory, deduplicated, in creation order.
+  std::vector<std::string> All() const;
+};
+
+/// The directories of sandbox `id` under our cgroup `name`.
+CgroupPaths CgroupPathsFor(const CgroupLayout& layout, const std::string& name,
+                           const std::string& id);
+
+struct CgroupLimits {
+  uint64_t memory_bytes = 0;
+  uint32_t pids = 0;
+  double cpus = 1.0;
+};
+
+/// Creates the directories (and our parent <name> dirs) and writes the limits. Errors:
+/// FromErrno of the failing mkdir/write, context names the file. Leaves what it made on
+/// failure; RemoveCgroups cleans up.
+Status CreateCgroupsFromParent(const CgroupLayout& layout, const std::string& name,
+                               const CgroupPaths& paths, const CgroupLimits& limits);
+
+/// Moves process `pid` into every directory (cgroup.procs).
+Status AddProcessFromParent(const CgroupPaths& paths, int pid);
+
+/// Kills every process in the sandbox's cgroups: cgroup.kill where the v2 directory has it,
+/// else freeze, SIGKILL each member of cgroup.procs, thaw. Missing directories are fine.
+Status KillCgroupProcesses(const CgroupPaths& paths);
+
+/// Waits until every directory has no process left (up to `timeout_ms`). Errors: kTimeout.
+Status WaitCgroupsEmpty(const CgroupPaths& paths, int64_t timeout_ms);
+
+/// Removes the directories (children first), retrying briefly on EBUSY. Missing is fine.
+Status RemoveCgroups(const CgroupPaths& paths);
+
+/// True if any of the directories exists.
+bool AnyCgroupExists(const CgroupPaths& paths);
+
+/// Reads memory usage/peak, pids, cpu time and the OOM kill count (v1: memory.oom_control
+/// "oom_kill"; v2: memory.events "oom_kill"). Errors: kNotFound when the cgroups are gone.
+Result<SandboxUsage> ReadCgroupUsage(const CgroupPaths& paths);
+
+/// Ids that have a directory under our `name` in any hierarchy of `layout`.
+std::vector<std::string> ListCgroupIds(const CgroupLayout& layout, const std::string& name);
+
+}  // namespace asb::isolation::ns

@@ -1,0 +1,197 @@
+#include "isolation/ns/mount.h"
+
+#include <fcntl.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <sys/syscall.h>
+#include <sys/vfs.h>
+#include <unistd.h>
+
+#include <cerrno>
+
+namespace asb::isolation::ns {
+
+MountPlan MakeMountPlan(const std::string& rootfs, const std::string& ws_source,
+                        const std::string& hostname_source, uint64_t tmp_bytes) {
+  MountPlan p;
+  p.root = rootfs;
+  p.ws_source = ws_source;
+  p.hostname_source = hostname_source;
+  p.workspace = rootfs + "/workspace";
+  p.etc_hostname = rootfs + "/etc/hostname";
+  p.proc = "proc";
+  p.sys = "sys";
+  p.dev = "dev";
+  p.dev_pts = "dev/pts";
+  p.dev_shm = "dev/shm";
+  p.tmp = "tmp";
+  for (const char* node : {"null", "zero", "full", "random", "urandom", "tty"}) {
+    p.dev_node_src.push_back(std::string("/dev/") + node);
+    p.dev_node_dst.push_back(std::string("dev/") + node);
+  }
+  const std::pair<const char*, const char*> links[] = {{"/proc/self/fd", "fd"},
+                                                       {"/proc/self/fd/0", "stdin"},
+                                                       {"/proc/self/fd/1", "stdout"},
+                                                       {"/proc/self/fd/2", "stderr"},
+                                                       {"pts/ptmx", "ptmx"}};
+  for (const auto& [target, name] : links) {
+    p.dev_link_target.emplace_back(target);
+    p.dev_link_path.push_back(std::string("dev/") + name);
+  }
+  // Docker's default masked and read-only paths (moby oci/defaults.go).
+  for (const char* f : {"proc/kcore", "proc/keys", "proc/latency_stats", "proc/timer_list",
+                        "proc/timer_stats", "proc/sched_debug"}) {
+    p.masked_files.emplace_back(f);
+  }
+  for (const char* d : {"proc/acpi", "proc/asound", "proc/scsi", "sys/firmware",
+                        "sys/devices/virtual/powercap"}) {
+    p.masked_dirs.emplace_back(d);
+  }
+  for (const char* d : {"proc/bus", "proc/fs", "proc/irq", "proc/sys", "proc/sysrq-trigger"}) {
+    p.readonly_paths.emplace_back(d);
+  }
+  p.tmp_options = "mode=1777,size=" + std::to_string(tmp_bytes);
+  p.shm_options = "mode=1777,size=" + std::to_string(tmp_bytes);
+  p.dev_options = "mode=755,size=65536";
+  p.devpts_options = "newinstance,ptmxmode=0666,mode=0620,gid=5";
+  return p;
+}
+
+namespace {
+
+// Makes the mount at `path` read-only, keeping the flags it has: in a user namespace the
+// flags of mounts inherited from the host are locked and may only be added to (mount(2)).
+int RemountReadOnly(const char* path, unsigned long extra) {
+  struct statfs sfs;
+  if (::statfs(path, &sfs) != 0) return errno;
+  unsigned long flags = MS_REMOUNT | MS_BIND | MS_RDONLY | extra;
+  if (sfs.f_flags & ST_NOSUID) flags |= MS_NOSUID;
+  if (sfs.f_flags & ST_NODEV) flags |= MS_NODEV;
+  if (sfs.f_flags & ST_NOEXEC) flags |= MS_NOEXEC;
+  if (sfs.f_flags & ST_NOATIME) flags |= MS_NOATIME;
+  if (sfs.f_flags & ST_NODIRATIME) flags |= MS_NODIRATIME;
+  if (sfs.f_flags & ST_RELATIME) flags |= MS_RELATIME;
+  if (::mount(nullptr, path, nullptr, flags, nullptr) != 0) return errno;
+  return 0;
+}
+
+int MountProcInChild(const MountPlan& p, ChildFailure* f) {
+  if (::mount("proc", p.proc.c_str(), "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, nullptr) != 0) {
+    return Failed(f, "mount proc", errno, p.proc.c_str());
+  }
+  for (const auto& file : p.masked_files) {
+    if (::mount("/dev/null", file.c_str(), nullptr, MS_BIND, nullptr) != 0 && errno != ENOENT) {
+      return Failed(f, "mask", errno, file.c_str());
+    }
+  }
+  return 0;
+}
+
+int MaskDirsAndReadOnlyPathsInChild(const MountPlan& p, ChildFailure* f) {
+  for (const auto& dir : p.masked_dirs) {
+    if (::mount("tmpfs", dir.c_str(), "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC,
+                "mode=555,size=4096") != 0 &&
+        errno != ENOENT) {
+      return Failed(f, "mask", errno, dir.c_str());
+    }
+  }
+  for (const auto& path : p.readonly_paths) {
+    if (::mount(path.c_str(), path.c_str(), nullptr, MS_BIND | MS_REC, nullptr) != 0) {
+      if (errno == ENOENT) continue;
+      return Failed(f, "bind read-only path", errno, path.c_str());
+    }
+    if (int e = RemountReadOnly(path.c_str(), MS_NOSUID | MS_NODEV | MS_NOEXEC)) {
+      return Failed(f, "remount read-only", e, path.c_str());
+    }
+  }
+  return 0;
+}
+
+int MountDevInChild(const MountPlan& p, ChildFailure* f) {
+  if (::mount("tmpfs", p.dev.c_str(), "tmpfs", MS_NOSUID | MS_NOEXEC, p.dev_options.c_str()) !=
+      0) {
+    return Failed(f, "mount /dev tmpfs", errno, p.dev.c_str());
+  }
+  for (size_t i = 0; i < p.dev_node_dst.size(); ++i) {
+    const char* dst = p.dev_node_dst[i].c_str();
+    int fd = ::open(dst, O_CREAT | O_WRONLY | O_CLOEXEC, 0666);
+    if (fd < 0) return Failed(f, "create device bind target", errno, dst);
+    ::close(fd);
+    if (::mount(p.dev_node_src[i].c_str(), dst, nullptr, MS_BIND, nullptr) != 0) {
+      return Failed(f, "bind device node", errno, dst);
+    }
+  }
+  if (::mkdir(p.dev_pts.c_str(), 0755) != 0) return Failed(f, "mkdir", errno, p.dev_pts.c_str());
+  if (::mount("devpts", p.dev_pts.c_str(), "devpts", MS_NOSUID | MS_NOEXEC,
+              p.devpts_options.c_str()) != 0) {
+    return Failed(f, "mount devpts", errno, p.dev_pts.c_str());
+  }
+  if (::mkdir(p.dev_shm.c_str(), 01777) != 0) return Failed(f, "mkdir", errno, p.dev_shm.c_str());
+  if (::mount("tmpfs", p.dev_shm.c_str(), "tmpfs", MS_NOSUID | MS_NODEV,
+              p.shm_options.c_str()) != 0) {
+    return Failed(f, "mount /dev/shm", errno, p.dev_shm.c_str());
+  }
+  for (size_t i = 0; i < p.dev_link_path.size(); ++i) {
+    if (::symlink(p.dev_link_target[i].c_str(), p.dev_link_path[i].c_str()) != 0) {
+      return Failed(f, "symlink", errno, p.dev_link_path[i].c_str());
+    }
+  }
+  return 0;
+}
+
+}  // namespace
+
+// The order is the argument: nothing from the host propagates in; the root is the template
+// only, plus exactly two host paths (the workspace, the hostname file); every kernel interface
+// is fresh (proc, sysfs, devpts belong to the new namespaces); writable places are
+// size-bounded tmpfs or the quota'd workspace; then the host's tree is detached entirely and
+// / is made read-only.
+int BindHostPathsInChild(const MountPlan& p, ChildFailure* f) {
+  if (::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0) {
+    return Failed(f, "make / private", errno);
+  }
+  if (::mount(p.root.c_str(), p.root.c_str(), nullptr, MS_BIND, nullptr) != 0) {
+    return Failed(f, "bind rootfs", errno, p.root.c_str());
+  }
+  if (::mount(p.ws_source.c_str(), p.workspace.c_str(), nullptr, MS_BIND, nullptr) != 0) {
+    return Failed(f, "bind /workspace", errno, p.workspace.c_str());
+  }
+  if (!p.hostname_source.empty()) {
+    if (::mount(p.hostname_source.c_str(), p.etc_hostname.c_str(), nullptr, MS_BIND, nullptr) ==
+        0) {
+      if (int e = RemountReadOnly(p.etc_hostname.c_str(), MS_NOSUID | MS_NODEV | MS_NOEXEC)) {
+        return Failed(f, "remount read-only", e, p.etc_hostname.c_str());
+      }
+    } else if (errno != ENOENT) {
+      return Failed(f, "bind /etc/hostname", errno, p.etc_hostname.c_str());
+    }
+  }
+  if (::chdir(p.root.c_str()) != 0) return Failed(f, "chdir new root", errno, p.root.c_str());
+  return 0;
+}
+
+int BuildRootAndPivotInChild(const MountPlan& p, ChildFailure* f) {
+  if (int e = MountProcInChild(p, f)) return e;
+  if (int e = MountDevInChild(p, f)) return e;
+  if (::mount("sysfs", p.sys.c_str(), "sysfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC,
+              nullptr) != 0) {
+    return Failed(f, "mount sysfs", errno, p.sys.c_str());
+  }
+  if (int e = MaskDirsAndReadOnlyPathsInChild(p, f)) return e;
+  if (::mount("tmpfs", p.tmp.c_str(), "tmpfs", MS_NOSUID | MS_NODEV, p.tmp_options.c_str()) !=
+      0) {
+    return Failed(f, "mount /tmp", errno, p.tmp.c_str());
+  }
+  // pivot_root(".", ".") stacks the old root on top of the new one; detaching "." then drops
+  // the whole host tree from this namespace (pivot_root(2), NOTES).
+  if (::syscall(SYS_pivot_root, ".", ".") != 0) return Failed(f, "pivot_root", errno);
+  if (::umount2(".", MNT_DETACH) != 0) return Failed(f, "detach old root", errno);
+  if (::chdir("/") != 0) return Failed(f, "chdir /", errno);
+  if (int e = RemountReadOnly("/", MS_NOSUID | MS_NODEV)) {
+    return Failed(f, "remount / read-only", e);
+  }
+  return 0;
+}
+
+}  // namespace asb::isolation::ns

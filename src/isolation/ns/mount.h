@@ -1,0 +1,48 @@
+// Mount namespace of a sandbox: the template's rootfs read-only as /, fresh /proc with Docker's
+// masked and read-only paths, a minimal /dev with a private devpts, read-only sysfs, a
+// size-limited /tmp, the workspace at /workspace, then pivot_root and the old root detached.
+//
+// Every path and option string is computed by MakeMountPlan in the parent; the child only
+// reads them (c_str()), because code between clone and exec must not allocate.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "isolation/ns/child_step.h"
+
+namespace asb::isolation::ns {
+
+struct MountPlan {
+  std::string root;            // template rootfs on the host; bound onto itself as the new /
+  std::string ws_source;       // host-side workspace mount -> /workspace
+  std::string hostname_source; // host file with the hostname -> /etc/hostname (if present)
+  // Absolute targets below `root`, for the binds of host paths (phase 1):
+  std::string workspace, etc_hostname;
+  // Targets relative to the new root (phase 2 runs with cwd = root):
+  std::string proc, sys, dev, dev_pts, dev_shm, tmp;
+  std::vector<std::string> dev_node_src, dev_node_dst;  // bind-mounted host device nodes
+  std::vector<std::string> dev_link_target, dev_link_path;  // /dev/fd, stdin, ..., ptmx
+  std::vector<std::string> masked_files;  // /dev/null bound over them
+  std::vector<std::string> masked_dirs;   // read-only empty tmpfs over them
+  std::vector<std::string> readonly_paths;  // bound onto themselves read-only
+  std::string tmp_options, shm_options, dev_options, devpts_options;
+};
+
+/// Builds the plan. `tmp_bytes` sizes /tmp and /dev/shm.
+MountPlan MakeMountPlan(const std::string& rootfs, const std::string& ws_source,
+                        const std::string& hostname_source, uint64_t tmp_bytes);
+
+/// Phase 1, in the child while it still has the host's uid 0 (before BecomeRootInChild): the
+/// host paths reach into the server's 0700 state directory, which only host root may walk.
+/// Makes every mount private, binds the rootfs onto itself, binds the workspace and the
+/// hostname file into it, and changes directory to it. Returns 0 or an errno in `*f`.
+int BindHostPathsInChild(const MountPlan& plan, ChildFailure* f);
+
+/// Phase 2, as root of the new user namespace (files it creates must have a mapped owner):
+/// fresh /proc (masked), /dev, /sys, /tmp below the cwd, then pivot_root into it, detach the
+/// host's tree and make / read-only. On return 0, cwd and root are the sandbox's "/".
+int BuildRootAndPivotInChild(const MountPlan& plan, ChildFailure* f);
+
+}  // namespace asb::isolation::ns

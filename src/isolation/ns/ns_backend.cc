@@ -1,0 +1,489 @@
+// The ns backend: Create/Adopt/Destroy/ListOwned over the per-concern files of this folder.
+// Create is a column of steps, each with an undo owner, so that a failure at any point leaves
+// nothing behind; Destroy works from names alone (state.json only adds the pid), so it also
+// cleans up after a server that died in the middle of Create.
+#include "isolation/ns/ns_backend.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
+#include <sys/syscall.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <boost/json.hpp>
+#include <cmath>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <set>
+
+#include "common/clock.h"
+#include "common/ids.h"
+#include "common/unique_fd.h"
+#include "isolation/ns/cgroup.h"
+#include "isolation/ns/contain.h"
+#include "isolation/ns/files.h"
+#include "isolation/ns/state.h"
+#include "isolation/ns/user.h"
+#include "isolation/ns/workspace.h"
+
+namespace asb::isolation::ns {
+namespace {
+
+constexpr uint32_t kSandboxUserUid = 1000;  // protocol::kSandboxUid, inside the namespace
+
+// Runs an undo action at scope exit unless dismissed: the owner of one Create step.
+class Undo {
+ public:
+  explicit Undo(std::function<void()> fn) : fn_(std::move(fn)) {}
+  ~Undo() {
+    if (fn_) fn_();
+  }
+  Undo(const Undo&) = delete;
+  Undo& operator=(const Undo&) = delete;
+  void Dismiss() { fn_ = nullptr; }
+
+ private:
+  std::function<void()> fn_;
+};
+
+struct Layout {
+  std::string dir, ws, image, sock, log, state, hostname;
+};
+
+Layout LayoutFor(const std::string& state_dir, const std::string& id) {
+  Layout l;
+  l.dir = state_dir + "/" + id;
+  l.ws = l.dir + "/ws";
+  l.image = l.dir + "/workspace.img";
+  l.sock = l.dir + "/sandboxd.sock";
+  l.log = l.dir + "/sandboxd.log";
+  l.state = l.dir + "/state.json";
+  l.hostname = l.dir + "/hostname";
+  return l;
+}
+
+Status ValidateSpec(const SandboxSpec& s) {
+  auto bad = [](std::string m) { return Fail(Error::InvalidArgument(std::move(m))); };
+  if (!IsValidId(s.id, "sb_")) return bad("sandbox id must be sb_ + 16 hex digits");
+  if (s.rootfs.empty() || s.rootfs[0] != '/') return bad("rootfs must be an absolute path");
+  if (!std::isfinite(s.cpus) || s.cpus <= 0 || s.cpus > 1024) return bad("cpus out of range");
+  if (s.memory_bytes < (8ull << 20)) return bad("memory limit below 8 MiB");
+  if (s.pids_limit < 4 || s.pids_limit > 4'194'304) return bad("pids_limit out of range");
+  if (s.workspace_bytes < (8ull << 20) || s.workspace_bytes > (16ull << 40)) {
+    return bad("workspace size out of range (8 MiB .. 16 TiB)");
+  }
+  if (s.tmp_bytes < (1ull << 20)) return bad("tmp size below 1 MiB");
+  if (s.nofile_limit < 16) return bad("nofile_limit below 16");
+  if (s.network) return bad("the ns backend does not offer networked sandboxes yet");
+  if (s.hostname.empty() || s.hostname.size() > 64) return bad("hostname length out of range");
+  for (char c : s.hostname) {
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '-' && c != '.') {
+      return bad("hostname may hold only letters, digits, '-' and '.'");
+    }
+  }
+  for (const auto& [k, v] : s.env) {
+    if (k.empty() || k.find('=') != std::string::npos || k.find('\0') != std::string::npos ||
+        v.find('\0') != std::string::npos) {
+      return bad("env names must be non-empty without '=' or NUL, values without NUL");
+    }
+  }
+  return {};
+}
+
+std::string ConfigJson(const SandboxSpec& spec) {
+  boost::json::object env;
+  for (const auto& [k, v] : spec.env) env[k] = v;
+  boost::json::object o;
+  o["env"] = std::move(env);
+  o["hostname"] = spec.hostname;
+  return boost::json::serialize(o);
+}
+
+std::string LogTail(const std::string& log) {
+  auto text = ReadSmallFile(log);
+  if (!text || text->empty()) return {};
+  std::string t = text->size() > 400 ? text->substr(text->size() - 400) : *text;
+  while (!t.empty() && t.back() == '\n') t.pop_back();
+  return " (sandboxd.log: " + t + ")";
+}
+
+class NsSandbox final : public Sandbox {
+ public:
+  NsSandbox(std::string id, std::shared_ptr<protocol::Connection> conn, int pid,
+            CgroupPaths cgroups, std::string ws)
+      : id_(std::move(id)),
+        conn_(std::move(conn)),
+        pid_(pid),
+        cgroups_(std::move(cgroups)),
+        ws_(std::move(ws)) {}
+
+  const std::string& id() const override { return id_; }
+  std::shared_ptr<protocol::Connection> connection() override { return conn_; }
+  int host_pid() const override { return pid_; }
+
+  Result<SandboxUsage> Usage() override {
+    ASB_ASSIGN_OR_RETURN(SandboxUsage u, ReadCgroupUsage(cgroups_));
+    struct statfs sfs;
+    if (::statfs(ws_.c_str(), &sfs) == 0) {
+      u.workspace_used_bytes =
+          static_cast<uint64_t>(sfs.f_blocks - sfs.f_bfree) * static_cast<uint64_t>(sfs.f_bsize);
+    }
+    return u;
+  }
+
+ private:
+  std::string id_;
+  std::shared_ptr<protocol::Connection> conn_;
+  int pid_;
+  CgroupPaths cgroups_;
+  std::string ws_;
+};
+
+class NsBackend final : public Backend {
+ public:
+  NsBackend(NsBackendOptions opts, CgroupLayout layout)
+      : opts_(std::move(opts)),
+        layout_(std::move(layout)),
+        slots_(opts_.state_dir + "/.uids", opts_.max_slots) {
+    if (opts_.workspace_pool_size > 0) {
+      pool_ = std::make_unique<WorkspacePool>(opts_.state_dir + "/.pool",
+                                              opts_.default_workspace_bytes,
+                                              opts_.workspace_pool_size);
+    }
+  }
+
+  std::string_view name() const override { return "ns"; }
+  Status Probe() override;
+  Result<std::shared_ptr<Sandbox>> Create(const SandboxSpec& spec) override;
+  Result<std::shared_ptr<Sandbox>> Adopt(const std::string& id) override;
+  Status Destroy(const std::string& id) override;
+  Result<std::vector<std::string>> ListOwned() override;
+
+ private:
+  std::shared_ptr<std::mutex> IdLock(const std::string& id) {
+    std::lock_guard lock(locks_mu_);
+    auto& m = locks_[id];
+    if (!m) m = std::make_shared<std::mutex>();
+    return m;
+  }
+  Result<std::shared_ptr<Sandbox>> CreateLocked(const SandboxSpec& spec);
+  Status DestroyLocked(const std::string& id);
+  Status PrepareWorkspace(const SandboxSpec& spec, const Layout& l, uint32_t uid_base,
+                          std::string* loop_device);
+
+  NsBackendOptions opts_;
+  CgroupLayout layout_;
+  UidSlots slots_;
+  std::unique_ptr<WorkspacePool> pool_;
+  std::mutex locks_mu_;
+  std::map<std::string, std::shared_ptr<std::mutex>> locks_;
+  std::mutex children_mu_;
+  std::map<std::string, int> children_;  // sandboxes this process cloned (to reap): id -> pid
+};
+
+Status NsBackend::Probe() {
+  auto max_ns = ReadSmallFile("/proc/sys/user/max_user_namespaces");
+  if (max_ns) {
+    auto n = ParseU64(*max_ns);
+    if (n && *n == 0) return Fail(Error::Unavailable("user namespaces are disabled"));
+  }
+  ASB_TRY(DetectCgroupLayout());
+  if (::access(opts_.sandboxd_path.c_str(), X_OK) != 0) {
+    return Fail(Error::Unavailable("sandboxd binary not executable: " + opts_.sandboxd_path));
+  }
+  bool mkfs = false;
+  for (const char* p : {"/usr/sbin/mkfs.ext4", "/sbin/mkfs.ext4", "/usr/bin/mkfs.ext4"}) {
+    mkfs = mkfs || ::access(p, X_OK) == 0;
+  }
+  if (!mkfs) return Fail(Error::Unavailable("mkfs.ext4 not found (e2fsprogs)"));
+  if (::access("/dev/loop-control", R_OK | W_OK) != 0) {
+    return Fail(Error::Unavailable("/dev/loop-control is not usable"));
+  }
+  return {};
+}
+
+Status NsBackend::PrepareWorkspace(const SandboxSpec& spec, const Layout& l, uint32_t uid_base,
+                                   std::string* loop_device) {
+  const uint32_t owner = uid_base + kSandboxUserUid;
+  bool pooled = pool_ && spec.workspace_bytes == pool_->image_bytes() && pool_->Take(l.image);
+  if (!pooled) ASB_TRY_CTX(MakeWorkspaceImage(l.image, spec.workspace_bytes, owner), "workspace");
+  if (::mkdir(l.ws.c_str(), 0755) != 0) return FailErrno("mkdir " + l.ws);
+  ASB_ASSIGN_OR_RETURN(*loop_device, MountWorkspace(l.image, l.ws));
+  ASB_TRY(ChownWorkspace(l.ws, uid_base, owner));
+  return {};
+}
+
+Result<std::shared_ptr<Sandbox>> NsBackend::Create(const SandboxSpec& spec) {
+  ASB_TRY(ValidateSpec(spec));
+  auto lock = IdLock(spec.id);
+  std::lock_guard guard(*lock);
+  return CreateLocked(spec).map_error(
+      [&](Error e) { return std::move(e).WithContext("create " + spec.id); });
+}
+
+Result<std::shared_ptr<Sandbox>> NsBackend::CreateLocked(const SandboxSpec& spec) {
+  const Layout l = LayoutFor(opts_.state_dir, spec.id);
+  if (l.sock.size() >= sizeof(sockaddr_un::sun_path)) {
+    return Fail(Error::InvalidArgument("state_dir too long for a unix socket path"));
+  }
+  // 1. State directory (0700): everything on the host side lives below it.
+  if (::mkdir(l.dir.c_str(), 0700) != 0) {
+    if (errno == EEXIST) return Fail(Error::Conflict("sandbox " + spec.id + " already exists"));
+    return FailErrno("mkdir " + l.dir);
+  }
+  Undo undo_dir([&] { (void)RemoveTree(l.dir); });
+
+  // 2. A host uid/gid range of its own.
+  ASB_ASSIGN_OR_RETURN(uint32_t slot, slots_.Acquire(spec.id));
+  Undo undo_slot([&] { (void)slots_.ReleaseAll(spec.id); });
+  const uint32_t uid_base = opts_.uid_range_base + slot * kIdsPerSlot;
+
+  // 3. Workspace: sized ext4 image on a loop device, mounted at <dir>/ws.
+  std::string loop_device;
+  Undo undo_ws([&] {
+    (void)UnmountWorkspace(l.ws);
+    (void)DetachLoopDevices(l.image);
+  });
+  ASB_TRY(PrepareWorkspace(spec, l, uid_base, &loop_device));
+  ASB_TRY(WriteFileAtomic(l.hostname, spec.hostname + "\n"));
+  if (::chmod(l.hostname.c_str(), 0644) != 0) return FailErrno("chmod " + l.hostname);
+
+  // 4. cgroups with the limits.
+  const CgroupPaths cgroups = CgroupPathsFor(layout_, opts_.cgroup_name, spec.id);
+  Undo undo_cgroups([&] {
+    (void)KillCgroupProcesses(cgroups);
+    (void)WaitCgroupsEmpty(cgroups, 5000);
+    (void)RemoveCgroups(cgroups);
+  });
+  ASB_TRY_CTX(CreateCgroupsFromParent(layout_, opts_.cgroup_name, cgroups,
+                                      {spec.memory_bytes, spec.pids_limit, spec.cpus}),
+              "cgroups");
+
+  // 5. The fds sandboxd inherits: listening socket, config pipe, log, /dev/null, binary.
+  UniqueFd listen_fd(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  if (!listen_fd) return FailErrno("socket");
+  struct sockaddr_un addr = {};
+  addr.sun_family = AF_UNIX;
+  std::memcpy(addr.sun_path, l.sock.c_str(), l.sock.size() + 1);
+  if (::bind(listen_fd.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
+    return FailErrno("bind " + l.sock);
+  }
+  if (::listen(listen_fd.get(), 128) != 0) return FailErrno("listen " + l.sock);
+  UniqueFd config_rd, config_wr;
+  if (!MakePipe(&config_rd, &config_wr)) return FailErrno("pipe");
+  const std::string config = ConfigJson(spec);
+  if (config.size() > (1u << 20)) return Fail(Error::InvalidArgument("env too large (> 1 MiB)"));
+  if (config.size() > 60000) (void)::fcntl(config_wr.get(), F_SETPIPE_SZ, 1 << 20);
+  if (!WriteAll(config_wr.get(), config.data(), config.size())) return FailErrno("write config");
+  config_wr.Reset();  // EOF for sandboxd after the one JSON object
+  UniqueFd log_fd(::open(l.log.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600));
+  if (!log_fd) return FailErrno("open " + l.log);
+  UniqueFd null_fd(::open("/dev/null", O_RDONLY | O_CLOEXEC));
+  if (!null_fd) return FailErrno("open /dev/null");
+  UniqueFd sandboxd_fd(::open(opts_.sandboxd_path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!sandboxd_fd) {
+    return Fail(Error::FromErrno(ErrorCode::kBackend, errno, "open " + opts_.sandboxd_path));
+  }
+
+  // 6. The child: everything it needs is prepared here, before clone.
+  ChildPlan plan;
+  plan.hostname = spec.hostname;
+  plan.mounts = MakeMountPlan(spec.rootfs, l.ws, l.hostname, spec.tmp_bytes);
+  plan.rlimits = {spec.nofile_limit, spec.pids_limit};
+  plan.sandboxd_fd = sandboxd_fd.get();
+  plan.listen_fd = listen_fd.get();
+  plan.config_fd = config_rd.get();
+  plan.log_fd = log_fd.get();
+  plan.null_fd = null_fd.get();
+  plan.SetArgs({"sandboxd", "--listen-fd=" + std::to_string(kSandboxdListenFd),
+                "--config-fd=" + std::to_string(kSandboxdConfigFd)},
+               {"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"});
+  auto prepare = [&](pid_t pid) -> Status {
+    ASB_TRY_CTX(WriteIdMapsFromParent(pid, uid_base), "id maps");
+    ASB_TRY_CTX(AddProcessFromParent(cgroups, pid), "join cgroups");
+    // sandboxd must outlive anything its sandbox does to memory (it reports the OOM).
+    // Lowering the score needs CAP_SYS_RESOURCE, which some hosts withhold even from root
+    // (this CI machine does): then the OOM killer's preference for the largest process is
+    // what spares the small sandboxd.
+    auto adj = WriteControlFile("/proc/" + std::to_string(pid) + "/oom_score_adj", "-1000");
+    if (!adj && adj.error().sys_errno() != EACCES && adj.error().sys_errno() != EPERM) {
+      return adj;
+    }
+    return {};
+  };
+  ASB_ASSIGN_OR_RETURN(ChildProcess child,
+                       StartContainedChild(plan, prepare, opts_.start_timeout_ms));
+  Undo undo_child([&] {
+    ::syscall(SYS_pidfd_send_signal, child.pidfd.get(), SIGKILL, nullptr, 0);
+    while (::waitpid(child.pid, nullptr, 0) < 0 && errno == EINTR) {
+    }
+  });
+  listen_fd.Reset();
+  config_rd.Reset();
+
+  // 7. The protocol handshake proves sandboxd runs.
+  auto conn = protocol::Connection::Dial(l.sock, opts_.start_timeout_ms);
+  if (!conn) {
+    return Fail(Error(ErrorCode::kBackend,
+                      "sandboxd did not answer: " + conn.error().message() + LogTail(l.log),
+                      conn.error().sys_errno()));
+  }
+
+  // 8. Durable record for Adopt/Destroy by a later server process.
+  SandboxState st;
+  st.id = spec.id;
+  st.pid = child.pid;
+  ASB_ASSIGN_OR_RETURN(st.start_time, ProcessStartTime(child.pid));
+  st.slot = slot;
+  st.uid_base = uid_base;
+  st.loop_device = loop_device;
+  st.cgroup_mode = layout_.v2_mode ? "v2" : "v1";
+  st.created_unix_ms = SystemClock::Instance().NowUnixMs();
+  ASB_TRY(WriteFileAtomic(l.state, EncodeSandboxState(st)));
+
+  undo_child.Dismiss();
+  undo_cgroups.Dismiss();
+  undo_ws.Dismiss();
+  undo_slot.Dismiss();
+  undo_dir.Dismiss();
+  {
+    std::lock_guard lock(children_mu_);
+    children_[spec.id] = child.pid;
+  }
+  return std::make_shared<NsSandbox>(spec.id, std::move(*conn), child.pid, cgroups, l.ws);
+}
+
+Result<std::shared_ptr<Sandbox>> NsBackend::Adopt(const std::string& id) {
+  if (!IsValidId(id, "sb_")) return Fail(Error::NotFound("no sandbox " + id));
+  auto lock = IdLock(id);
+  std::lock_guard guard(*lock);
+  const Layout l = LayoutFor(opts_.state_dir, id);
+  auto text = ReadSmallFile(l.state);
+  if (!text) return Fail(Error::NotFound("no state for sandbox " + id));
+  ASB_ASSIGN_OR_RETURN(SandboxState st, DecodeSandboxState(*text));
+  auto start = ProcessStartTime(st.pid);
+  if (!start || *start != st.start_time) {
+    return Fail(Error::NotFound("sandbox " + id + " no longer runs"));
+  }
+  ASB_ASSIGN_OR_RETURN(auto conn, protocol::Connection::Dial(l.sock, opts_.start_timeout_ms));
+  return std::make_shared<NsSandbox>(id, std::move(conn), st.pid,
+                                     CgroupPathsFor(layout_, opts_.cgroup_name, id), l.ws);
+}
+
+Status NsBackend::Destroy(const std::string& id) {
+  if (!IsValidId(id, "sb_")) return Fail(Error::InvalidArgument("not a sandbox id: " + id));
+  auto lock = IdLock(id);
+  std::lock_guard guard(*lock);
+  return DestroyLocked(id).map_error(
+      [&](Error e) { return std::move(e).WithContext("destroy " + id); });
+}
+
+Status NsBackend::DestroyLocked(const std::string& id) {
+  const Layout l = LayoutFor(opts_.state_dir, id);
+  const CgroupPaths cgroups = CgroupPathsFor(layout_, opts_.cgroup_name, id);
+  Status result;
+  auto keep_first = [&](Status st) {
+    if (!st && result) result = std::move(st);
+  };
+  // 1. Every process: the whole cgroup, and PID 1 of the pid namespace (which takes the
+  //    namespace with it) if it is still the process we started (start time matches).
+  if (AnyCgroupExists(cgroups)) keep_first(KillCgroupProcesses(cgroups));
+  int pid = -1;
+  if (auto text = ReadSmallFile(l.state)) {
+    if (auto st = DecodeSandboxState(*text)) {
+      auto start = ProcessStartTime(st->pid);
+      if (start && *start == st->start_time) {
+        ::kill(st->pid, SIGKILL);
+        pid = st->pid;
+      }
+    }
+  }
+  {
+    std::lock_guard lock(children_mu_);
+    auto it = children_.find(id);
+    if (it != children_.end()) {
+      pid = it->second;
+      ::kill(pid, SIGKILL);  // our own child: its pid cannot be reused until we reap it
+      while (::waitpid(pid, nullptr, 0) < 0 && errno == EINTR) {
+      }
+      children_.erase(it);
+    }
+  }
+  // 2. cgroups: wait until empty, remove.
+  if (AnyCgroupExists(cgroups)) {
+    keep_first(WaitCgroupsEmpty(cgroups, 10'000));
+    keep_first(RemoveCgroups(cgroups));
+  }
+  // 3. Workspace: unmount, detach the loop device.
+  keep_first(UnmountWorkspace(l.ws));
+  keep_first(DetachLoopDevices(l.image));
+  // 4. Files, then the uid slot (last: the range stays reserved until nothing uses it).
+  if (result) keep_first(RemoveTree(l.dir));
+  if (result) keep_first(slots_.ReleaseAll(id));
+  return result;
+}
+
+Result<std::vector<std::string>> NsBackend::ListOwned() {
+  std::set<std::string> ids;
+  ASB_ASSIGN_OR_RETURN(auto names, ListDir(opts_.state_dir));
+  for (auto& n : names) {
+    if (IsValidId(n, "sb_")) ids.insert(n);
+  }
+  for (auto& n : ListCgroupIds(layout_, opts_.cgroup_name)) {
+    if (IsValidId(n, "sb_")) ids.insert(n);
+  }
+  ASB_ASSIGN_OR_RETURN(auto slots, slots_.List());
+  for (auto& [k, id] : slots) {
+    if (IsValidId(id, "sb_")) ids.insert(id);
+  }
+  return std::vector<std::string>(ids.begin(), ids.end());
+}
+
+Status MkdirAll(const std::string& path, mode_t mode) {
+  std::string cur;
+  size_t pos = 0;
+  while (pos != std::string::npos) {
+    pos = path.find('/', pos + 1);
+    cur = path.substr(0, pos);
+    if (cur.empty()) continue;
+    if (::mkdir(cur.c_str(), mode) != 0 && errno != EEXIST) return FailErrno("mkdir " + cur);
+  }
+  return {};
+}
+
+}  // namespace
+
+Result<std::unique_ptr<Backend>> MakeNsBackend(const NsBackendOptions& options) {
+  if (options.state_dir.empty() || options.state_dir[0] != '/') {
+    return Fail(Error::InvalidArgument("state_dir must be an absolute path"));
+  }
+  if (options.cgroup_name.empty() || options.cgroup_name.find('/') != std::string::npos) {
+    return Fail(Error::InvalidArgument("cgroup_name must be one path component"));
+  }
+  if (options.max_slots == 0 ||
+      uint64_t{options.uid_range_base} + uint64_t{options.max_slots} * kIdsPerSlot >
+          0xFFFFFFFFull) {
+    return Fail(Error::InvalidArgument("uid ranges do not fit below 2^32"));
+  }
+  if (::getuid() != 0) return Fail(Error::Unavailable("the ns backend needs root"));
+  if (::access(options.sandboxd_path.c_str(), X_OK) != 0) {
+    return Fail(Error::Unavailable("sandboxd binary not executable: " + options.sandboxd_path));
+  }
+  ASB_ASSIGN_OR_RETURN(CgroupLayout layout, DetectCgroupLayout());
+  ASB_TRY(MkdirAll(options.state_dir, 0700));
+  if (::chmod(options.state_dir.c_str(), 0700) != 0) return FailErrno("chmod state_dir");
+  for (const char* sub : {"/.uids", "/.pool"}) {
+    std::string d = options.state_dir + sub;
+    if (::mkdir(d.c_str(), 0700) != 0 && errno != EEXIST) return FailErrno("mkdir " + d);
+  }
+  auto backend = std::make_unique<NsBackend>(options, std::move(layout));
+  if (auto st = backend->Probe(); !st) return Fail(st.error());
+  return std::unique_ptr<Backend>(std::move(backend));
+}
+
+}  // namespace asb::isolation::ns

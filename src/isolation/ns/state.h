@@ -1,0 +1,31 @@
+// state.json: what the backend records about a running sandbox so that a later server process
+// can adopt or destroy it. Written temp + fsync + rename (files.h, WriteFileAtomic).
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "common/result.h"
+
+namespace asb::isolation::ns {
+
+struct SandboxState {
+  std::string id;
+  int pid = -1;                // host pid of sandboxd (PID 1 of the sandbox)
+  uint64_t start_time = 0;     // field 22 of /proc/<pid>/stat: defeats pid reuse
+  uint32_t slot = 0;           // uid range slot
+  uint32_t uid_base = 0;       // first host uid of the range
+  std::string loop_device;     // "/dev/loopN" at create time (informational)
+  std::string cgroup_mode;     // "v1" or "v2"
+  int64_t created_unix_ms = 0;
+};
+
+std::string EncodeSandboxState(const SandboxState& s);
+/// Errors: kBackend for malformed JSON.
+Result<SandboxState> DecodeSandboxState(std::string_view json);
+
+/// Start time of `pid` in clock ticks since boot (proc(5), /proc/pid/stat field 22).
+/// Errors: kNotFound when the process does not exist.
+Result<uint64_t> ProcessStartTime(int pid);
+
+}  // namespace asb::isolation::ns

@@ -1,0 +1,79 @@
+// The workspace of a sandbox: a sparse ext4 image of exactly the quota's size, attached to a
+// loop device and mounted on the host at <state_dir>/<id>/ws (nosuid, nodev), then bound to
+// /workspace inside. The quota is enforced by construction: a full filesystem answers ENOSPC
+// inside and can never grow past its image on the host disk.
+//
+// mkfs choice (measured on this machine for 1 GiB, 5 runs each): default options 21 ms and
+// 33 MiB allocated (the journal is zeroed); with lazy_itable_init=1,lazy_journal_init=1 8 ms
+// and 0.65 MiB, mount 6 ms; without a journal 7 ms and 0.65 MiB. We keep the journal (the
+// workspace survives a host crash consistently, which matters for snapshots) and take the
+// lazy init options: the image is a fresh sparse file, so the skipped zeroing reads back as
+// zeros anyway. -m 0: no blocks reserved for root, the sandbox user gets the whole quota.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include "common/result.h"
+
+namespace asb::isolation::ns {
+
+/// Creates a sparse file of `bytes` at `path` and formats it as ext4 whose root directory is
+/// owned by `owner` (host uid = gid). Errors: kBackend with mkfs's stderr, FromErrno.
+Status MakeWorkspaceImage(const std::string& path, uint64_t bytes, uint32_t owner);
+
+/// Attaches `image` to a free loop device (LOOP_CTL_GET_FREE + LOOP_CONFIGURE with
+/// LO_FLAGS_AUTOCLEAR, so the device detaches itself when unmounted) and mounts it on `dir`
+/// with nosuid,nodev. Returns "/dev/loopN". Errors: FromErrno of the failing step (kBackend).
+Result<std::string> MountWorkspace(const std::string& image, const std::string& dir);
+
+/// Sets the owner of the workspace root to (`owner`, `owner`) and of lost+found to the
+/// sandbox's root, after mounting (images from the pool were formatted before their slot was
+/// known).
+Status ChownWorkspace(const std::string& dir, uint32_t root_uid, uint32_t owner);
+
+/// True if `dir` is a mount point in this mount namespace (per /proc/self/mountinfo).
+bool IsMountPoint(const std::string& dir);
+
+/// Unmounts `dir` until it is no longer a mount point; a busy mount is detached lazily
+/// (MNT_DETACH) as a last resort. Not mounted is success.
+Status UnmountWorkspace(const std::string& dir);
+
+/// Detaches every loop device whose backing file is `image` (normally already gone through
+/// autoclear; waits briefly for that first, then LOOP_CLR_FD). None is success.
+Status DetachLoopDevices(const std::string& image);
+
+/// Background pool of pre-formatted images of one size in `dir`: "ready-<hex>.img" files,
+/// made by a thread as "making-<hex>.img" and renamed when complete. Take() claims one by an
+/// atomic rename(2) to the caller's path, so concurrent takers never share an image.
+class WorkspacePool {
+ public:
+  WorkspacePool(std::string dir, uint64_t bytes, uint32_t target);
+  ~WorkspacePool();  // stops and joins the refill thread
+  WorkspacePool(const WorkspacePool&) = delete;
+  WorkspacePool& operator=(const WorkspacePool&) = delete;
+
+  uint64_t image_bytes() const { return bytes_; }
+  /// Moves a ready image to `dest`. Returns false if none was ready. Wakes the refill thread.
+  bool Take(const std::string& dest);
+  /// Waits until `target` images are ready (tests), up to `timeout_ms`.
+  bool WaitFull(int64_t timeout_ms);
+
+ private:
+  void Refill();
+  int CountReady() const;
+
+  std::string dir_;
+  uint64_t bytes_;
+  uint32_t target_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool stop_ = false;
+  std::thread thread_;
+};
+
+}  // namespace asb::isolation::ns
