@@ -63,26 +63,26 @@ std::optional<SandboxState> ParseSandboxState(std::string_view name);
 /// A create request as the API decoded it. Absent optionals take the configured defaults.
 /// Integers are signed so that negative input reaches validation (and is rejected there).
 struct CreateRequest {
-  std::string template_name;                  // "" = config.default_template
-  std::optional<double> cpus;                 // cores, (0, max_cpus]
-  std::optional<int64_t> memory_mb;           // [min_memory_mb, max_memory_mb]
-  std::optional<int64_t> pids_limit;          // [min_pids_limit, max_pids_limit]
-  std::optional<int64_t> workspace_mb;        // [min_workspace_mb, max_workspace_mb]
-  std::optional<int64_t> timeout_seconds;     // [min_timeout_seconds, max_timeout_seconds]
-  std::optional<int64_t> idle_timeout_seconds;  // [0, max_timeout_seconds]; 0 = none
+  std::string template_name{};                  // "" = config.default_template
+  std::optional<double> cpus{};                 // cores, (0, max_cpus]
+  std::optional<int64_t> memory_mb{};           // [min_memory_mb, max_memory_mb]
+  std::optional<int64_t> pids_limit{};          // [min_pids_limit, max_pids_limit]
+  std::optional<int64_t> workspace_mb{};        // [min_workspace_mb, max_workspace_mb]
+  std::optional<int64_t> timeout_seconds{};     // [min_timeout_seconds, max_timeout_seconds]
+  std::optional<int64_t> idle_timeout_seconds{};  // [0, max_timeout_seconds]; 0 = none
   /// Base environment of every command. Keys non-empty, without '=' or NUL; values without NUL.
-  std::map<std::string, std::string> env;
+  std::map<std::string, std::string> env{};
   /// true is rejected (kInvalidArgument "network is not supported yet") until networking lands.
   bool network = false;
 };
 
 /// What the API shows about a sandbox. Times are Unix epoch milliseconds.
 struct SandboxInfo {
-  std::string id;  // "sb_" + 16 hex
-  std::string owner;
-  std::string template_name;
+  std::string id{};  // "sb_" + 16 hex
+  std::string owner{};
+  std::string template_name{};
   SandboxState state = SandboxState::kCreating;
-  std::string error_message;  // why it is in state error; "" otherwise
+  std::string error_message{};  // why it is in state error; "" otherwise
   double cpus = 0;
   int64_t memory_mb = 0;
   int64_t pids_limit = 0;
@@ -90,35 +90,35 @@ struct SandboxInfo {
   int64_t tmp_size_mb = 0;
   bool network = false;
   bool read_only_rootfs = true;
-  std::map<std::string, std::string> env;
+  std::map<std::string, std::string> env{};
   int64_t created_at_ms = 0;
   int64_t updated_at_ms = 0;
   int64_t expires_at_ms = 0;
   int64_t timeout_seconds = 0;       // the TTL last set (create or SetTimeout)
   int64_t idle_timeout_seconds = 0;  // 0 = none
   int64_t last_activity_at_ms = 0;
-  std::optional<std::string> source_snapshot_id;
-  std::string backend;  // Backend::name(), e.g. "ns"
+  std::optional<std::string> source_snapshot_id{};
+  std::string backend{};  // Backend::name(), e.g. "ns"
 };
 
 /// An exec request as the API decoded it.
 struct ExecOptions {
   /// Exactly one of argv (non-empty) / command (run by /bin/sh -c). Errors: kInvalidArgument.
-  std::vector<std::string> argv;
-  std::optional<std::string> command;
+  std::vector<std::string> argv{};
+  std::optional<std::string> command{};
   /// Layered over the sandbox's env. Same key/value rules as CreateRequest::env.
-  std::map<std::string, std::string> env;
+  std::map<std::string, std::string> env{};
   /// "" = /workspace; relative = under /workspace; absolute anywhere ("/tmp").
-  std::string workdir;
+  std::string workdir{};
   /// "" or "sandbox" (uid 1000), or "root" (root of the sandbox's user namespace).
-  std::string user;
+  std::string user{};
   /// Seconds, > 0; absent = default_exec_timeout_seconds; above the max it is clamped.
-  std::optional<double> timeout_seconds;
+  std::optional<double> timeout_seconds{};
   /// Cap on kept stdout+stderr bytes together; absent or above the limit =
   /// max_exec_output_bytes. 0 is kInvalidArgument.
-  std::optional<uint64_t> max_output_bytes;
+  std::optional<uint64_t> max_output_bytes{};
   /// Bytes written to the command's stdin, then EOF. Absent: stdin is at EOF at once.
-  std::optional<std::string> stdin_data;
+  std::optional<std::string> stdin_data{};
 };
 
 /// A finished exec: ExecResult (with oom_killed filled in) and the kept output.

@@ -129,8 +129,9 @@ Stmt& Stmt::Bind(int index, double value) {
 }
 
 Stmt& Stmt::Bind(int index, std::string_view value) {
-  NoteBind(sqlite3_bind_text64(stmt_, index, value.data(), value.size(), SQLITE_TRANSIENT,
-                               SQLITE_UTF8));
+  // A null data pointer would bind SQL NULL; an empty string_view means "".
+  const char* data = value.data() != nullptr ? value.data() : "";
+  NoteBind(sqlite3_bind_text64(stmt_, index, data, value.size(), SQLITE_TRANSIENT, SQLITE_UTF8));
   return *this;
 }
 

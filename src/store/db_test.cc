@@ -33,6 +33,14 @@ TEST(DbTest, MemoryDatabaseRunsStatementsAndBindsParameters) {
   ASSERT_TRUE(row);
   EXPECT_FALSE(*row);
   EXPECT_EQ(*db->JournalMode(), "memory");
+
+  // An empty string_view (even with a null data pointer) is the empty string, not NULL.
+  auto empty = db->Prepare("SELECT ? IS NULL, length(?)");
+  ASSERT_TRUE(empty);
+  empty->Bind(1, std::string_view()).Bind(2, std::string_view());
+  ASSERT_TRUE(*empty->Step());
+  EXPECT_EQ(empty->ColumnInt(0), 0);
+  EXPECT_EQ(empty->ColumnInt(1), 0);
 }
 
 TEST(DbTest, ErrorsCarryCodeAndContext) {

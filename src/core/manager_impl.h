@@ -1,0 +1,108 @@
+// Private to core/: the state behind SandboxManager, shared by its .cc files
+// (sandbox_manager.cc: lifecycle; manager_recovery.cc: Recover and the reaper;
+// manager_ops.cc: exec and files).
+//
+// Locking, from outside in (never the other way round):
+//   Entry::op_mu   serializes lifecycle changes of one sandbox (create, destroy, timeout).
+//                  Held across the backend call of that change, so only this sandbox waits.
+//   Impl::mu_      guards the entries_ map and the quota count; held for lookups only.
+//   Entry::info_mu guards Entry::info and Entry::sandbox; held for copies only, so Get/List
+//                  never wait for a backend call.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include "core/sandbox_manager.h"
+#include "store/store.h"
+
+namespace asb::core {
+
+struct Entry {
+  explicit Entry(SandboxInfo i) : info(std::move(i)) {}
+  std::mutex op_mu;
+  mutable std::mutex info_mu;
+  SandboxInfo info;                               // guarded by info_mu
+  std::shared_ptr<isolation::Sandbox> sandbox;    // guarded by info_mu; set while running
+  bool holds_slot = false;                        // guarded by Impl::mu_
+  std::atomic<int> active_ops{0};                 // execs/file ops in flight
+
+  SandboxInfo Snapshot() const {
+    std::lock_guard l(info_mu);
+    return info;
+  }
+};
+
+/// Spec JSON of the store record <-> SandboxInfo (core owns the JSON's shape).
+std::string EncodeSpecJson(const SandboxInfo& info);
+/// Fills info's spec fields from JSON; unknown or malformed members are ignored.
+void DecodeSpecJson(std::string_view json, SandboxInfo* info);
+store::SandboxRecord ToRecord(const SandboxInfo& info);
+SandboxInfo FromRecord(const store::SandboxRecord& r);
+
+/// Checks an env map (sandbox or exec): keys non-empty without '=' or NUL, values without NUL.
+/// `field` names it in the error ("env").
+Status ValidateEnv(const std::map<std::string, std::string>& env, std::string_view field);
+
+class SandboxManager::Impl {
+ public:
+  Impl(const ManagerConfig& config, store::Store& store, isolation::Backend& backend,
+       Clock& clock, const TemplateCatalog& templates)
+      : cfg(config), store(store), backend(backend), clock(clock), templates(templates) {}
+
+  const ManagerConfig& cfg;
+  store::Store& store;
+  isolation::Backend& backend;
+  Clock& clock;
+  const TemplateCatalog& templates;
+
+  // ---- registry ----------------------------------------------------------------------------
+  /// The live entry `id` visible to `owner`, or kNotFound.
+  Result<std::shared_ptr<Entry>> Find(const std::string& owner, const std::string& id);
+  std::vector<std::shared_ptr<Entry>> AllEntries();
+  void Insert(const std::shared_ptr<Entry>& e);
+  void Erase(const std::string& id);
+  /// Takes a quota slot for `e` if one is free (force: even if not, for adopted sandboxes).
+  /// Errors: kLimitExceeded.
+  Status ReserveSlot(Entry& e, bool force = false);
+  /// Gives back e's slot if it holds one.
+  void ReleaseSlot(Entry& e);
+  int64_t SlotsUsed();
+
+  // ---- transitions (caller holds e.op_mu) ---------------------------------------------------
+  /// Writes state (and error message) to the store, then to the cached info.
+  Status WriteState(Entry& e, SandboxState s, std::string_view error_message = {});
+  /// stopping -> Backend::Destroy -> destroyed, and removal from the registry. `why` is logged.
+  Status DestroyLocked(Entry& e, std::string_view why);
+
+  // ---- activity ------------------------------------------------------------------------------
+  /// The running sandbox of `e`, marked active until the returned mark is released.
+  /// Errors: kConflict when the sandbox is not running.
+  struct Active {
+    std::shared_ptr<isolation::Sandbox> sandbox;
+    std::shared_ptr<void> mark;  // releasing it ends the activity and touches last_activity
+  };
+  Result<Active> BeginActivity(const std::shared_ptr<Entry>& e);
+  void Touch(Entry& e);
+
+  // ---- reaper --------------------------------------------------------------------------------
+  void ReaperLoop();
+  std::function<void()> reap_fn;  // SandboxManager::ReapOnce, bound by the manager
+  std::mutex reaper_mu;
+  std::condition_variable reaper_cv;
+  bool reaper_stop = false;
+  std::thread reaper;
+
+ private:
+  std::mutex mu_;
+  std::map<std::string, std::shared_ptr<Entry>> entries_;  // live (not destroyed)
+  int64_t slots_used_ = 0;                                 // creating + running
+};
+
+}  // namespace asb::core

@@ -1,0 +1,368 @@
+// SandboxManager: exec and file operations, forwarded to the sandbox's sandboxd. None of these
+// holds a lock while sandboxd works, so Destroy of the same sandbox proceeds at once.
+#include <cmath>
+
+#include "common/log.h"
+#include "core/manager_impl.h"
+#include "core/paths.h"
+
+namespace asb::core {
+
+namespace {
+
+/// Ends an activity: decrements the in-flight count and touches last_activity.
+struct ActivityMark {
+  ActivityMark(std::shared_ptr<Entry> e, std::function<void(Entry&)> touch)
+      : entry(std::move(e)), touch(std::move(touch)) {
+    entry->active_ops.fetch_add(1);
+  }
+  ~ActivityMark() {
+    touch(*entry);
+    entry->active_ops.fetch_sub(1);
+  }
+  std::shared_ptr<Entry> entry;
+  std::function<void(Entry&)> touch;
+};
+
+Result<std::shared_ptr<protocol::Connection>> ConnectionOf(isolation::Sandbox& sb) {
+  auto conn = sb.connection();
+  if (!conn || !conn->alive()) {
+    return Fail(Error::Backend("sandbox " + sb.id() + ": no connection to its sandboxd"));
+  }
+  return conn;
+}
+
+uint64_t OomKills(isolation::Sandbox& sb) {
+  auto u = sb.Usage();
+  return u ? u->oom_kills : 0;
+}
+
+/// Returns the error carried by a terminal kError event, or a kBackend one for anything else.
+Error EventError(const protocol::ChannelEvent& ev, std::string_view what) {
+  if (ev.kind == protocol::ChannelEvent::Kind::kError && ev.error) return *ev.error;
+  return Error::Backend(std::string(what) + ": unexpected event from sandboxd");
+}
+
+Status CheckMode(const std::optional<uint32_t>& mode) {
+  if (mode) return CheckFileMode(*mode);
+  return {};
+}
+
+}  // namespace
+
+// ---- activity -------------------------------------------------------------------------------
+
+void SandboxManager::Impl::Touch(Entry& e) {
+  const int64_t now = clock.NowUnixMs();
+  std::string id;
+  {
+    std::lock_guard l(e.info_mu);
+    if (e.info.state == SandboxState::kDestroyed) return;
+    e.info.last_activity_at_ms = now;
+    id = e.info.id;
+  }
+  if (Status st = store.TouchSandbox(id, now); !st) {
+    spdlog::debug("sandbox_id={} touch: {}", id, st.error().ToString());
+  }
+}
+
+Result<SandboxManager::Impl::Active> SandboxManager::Impl::BeginActivity(
+    const std::shared_ptr<Entry>& e) {
+  Active a;
+  {
+    std::lock_guard l(e->info_mu);
+    if (e->info.state != SandboxState::kRunning || !e->sandbox) {
+      return Fail(Error::Conflict("sandbox " + e->info.id + " is " +
+                                  std::string(SandboxStateName(e->info.state)) +
+                                  ", not running"));
+    }
+    a.sandbox = e->sandbox;
+  }
+  auto mark = std::make_shared<ActivityMark>(e, [this](Entry& en) { Touch(en); });
+  Touch(*e);
+  a.mark = std::move(mark);
+  return a;
+}
+
+// ---- exec -----------------------------------------------------------------------------------
+
+namespace {
+
+Result<protocol::ExecRequest> BuildExecRequest(const Limits& lim, const ExecOptions& o) {
+  protocol::ExecRequest req;
+  if (o.command && !o.argv.empty()) {
+    return Fail(Error::InvalidArgument("give either command or argv, not both"));
+  }
+  if (!o.command && o.argv.empty()) {
+    return Fail(Error::InvalidArgument("command or argv is required"));
+  }
+  if (o.command) {
+    if (o.command->empty()) return Fail(Error::InvalidArgument("command must not be empty"));
+    if (o.command->find('\0') != std::string::npos) {
+      return Fail(Error::InvalidArgument("command must not contain NUL"));
+    }
+    req.command = o.command;
+  } else {
+    for (const auto& a : o.argv) {
+      if (a.find('\0') != std::string::npos) {
+        return Fail(Error::InvalidArgument("argv items must not contain NUL"));
+      }
+    }
+    if (o.argv[0].empty()) return Fail(Error::InvalidArgument("argv[0] must not be empty"));
+    req.argv = o.argv;
+  }
+  ASB_TRY(ValidateEnv(o.env, "env"));
+  req.env = o.env;
+  ASB_ASSIGN_OR_RETURN(req.cwd, NormalizeWorkdir(o.workdir));
+  if (o.user.empty() || o.user == protocol::kUserSandbox) {
+    req.user = protocol::kUserSandbox;
+  } else if (o.user == protocol::kUserRoot) {
+    req.user = protocol::kUserRoot;
+  } else {
+    return Fail(Error::InvalidArgument("user must be \"sandbox\" or \"root\""));
+  }
+  double seconds = static_cast<double>(lim.default_exec_timeout_seconds);
+  if (o.timeout_seconds) {
+    if (!std::isfinite(*o.timeout_seconds) || *o.timeout_seconds <= 0) {
+      return Fail(Error::InvalidArgument("timeout_seconds must be greater than 0"));
+    }
+    seconds = std::min(*o.timeout_seconds, static_cast<double>(lim.max_exec_timeout_seconds));
+  }
+  req.timeout_ms = std::max<uint64_t>(1, static_cast<uint64_t>(std::llround(seconds * 1000)));
+  uint64_t cap = lim.max_exec_output_bytes;
+  if (o.max_output_bytes) {
+    if (*o.max_output_bytes == 0) {
+      return Fail(Error::InvalidArgument("max_output_bytes must be at least 1"));
+    }
+    cap = std::min(cap, *o.max_output_bytes);
+  }
+  req.max_output_bytes = cap;
+  req.stdin_pipe = o.stdin_data.has_value();
+  return req;
+}
+
+}  // namespace
+
+Result<ExecOutcome> SandboxManager::Exec(const std::string& owner, const std::string& id,
+                                         const ExecOptions& opts) {
+  ASB_ASSIGN_OR_RETURN(auto e, impl_->Find(owner, id));
+  ASB_ASSIGN_OR_RETURN(protocol::ExecRequest req, BuildExecRequest(config_.limits, opts));
+  ASB_ASSIGN_OR_RETURN(Impl::Active act, impl_->BeginActivity(e));
+  ASB_ASSIGN_OR_RETURN(auto conn, ConnectionOf(*act.sandbox));
+  const uint64_t oom_before = OomKills(*act.sandbox);
+  ASB_ASSIGN_OR_RETURN(ExecOutcome out,
+                       protocol::ExecCollect(*conn, req, opts.stdin_data.value_or("")));
+  out.result.oom_killed = OomKills(*act.sandbox) > oom_before;
+  return out;
+}
+
+Result<ExecStream> SandboxManager::StartExec(const std::string& owner, const std::string& id,
+                                             const ExecOptions& opts) {
+  ASB_ASSIGN_OR_RETURN(auto e, impl_->Find(owner, id));
+  ASB_ASSIGN_OR_RETURN(protocol::ExecRequest req, BuildExecRequest(config_.limits, opts));
+  ASB_ASSIGN_OR_RETURN(Impl::Active act, impl_->BeginActivity(e));
+  ASB_ASSIGN_OR_RETURN(auto conn, ConnectionOf(*act.sandbox));
+  const uint64_t oom_before = OomKills(*act.sandbox);
+  ASB_ASSIGN_OR_RETURN(auto channel, conn->Open(protocol::EncodeExecRequest(req)));
+  if (opts.stdin_data) {
+    ASB_TRY(channel->Write(*opts.stdin_data));
+    ASB_TRY(channel->CloseWrite());
+  }
+  ExecStream s;
+  s.channel = channel;
+  std::shared_ptr<isolation::Sandbox> sandbox = act.sandbox;
+  s.finish = [sandbox, oom_before](std::string_view json) -> Result<protocol::ExecResult> {
+    ASB_ASSIGN_OR_RETURN(protocol::ExecResult r, protocol::DecodeExecResult(json));
+    r.oom_killed = OomKills(*sandbox) > oom_before;
+    return r;
+  };
+  s.keepalive = act.mark;
+  return s;
+}
+
+// ---- files ----------------------------------------------------------------------------------
+
+Result<FileReadStream> SandboxManager::OpenFileRead(const std::string& owner,
+                                                    const std::string& id,
+                                                    const std::string& path) {
+  ASB_ASSIGN_OR_RETURN(auto e, impl_->Find(owner, id));
+  ASB_ASSIGN_OR_RETURN(std::string p, NormalizeWorkspacePath(path));
+  ASB_ASSIGN_OR_RETURN(Impl::Active act, impl_->BeginActivity(e));
+  ASB_ASSIGN_OR_RETURN(auto conn, ConnectionOf(*act.sandbox));
+  protocol::FileReadRequest req;
+  req.path = p;
+  ASB_ASSIGN_OR_RETURN(auto channel, conn->Open(protocol::EncodeFileReadRequest(req)));
+  ASB_ASSIGN_OR_RETURN(protocol::ChannelEvent ev, channel->Next());
+  if (ev.kind != protocol::ChannelEvent::Kind::kInfo) {
+    if (!ev.terminal()) (void)channel->Cancel();
+    return Fail(EventError(ev, "read " + p));
+  }
+  ASB_ASSIGN_OR_RETURN(protocol::FileStat st, protocol::DecodeFileStat(ev.payload));
+  if (st.type != "file") {
+    (void)channel->Cancel();
+    return Fail(Error::InvalidArgument(p + " is a " + st.type + ", not a file"));
+  }
+  if (st.size > config_.limits.max_file_bytes) {
+    (void)channel->Cancel();
+    return Fail(Error::TooLarge(p + " is " + std::to_string(st.size) +
+                                " bytes, more than the limit of " +
+                                std::to_string(config_.limits.max_file_bytes)));
+  }
+  FileReadStream out;
+  out.stat = std::move(st);
+  out.channel = std::move(channel);
+  out.keepalive = act.mark;
+  return out;
+}
+
+Result<std::string> SandboxManager::ReadFile(const std::string& owner, const std::string& id,
+                                             const std::string& path) {
+  ASB_ASSIGN_OR_RETURN(FileReadStream rs, OpenFileRead(owner, id, path));
+  std::string data;
+  data.reserve(rs.stat.size);
+  for (;;) {
+    ASB_ASSIGN_OR_RETURN(protocol::ChannelEvent ev, rs.channel->Next());
+    switch (ev.kind) {
+      case protocol::ChannelEvent::Kind::kData:
+        if (data.size() + ev.payload.size() > config_.limits.max_file_bytes) {
+          (void)rs.channel->Cancel();
+          return Fail(Error::TooLarge(rs.stat.path + " grew beyond the file size limit"));
+        }
+        data += ev.payload;
+        break;
+      case protocol::ChannelEvent::Kind::kEof:
+      case protocol::ChannelEvent::Kind::kInfo:
+        break;
+      case protocol::ChannelEvent::Kind::kResult:
+        return data;
+      case protocol::ChannelEvent::Kind::kError:
+        return Fail(EventError(ev, "read " + rs.stat.path));
+    }
+  }
+}
+
+Result<FileWriteStream> SandboxManager::OpenFileWrite(const std::string& owner,
+                                                      const std::string& id,
+                                                      const std::string& path,
+                                                      std::optional<uint32_t> mode,
+                                                      std::optional<uint64_t> size_hint) {
+  ASB_ASSIGN_OR_RETURN(auto e, impl_->Find(owner, id));
+  ASB_ASSIGN_OR_RETURN(std::string p, NormalizeWorkspacePath(path));
+  ASB_TRY(CheckMode(mode));
+  if (size_hint && *size_hint > config_.limits.max_file_bytes) {
+    return Fail(Error::TooLarge("file of " + std::to_string(*size_hint) +
+                                " bytes is over the limit of " +
+                                std::to_string(config_.limits.max_file_bytes)));
+  }
+  ASB_ASSIGN_OR_RETURN(Impl::Active act, impl_->BeginActivity(e));
+  ASB_ASSIGN_OR_RETURN(auto conn, ConnectionOf(*act.sandbox));
+  protocol::FileWriteRequest req;
+  req.path = p;
+  req.mode = mode.value_or(0644);
+  req.max_bytes = config_.limits.max_file_bytes;
+  ASB_ASSIGN_OR_RETURN(auto channel, conn->Open(protocol::EncodeFileWriteRequest(req)));
+  FileWriteStream out;
+  out.channel = std::move(channel);
+  out.keepalive = act.mark;
+  return out;
+}
+
+Result<protocol::FileStat> SandboxManager::WriteFile(const std::string& owner,
+                                                     const std::string& id,
+                                                     const std::string& path,
+                                                     std::string_view data,
+                                                     std::optional<uint32_t> mode) {
+  ASB_ASSIGN_OR_RETURN(auto e, impl_->Find(owner, id));
+  ASB_ASSIGN_OR_RETURN(std::string p, NormalizeWorkspacePath(path));
+  ASB_TRY(CheckMode(mode));
+  if (data.size() > config_.limits.max_file_bytes) {
+    return Fail(Error::TooLarge("file of " + std::to_string(data.size()) +
+                                " bytes is over the limit of " +
+                                std::to_string(config_.limits.max_file_bytes)));
+  }
+  ASB_ASSIGN_OR_RETURN(Impl::Active act, impl_->BeginActivity(e));
+  ASB_ASSIGN_OR_RETURN(auto conn, ConnectionOf(*act.sandbox));
+  protocol::FileWriteRequest req;
+  req.path = p;
+  req.mode = mode.value_or(0644);
+  req.max_bytes = config_.limits.max_file_bytes;
+  return protocol::WriteFile(*conn, req, data);
+}
+
+Result<std::vector<protocol::FileStat>> SandboxManager::ListFiles(const std::string& owner,
+                                                                  const std::string& id,
+                                                                  const std::string& path,
+                                                                  bool recursive) {
+  ASB_ASSIGN_OR_RETURN(auto e, impl_->Find(owner, id));
+  ASB_ASSIGN_OR_RETURN(std::string p, NormalizeWorkspacePath(path));
+  ASB_ASSIGN_OR_RETURN(Impl::Active act, impl_->BeginActivity(e));
+  ASB_ASSIGN_OR_RETURN(auto conn, ConnectionOf(*act.sandbox));
+  protocol::FileListRequest req;
+  req.path = p;
+  req.recursive = recursive;
+  return protocol::ListFiles(*conn, req);
+}
+
+Result<protocol::FileStat> SandboxManager::StatFile(const std::string& owner,
+                                                    const std::string& id,
+                                                    const std::string& path) {
+  ASB_ASSIGN_OR_RETURN(auto e, impl_->Find(owner, id));
+  ASB_ASSIGN_OR_RETURN(std::string p, NormalizeWorkspacePath(path));
+  ASB_ASSIGN_OR_RETURN(Impl::Active act, impl_->BeginActivity(e));
+  ASB_ASSIGN_OR_RETURN(auto conn, ConnectionOf(*act.sandbox));
+  protocol::FileStatRequest req;
+  req.path = p;
+  return protocol::StatFile(*conn, req);
+}
+
+Result<protocol::FileStat> SandboxManager::MakeDir(const std::string& owner,
+                                                   const std::string& id,
+                                                   const std::string& path,
+                                                   std::optional<uint32_t> mode) {
+  ASB_ASSIGN_OR_RETURN(auto e, impl_->Find(owner, id));
+  ASB_ASSIGN_OR_RETURN(std::string p, NormalizeWorkspacePath(path));
+  ASB_TRY(CheckMode(mode));
+  ASB_ASSIGN_OR_RETURN(Impl::Active act, impl_->BeginActivity(e));
+  ASB_ASSIGN_OR_RETURN(auto conn, ConnectionOf(*act.sandbox));
+  protocol::FileMkdirRequest req;
+  req.path = p;
+  req.mode = mode.value_or(0755);
+  req.parents = true;
+  return protocol::MakeDir(*conn, req);
+}
+
+Status SandboxManager::RemoveFile(const std::string& owner, const std::string& id,
+                                  const std::string& path, bool recursive) {
+  ASB_ASSIGN_OR_RETURN(auto e, impl_->Find(owner, id));
+  ASB_ASSIGN_OR_RETURN(std::string p, NormalizeWorkspacePath(path));
+  if (p == kWorkspaceDir) {
+    return Fail(Error::InvalidArgument("/workspace itself cannot be removed"));
+  }
+  ASB_ASSIGN_OR_RETURN(Impl::Active act, impl_->BeginActivity(e));
+  ASB_ASSIGN_OR_RETURN(auto conn, ConnectionOf(*act.sandbox));
+  protocol::FileRemoveRequest req;
+  req.path = p;
+  req.recursive = recursive;
+  return protocol::RemoveFile(*conn, req);
+}
+
+Result<protocol::FileStat> SandboxManager::MoveFile(const std::string& owner,
+                                                    const std::string& id,
+                                                    const std::string& from,
+                                                    const std::string& to, bool overwrite) {
+  ASB_ASSIGN_OR_RETURN(auto e, impl_->Find(owner, id));
+  ASB_ASSIGN_OR_RETURN(std::string f, NormalizeWorkspacePath(from));
+  ASB_ASSIGN_OR_RETURN(std::string t, NormalizeWorkspacePath(to));
+  if (f == kWorkspaceDir || t == kWorkspaceDir) {
+    return Fail(Error::InvalidArgument("/workspace itself cannot be moved or replaced"));
+  }
+  ASB_ASSIGN_OR_RETURN(Impl::Active act, impl_->BeginActivity(e));
+  ASB_ASSIGN_OR_RETURN(auto conn, ConnectionOf(*act.sandbox));
+  protocol::FileMoveRequest req;
+  req.from = f;
+  req.to = t;
+  req.overwrite = overwrite;
+  return protocol::MoveFile(*conn, req);
+}
+
+}  // namespace asb::core

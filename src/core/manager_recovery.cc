@@ -1,0 +1,151 @@
+// SandboxManager: reconciliation at start (Recover) and the TTL/idle reaper.
+#include <set>
+
+#include "common/ids.h"
+#include "common/log.h"
+#include "core/manager_impl.h"
+
+namespace asb::core {
+
+Status SandboxManager::Recover() {
+  Impl& m = *impl_;
+  ASB_ASSIGN_OR_RETURN(auto records, m.store.ListSandboxes({.owner = std::nullopt,
+                                                            .states = {},
+                                                            .live_only = true}));
+  std::set<std::string> live;
+  int adopted = 0, dropped = 0, finished = 0;
+  for (const auto& rec : records) {
+    if (m.Find(kAnyOwner, rec.id)) {  // already known (Recover called twice)
+      live.insert(rec.id);
+      continue;
+    }
+    SandboxInfo info = FromRecord(rec);
+    auto entry = std::make_shared<Entry>(info);
+    std::lock_guard op(entry->op_mu);
+    m.Insert(entry);
+    switch (info.state) {
+      case SandboxState::kRunning: {
+        auto sb = m.backend.Adopt(info.id);
+        if (sb) {
+          {
+            std::lock_guard l(entry->info_mu);
+            entry->sandbox = *sb;
+          }
+          (void)m.ReserveSlot(*entry, /*force=*/true);
+          live.insert(info.id);
+          ++adopted;
+          spdlog::info("sandbox_id={} adopted (expires_at={})", info.id, info.expires_at_ms);
+        } else if (sb.error().code() == ErrorCode::kNotFound) {
+          // Its sandbox is gone: drop the record (destroy also clears any remnant we own).
+          Status st = m.DestroyLocked(*entry, "gone after restart");
+          if (!st) live.insert(info.id);  // stays "stopping"; the reaper retries
+          ++dropped;
+        } else {
+          // Still there but unusable: keep it visible as an error (deletable, reaped at TTL),
+          // and keep its resources (they are named by this live record).
+          spdlog::warn("sandbox_id={} adopt failed: {}", info.id, sb.error().ToString());
+          (void)m.WriteState(*entry, SandboxState::kError,
+                             "could not be adopted after restart: " + sb.error().message());
+          live.insert(info.id);
+        }
+        break;
+      }
+      case SandboxState::kCreating:
+      case SandboxState::kStopping: {
+        // An interrupted transition: finish it by destroying.
+        Status st = m.DestroyLocked(*entry, "interrupted " + rec.state + " finished at restart");
+        if (!st) live.insert(info.id);
+        ++finished;
+        break;
+      }
+      case SandboxState::kError:
+        live.insert(info.id);
+        break;
+      case SandboxState::kDestroyed:
+        m.Erase(info.id);
+        break;
+    }
+  }
+
+  // Resources we own that no live record names: destroy them. The backend lists only what it
+  // made itself, so nothing foreign is touched.
+  auto owned = m.backend.ListOwned();
+  int orphans = 0;
+  if (!owned) {
+    spdlog::warn("recover: cannot list backend resources: {}", owned.error().ToString());
+  } else {
+    for (const auto& id : *owned) {
+      if (live.count(id) != 0) continue;
+      if (!IsValidId(id, "sb_")) {
+        spdlog::warn("recover: backend listed a malformed id, left alone");
+        continue;
+      }
+      if (Status st = m.backend.Destroy(id); !st) {
+        spdlog::warn("sandbox_id={} orphan destroy failed: {}", id, st.error().ToString());
+      } else {
+        ++orphans;
+        spdlog::info("sandbox_id={} orphan destroyed at restart", id);
+      }
+    }
+  }
+  spdlog::info("recover: {} adopted, {} dropped, {} interrupted finished, {} orphans destroyed",
+               adopted, dropped, finished, orphans);
+  return {};
+}
+
+int SandboxManager::ReapOnce() {
+  Impl& m = *impl_;
+  const int64_t now = m.clock.NowUnixMs();
+  int reaped = 0;
+  for (const auto& e : m.AllEntries()) {
+    const SandboxInfo info = e->Snapshot();
+    std::string why;
+    switch (info.state) {
+      case SandboxState::kRunning:
+      case SandboxState::kError:
+        if (info.expires_at_ms <= now) {
+          why = "ttl expired";
+        } else if (info.state == SandboxState::kRunning && info.idle_timeout_seconds > 0 &&
+                   e->active_ops.load() == 0 &&
+                   info.last_activity_at_ms + info.idle_timeout_seconds * 1000 <= now) {
+          why = "idle timeout";
+        }
+        break;
+      case SandboxState::kStopping:
+        why = "retrying stuck stop";
+        break;
+      case SandboxState::kCreating:
+      case SandboxState::kDestroyed:
+        break;
+    }
+    if (why.empty()) continue;
+    // Never wait for a sandbox busy with a lifecycle change; the next pass looks again.
+    std::unique_lock op(e->op_mu, std::try_to_lock);
+    if (!op.owns_lock()) continue;
+    // Re-check under the lock: a SetTimeout may have extended it meanwhile.
+    const SandboxInfo now_info = e->Snapshot();
+    if (now_info.state == SandboxState::kDestroyed) continue;
+    if (why == "ttl expired" && now_info.expires_at_ms > now) continue;
+    if (why == "idle timeout" && (e->active_ops.load() != 0 ||
+                                  now_info.last_activity_at_ms +
+                                          now_info.idle_timeout_seconds * 1000 > now)) {
+      continue;
+    }
+    if (m.DestroyLocked(*e, why)) ++reaped;
+  }
+  return reaped;
+}
+
+void SandboxManager::Impl::ReaperLoop() {
+  const auto interval = std::chrono::seconds(cfg.reap_interval_seconds);
+  std::unique_lock l(reaper_mu);
+  while (!reaper_stop) {
+    reaper_cv.wait_for(l, interval, [this] { return reaper_stop; });
+    if (reaper_stop) break;
+    l.unlock();
+    reap_fn();
+    l.lock();
+  }
+}
+
+}  // namespace asb::core

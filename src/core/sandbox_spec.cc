@@ -1,0 +1,116 @@
+// The sandbox record's spec JSON and env rules (manager_impl.h).
+#include <boost/json.hpp>
+
+#include "core/manager_impl.h"
+
+namespace asb::core {
+
+namespace json = boost::json;
+
+std::string EncodeSpecJson(const SandboxInfo& info) {
+  json::object o;
+  o["cpus"] = info.cpus;
+  o["memory_mb"] = info.memory_mb;
+  o["pids_limit"] = info.pids_limit;
+  o["workspace_mb"] = info.workspace_mb;
+  o["tmp_size_mb"] = info.tmp_size_mb;
+  o["network"] = info.network;
+  o["read_only_rootfs"] = info.read_only_rootfs;
+  o["timeout_seconds"] = info.timeout_seconds;
+  json::object env;
+  for (const auto& [k, v] : info.env) env[k] = v;
+  o["env"] = std::move(env);
+  return json::serialize(o);
+}
+
+void DecodeSpecJson(std::string_view text, SandboxInfo* info) {
+  boost::system::error_code ec;
+  json::value v = json::parse(text, ec);
+  if (ec || !v.is_object()) return;
+  const json::object& o = v.get_object();
+  auto num = [&](const char* key, auto* out) {
+    if (const json::value* x = o.if_contains(key)) {
+      using T = std::remove_pointer_t<decltype(out)>;
+      if (x->is_int64()) *out = static_cast<T>(x->get_int64());
+      else if (x->is_uint64()) *out = static_cast<T>(x->get_uint64());
+      else if (x->is_double()) *out = static_cast<T>(x->get_double());
+    }
+  };
+  num("cpus", &info->cpus);
+  num("memory_mb", &info->memory_mb);
+  num("pids_limit", &info->pids_limit);
+  num("workspace_mb", &info->workspace_mb);
+  num("tmp_size_mb", &info->tmp_size_mb);
+  num("timeout_seconds", &info->timeout_seconds);
+  if (const json::value* x = o.if_contains("network"); x && x->is_bool()) {
+    info->network = x->get_bool();
+  }
+  if (const json::value* x = o.if_contains("read_only_rootfs"); x && x->is_bool()) {
+    info->read_only_rootfs = x->get_bool();
+  }
+  if (const json::value* x = o.if_contains("env"); x && x->is_object()) {
+    for (const auto& [k, val] : x->get_object()) {
+      if (val.is_string()) info->env[std::string(k)] = std::string(val.get_string());
+    }
+  }
+}
+
+store::SandboxRecord ToRecord(const SandboxInfo& info) {
+  store::SandboxRecord r;
+  r.id = info.id;
+  r.owner = info.owner;
+  r.template_name = info.template_name;
+  r.spec_json = EncodeSpecJson(info);
+  r.state = std::string(SandboxStateName(info.state));
+  r.error_message = info.error_message;
+  r.created_at_ms = info.created_at_ms;
+  r.updated_at_ms = info.updated_at_ms;
+  r.expires_at_ms = info.expires_at_ms;
+  r.idle_timeout_seconds = info.idle_timeout_seconds;
+  r.last_activity_at_ms = info.last_activity_at_ms;
+  r.source_snapshot_id = info.source_snapshot_id;
+  r.backend = info.backend;
+  return r;
+}
+
+SandboxInfo FromRecord(const store::SandboxRecord& r) {
+  SandboxInfo info;
+  info.id = r.id;
+  info.owner = r.owner;
+  info.template_name = r.template_name;
+  DecodeSpecJson(r.spec_json, &info);
+  info.state = ParseSandboxState(r.state).value_or(SandboxState::kError);
+  info.error_message = r.error_message;
+  info.created_at_ms = r.created_at_ms;
+  info.updated_at_ms = r.updated_at_ms;
+  info.expires_at_ms = r.expires_at_ms;
+  info.idle_timeout_seconds = r.idle_timeout_seconds;
+  info.last_activity_at_ms = r.last_activity_at_ms;
+  info.source_snapshot_id = r.source_snapshot_id;
+  info.backend = r.backend;
+  return info;
+}
+
+Status ValidateEnv(const std::map<std::string, std::string>& env, std::string_view field) {
+  for (const auto& [k, v] : env) {
+    if (k.empty()) {
+      return Fail(Error::InvalidArgument(std::string(field) + ": keys must not be empty"));
+    }
+    if (k.find('=') != std::string::npos || k.find('\0') != std::string::npos) {
+      std::string shown = k.substr(0, 64);
+      for (char& c : shown) {
+        if (c == '\0') c = '?';
+      }
+      return Fail(Error::InvalidArgument(std::string(field) + ": key '" + shown +
+                                         "' must not contain '=' or NUL"));
+    }
+    if (v.find('\0') != std::string::npos) {
+      // The value itself is never echoed (it may be a secret).
+      return Fail(Error::InvalidArgument(std::string(field) + ": value of '" + k +
+                                         "' must not contain NUL"));
+    }
+  }
+  return {};
+}
+
+}  // namespace asb::core
