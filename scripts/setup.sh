@@ -8,11 +8,11 @@
 #
 # Usage: sudo bash scripts/setup.sh
 # Env:   AGENT_SANDBOX_DATA_DIR (default /var/lib/agent-sandbox), ASB_JOBS (default nproc),
-#        ASB_PREFIX (install prefix, default /usr/local).
+#        ASB_PREFIX (install prefix, default /usr/local), ASB_BUILD_DIR (default build/).
 set -euo pipefail
 
 REPO_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-BUILD_DIR="$REPO_DIR/build"
+BUILD_DIR=${ASB_BUILD_DIR:-$REPO_DIR/build}
 JOBS=${ASB_JOBS:-$(nproc)}
 PREFIX=${ASB_PREFIX:-/usr/local}
 cd "$REPO_DIR"
@@ -28,7 +28,7 @@ fi
 step "dependencies"
 bash scripts/install-deps.sh
 
-step "configure build/ (Release)"
+step "configure $BUILD_DIR (Release)"
 cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_INSTALL_PREFIX="$PREFIX" \
   -DASB_BUILD_TESTS=OFF -DASB_BUILD_BENCH=OFF >/dev/null
 
