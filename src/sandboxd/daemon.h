@@ -1,0 +1,79 @@
+// Daemon: sandboxd's process-wide state and PID-1 duties. It owns the event loop, the listen
+// socket and the host connections, reaps every child (SIGCHLD via signalfd, waitpid(-1)
+// loop; children nobody watches, such as adopted orphans, are reaped and ignored), handles
+// SIGTERM/SIGINT, and keeps background clean-up going after an operation is gone: pipes still
+// held by a command's background children are drained into the void until EOF, and sessions
+// that must die are re-scanned and SIGKILLed until empty.
+#pragma once
+
+#include <sys/types.h>
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "common/result.h"
+#include "common/unique_fd.h"
+#include "sandboxd/event_loop.h"
+#include "sandboxd/options.h"
+#include "sandboxd/seccomp_policy.h"
+
+namespace asb::sandboxd {
+
+class Connection;
+
+class Daemon {
+ public:
+  Daemon(Options options, std::unique_ptr<EventLoop> loop, SeccompProgram seccomp,
+         UniqueFd workspace_fd);
+  ~Daemon();
+
+  /// Sets up signals (signalfd for SIGCHLD, SIGTERM, SIGINT), the child subreaper flag and the
+  /// listen socket. Errors: those of the system calls.
+  Status Init();
+  /// Runs the event loop until asked to stop (SIGTERM/SIGINT without --pid1... see .cc).
+  Status Run();
+
+  EventLoop& loop() { return *loop_; }
+  const Options& options() const { return options_; }
+  const SeccompProgram& seccomp() const { return seccomp_; }
+  /// O_PATH fd of the workspace directory.
+  int workspace_fd() const { return workspace_fd_.get(); }
+
+  /// Calls `on_exit(wait_status)` when child `pid` is reaped.
+  void WatchChild(pid_t pid, std::function<void(int status)> on_exit);
+  /// Stops watching `pid`; it is still reaped (and ignored) when it exits.
+  void ForgetChild(pid_t pid);
+  /// Keeps reading `fd` (a pipe read end) and discarding until EOF, then closes it.
+  void DrainIntoVoid(UniqueFd fd);
+  /// SIGKILLs session `sid` now and again every few ms until no live process of it is left.
+  void KillSessionUntilGone(pid_t sid);
+
+  /// Called by a connection that closed itself; it is destroyed after the current batch.
+  void ConnectionClosed(Connection* conn);
+
+ private:
+  void OnSignal();
+  void ReapChildren();
+  void OnAccept();
+  void OnKillTimer();
+  void ArmKillTimer();
+
+  Options options_;
+  std::unique_ptr<EventLoop> loop_;
+  SeccompProgram seccomp_;
+  UniqueFd workspace_fd_;
+  UniqueFd signal_fd_;
+  UniqueFd kill_timer_fd_;
+  bool stop_ = false;
+  std::unordered_map<pid_t, std::function<void(int)>> watched_;
+  std::map<Connection*, std::unique_ptr<Connection>> connections_;
+  std::map<int, UniqueFd> void_drains_;
+  std::set<pid_t> doomed_sessions_;
+};
+
+}  // namespace asb::sandboxd

@@ -1,0 +1,50 @@
+// The child side of an exec: what runs between fork() and execve() (nsjail's "...InChild"
+// naming). sandboxd is single-threaded, so the child may allocate; it never returns.
+//
+// Order, and why (each step needs the privileges the later ones drop):
+//   1. default signal dispositions and an empty mask (sandboxd blocks SIGCHLD/SIGTERM/SIGINT
+//      and ignores SIGPIPE; a command must not inherit that);
+//   2. setsid(): the command leads its own session and process group, so timeouts, SIGNAL and
+//      CANCEL can reach all of it (and the session id finds processes that left the group);
+//   3. stdin/stdout/stderr onto the pipes (or the PTY); every other fd is close-on-exec;
+//   4. /proc/self/oom_score_adj = 0: sandboxd runs at -1000, its commands must be killable;
+//   5. credentials: supplementary groups, gid, capability bounding set, ambient set, uid, then
+//      the remaining capability sets (capabilities(7), "Effect of user ID changes");
+//   6. chdir(cwd) as the target user, so a directory it cannot enter is refused;
+//   7. PR_SET_NO_NEW_PRIVS, then the seccomp filter (seccomp(2) requires no_new_privs without
+//      CAP_SYS_ADMIN);
+//   8. execvp() with the command's environment; on failure "sandboxd: <prog>: command not found"
+//      (exit 127) or "...: Permission denied" (126) on stderr, like a shell.
+// A failure in steps 1-7 is written to `error_fd` as a ChildFailure and the child exits 125;
+// the parent turns it into the exec's ERROR. A successful exec closes error_fd (O_CLOEXEC).
+#pragma once
+
+#include <cstdint>
+
+#include "sandboxd/seccomp_policy.h"
+
+namespace asb::sandboxd {
+
+struct ChildPlan {
+  char* const* argv = nullptr;  // NULL-terminated
+  char* const* envp = nullptr;  // NULL-terminated
+  const char* cwd = "/";
+  bool as_root = false;         // uid 0 with Docker's default capabilities; else uid/gid 1000
+  int stdin_fd = -1;
+  int stdout_fd = -1;
+  int stderr_fd = -1;
+  bool controlling_tty = false; // stdin_fd is a PTY slave: make it the controlling terminal
+  int error_fd = -1;
+  const SeccompProgram* seccomp = nullptr;
+};
+
+/// What the child reports through error_fd when it fails before exec.
+struct ChildFailure {
+  int32_t code = 0;   // an asb::ErrorCode
+  int32_t sys_errno = 0;
+  char message[240] = {};
+};
+
+[[noreturn]] void RunExecChild(const ChildPlan& plan);
+
+}  // namespace asb::sandboxd

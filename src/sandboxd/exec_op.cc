@@ -1,0 +1,423 @@
+#include "sandboxd/exec_op.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <sys/ioctl.h>
+#include <sys/timerfd.h>
+#include <sys/wait.h>
+#include <termios.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <limits>
+
+#include "common/clock.h"
+#include "sandboxd/daemon.h"
+#include "sandboxd/exec_child.h"
+#include "sandboxd/proc_scan.h"
+
+namespace asb::sandboxd {
+
+using protocol::Stream;
+
+namespace {
+constexpr uint64_t kRescanMs = 10;
+constexpr uint32_t kStdinGrantBatch = 32 * 1024;
+constexpr char kCanonicalWorkspace[] = "/workspace";
+
+int Index(Stream s) { return static_cast<int>(s); }
+
+int64_t NowMs() { return SystemClock::Instance().MonotonicMs(); }
+}  // namespace
+
+ExecOp::ExecOp(Daemon& daemon, Connection& conn, uint32_t channel, protocol::ExecRequest req)
+    : Operation(daemon, conn, channel), req_(std::move(req)) {}
+
+ExecOp::~ExecOp() {
+  if (pid_ > 0 && !leader_exited_) daemon_.ForgetChild(pid_);
+  if (error_fd_) daemon_.loop().Remove(error_fd_.get());
+  if (timer_fd_) daemon_.loop().Remove(timer_fd_.get());
+  // Pipes still owned here (an early failure) are closed by their destructors.
+}
+
+void ExecOp::Start() {
+  if (auto st = Launch(); !st) {
+    phase_ = Phase::kDone;
+    FailWith(st.error());
+  }
+}
+
+Status ExecOp::Launch() {
+  const Options& opt = daemon_.options();
+  // ---- validate and build everything the child needs (the child only reads it) ----
+  std::vector<std::string> args;
+  if (req_.command.has_value() == !req_.argv.empty()) {
+    return Fail(Error::InvalidArgument("exec: exactly one of argv and command is required"));
+  }
+  if (req_.command) {
+    args = {"/bin/sh", "-c", *req_.command};
+  } else {
+    args = req_.argv;
+  }
+  bool as_root;
+  if (req_.user == protocol::kUserSandbox) {
+    as_root = false;
+  } else if (req_.user == protocol::kUserRoot) {
+    as_root = true;
+  } else {
+    return Fail(Error::InvalidArgument("exec: unknown user \"" + req_.user +
+                                       "\" (sandbox or root)"));
+  }
+  for (const auto& a : args) {
+    if (a.find('\0') != std::string::npos) {
+      return Fail(Error::InvalidArgument("exec: argument contains a NUL byte"));
+    }
+  }
+  std::map<std::string, std::string> env = opt.env;
+  if (req_.pty) env["TERM"] = "xterm-256color";
+  for (const auto& [k, v] : req_.env) {
+    if (k.empty() || k.find('=') != std::string::npos || k.find('\0') != std::string::npos ||
+        v.find('\0') != std::string::npos) {
+      return Fail(Error::InvalidArgument("exec: invalid environment variable name or value"));
+    }
+    env[k] = v;
+  }
+  std::string cwd = req_.cwd;
+  if (cwd.empty() || cwd == ".") {
+    cwd = opt.workspace;
+  } else if (cwd[0] != '/') {
+    cwd = opt.workspace + "/" + cwd;
+  } else if (cwd == kCanonicalWorkspace ||
+             cwd.rfind(std::string(kCanonicalWorkspace) + "/", 0) == 0) {
+    // The canonical in-sandbox path; differs from opt.workspace only in host-side tests.
+    cwd = opt.workspace + cwd.substr(sizeof kCanonicalWorkspace - 1);
+  }
+
+  std::vector<std::string> env_strings;
+  env_strings.reserve(env.size());
+  for (const auto& [k, v] : env) env_strings.push_back(k + "=" + v);
+  std::vector<char*> argv_ptrs, env_ptrs;
+  for (auto& a : args) argv_ptrs.push_back(a.data());
+  argv_ptrs.push_back(nullptr);
+  for (auto& e : env_strings) env_ptrs.push_back(e.data());
+  env_ptrs.push_back(nullptr);
+
+  // ---- fds ----
+  UniqueFd child_in, child_out, child_err, stdin_write;
+  if (req_.pty) {
+    UniqueFd master(posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC));
+    if (!master) return FailErrno("exec: open /dev/ptmx");
+    if (grantpt(master.get()) != 0 || unlockpt(master.get()) != 0) {
+      return FailErrno("exec: unlockpt");
+    }
+    char name[128];
+    if (ptsname_r(master.get(), name, sizeof name) != 0) return FailErrno("exec: ptsname");
+    UniqueFd slave(open(name, O_RDWR | O_NOCTTY | O_CLOEXEC));
+    if (!slave) return FailErrno("exec: open pty slave");
+    winsize ws{};
+    ws.ws_col = req_.pty->cols;
+    ws.ws_row = req_.pty->rows;
+    ioctl(master.get(), TIOCSWINSZ, &ws);
+    stdout_read_.Reset(fcntl(master.get(), F_DUPFD_CLOEXEC, 3));
+    stdin_write.Reset(fcntl(master.get(), F_DUPFD_CLOEXEC, 3));
+    if (!stdout_read_ || !stdin_write) return FailErrno("exec: dup pty master");
+    pty_master_ = std::move(master);
+    child_out.Reset(fcntl(slave.get(), F_DUPFD_CLOEXEC, 3));
+    child_err.Reset(fcntl(slave.get(), F_DUPFD_CLOEXEC, 3));
+    child_in = std::move(slave);
+    if (!child_out || !child_err) return FailErrno("exec: dup pty slave");
+  } else {
+    if (!MakePipe(&stdout_read_, &child_out)) return FailErrno("exec: pipe");
+    if (!MakePipe(&stderr_read_, &child_err)) return FailErrno("exec: pipe");
+    if (req_.stdin_pipe) {
+      if (!MakePipe(&child_in, &stdin_write)) return FailErrno("exec: pipe");
+    } else {
+      child_in.Reset(open("/dev/null", O_RDONLY | O_CLOEXEC));
+      if (!child_in) return FailErrno("exec: open /dev/null");
+    }
+  }
+  UniqueFd child_error_write;
+  if (!MakePipe(&error_fd_, &child_error_write)) return FailErrno("exec: pipe");
+
+  ChildPlan plan;
+  plan.argv = argv_ptrs.data();
+  plan.envp = env_ptrs.data();
+  plan.cwd = cwd.c_str();
+  plan.as_root = as_root;
+  plan.stdin_fd = child_in.get();
+  plan.stdout_fd = child_out.get();
+  plan.stderr_fd = child_err.get();
+  plan.controlling_tty = req_.pty.has_value();
+  plan.error_fd = child_error_write.get();
+  plan.seccomp = &daemon_.seccomp();
+
+  start_ms_ = NowMs();
+  pid_t pid = fork();
+  if (pid < 0) {
+    // EAGAIN: the sandbox's pids limit (or RLIMIT_NPROC) is exhausted -> limit_exceeded.
+    return Fail(Error::FromErrno(errno, "fork"));
+  }
+  if (pid == 0) RunExecChild(plan);  // never returns
+  pid_ = pid;
+  phase_ = Phase::kStarting;
+  daemon_.WatchChild(pid_, [this](int status) { OnLeaderExit(status); });
+  // The child's ends close here (our copies), so EOF follows the child's last close.
+
+  if (stdin_write) {
+    in_ = std::make_unique<InputPipe>(daemon_.loop(), std::move(stdin_write),
+                                      [this](uint32_t n) { GrantStdin(n); });
+  }
+  ASB_TRY(daemon_.loop().Add(error_fd_.get(), EPOLLIN, [this](uint32_t) { OnErrorPipe(); }));
+  if (req_.timeout_ms > 0) ArmTimer(req_.timeout_ms, TimerStage::kTimeout);
+  return {};
+}
+
+void ExecOp::OnErrorPipe() {
+  ChildFailure f;
+  ssize_t n;
+  do {
+    n = read(error_fd_.get(), &f, sizeof f);
+  } while (n < 0 && errno == EINTR);
+  daemon_.loop().Remove(error_fd_.get());
+  error_fd_.Reset();
+  if (n == static_cast<ssize_t>(sizeof f)) {
+    // The child failed before exec and exits on its own; it is reaped and ignored.
+    f.message[sizeof f.message - 1] = '\0';
+    phase_ = Phase::kDone;
+    if (in_) in_->CloseNow();
+    FailWith(Error(static_cast<ErrorCode>(f.code), f.message, f.sys_errno));
+    return;
+  }
+  // EOF: execve succeeded (or the child died before reporting; its status tells).
+  phase_ = Phase::kRunning;
+  SendInfo("{\"pid\":" + std::to_string(pid_) + "}");
+  if (stdout_read_) {
+    out_[1] = std::make_unique<OutputPipe>(daemon_.loop(), Stream::kStdout,
+                                           std::move(stdout_read_), this);
+    if (auto st = out_[1]->Start(); !st) out_[1].reset();
+  }
+  if (stderr_read_) {
+    out_[2] = std::make_unique<OutputPipe>(daemon_.loop(), Stream::kStderr,
+                                           std::move(stderr_read_), this);
+    if (auto st = out_[2]->Start(); !st) out_[2].reset();
+  }
+  TryFinish();
+}
+
+uint64_t ExecOp::Keepable(Stream s) {
+  int i = Index(s);
+  uint64_t k = std::numeric_limits<uint64_t>::max();
+  uint64_t per = s == Stream::kStdout ? req_.max_stdout_bytes : req_.max_stderr_bytes;
+  if (per > 0) k = per > kept_[i] ? per - kept_[i] : 0;
+  if (req_.max_output_bytes > 0) {
+    uint64_t both = kept_[1] + kept_[2];
+    k = std::min(k, req_.max_output_bytes > both ? req_.max_output_bytes - both : 0);
+  }
+  return k;
+}
+
+void ExecOp::Deliver(Stream s, std::string_view kept, size_t read) {
+  int i = Index(s);
+  kept_[i] += kept.size();
+  total_[i] += read;
+  if (kept.size() < read) truncated_[i] = true;
+  if (budgets_set_) budget_[i] -= static_cast<int64_t>(read);
+  SendData(s, kept);
+}
+
+void ExecOp::Closed(Stream s) {
+  int i = Index(s);
+  if (!eof_sent_[i]) {
+    eof_sent_[i] = true;
+    SendEof(s);
+  }
+  if (leader_exited_) daemon_.loop().Defer([this] { TryFinish(); });
+}
+
+void ExecOp::OnData(std::string&& bytes) {
+  if (in_ && phase_ != Phase::kDone) {
+    in_->Write(std::move(bytes));
+  } else {
+    Operation::OnData(std::move(bytes));  // discard and credit
+  }
+}
+
+void ExecOp::OnEof() {
+  if (!in_) return;
+  if (req_.pty) {
+    in_->Write(std::string(1, '\x04'));  // ^D: end of input on a terminal
+  } else {
+    in_->CloseWhenDrained();
+  }
+}
+
+void ExecOp::GrantStdin(uint32_t bytes) {
+  ungranted_stdin_ += bytes;
+  if (ungranted_stdin_ >= kStdinGrantBatch || !in_ || in_->closed()) {
+    SendWindow(ungranted_stdin_);
+    ungranted_stdin_ = 0;
+  } else {
+    // Flush small remainders after this batch so a slow trickle is never stranded.
+    daemon_.loop().Defer([this] {
+      if (ungranted_stdin_ > 0 && !finished()) {
+        SendWindow(ungranted_stdin_);
+        ungranted_stdin_ = 0;
+      }
+    });
+  }
+}
+
+void ExecOp::OnWindow(Stream s, uint32_t bytes) {
+  if (auto& p = out_[Index(s)]) p->AddWindow(bytes);
+  if (leader_exited_) TryFinish();
+}
+
+void ExecOp::OnSignal(int signo) {
+  if (pid_ > 0 && phase_ != Phase::kDone) kill(-pid_, signo);
+}
+
+void ExecOp::OnResize(uint16_t cols, uint16_t rows) {
+  if (!pty_master_) return;
+  winsize ws{};
+  ws.ws_col = cols;
+  ws.ws_row = rows;
+  ioctl(pty_master_.get(), TIOCSWINSZ, &ws);
+}
+
+void ExecOp::ArmTimer(uint64_t ms, TimerStage stage) {
+  if (!timer_fd_) {
+    timer_fd_.Reset(timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC));
+    if (!timer_fd_) return;
+    if (!daemon_.loop().Add(timer_fd_.get(), EPOLLIN, [this](uint32_t) { OnTimer(); })) {
+      timer_fd_.Reset();
+      return;
+    }
+  }
+  itimerspec its{};
+  if (ms == 0) ms = 1;
+  its.it_value.tv_sec = static_cast<time_t>(ms / 1000);
+  its.it_value.tv_nsec = static_cast<long>((ms % 1000) * 1'000'000);
+  timerfd_settime(timer_fd_.get(), 0, &its, nullptr);
+  timer_stage_ = stage;
+}
+
+void ExecOp::OnTimer() {
+  uint64_t ticks;
+  while (read(timer_fd_.get(), &ticks, sizeof ticks) > 0) {
+  }
+  if (phase_ == Phase::kDone) return;
+  switch (timer_stage_) {
+    case TimerStage::kTimeout:
+      timed_out_ = true;
+      kill(-pid_, SIGTERM);
+      if (leader_exited_) {
+        KillSessionNow();
+      } else {
+        ArmTimer(req_.kill_grace_ms, TimerStage::kGrace);
+      }
+      break;
+    case TimerStage::kGrace:
+    case TimerStage::kRescan:
+      KillSessionNow();
+      break;
+    case TimerStage::kNone:
+      break;
+  }
+}
+
+// SIGKILL the group and every process of the session; re-arm until nothing is left.
+void ExecOp::KillSessionNow() {
+  kill(-pid_, SIGKILL);
+  int left = SignalSession(pid_, SIGKILL);
+  if (left == 0 && leader_exited_) {
+    session_gone_ = true;
+    timer_stage_ = TimerStage::kNone;
+    TryFinish();
+  } else {
+    ArmTimer(kRescanMs, TimerStage::kRescan);
+  }
+}
+
+void ExecOp::OnLeaderExit(int status) {
+  leader_exited_ = true;
+  wait_status_ = status;
+  if (timed_out_) KillSessionNow();
+  TryFinish();
+}
+
+void ExecOp::TryFinish() {
+  if (phase_ != Phase::kRunning || !leader_exited_ || finished()) return;
+  if (timed_out_ && !session_gone_) return;
+  if (!budgets_set_) {
+    // What the leader left in each pipe: read at most that much more before finishing, so a
+    // background child that keeps writing cannot hold the exec open.
+    budgets_set_ = true;
+    for (int i = 1; i <= 2; ++i) {
+      budget_[i] = out_[i] && !out_[i]->closed() ? static_cast<int64_t>(out_[i]->Available()) : 0;
+    }
+  }
+  for (int i = 1; i <= 2; ++i) {
+    auto& p = out_[i];
+    if (!p || p->closed()) continue;
+    p->Pump();
+    if (finished() || !p) return;
+    if (p->closed()) continue;
+    if (budget_[i] <= 0 || p->Empty()) continue;  // settled
+    return;  // output still to send: wait for window or the next readiness
+  }
+  // Settled: hand still-open pipes (held by background children) to the daemon.
+  for (int i = 1; i <= 2; ++i) {
+    if (out_[i] && !out_[i]->closed()) daemon_.DrainIntoVoid(out_[i]->Detach());
+    out_[i].reset();
+    if (!eof_sent_[i]) {
+      eof_sent_[i] = true;
+      SendEof(static_cast<Stream>(i));
+    }
+  }
+  if (in_) in_->CloseNow();
+  if (ungranted_stdin_ > 0) {
+    SendWindow(ungranted_stdin_);
+    ungranted_stdin_ = 0;
+  }
+  protocol::ExecResult r;
+  if (WIFEXITED(wait_status_)) {
+    r.exit_code = WEXITSTATUS(wait_status_);
+  } else if (WIFSIGNALED(wait_status_)) {
+    r.signal = WTERMSIG(wait_status_);
+    r.exit_code = 128 + r.signal;
+  }
+  r.timed_out = timed_out_;
+  r.stdout_truncated = truncated_[1];
+  r.stderr_truncated = truncated_[2];
+  r.stdout_bytes = total_[1];
+  r.stderr_bytes = total_[2];
+  r.duration_ms = static_cast<uint64_t>(NowMs() - start_ms_);
+  phase_ = Phase::kDone;
+  Succeed(protocol::EncodeExecResult(r));
+}
+
+void ExecOp::KillAndDetach() {
+  if (pid_ > 0) {
+    if (!leader_exited_) daemon_.ForgetChild(pid_);
+    leader_exited_ = true;  // no callback will come any more
+    daemon_.KillSessionUntilGone(pid_);
+  }
+  for (int i = 1; i <= 2; ++i) {
+    if (out_[i] && !out_[i]->closed()) daemon_.DrainIntoVoid(out_[i]->Detach());
+    out_[i].reset();
+  }
+  if (in_) in_->CloseNow();
+  phase_ = Phase::kDone;
+}
+
+void ExecOp::OnCancel() {
+  if (finished()) return;
+  KillAndDetach();
+  FailWith(Error::Cancelled("exec cancelled; its session was killed"));
+}
+
+void ExecOp::Abandon() { KillAndDetach(); }
+
+}  // namespace asb::sandboxd

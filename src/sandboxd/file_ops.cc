@@ -1,0 +1,192 @@
+#include "sandboxd/file_ops.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+
+namespace asb::sandboxd {
+
+using protocol::FileStat;
+
+namespace {
+
+// Names in directory `fd` (without "." and ".."). `fd` is not consumed.
+Result<std::vector<std::string>> ReadNames(int fd, const std::string& display) {
+  int dupfd = fcntl(fd, F_DUPFD_CLOEXEC, 0);
+  if (dupfd < 0) return FailErrno(display);
+  DIR* dir = fdopendir(dupfd);
+  if (!dir) {
+    int err = errno;
+    close(dupfd);
+    return Fail(Error::FromErrno(err, display));
+  }
+  std::vector<std::string> names;
+  errno = 0;
+  while (dirent* d = readdir(dir)) {
+    std::string_view n = d->d_name;
+    if (n == "." || n == "..") continue;
+    names.emplace_back(n);
+  }
+  int err = errno;
+  closedir(dir);
+  if (err) return Fail(Error::FromErrno(err, display));
+  return names;
+}
+
+Status RemoveTreeAt(int parent, const std::string& name, const std::string& display) {
+  if (unlinkat(parent, name.c_str(), 0) == 0) return {};
+  if (errno != EISDIR && errno != EPERM) return FailErrno(display);
+  // A directory (Linux answers EISDIR; POSIX allows EPERM): empty it, then remove it.
+  UniqueFd dir(openat(parent, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  if (!dir) return FailErrno(display);
+  ASB_ASSIGN_OR_RETURN(auto names, ReadNames(dir.get(), display));
+  for (const auto& n : names) ASB_TRY(RemoveTreeAt(dir.get(), n, display + "/" + n));
+  if (unlinkat(parent, name.c_str(), AT_REMOVEDIR) != 0) return FailErrno(display);
+  return {};
+}
+
+Status ListInto(int dirfd, const std::string& display, bool recursive, uint32_t max_entries,
+                std::vector<FileStat>* out) {
+  ASB_ASSIGN_OR_RETURN(auto names, ReadNames(dirfd, display));
+  for (const auto& n : names) {
+    if (out->size() >= max_entries) {
+      return Fail(Error::LimitExceeded("listing has more than " + std::to_string(max_entries) +
+                                       " entries"));
+    }
+    std::string path = display == "/" ? "/" + n : display + "/" + n;
+    struct stat st;
+    if (fstatat(dirfd, n.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) {
+      if (errno == ENOENT) continue;  // removed while we listed
+      return FailErrno(path);
+    }
+    out->push_back(MakeFileStat(st, path, n, dirfd, n.c_str()));
+    if (recursive && S_ISDIR(st.st_mode)) {
+      UniqueFd sub(openat(dirfd, n.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+      if (!sub) {
+        if (errno == EACCES || errno == ENOENT) continue;  // unreadable: listed, not descended
+        return FailErrno(path);
+      }
+      ASB_TRY(ListInto(sub.get(), path, recursive, max_entries, out));
+    }
+  }
+  return {};
+}
+
+}  // namespace
+
+Result<FileStat> StatFile(const FsContext& ctx, const protocol::FileStatRequest& req) {
+  FsIdentity id(req.scope);
+  ASB_ASSIGN_OR_RETURN(FsPath p, ResolvePath(ctx, req.path, req.scope));
+  if (req.follow_symlinks || p.name.empty() || p.name == "..") {
+    ASB_ASSIGN_OR_RETURN(UniqueFd fd, OpenResolved(ctx, p, p.rel, O_PATH));
+    return StatAt(fd.get(), "", p.display);
+  }
+  ASB_ASSIGN_OR_RETURN(UniqueFd parent, OpenParent(ctx, p));
+  return StatAt(parent.get(), p.name, p.display);
+}
+
+Status MakeParents(const FsContext& ctx, const FsPath& p, const std::string& rel, mode_t mode) {
+  if (rel == ".") return {};
+  std::string prefix;
+  size_t i = 0;
+  while (i <= rel.size()) {
+    size_t j = rel.find('/', i);
+    if (j == std::string::npos) j = rel.size();
+    std::string parent = prefix.empty() ? "." : prefix;
+    std::string comp = rel.substr(i, j - i);
+    prefix = prefix.empty() ? comp : prefix + "/" + comp;
+    auto existing = OpenResolved(ctx, p, prefix, O_PATH | O_DIRECTORY);
+    if (!existing) {
+      if (existing.error().sys_errno() != ENOENT) return Fail(existing.error());
+      ASB_ASSIGN_OR_RETURN(UniqueFd pfd, OpenResolved(ctx, p, parent, O_PATH | O_DIRECTORY));
+      if (mkdirat(pfd.get(), comp.c_str(), mode) != 0 && errno != EEXIST) {
+        return FailErrno("mkdir " + p.display);
+      }
+    }
+    i = j + 1;
+  }
+  return {};
+}
+
+Result<FileStat> MakeDirectory(const FsContext& ctx, const protocol::FileMkdirRequest& req) {
+  if (req.mode > 07777) return Fail(Error::InvalidArgument("mode must be at most 07777"));
+  FsIdentity id(req.scope);
+  ASB_ASSIGN_OR_RETURN(FsPath p, ResolvePath(ctx, req.path, req.scope));
+  if (req.parents) {
+    ASB_TRY(MakeParents(ctx, p, p.parent_rel, 0755));
+  }
+  ASB_ASSIGN_OR_RETURN(UniqueFd parent, OpenParent(ctx, p));
+  if (mkdirat(parent.get(), p.name.c_str(), req.mode) != 0) {
+    int err = errno;
+    struct stat st;
+    bool is_dir = fstatat(parent.get(), p.name.c_str(), &st, 0) == 0 && S_ISDIR(st.st_mode);
+    if (!(err == EEXIST && req.parents && is_dir)) return Fail(Error::FromErrno(err, p.display));
+  } else {
+    // mkdir(2) masks the mode with the umask and may ignore special bits; make it exact.
+    UniqueFd d(openat(parent.get(), p.name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
+                                                          O_CLOEXEC));
+    if (d) fchmod(d.get(), req.mode);
+  }
+  return StatAt(parent.get(), p.name, p.display);
+}
+
+Status RemovePath(const FsContext& ctx, const protocol::FileRemoveRequest& req) {
+  FsIdentity id(req.scope);
+  ASB_ASSIGN_OR_RETURN(FsPath p, ResolvePath(ctx, req.path, req.scope));
+  ASB_ASSIGN_OR_RETURN(UniqueFd parent, OpenParent(ctx, p));
+  if (req.recursive) return RemoveTreeAt(parent.get(), p.name, p.display);
+  if (unlinkat(parent.get(), p.name.c_str(), 0) == 0) return {};
+  if (errno != EISDIR) return FailErrno(p.display);
+  if (unlinkat(parent.get(), p.name.c_str(), AT_REMOVEDIR) != 0) {
+    if (errno == ENOTEMPTY || errno == EEXIST) {
+      return Fail(Error(ErrorCode::kConflict, p.display + ": directory not empty", errno));
+    }
+    return FailErrno(p.display);
+  }
+  return {};
+}
+
+Result<FileStat> MovePath(const FsContext& ctx, const protocol::FileMoveRequest& req) {
+  FsIdentity id(req.scope);
+  ASB_ASSIGN_OR_RETURN(FsPath from, ResolvePath(ctx, req.from, req.scope));
+  ASB_ASSIGN_OR_RETURN(FsPath to, ResolvePath(ctx, req.to, req.scope));
+  ASB_ASSIGN_OR_RETURN(UniqueFd from_parent, OpenParent(ctx, from));
+  ASB_ASSIGN_OR_RETURN(UniqueFd to_parent, OpenParent(ctx, to));
+  unsigned flags = req.overwrite ? 0 : RENAME_NOREPLACE;
+  if (renameat2(from_parent.get(), from.name.c_str(), to_parent.get(), to.name.c_str(), flags) !=
+      0) {
+    int err = errno;
+    if (err == EEXIST || err == ENOTEMPTY) {
+      return Fail(Error(ErrorCode::kConflict, to.display + ": already exists", err));
+    }
+    return Fail(Error::FromErrno(err, "move " + from.display + " to " + to.display));
+  }
+  return StatAt(to_parent.get(), to.name, to.display);
+}
+
+Result<uint64_t> ListDirectory(const FsContext& ctx, const protocol::FileListRequest& req,
+                               const std::function<void(std::vector<FileStat>&&)>& emit,
+                               size_t chunk) {
+  FsIdentity id(req.scope);
+  ASB_ASSIGN_OR_RETURN(FsPath p, ResolvePath(ctx, req.path, req.scope));
+  ASB_ASSIGN_OR_RETURN(UniqueFd dir, OpenResolved(ctx, p, p.rel, O_RDONLY | O_DIRECTORY));
+  std::vector<FileStat> all;
+  ASB_TRY(ListInto(dir.get(), p.display, req.recursive, req.max_entries, &all));
+  std::sort(all.begin(), all.end(),
+            [](const FileStat& a, const FileStat& b) { return a.path < b.path; });
+  uint64_t count = all.size();
+  for (size_t i = 0; i < all.size(); i += chunk) {
+    size_t end = std::min(all.size(), i + chunk);
+    std::vector<FileStat> part(std::make_move_iterator(all.begin() + static_cast<long>(i)),
+                               std::make_move_iterator(all.begin() + static_cast<long>(end)));
+    emit(std::move(part));
+  }
+  return count;
+}
+
+}  // namespace asb::sandboxd

@@ -1,0 +1,54 @@
+// sandboxd: the in-sandbox daemon, PID 1 of every sandbox. See options.h for the command line
+// and daemon.h for what it does; this file only wires them together.
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "sandboxd/daemon.h"
+#include "sandboxd/event_loop.h"
+#include "sandboxd/options.h"
+#include "sandboxd/seccomp_policy.h"
+
+namespace {
+
+int Fatal(const asb::Error& e) {
+  fprintf(stderr, "sandboxd: %s\n", e.ToString().c_str());
+  return 1;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  using namespace asb::sandboxd;
+  // Keep 0-2 occupied so that no pipe or socket of ours ever lands there.
+  for (int fd = 0; fd < 3; ++fd) {
+    if (fcntl(fd, F_GETFD) < 0) open("/dev/null", O_RDWR);
+  }
+  auto options = ParseCommandLine(std::vector<std::string>(argv, argv + argc));
+  if (!options) return Fatal(options.error());
+  if (options->config_fd >= 0) {
+    auto st = ReadConfigFd(options->config_fd, &*options);
+    close(options->config_fd);
+    if (!st) return Fatal(st.error());
+  }
+  // Files sandboxd creates get exactly the requested mode; commands get umask 022 back.
+  umask(0);
+  asb::UniqueFd workspace(open(options->workspace.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+  if (!workspace) {
+    return Fatal(asb::Error::FromErrno(errno, "open workspace " + options->workspace));
+  }
+  auto seccomp = SeccompProgram::Compile();
+  if (!seccomp) return Fatal(seccomp.error());
+  auto loop = EventLoop::Create();
+  if (!loop) return Fatal(loop.error());
+
+  Daemon daemon(std::move(*options), std::move(*loop), std::move(*seccomp),
+                std::move(workspace));
+  if (auto st = daemon.Init(); !st) return Fatal(st.error());
+  if (auto st = daemon.Run(); !st) return Fatal(st.error());
+  return 0;
+}

@@ -1,0 +1,113 @@
+#include "sandboxd/op_factory.h"
+
+#include <functional>
+
+#include "protocol/messages.h"
+#include "sandboxd/daemon.h"
+#include "sandboxd/exec_op.h"
+#include "sandboxd/file_ops.h"
+#include "sandboxd/file_stream_ops.h"
+#include "sandboxd/kill_all_op.h"
+#include "sandboxd/tar_ops.h"
+
+namespace asb::sandboxd {
+
+namespace {
+
+// An operation that does all its work in Start(): the file operations that need no streaming.
+class SyncOp final : public Operation {
+ public:
+  using Body = std::function<Result<std::string>(SyncOp&)>;
+  SyncOp(Daemon& d, Connection& c, uint32_t ch, Body body)
+      : Operation(d, c, ch), body_(std::move(body)) {}
+  void Start() override {
+    auto r = body_(*this);
+    if (r) {
+      Succeed(*r);
+    } else {
+      FailWith(r.error());
+    }
+  }
+  void Info(const std::string& json) { SendInfo(json); }
+
+ private:
+  Body body_;
+};
+
+// Decoder errors are kBackend ("broken peer"); for an OPEN body they are the request's fault.
+Error BadRequest(const Error& e) { return Error::InvalidArgument(e.message()); }
+
+FsContext ContextOf(Daemon& d) { return FsContext{d.workspace_fd(), d.options().workspace}; }
+
+template <typename Req>
+Result<Req> Decode(Result<Req> r) {
+  if (!r) return Fail(BadRequest(r.error()));
+  return r;
+}
+
+}  // namespace
+
+Result<std::unique_ptr<Operation>> MakeOperation(Daemon& d, Connection& c, uint32_t ch,
+                                                 std::string_view json) {
+  auto name = protocol::DecodeOpName(json);
+  if (!name) return Fail(BadRequest(name.error()));
+  const std::string& op = *name;
+  FsContext ctx = ContextOf(d);
+  std::unique_ptr<Operation> out;
+  if (op == "exec") {
+    ASB_ASSIGN_OR_RETURN(auto req, Decode(protocol::DecodeExecRequest(json)));
+    out = std::make_unique<ExecOp>(d, c, ch, std::move(req));
+  } else if (op == "file.read") {
+    ASB_ASSIGN_OR_RETURN(auto req, Decode(protocol::DecodeFileReadRequest(json)));
+    out = std::make_unique<FileReadOp>(d, c, ch, std::move(req));
+  } else if (op == "file.write") {
+    ASB_ASSIGN_OR_RETURN(auto req, Decode(protocol::DecodeFileWriteRequest(json)));
+    out = std::make_unique<FileWriteOp>(d, c, ch, std::move(req));
+  } else if (op == "file.stat") {
+    ASB_ASSIGN_OR_RETURN(auto req, Decode(protocol::DecodeFileStatRequest(json)));
+    out = std::make_unique<SyncOp>(d, c, ch, [ctx, req](SyncOp&) -> Result<std::string> {
+      ASB_ASSIGN_OR_RETURN(auto st, StatFile(ctx, req));
+      return protocol::EncodeFileStat(st);
+    });
+  } else if (op == "file.mkdir") {
+    ASB_ASSIGN_OR_RETURN(auto req, Decode(protocol::DecodeFileMkdirRequest(json)));
+    out = std::make_unique<SyncOp>(d, c, ch, [ctx, req](SyncOp&) -> Result<std::string> {
+      ASB_ASSIGN_OR_RETURN(auto st, MakeDirectory(ctx, req));
+      return protocol::EncodeFileStat(st);
+    });
+  } else if (op == "file.remove") {
+    ASB_ASSIGN_OR_RETURN(auto req, Decode(protocol::DecodeFileRemoveRequest(json)));
+    out = std::make_unique<SyncOp>(d, c, ch, [ctx, req](SyncOp&) -> Result<std::string> {
+      ASB_TRY(RemovePath(ctx, req));
+      return std::string("{}");
+    });
+  } else if (op == "file.move") {
+    ASB_ASSIGN_OR_RETURN(auto req, Decode(protocol::DecodeFileMoveRequest(json)));
+    out = std::make_unique<SyncOp>(d, c, ch, [ctx, req](SyncOp&) -> Result<std::string> {
+      ASB_ASSIGN_OR_RETURN(auto st, MovePath(ctx, req));
+      return protocol::EncodeFileStat(st);
+    });
+  } else if (op == "file.list") {
+    ASB_ASSIGN_OR_RETURN(auto req, Decode(protocol::DecodeFileListRequest(json)));
+    out = std::make_unique<SyncOp>(d, c, ch, [ctx, req](SyncOp& self) -> Result<std::string> {
+      ASB_ASSIGN_OR_RETURN(
+          uint64_t n, ListDirectory(ctx, req, [&](std::vector<protocol::FileStat>&& part) {
+            self.Info(protocol::EncodeFileStatList(part));
+          }));
+      return "{\"count\":" + std::to_string(n) + "}";
+    });
+  } else if (op == "tar.export") {
+    ASB_ASSIGN_OR_RETURN(auto req, Decode(protocol::DecodeTarExportRequest(json)));
+    out = std::make_unique<TarExportOp>(d, c, ch, std::move(req));
+  } else if (op == "tar.import") {
+    ASB_ASSIGN_OR_RETURN(auto req, Decode(protocol::DecodeTarImportRequest(json)));
+    out = std::make_unique<TarImportOp>(d, c, ch, std::move(req));
+  } else if (op == "kill.all") {
+    out = std::make_unique<KillAllOp>(d, c, ch);
+  } else {
+    return Fail(Error::InvalidArgument("unknown op \"" + op + "\""));
+  }
+  return out;
+}
+
+}  // namespace asb::sandboxd

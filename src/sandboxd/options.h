@@ -1,0 +1,45 @@
+// sandboxd's start-up configuration: the command line (kept stable, the ns backend builds it)
+// and the optional JSON config read from --config-fd.
+//
+//   sandboxd --listen-fd=N [--config-fd=M] [--workspace=/workspace] [--no-pid1]
+//
+// --listen-fd  an inherited, bound and listening unix SOCK_STREAM socket.
+// --config-fd  a pipe carrying one JSON object until EOF:
+//              {"env":{"K":"V",...},"hostname":"sandbox"}
+// --workspace  the directory file operations are confined to (default /workspace).
+// --no-pid1    running on the host (tests): skip PID-1-only duties such as kill(-1).
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "common/result.h"
+
+namespace asb::sandboxd {
+
+struct Options {
+  int listen_fd = -1;
+  int config_fd = -1;
+  std::string workspace = "/workspace";
+  bool pid1 = true;
+  /// The base environment of every command: defaults overlaid with the config's "env".
+  std::map<std::string, std::string> env;
+  std::string hostname;
+};
+
+/// The environment every command starts from before the config and the exec's own env:
+/// PATH, HOME=/workspace, USER=sandbox, LANG=C.UTF-8.
+std::map<std::string, std::string> DefaultEnv();
+
+/// Parses argv (argv[0] is the program). Errors: kInvalidArgument naming the bad flag.
+Result<Options> ParseCommandLine(const std::vector<std::string>& args);
+
+/// Applies a config JSON object (see above) onto `options`. Errors: kInvalidArgument for
+/// malformed JSON or wrong member types.
+Status ApplyConfigJson(std::string_view json, Options* options);
+
+/// Reads `fd` to EOF (blocking) and applies it with ApplyConfigJson. Closes nothing.
+Status ReadConfigFd(int fd, Options* options);
+
+}  // namespace asb::sandboxd

@@ -1,0 +1,50 @@
+// Test harness: runs the real sandboxd binary on the host (--no-pid1) against a fresh temp
+// workspace, with a listening unix socket in a temp dir, and connects the real host client
+// (protocol/client.h) to it. The destructor stops sandboxd (SIGTERM: it kills every command it
+// started and exits), reaps it and removes the temp dirs.
+#pragma once
+
+#include <sys/types.h>
+
+#include <memory>
+#include <string>
+
+#include "common/result.h"
+#include "protocol/client.h"
+
+namespace asb::sandboxd::testing {
+
+class SandboxdProcess {
+ public:
+  /// Starts sandboxd; `config_json` (if not empty) is passed through --config-fd.
+  static Result<std::unique_ptr<SandboxdProcess>> Start(const std::string& config_json = "");
+  ~SandboxdProcess();
+
+  /// A new connection with a completed handshake.
+  Result<std::shared_ptr<protocol::Connection>> Connect();
+
+  const std::string& workspace() const { return workspace_; }
+  const std::string& socket_path() const { return socket_path_; }
+  pid_t pid() const { return pid_; }
+  /// True while the sandboxd process has not exited.
+  bool Alive();
+
+ private:
+  SandboxdProcess() = default;
+  std::string dir_;
+  std::string workspace_;
+  std::string socket_path_;
+  pid_t pid_ = -1;
+};
+
+/// Runs `cmd` through /bin/sh -c in the workspace and collects it (convenience for tests).
+protocol::ExecRequest ShellRequest(const std::string& cmd);
+
+/// Number of processes (any state) whose session id is `sid`, from /proc.
+int CountSession(pid_t sid);
+/// Zombie children of `pid`.
+int CountZombieChildren(pid_t pid);
+/// Live processes on the host whose command line contains `needle` (argv joined by spaces).
+int CountProcessesMatching(const std::string& needle);
+
+}  // namespace asb::sandboxd::testing
