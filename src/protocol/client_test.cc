@@ -573,8 +573,14 @@ TEST(ClientFlowControlTest, DataBeyondTheWindowIsAProtocolError) {
   }
   EXPECT_FALSE(p->conn->alive());
   std::optional<ChannelEvent> last;
-  while (auto ev = (*ch)->TryNext()) last = ev;
-  ASSERT_TRUE(last);
+  while (true) {
+    auto ev = (*ch)->Next(5000);
+    ASSERT_TRUE(ev) << ev.error().ToString();
+    if (ev->terminal()) {
+      last = *ev;
+      break;
+    }
+  }
   ASSERT_EQ(last->kind, Kind::kError);
   EXPECT_EQ(last->error->code(), ErrorCode::kBackend);
   EXPECT_NE(last->error->message().find("exceeds the window"), std::string::npos)

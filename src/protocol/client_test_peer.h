@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <condition_variable>
 #include <functional>
@@ -78,7 +79,13 @@ class FakeSandboxd {
 
   bool SendRaw(std::string_view bytes) {
     std::lock_guard<std::mutex> w(write_mu_);
-    return WriteAll(fd_.get(), bytes.data(), bytes.size());
+    while (!bytes.empty()) {
+      ssize_t n = ::send(fd_.get(), bytes.data(), bytes.size(), MSG_NOSIGNAL);  // no SIGPIPE
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) return false;
+      bytes.remove_prefix(static_cast<size_t>(n));
+    }
+    return true;
   }
 
   /// Sends `data` on (channel, stream) in chunks of at most kDataChunkSize, never exceeding the
