@@ -2,6 +2,7 @@
 // the workspace quota. Each checks that the sandbox still answers afterwards.
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <thread>
@@ -34,6 +35,8 @@ TEST_F(NsBackendTest, E6PidsLimitStopsForkLoop) {
   auto sb = MustCreate(spec);
   ASSERT_TRUE(sb);
   auto r = Sh(*sb, "for i in $(seq 100); do sleep 2 & done; wait; echo finished");
+  std::printf("[ns] E6: exit %d, stdout %s, stderr (first 200 bytes) %s\n", r.result.exit_code,
+              r.stdout_data.c_str(), r.stderr_data.substr(0, 200).c_str());
   EXPECT_TRUE(r.stderr_data.find("fork") != std::string::npos ||
               r.stderr_data.find("Resource temporarily unavailable") != std::string::npos)
       << r.stderr_data;
@@ -49,13 +52,27 @@ TEST_F(NsBackendTest, ForkBombIsContained) {
   auto sb = MustCreate(spec);
   ASSERT_TRUE(sb);
   protocol::ExecRequest bomb;
-  bomb.argv = {"/bin/bash", "-c", ":(){ :|:& };:"};
-  bomb.timeout_ms = 3000;
+  // The shell stays (sleep) so that the bomb keeps running until the timeout kills the group.
+  bomb.argv = {"/bin/bash", "-c", ":(){ :|:& };:; sleep 10"};
+  bomb.timeout_ms = 2000;
   bomb.kill_grace_ms = 200;
   bomb.max_output_bytes = 4096;
   const auto t0 = Clock::now();
+  uint64_t peak_pids = 0;
+  std::thread watch([&] {
+    for (int i = 0; i < 15; ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      if (auto u = sb->Usage()) peak_pids = std::max(peak_pids, u->pids);
+    }
+  });
   auto r = protocol::ExecCollect(*sb->connection(), bomb);
+  watch.join();
   ASSERT_TRUE(r) << r.error().ToString();
+  EXPECT_TRUE(r->result.timed_out);
+  EXPECT_GE(peak_pids, 60u) << "the bomb never reached the pids limit";
+  EXPECT_LE(peak_pids, 64u);
+  std::printf("[ns] fork bomb: exit %d, signal %d, timed_out %d, stderr %s\n", r->result.exit_code,
+              r->result.signal, r->result.timed_out, r->stderr_data.substr(0, 200).c_str());
   auto usage = sb->Usage();
   ASSERT_TRUE(usage);
   EXPECT_LE(usage->pids, 64u);
