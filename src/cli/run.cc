@@ -19,6 +19,7 @@
 #include "cli/exec_stream.h"
 #include "cli/run_support.h"
 #include "cli/signal_forwarder.h"
+#include "cli/terminal.h"
 #include "common/ids.h"
 #include "common/log.h"
 #include "common/unique_fd.h"
@@ -39,6 +40,7 @@ struct RunOptions {
   std::string user = protocol::kUserSandbox;
   std::string data_dir = DefaultDataDir();
   bool interactive = false;
+  bool tty = false;
   std::string cidfile;
   std::vector<std::string> argv;
 };
@@ -71,7 +73,10 @@ Result<int> Run(const RunOptions& o) {
 
   // Our own output may go to a pipe whose reader leaves; that must not kill us before cleanup.
   ::signal(SIGPIPE, SIG_IGN);
-  ASB_ASSIGN_OR_RETURN(auto signals, SignalForwarder::Start());
+  int tty_fd = !o.tty ? -1 : ::isatty(STDOUT_FILENO) ? STDOUT_FILENO
+                           : ::isatty(STDIN_FILENO)  ? STDIN_FILENO
+                                                     : -1;
+  ASB_ASSIGN_OR_RETURN(auto signals, SignalForwarder::Start(tty_fd));
 
   isolation::ns::NsBackendOptions bo;
   bo.state_dir = o.data_dir + "/sandboxes";
@@ -112,7 +117,15 @@ Result<int> Run(const RunOptions& o) {
   req.user = o.user;
   req.timeout_ms = static_cast<uint64_t>(o.timeout_s * 1000.0);
   req.stdin_pipe = o.interactive;
+  if (o.tty) {
+    req.pty = (tty_fd >= 0 ? TerminalSize(tty_fd) : std::nullopt)
+                  .value_or(protocol::ExecRequest::Pty{});
+  }
   ASB_ASSIGN_OR_RETURN(auto channel, sandbox->connection()->Open(protocol::EncodeExecRequest(req)));
+  std::unique_ptr<RawTerminal> raw;  // restored before the sandbox is destroyed
+  if (o.tty && o.interactive && ::isatty(STDIN_FILENO)) {
+    ASB_ASSIGN_OR_RETURN(raw, RawTerminal::Enter(STDIN_FILENO));
+  }
   signals->Attach(channel);
   StreamIo io;
   io.stdin_fd = o.interactive ? STDIN_FILENO : -1;
@@ -163,6 +176,9 @@ void RegisterRunCommand(CLI::App& app) {
       ->capture_default_str();
   sub->add_flag("--interactive,-i", o->interactive,
                 "Forward this process's stdin to the command (default: stdin is closed)");
+  sub->add_flag("--tty,-t", o->tty,
+                "Run the command on a pseudo-terminal (stdout and stderr merge); with -i and a "
+                "terminal, ours is put in raw mode");
   sub->add_option("--cidfile", o->cidfile, "Write the sandbox's id to this file (as docker run)");
   sub->add_option("command", o->argv, "The command and its arguments, after --")->required();
   sub->positionals_at_end();

@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/ioctl.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -10,7 +11,7 @@
 namespace asb::cli {
 namespace {
 
-constexpr int kSignals[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT};
+constexpr int kSignals[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGWINCH};
 constexpr unsigned char kStopByte = 0;  // written by the destructor to end the watcher
 
 std::atomic<int> g_write_fd{-1};
@@ -26,14 +27,19 @@ void OnSignal(int signo) {
 
 }  // namespace
 
-Result<std::unique_ptr<SignalForwarder>> SignalForwarder::Start() {
+Result<std::unique_ptr<SignalForwarder>> SignalForwarder::Start(int tty_fd) {
   std::unique_ptr<SignalForwarder> f(new SignalForwarder());
+  f->tty_fd_ = tty_fd;
   if (!MakePipe(&f->read_end_, &f->write_end_, O_NONBLOCK)) return FailErrno("signal pipe");
   int expected = -1;
   if (!g_write_fd.compare_exchange_strong(expected, f->write_end_.get())) {
     return Fail(Error::Internal("a SignalForwarder is already running"));
   }
   for (size_t i = 0; i < std::size(kSignals); ++i) {
+    if (kSignals[i] == SIGWINCH && tty_fd < 0) {
+      ::sigaction(SIGWINCH, nullptr, &g_previous[i]);  // left as it is; restored as it was
+      continue;
+    }
     struct sigaction sa = {};
     sa.sa_handler = OnSignal;
     sa.sa_flags = SA_RESTART;
@@ -71,6 +77,14 @@ void SignalForwarder::Watch() {
     if (n < 0 && (errno == EAGAIN || errno == EINTR)) continue;
     if (n <= 0 || byte == kStopByte) return;
     int signo = byte;
+    if (signo == SIGWINCH) {
+      struct winsize ws = {};
+      std::lock_guard<std::mutex> lock(mu_);
+      if (channel_ && ::ioctl(tty_fd_, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0) {
+        (void)channel_->Resize(ws.ws_col, ws.ws_row);
+      }
+      continue;
+    }
     int none = 0;
     first_signal_.compare_exchange_strong(none, signo);
     std::lock_guard<std::mutex> lock(mu_);
