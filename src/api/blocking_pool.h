@@ -1,0 +1,51 @@
+// A pool of threads for handler work that may block (manager calls: exec, file transfer,
+// create), so that a slow sandbox never blocks the server's I/O threads or other requests.
+// The pool grows on demand up to `max_threads` (a sync exec holds its thread for the command's
+// whole run, so a fixed small pool would serialize unrelated requests); started threads stay
+// until the pool is destroyed (a blocked thread costs only its stack's address space).
+#pragma once
+
+#include <condition_variable>
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+namespace asb::api {
+
+class BlockingPool {
+ public:
+  explicit BlockingPool(size_t max_threads = 512);
+  /// Joins every thread (waits for running tasks).
+  ~BlockingPool();
+  BlockingPool(const BlockingPool&) = delete;
+  BlockingPool& operator=(const BlockingPool&) = delete;
+
+  /// Queues `task`; it runs on an idle thread, a new one, or (at max_threads) the next free
+  /// one. Tasks must not throw.
+  void Submit(std::function<void()> task);
+
+  /// Waits until no task runs or is queued, up to `timeout_ms`. True when idle.
+  bool WaitIdle(int64_t timeout_ms);
+
+  size_t threads() const;
+
+ private:
+  void Worker();
+
+  const size_t max_threads_;
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  std::condition_variable idle_cv_;
+  std::deque<std::function<void()>> queue_;
+  std::vector<std::thread> threads_;
+  size_t idle_ = 0;
+  size_t running_ = 0;
+  size_t live_ = 0;
+  bool stopping_ = false;
+};
+
+}  // namespace asb::api

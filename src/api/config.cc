@@ -1,0 +1,201 @@
+#include "api/config.h"
+
+#include <cerrno>
+#include <cmath>
+#include <cstdlib>
+#include <limits>
+
+namespace asb::api {
+
+namespace {
+
+std::string Quote(std::string_view s) { return "'" + std::string(s) + "'"; }
+
+constexpr int64_t kBig = std::numeric_limits<int64_t>::max() / 4;
+
+using Apply = std::function<Status(ServeConfig&, std::string_view)>;
+
+Apply Int(int64_t min, int64_t max, std::function<void(ServeConfig&, int64_t)> set) {
+  return [=](ServeConfig& c, std::string_view v) -> Status {
+    ASB_ASSIGN_OR_RETURN(int64_t n, ParseInteger(v, min, max));
+    set(c, n);
+    return {};
+  };
+}
+
+Apply Dec(double min, double max, std::function<void(ServeConfig&, double)> set) {
+  return [=](ServeConfig& c, std::string_view v) -> Status {
+    ASB_ASSIGN_OR_RETURN(double d, ParseDecimal(v, min, max));
+    set(c, d);
+    return {};
+  };
+}
+
+Apply Bool(std::function<void(ServeConfig&, bool)> set) {
+  return [=](ServeConfig& c, std::string_view v) -> Status {
+    ASB_ASSIGN_OR_RETURN(bool b, ParseBool(v));
+    set(c, b);
+    return {};
+  };
+}
+
+std::vector<Setting> MakeSettings() {
+  std::vector<Setting> s;
+  auto add = [&](std::string env, std::string flag, std::string help, Apply apply) {
+    s.push_back(Setting{"AGENT_SANDBOX_" + env, flag, std::move(help), std::move(apply)});
+  };
+  add("HOST", "host", "address to listen on (default 127.0.0.1)",
+      [](ServeConfig& c, std::string_view v) -> Status {
+        if (v.empty()) return Fail(Error::InvalidArgument("must not be empty"));
+        c.host = std::string(v);
+        return {};
+      });
+  add("PORT", "port", "TCP port to listen on (default 8080; 0 = any free port)",
+      Int(0, 65535, [](ServeConfig& c, int64_t n) { c.port = static_cast<uint16_t>(n); }));
+  add("DATA_DIR", "data-dir", "data directory (default /var/lib/agent-sandbox)",
+      [](ServeConfig& c, std::string_view v) -> Status {
+        if (v.empty() || v[0] != '/') return Fail(Error::InvalidArgument("must be an absolute path"));
+        c.manager.data_dir = std::string(v);
+        return {};
+      });
+  add("MAX_SANDBOXES", "max-sandboxes", "sandboxes at once",
+      Int(1, 100000, [](ServeConfig& c, int64_t n) { c.manager.limits.max_sandboxes = n; }));
+  add("DEFAULT_TIMEOUT_SECONDS", "default-timeout-seconds", "default sandbox TTL",
+      Int(1, kBig, [](ServeConfig& c, int64_t n) { c.manager.limits.default_timeout_seconds = n; }));
+  add("MAX_TIMEOUT_SECONDS", "max-timeout-seconds", "longest sandbox TTL",
+      Int(1, kBig, [](ServeConfig& c, int64_t n) { c.manager.limits.max_timeout_seconds = n; }));
+  add("DEFAULT_CPUS", "default-cpus", "default CPU cores per sandbox",
+      Dec(0.01, 1024, [](ServeConfig& c, double d) { c.manager.limits.default_cpus = d; }));
+  add("MAX_CPUS", "max-cpus", "most CPU cores per sandbox (default: the host's CPUs)",
+      Dec(0.01, 1024, [](ServeConfig& c, double d) { c.manager.limits.max_cpus = d; }));
+  add("DEFAULT_MEMORY_MB", "default-memory-mb", "default memory limit, MiB",
+      Int(1, kBig, [](ServeConfig& c, int64_t n) { c.manager.limits.default_memory_mb = n; }));
+  add("MAX_MEMORY_MB", "max-memory-mb", "largest memory limit, MiB",
+      Int(1, kBig, [](ServeConfig& c, int64_t n) { c.manager.limits.max_memory_mb = n; }));
+  add("DEFAULT_PIDS_LIMIT", "default-pids-limit", "default process limit",
+      Int(1, kBig, [](ServeConfig& c, int64_t n) { c.manager.limits.default_pids_limit = n; }));
+  add("MAX_PIDS_LIMIT", "max-pids-limit", "largest process limit",
+      Int(1, kBig, [](ServeConfig& c, int64_t n) { c.manager.limits.max_pids_limit = n; }));
+  add("DEFAULT_WORKSPACE_MB", "default-workspace-mb", "default /workspace quota, MiB",
+      Int(1, kBig, [](ServeConfig& c, int64_t n) { c.manager.limits.default_workspace_mb = n; }));
+  add("MAX_WORKSPACE_MB", "max-workspace-mb", "largest /workspace quota, MiB",
+      Int(1, kBig, [](ServeConfig& c, int64_t n) { c.manager.limits.max_workspace_mb = n; }));
+  add("TMP_SIZE_MB", "tmp-size-mb", "size of each sandbox's /tmp, MiB",
+      Int(1, kBig, [](ServeConfig& c, int64_t n) { c.manager.limits.tmp_size_mb = n; }));
+  add("DEFAULT_EXEC_TIMEOUT_SECONDS", "default-exec-timeout-seconds", "default command timeout",
+      Int(1, kBig,
+          [](ServeConfig& c, int64_t n) { c.manager.limits.default_exec_timeout_seconds = n; }));
+  add("MAX_EXEC_TIMEOUT_SECONDS", "max-exec-timeout-seconds", "longest command timeout",
+      Int(1, kBig,
+          [](ServeConfig& c, int64_t n) { c.manager.limits.max_exec_timeout_seconds = n; }));
+  add("MAX_EXEC_OUTPUT_BYTES", "max-exec-output-bytes", "most output kept per command, bytes",
+      Int(1, kBig, [](ServeConfig& c, int64_t n) {
+        c.manager.limits.max_exec_output_bytes = static_cast<uint64_t>(n);
+      }));
+  add("MAX_FILE_BYTES", "max-file-bytes", "largest file upload or download, bytes",
+      Int(1, kBig, [](ServeConfig& c, int64_t n) {
+        c.manager.limits.max_file_bytes = static_cast<uint64_t>(n);
+      }));
+  add("REAP_INTERVAL_SECONDS", "reap-interval-seconds", "how often expired sandboxes are reaped",
+      Int(1, 86400, [](ServeConfig& c, int64_t n) { c.manager.reap_interval_seconds = n; }));
+  add("DEFAULT_TEMPLATE", "default-template", "template used when a create names none",
+      [](ServeConfig& c, std::string_view v) -> Status {
+        if (v.empty()) return Fail(Error::InvalidArgument("must not be empty"));
+        c.manager.default_template = std::string(v);
+        return {};
+      });
+  add("SANDBOXD", "sandboxd", "path of the sandboxd binary (default: beside agent-sandbox)",
+      [](ServeConfig& c, std::string_view v) -> Status {
+        if (v.empty() || v[0] != '/') return Fail(Error::InvalidArgument("must be an absolute path"));
+        c.sandboxd_path = std::string(v);
+        return {};
+      });
+  add("INSECURE_NO_AUTH", "", "true: serve without API keys",
+      Bool([](ServeConfig& c, bool b) { c.insecure_no_auth = b; }));
+  add("LOG_LEVEL", "", "trace, debug, info, warn, error",
+      [](ServeConfig& c, std::string_view v) -> Status {
+        static const char* kLevels[] = {"trace", "debug", "info", "warn", "error", "critical",
+                                        "off"};
+        for (const char* l : kLevels) {
+          if (v == l) {
+            c.log_level = std::string(v);
+            return {};
+          }
+        }
+        return Fail(Error::InvalidArgument("must be one of trace, debug, info, warn, error, off"));
+      });
+  add("SHUTDOWN_GRACE_SECONDS", "shutdown-grace-seconds", "wait for in-flight requests at stop",
+      Int(0, 3600, [](ServeConfig& c, int64_t n) { c.shutdown_grace_seconds = n; }));
+  add("STREAM_KEEPALIVE_SECONDS", "stream-keepalive-seconds", "quiet time before a keepalive",
+      Int(1, 3600, [](ServeConfig& c, int64_t n) { c.stream_keepalive_seconds = n; }));
+  return s;
+}
+
+}  // namespace
+
+const std::vector<Setting>& Settings() {
+  static const std::vector<Setting> settings = MakeSettings();
+  return settings;
+}
+
+Result<int64_t> ParseInteger(std::string_view text, int64_t min, int64_t max) {
+  std::string s(text);
+  std::string range = "must be an integer in [" + std::to_string(min) + ", " +
+                      std::to_string(max) + "], got " + Quote(text);
+  if (s.empty() || s.find_first_not_of("+-0123456789") != std::string::npos) {
+    return Fail(Error::InvalidArgument(range));
+  }
+  errno = 0;
+  char* end = nullptr;
+  long long v = strtoll(s.c_str(), &end, 10);
+  if (errno != 0 || end == s.c_str() || *end != '\0' || v < min || v > max) {
+    return Fail(Error::InvalidArgument(range));
+  }
+  return static_cast<int64_t>(v);
+}
+
+Result<double> ParseDecimal(std::string_view text, double min, double max) {
+  std::string s(text);
+  char buf[64];
+  snprintf(buf, sizeof(buf), "must be a number in [%g, %g], got ", min, max);
+  std::string why = buf + Quote(text);
+  if (s.empty() || s.find_first_not_of("+-0123456789.eE") != std::string::npos) {
+    return Fail(Error::InvalidArgument(why));
+  }
+  errno = 0;
+  char* end = nullptr;
+  double v = strtod(s.c_str(), &end);
+  if (errno != 0 || end == s.c_str() || *end != '\0' || !std::isfinite(v) || v < min ||
+      v > max) {
+    return Fail(Error::InvalidArgument(why));
+  }
+  return v;
+}
+
+Result<bool> ParseBool(std::string_view text) {
+  if (text == "true" || text == "1" || text == "yes") return true;
+  if (text == "false" || text == "0" || text == "no" || text.empty()) return false;
+  return Fail(Error::InvalidArgument("must be true or false, got " + Quote(text)));
+}
+
+Status ApplyEnvironment(ServeConfig& cfg,
+                        const std::function<const char*(const char*)>& getenv) {
+  for (const Setting& s : Settings()) {
+    const char* v = getenv(s.env.c_str());
+    if (v == nullptr) continue;
+    ASB_TRY_CTX(s.apply(cfg, v), s.env);
+  }
+  return {};
+}
+
+Status ApplyFlag(ServeConfig& cfg, const Setting& setting, std::string_view value) {
+  ASB_TRY_CTX(setting.apply(cfg, value), "--" + setting.flag);
+  return {};
+}
+
+Status ValidateServeConfig(const ServeConfig& cfg) {
+  ASB_TRY(cfg.manager.Validate());
+  return {};
+}
+
+}  // namespace asb::api

@@ -1,0 +1,65 @@
+// Configuration of `agent-sandbox serve` (issue 3 item 1): the manager's limits
+// (core/config.h) plus the listener, from flags and the AGENT_SANDBOX_* environment names of
+// seed B. Precedence: built-in defaults < environment < flags. Every value is parsed strictly
+// (the whole text must be a number in range); a bad one is an error that `serve` prints as
+// "configuration error: AGENT_SANDBOX_PORT: must be an integer in [1, 65535], got 'x'" before
+// exiting with status 2.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/result.h"
+#include "core/config.h"
+
+namespace asb::api {
+
+struct ServeConfig {
+  core::ManagerConfig manager;
+  std::string host = "127.0.0.1";
+  uint16_t port = 8080;
+  /// Serve without API keys (until the auth issue lands this is the only way to run).
+  bool insecure_no_auth = false;
+  /// Path of the sandboxd binary; "" = "sandboxd" beside /proc/self/exe.
+  std::string sandboxd_path;
+  std::string log_level = "info";
+  bool log_json = false;
+  /// Longest wait for in-flight requests at shutdown, seconds.
+  int64_t shutdown_grace_seconds = 30;
+  /// Quiet time before a stream keepalive, seconds.
+  int64_t stream_keepalive_seconds = 10;
+};
+
+/// One configurable setting: its environment name ("AGENT_SANDBOX_PORT"), its flag name
+/// ("port"; "" when the setting has a dedicated flag of another shape, such as
+/// --insecure-no-auth), a help line, and how to apply a textual value.
+struct Setting {
+  std::string env;
+  std::string flag;
+  std::string help;
+  std::function<Status(ServeConfig&, std::string_view)> apply;
+};
+
+/// Every setting `serve` understands, in help order.
+const std::vector<Setting>& Settings();
+
+/// Applies every AGENT_SANDBOX_* variable that `getenv` returns non-null for. Errors:
+/// kInvalidArgument "<ENV_NAME>: <why>".
+Status ApplyEnvironment(ServeConfig& cfg,
+                        const std::function<const char*(const char*)>& getenv);
+
+/// Applies the value of one setting named by its flag; errors name the flag ("--port: ...").
+Status ApplyFlag(ServeConfig& cfg, const Setting& setting, std::string_view value);
+
+/// Checks the result as a whole (core's ManagerConfig::Validate and the listener).
+Status ValidateServeConfig(const ServeConfig& cfg);
+
+/// Parsers used by the settings, exposed for tests. Errors: kInvalidArgument with the reason.
+Result<int64_t> ParseInteger(std::string_view text, int64_t min, int64_t max);
+Result<double> ParseDecimal(std::string_view text, double min, double max);
+Result<bool> ParseBool(std::string_view text);
+
+}  // namespace asb::api

@@ -1,0 +1,56 @@
+#include "api/errors.h"
+
+#include <boost/json.hpp>
+#include <string>
+
+#include "common/log.h"
+
+namespace asb::api {
+
+int HttpStatusOf(ErrorCode code) {
+  switch (code) {
+    case ErrorCode::kInvalidArgument: return 400;
+    case ErrorCode::kUnauthenticated: return 401;
+    case ErrorCode::kPermissionDenied: return 403;
+    case ErrorCode::kNotFound: return 404;
+    case ErrorCode::kConflict: return 409;
+    case ErrorCode::kTooLarge: return 413;
+    case ErrorCode::kLimitExceeded: return 429;
+    case ErrorCode::kInternal: return 500;
+    case ErrorCode::kBackend: return 502;
+    case ErrorCode::kUnavailable: return 503;
+    case ErrorCode::kCancelled: return 503;
+    case ErrorCode::kTimeout: return 504;
+  }
+  return 500;
+}
+
+std::string_view WireCodeOf(ErrorCode code) {
+  if (code == ErrorCode::kCancelled) return "unavailable";
+  return ErrorCodeName(code);
+}
+
+std::string ErrorJson(std::string_view code, std::string_view message) {
+  boost::json::object inner;
+  inner["code"] = code;
+  inner["message"] = message;
+  boost::json::object outer;
+  outer["error"] = std::move(inner);
+  return boost::json::serialize(outer);
+}
+
+HttpResponse ErrorResponse(int status, std::string_view code, std::string_view message) {
+  return JsonResponse(status, ErrorJson(code, message));
+}
+
+HttpResponse ErrorResponse(const Error& error, std::string_view request_id) {
+  int status = HttpStatusOf(error.code());
+  if (status == 500) {
+    spdlog::error("request_id={} internal error: {}", request_id, error.ToString());
+    return ErrorResponse(status, WireCodeOf(error.code()),
+                         "internal error (request id " + std::string(request_id) + ")");
+  }
+  return ErrorResponse(status, WireCodeOf(error.code()), error.message());
+}
+
+}  // namespace asb::api

@@ -1,0 +1,50 @@
+// The REST handlers, one file per resource (STYLE.md, the firecracker row): sandboxes
+// (handlers_sandboxes.cc), exec (handlers_exec.cc), files (handlers_files.cc) and health
+// (handlers_health.cc). Each Add*Routes() puts its routes into the one routing table;
+// BuildRouter() (routes.cc) calls them all. Handlers are plain functions of HttpRequest, so unit
+// tests can drive them without sockets.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+
+#include "api/http_types.h"
+#include "api/router.h"
+#include "common/result.h"
+
+namespace asb::core {
+class SandboxManager;
+}
+
+namespace asb::api {
+
+/// What the handlers share. The manager must outlive the router.
+struct ApiContext {
+  core::SandboxManager* manager = nullptr;
+  /// Quiet time after which a stream sends {"type":"keepalive"}, milliseconds.
+  int64_t stream_keepalive_ms = 10'000;
+  /// Largest JSON body accepted (the server enforces it too), bytes.
+  uint64_t max_json_body_bytes = 1 << 20;
+};
+
+/// Adapts a handler that returns Result<HttpResponse>: errors leave through ErrorResponse().
+Handler Wrap(std::function<Result<HttpResponse>(HttpRequest&)> fn);
+
+/// The owner a request acts for. Until API keys land (auth issue), every request acts for
+/// core::kAnyOwner; the server refuses to start without --insecure-no-auth meanwhile.
+std::string OwnerOf(const HttpRequest& req);
+
+/// The {id} path parameter if it is a well-formed sandbox id; kNotFound otherwise (an id such
+/// as "../x" never reaches the manager).
+Result<std::string> SandboxIdParam(const HttpRequest& req);
+
+void AddHealthRoutes(Router& router, ApiContext& ctx);
+void AddSandboxRoutes(Router& router, ApiContext& ctx);
+void AddExecRoutes(Router& router, ApiContext& ctx);
+void AddFileRoutes(Router& router, ApiContext& ctx);
+
+/// The whole routing table of the REST API.
+Router BuildRouter(ApiContext& ctx);
+
+}  // namespace asb::api

@@ -1,0 +1,114 @@
+// Exec routes (issue 3 item 2; ACCEPTANCE.md E1-E6):
+//   POST /v1/sandboxes/{id}/exec         run to completion, 200 {stdout, stderr, exit_code,
+//                                        signal, timed_out, truncated, oom_killed, duration_ms}
+//   POST /v1/sandboxes/{id}/exec/stream  200 application/x-ndjson (api/exec_stream.h)
+// Body: {"command": "echo hi"} (run by /bin/sh -c) or {"argv": ["ls", "-l"]}, and optionally
+// env {}, workdir, timeout (seconds), stdin (string), max_output_bytes, user ("sandbox" |
+// "root"), encoding ("utf8" default | "base64"). Errors found before the command starts are
+// ordinary JSON errors (404 for an unknown sandbox, 400 for a bad body).
+#include <boost/json.hpp>
+#include <limits>
+
+#include "api/exec_stream.h"
+#include "api/handlers.h"
+#include "api/json_body.h"
+#include "api/text.h"
+#include "core/sandbox_manager.h"
+
+namespace asb::api {
+
+namespace json = boost::json;
+
+namespace {
+
+struct ParsedExec {
+  core::ExecOptions options;
+  bool base64 = false;
+};
+
+Result<ParsedExec> ParseExec(std::string_view text) {
+  ASB_ASSIGN_OR_RETURN(JsonBody body, JsonBody::Parse(text));
+  ParsedExec p;
+  core::ExecOptions& o = p.options;
+  ASB_ASSIGN_OR_RETURN(o.command, body.String("command"));
+  ASB_ASSIGN_OR_RETURN(auto argv, body.StringArray("argv"));
+  if (argv) o.argv = std::move(*argv);
+  ASB_ASSIGN_OR_RETURN(auto env, body.StringMap("env"));
+  if (env) o.env = std::move(*env);
+  ASB_ASSIGN_OR_RETURN(auto workdir, body.String("workdir"));
+  if (workdir) o.workdir = std::move(*workdir);
+  ASB_ASSIGN_OR_RETURN(auto user, body.String("user"));
+  if (user) o.user = std::move(*user);
+  ASB_ASSIGN_OR_RETURN(o.timeout_seconds, body.Number("timeout"));
+  if (o.timeout_seconds && !(*o.timeout_seconds > 0)) {
+    return Fail(Error::InvalidArgument("timeout: must be a number of seconds > 0"));
+  }
+  ASB_ASSIGN_OR_RETURN(auto cap, body.Integer("max_output_bytes", 1,
+                                              std::numeric_limits<int64_t>::max()));
+  if (cap) o.max_output_bytes = static_cast<uint64_t>(*cap);
+  ASB_ASSIGN_OR_RETURN(o.stdin_data, body.String("stdin"));
+  ASB_ASSIGN_OR_RETURN(auto encoding, body.String("encoding"));
+  if (encoding) {
+    if (*encoding == "base64") {
+      p.base64 = true;
+    } else if (*encoding != "utf8" && *encoding != "utf-8") {
+      return Fail(Error::InvalidArgument("encoding: must be \"utf8\" or \"base64\""));
+    }
+  }
+  ASB_TRY(body.Finish());
+  if (o.command && !o.argv.empty()) {
+    return Fail(Error::InvalidArgument("give either command or argv, not both"));
+  }
+  if (!o.command && o.argv.empty()) {
+    return Fail(Error::InvalidArgument("command or argv: required"));
+  }
+  return p;
+}
+
+}  // namespace
+
+void AddExecRoutes(Router& router, ApiContext& ctx) {
+  core::SandboxManager* m = ctx.manager;
+  int64_t keepalive_ms = ctx.stream_keepalive_ms;
+
+  router.Add("POST", "/v1/sandboxes/{id}/exec",
+             Wrap([m](HttpRequest& req) -> Result<HttpResponse> {
+               ASB_ASSIGN_OR_RETURN(std::string id, SandboxIdParam(req));
+               ASB_ASSIGN_OR_RETURN(ParsedExec p, ParseExec(req.body));
+               ASB_ASSIGN_OR_RETURN(core::ExecOutcome out, m->Exec(OwnerOf(req), id, p.options));
+               json::object o;
+               if (p.base64) {
+                 o["stdout"] = Base64Encode(out.stdout_data);
+                 o["stderr"] = Base64Encode(out.stderr_data);
+                 o["encoding"] = "base64";
+               } else {
+                 o["stdout"] = SanitizeUtf8(out.stdout_data);
+                 o["stderr"] = SanitizeUtf8(out.stderr_data);
+               }
+               const protocol::ExecResult& r = out.result;
+               o["exit_code"] = r.exit_code;
+               o["signal"] = r.signal;
+               o["timed_out"] = r.timed_out;
+               o["truncated"] = r.stdout_truncated || r.stderr_truncated;
+               o["oom_killed"] = r.oom_killed;
+               o["duration_ms"] = r.duration_ms;
+               HttpResponse resp = JsonResponse(200, json::serialize(o));
+               resp.sandbox_id = id;
+               return resp;
+             }));
+
+  router.Add("POST", "/v1/sandboxes/{id}/exec/stream",
+             Wrap([m, keepalive_ms](HttpRequest& req) -> Result<HttpResponse> {
+               ASB_ASSIGN_OR_RETURN(std::string id, SandboxIdParam(req));
+               ASB_ASSIGN_OR_RETURN(ParsedExec p, ParseExec(req.body));
+               ASB_ASSIGN_OR_RETURN(core::ExecStream s, m->StartExec(OwnerOf(req), id, p.options));
+               HttpResponse resp;
+               resp.status = 200;
+               resp.content_type = "application/x-ndjson";
+               resp.stream = MakeExecStreamBody(std::move(s), p.base64, keepalive_ms);
+               resp.sandbox_id = id;
+               return resp;
+             }));
+}
+
+}  // namespace asb::api

@@ -1,0 +1,175 @@
+// File routes (issue 3 item 2; ACCEPTANCE.md F1-F5). Paths are under /workspace (relative ones
+// are taken from it); core/paths.h has the rules and sandboxd enforces them again.
+//   GET    /v1/sandboxes/{id}/files?path=            raw bytes, application/octet-stream
+//   PUT    /v1/sandboxes/{id}/files?path=&mode=755   raw bytes in; 200 {path, size, mode}
+//   DELETE /v1/sandboxes/{id}/files?path=&recursive= 204
+//   GET    /v1/sandboxes/{id}/files/list?path=&recursive=  200 {path, entries:[stat...]}
+//   GET    /v1/sandboxes/{id}/files/stat?path=       200 stat
+//   POST   /v1/sandboxes/{id}/files/mkdir {path, mode?}        200 stat
+//   POST   /v1/sandboxes/{id}/files/move {from, to, overwrite?} 200 stat of the destination
+// A stat is {name, path, type, size, mode ("0644"), uid, gid, mtime, link_target?}.
+#include <boost/json.hpp>
+
+#include "api/handlers.h"
+#include "api/json_body.h"
+#include "api/text.h"
+#include "core/paths.h"
+#include "core/sandbox_manager.h"
+
+namespace asb::api {
+
+namespace json = boost::json;
+
+namespace {
+
+json::object StatJson(const protocol::FileStat& s) {
+  json::object o;
+  o["name"] = s.name;
+  o["path"] = s.path;
+  o["type"] = s.type;
+  o["size"] = s.size;
+  o["mode"] = FormatMode(s.mode);
+  o["uid"] = s.uid;
+  o["gid"] = s.gid;
+  o["mtime"] = FormatRfc3339(s.mtime_ms);
+  if (s.type == "symlink") o["link_target"] = s.link_target;
+  return o;
+}
+
+HttpResponse StatResponse(const std::string& id, const protocol::FileStat& s) {
+  HttpResponse r = JsonResponse(200, json::serialize(StatJson(s)));
+  r.sandbox_id = id;
+  return r;
+}
+
+Result<std::string> RequiredQuery(const HttpRequest& req, std::string_view name) {
+  const std::string* v = req.Query(name);
+  if (v == nullptr || v->empty()) {
+    return Fail(Error::InvalidArgument(std::string(name) + ": query parameter required"));
+  }
+  return *v;
+}
+
+Result<bool> BoolQuery(const HttpRequest& req, std::string_view name) {
+  const std::string* v = req.Query(name);
+  if (v == nullptr || *v == "false" || *v == "0") return false;
+  if (v->empty() || *v == "true" || *v == "1") return true;
+  return Fail(Error::InvalidArgument(std::string(name) + ": must be true or false"));
+}
+
+Result<std::optional<uint32_t>> ModeField(JsonBody& body) {
+  ASB_ASSIGN_OR_RETURN(auto text, body.String("mode"));
+  if (!text) return std::optional<uint32_t>();
+  ASB_ASSIGN_OR_RETURN(uint32_t mode, core::ParseFileMode(*text));
+  return std::optional<uint32_t>(mode);
+}
+
+}  // namespace
+
+void AddFileRoutes(Router& router, ApiContext& ctx) {
+  core::SandboxManager* m = ctx.manager;
+
+  router.Add("GET", "/v1/sandboxes/{id}/files",
+             Wrap([m](HttpRequest& req) -> Result<HttpResponse> {
+               ASB_ASSIGN_OR_RETURN(std::string id, SandboxIdParam(req));
+               ASB_ASSIGN_OR_RETURN(std::string path, RequiredQuery(req, "path"));
+               ASB_ASSIGN_OR_RETURN(std::string data, m->ReadFile(OwnerOf(req), id, path));
+               HttpResponse r;
+               r.status = 200;
+               r.content_type = "application/octet-stream";
+               r.body = std::move(data);
+               r.sandbox_id = id;
+               return r;
+             }));
+
+  RouteOptions upload;
+  upload.file_body = true;
+  router.Add("PUT", "/v1/sandboxes/{id}/files",
+             Wrap([m](HttpRequest& req) -> Result<HttpResponse> {
+               ASB_ASSIGN_OR_RETURN(std::string id, SandboxIdParam(req));
+               ASB_ASSIGN_OR_RETURN(std::string path, RequiredQuery(req, "path"));
+               std::optional<uint32_t> mode;
+               if (const std::string* text = req.Query("mode")) {
+                 ASB_ASSIGN_OR_RETURN(mode, core::ParseFileMode(*text));
+               }
+               ASB_ASSIGN_OR_RETURN(protocol::FileStat st,
+                                    m->WriteFile(OwnerOf(req), id, path, req.body, mode));
+               json::object o;
+               o["path"] = st.path;
+               o["size"] = st.size;
+               o["mode"] = FormatMode(st.mode);
+               HttpResponse r = JsonResponse(200, json::serialize(o));
+               r.sandbox_id = id;
+               return r;
+             }),
+             upload);
+
+  router.Add("DELETE", "/v1/sandboxes/{id}/files",
+             Wrap([m](HttpRequest& req) -> Result<HttpResponse> {
+               ASB_ASSIGN_OR_RETURN(std::string id, SandboxIdParam(req));
+               ASB_ASSIGN_OR_RETURN(std::string path, RequiredQuery(req, "path"));
+               ASB_ASSIGN_OR_RETURN(bool recursive, BoolQuery(req, "recursive"));
+               ASB_TRY(m->RemoveFile(OwnerOf(req), id, path, recursive));
+               HttpResponse r = NoContent();
+               r.sandbox_id = id;
+               return r;
+             }));
+
+  router.Add("GET", "/v1/sandboxes/{id}/files/list",
+             Wrap([m](HttpRequest& req) -> Result<HttpResponse> {
+               ASB_ASSIGN_OR_RETURN(std::string id, SandboxIdParam(req));
+               const std::string* p = req.Query("path");
+               std::string path = p ? *p : std::string(core::kWorkspaceDir);
+               ASB_ASSIGN_OR_RETURN(bool recursive, BoolQuery(req, "recursive"));
+               ASB_ASSIGN_OR_RETURN(std::vector<protocol::FileStat> entries,
+                                    m->ListFiles(OwnerOf(req), id, path, recursive));
+               json::array list;
+               for (const auto& e : entries) list.emplace_back(StatJson(e));
+               json::object o;
+               auto norm = core::NormalizeWorkspacePath(path);
+               o["path"] = norm ? *norm : path;
+               o["entries"] = std::move(list);
+               HttpResponse r = JsonResponse(200, json::serialize(o));
+               r.sandbox_id = id;
+               return r;
+             }));
+
+  router.Add("GET", "/v1/sandboxes/{id}/files/stat",
+             Wrap([m](HttpRequest& req) -> Result<HttpResponse> {
+               ASB_ASSIGN_OR_RETURN(std::string id, SandboxIdParam(req));
+               ASB_ASSIGN_OR_RETURN(std::string path, RequiredQuery(req, "path"));
+               ASB_ASSIGN_OR_RETURN(protocol::FileStat st, m->StatFile(OwnerOf(req), id, path));
+               return StatResponse(id, st);
+             }));
+
+  router.Add("POST", "/v1/sandboxes/{id}/files/mkdir",
+             Wrap([m](HttpRequest& req) -> Result<HttpResponse> {
+               ASB_ASSIGN_OR_RETURN(std::string id, SandboxIdParam(req));
+               ASB_ASSIGN_OR_RETURN(JsonBody body, JsonBody::Parse(req.body));
+               ASB_ASSIGN_OR_RETURN(auto path, body.String("path"));
+               ASB_ASSIGN_OR_RETURN(auto mode, ModeField(body));
+               ASB_TRY(body.Finish());
+               if (!path) return Fail(Error::InvalidArgument("path: required"));
+               ASB_ASSIGN_OR_RETURN(protocol::FileStat st,
+                                    m->MakeDir(OwnerOf(req), id, *path, mode));
+               return StatResponse(id, st);
+             }));
+
+  router.Add("POST", "/v1/sandboxes/{id}/files/move",
+             Wrap([m](HttpRequest& req) -> Result<HttpResponse> {
+               ASB_ASSIGN_OR_RETURN(std::string id, SandboxIdParam(req));
+               ASB_ASSIGN_OR_RETURN(JsonBody body, JsonBody::Parse(req.body));
+               ASB_ASSIGN_OR_RETURN(auto from, body.String("from"));
+               ASB_ASSIGN_OR_RETURN(auto to, body.String("to"));
+               ASB_ASSIGN_OR_RETURN(auto overwrite, body.Bool("overwrite"));
+               ASB_TRY(body.Finish());
+               if (!from) return Fail(Error::InvalidArgument("from: required"));
+               if (!to) return Fail(Error::InvalidArgument("to: required"));
+               ASB_ASSIGN_OR_RETURN(protocol::FileStat st,
+                                    m->MoveFile(OwnerOf(req), id, *from, *to,
+                                                overwrite.value_or(false)));
+               return StatResponse(id, st);
+             }));
+}
+
+}  // namespace asb::api

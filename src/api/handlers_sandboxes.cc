@@ -1,0 +1,125 @@
+// Sandbox lifecycle routes (issue 3 item 2; ACCEPTANCE.md L1-L7):
+//   POST   /v1/sandboxes               create       201 sandbox
+//   GET    /v1/sandboxes               list         200 {"sandboxes":[...]}
+//   GET    /v1/sandboxes/{id}          inspect      200 sandbox
+//   DELETE /v1/sandboxes/{id}          destroy      204
+//   POST   /v1/sandboxes/{id}/timeout  set the TTL  200 sandbox
+#include <boost/json.hpp>
+#include <limits>
+
+#include "api/handlers.h"
+#include "api/json_body.h"
+#include "api/text.h"
+#include "core/sandbox_manager.h"
+
+namespace asb::api {
+
+namespace json = boost::json;
+
+namespace {
+
+constexpr int64_t kMinInt = std::numeric_limits<int64_t>::min() / 2;
+constexpr int64_t kMaxInt = std::numeric_limits<int64_t>::max() / 2;
+
+// The sandbox as the API shows it. Env values are not echoed, only their names.
+json::object SandboxJson(const core::SandboxInfo& s) {
+  json::object o;
+  o["id"] = s.id;
+  o["status"] = core::SandboxStateName(s.state);
+  o["template"] = s.template_name;
+  o["cpus"] = s.cpus;
+  o["memory_mb"] = s.memory_mb;
+  o["pids_limit"] = s.pids_limit;
+  o["workspace_mb"] = s.workspace_mb;
+  o["network"] = s.network;
+  o["read_only_rootfs"] = s.read_only_rootfs;
+  json::array keys;
+  for (const auto& kv : s.env) keys.emplace_back(kv.first);
+  o["env_keys"] = std::move(keys);
+  o["created_at"] = FormatRfc3339(s.created_at_ms);
+  o["expires_at"] = FormatRfc3339(s.expires_at_ms);
+  o["timeout_seconds"] = s.timeout_seconds;
+  o["idle_timeout_seconds"] = s.idle_timeout_seconds;
+  if (s.source_snapshot_id) {
+    o["source_snapshot_id"] = *s.source_snapshot_id;
+  } else {
+    o["source_snapshot_id"] = nullptr;
+  }
+  if (!s.error_message.empty()) o["error_message"] = s.error_message;
+  return o;
+}
+
+HttpResponse SandboxResponse(int status, const core::SandboxInfo& s) {
+  HttpResponse r = JsonResponse(status, json::serialize(SandboxJson(s)));
+  r.sandbox_id = s.id;
+  return r;
+}
+
+Result<core::CreateRequest> ParseCreate(std::string_view text) {
+  ASB_ASSIGN_OR_RETURN(JsonBody body, JsonBody::Parse(text));
+  core::CreateRequest req;
+  ASB_ASSIGN_OR_RETURN(auto tmpl, body.String("template"));
+  if (tmpl) req.template_name = *tmpl;
+  ASB_ASSIGN_OR_RETURN(req.cpus, body.Number("cpus"));
+  ASB_ASSIGN_OR_RETURN(req.memory_mb, body.Integer("memory_mb", kMinInt, kMaxInt));
+  ASB_ASSIGN_OR_RETURN(req.pids_limit, body.Integer("pids_limit", kMinInt, kMaxInt));
+  ASB_ASSIGN_OR_RETURN(req.workspace_mb, body.Integer("workspace_mb", kMinInt, kMaxInt));
+  ASB_ASSIGN_OR_RETURN(req.timeout_seconds, body.Integer("timeout_seconds", kMinInt, kMaxInt));
+  ASB_ASSIGN_OR_RETURN(req.idle_timeout_seconds,
+                       body.Integer("idle_timeout_seconds", kMinInt, kMaxInt));
+  ASB_ASSIGN_OR_RETURN(auto env, body.StringMap("env"));
+  if (env) req.env = std::move(*env);
+  ASB_ASSIGN_OR_RETURN(auto network, body.Bool("network"));
+  if (network) req.network = *network;
+  ASB_TRY(body.Finish());
+  return req;
+}
+
+}  // namespace
+
+void AddSandboxRoutes(Router& router, ApiContext& ctx) {
+  core::SandboxManager* m = ctx.manager;
+
+  router.Add("POST", "/v1/sandboxes", Wrap([m](HttpRequest& req) -> Result<HttpResponse> {
+               ASB_ASSIGN_OR_RETURN(core::CreateRequest cr, ParseCreate(req.body));
+               ASB_ASSIGN_OR_RETURN(core::SandboxInfo s, m->Create(OwnerOf(req), cr));
+               return SandboxResponse(201, s);
+             }));
+
+  router.Add("GET", "/v1/sandboxes", Wrap([m](HttpRequest& req) -> Result<HttpResponse> {
+               ASB_ASSIGN_OR_RETURN(std::vector<core::SandboxInfo> all, m->List(OwnerOf(req)));
+               json::array list;
+               for (const auto& s : all) list.emplace_back(SandboxJson(s));
+               json::object o;
+               o["sandboxes"] = std::move(list);
+               return JsonResponse(200, json::serialize(o));
+             }));
+
+  router.Add("GET", "/v1/sandboxes/{id}", Wrap([m](HttpRequest& req) -> Result<HttpResponse> {
+               ASB_ASSIGN_OR_RETURN(std::string id, SandboxIdParam(req));
+               ASB_ASSIGN_OR_RETURN(core::SandboxInfo s, m->Get(OwnerOf(req), id));
+               return SandboxResponse(200, s);
+             }));
+
+  router.Add("DELETE", "/v1/sandboxes/{id}",
+             Wrap([m](HttpRequest& req) -> Result<HttpResponse> {
+               ASB_ASSIGN_OR_RETURN(std::string id, SandboxIdParam(req));
+               ASB_TRY(m->Destroy(OwnerOf(req), id));
+               HttpResponse r = NoContent();
+               r.sandbox_id = id;
+               return r;
+             }));
+
+  router.Add("POST", "/v1/sandboxes/{id}/timeout",
+             Wrap([m](HttpRequest& req) -> Result<HttpResponse> {
+               ASB_ASSIGN_OR_RETURN(std::string id, SandboxIdParam(req));
+               ASB_ASSIGN_OR_RETURN(JsonBody body, JsonBody::Parse(req.body));
+               ASB_ASSIGN_OR_RETURN(auto secs, body.Integer("timeout_seconds", kMinInt, kMaxInt));
+               ASB_TRY(body.Finish());
+               if (!secs) return Fail(Error::InvalidArgument("timeout_seconds: required"));
+               ASB_ASSIGN_OR_RETURN(core::SandboxInfo s, m->SetTimeout(OwnerOf(req), id, *secs));
+               return SandboxResponse(200, s);
+             }));
+}
+
+}  // namespace asb::api

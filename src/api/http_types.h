@@ -1,0 +1,79 @@
+// The HTTP request and response of our own that every handler takes and returns, so handlers
+// are plain functions testable without sockets (STYLE.md, the beast row: "a request handler
+// that is a pure function of the request"). Nothing here includes Beast or Asio; only
+// api/server.cc translates between these structs and the wire.
+#pragma once
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace asb::api {
+
+/// One parsed HTTP request. Header names are lower-cased; the path and query values are
+/// percent-decoded.
+struct HttpRequest {
+  std::string method;                          // "GET", "POST", ...
+  std::string target;                          // raw request target, "/v1/x?path=a%20b"
+  std::string path;                            // decoded path without the query, "/v1/x"
+  std::map<std::string, std::string> query;    // decoded query parameters (last one wins)
+  std::map<std::string, std::string> headers;  // lower-case name -> value
+  std::string body;
+  std::string request_id;                      // X-Request-Id, echoed or generated
+  /// Filled in by the router: the matched route template ("/v1/sandboxes/{id}") and the
+  /// values of its {placeholders}.
+  std::string route;
+  std::map<std::string, std::string> params;
+
+  /// The value of header `name` (lower-case), or "" when absent.
+  std::string_view Header(std::string_view name) const;
+  /// The value of query parameter `name`, or nullptr when absent.
+  const std::string* Query(std::string_view name) const;
+  /// The value of path parameter `name` ("" when absent).
+  const std::string& Param(const std::string& name) const;
+};
+
+/// A response body produced piece by piece (NDJSON streams). The server pulls from it on its
+/// I/O thread, so every method must return promptly and never block.
+class StreamBody {
+ public:
+  struct Chunk {
+    std::string data;   // bytes to send now (may be empty)
+    bool done = false;  // true: the stream has ended after `data`
+  };
+  virtual ~StreamBody() = default;
+  /// Takes whatever is ready. Called again after the notifier fires, and at least once a
+  /// second regardless (so the body can emit keepalives on its own clock).
+  virtual Chunk Poll() = 0;
+  /// Registers a callback run (from any thread) when Poll() may have more to give.
+  virtual void SetNotify(std::function<void()> notify) = 0;
+  /// The client went away or the server is stopping: stop the work behind the stream (an exec
+  /// is killed). Poll() is not called afterwards.
+  virtual void Cancel() = 0;
+};
+
+/// One HTTP response. Either `body` (sent with Content-Length) or `stream` (sent chunked).
+struct HttpResponse {
+  int status = 200;
+  std::string content_type = "application/json";
+  std::string body;
+  std::vector<std::pair<std::string, std::string>> headers;  // extra headers
+  std::shared_ptr<StreamBody> stream;
+  /// For the request log line only: the sandbox the request concerned, if any.
+  std::string sandbox_id;
+};
+
+/// A handler: a function of the request. Handlers may block (they call the sandbox manager);
+/// the server runs them off its I/O threads.
+using Handler = std::function<HttpResponse(HttpRequest&)>;
+
+/// Builds a JSON response with `status` and a serialized body.
+HttpResponse JsonResponse(int status, std::string json_body);
+/// 204 No Content.
+HttpResponse NoContent();
+
+}  // namespace asb::api

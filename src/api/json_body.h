@@ -1,0 +1,56 @@
+// Strict reading of JSON request bodies (issue 3 item 5: "one shape everywhere, validation
+// included"). A handler names every field it accepts; a field of the wrong type answers
+// invalid_request naming the field, and Finish() rejects any field nobody asked for. Boost.JSON
+// stays inside json_body.cc; exceptions from parsing are converted to Error here.
+//
+//   ASB_ASSIGN_OR_RETURN(JsonBody body, JsonBody::Parse(req.body));
+//   ASB_ASSIGN_OR_RETURN(std::optional<double> cpus, body.Number("cpus"));
+//   ASB_TRY(body.Finish());
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/result.h"
+
+namespace asb::api {
+
+class JsonBody {
+ public:
+  /// Parses `text` as one JSON object. An empty or all-whitespace body counts as {}.
+  /// Errors: kInvalidArgument ("request body is not valid JSON: ...", "... must be a JSON
+  /// object").
+  static Result<JsonBody> Parse(std::string_view text);
+
+  JsonBody(JsonBody&&) noexcept;
+  JsonBody& operator=(JsonBody&&) noexcept;
+  ~JsonBody();
+
+  /// Each getter marks `name` as known and returns nullopt when the field is absent or null.
+  /// Errors: kInvalidArgument "<name>: must be a string" (and so on) for a wrong type.
+  Result<std::optional<std::string>> String(std::string_view name);
+  Result<std::optional<bool>> Bool(std::string_view name);
+  /// Any JSON number.
+  Result<std::optional<double>> Number(std::string_view name);
+  /// An integral number (5 or 5.0) in [min, max]. Errors name the field and the range.
+  Result<std::optional<int64_t>> Integer(std::string_view name, int64_t min, int64_t max);
+  Result<std::optional<std::vector<std::string>>> StringArray(std::string_view name);
+  /// An object whose values are all strings.
+  Result<std::optional<std::map<std::string, std::string>>> StringMap(std::string_view name);
+
+  /// Errors: kInvalidArgument "unknown field: x" when the body holds a field that no getter
+  /// asked for.
+  Status Finish() const;
+
+ private:
+  struct Impl;
+  explicit JsonBody(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace asb::api

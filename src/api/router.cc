@@ -1,0 +1,88 @@
+#include "api/router.h"
+
+#include "api/errors.h"
+
+namespace asb::api {
+
+namespace {
+std::vector<std::string> Split(std::string_view path) {
+  std::vector<std::string> out;
+  size_t i = 0;
+  while (i <= path.size()) {
+    size_t j = path.find('/', i);
+    if (j == std::string_view::npos) j = path.size();
+    out.emplace_back(path.substr(i, j - i));
+    i = j + 1;
+  }
+  return out;
+}
+
+bool IsParam(const std::string& seg) {
+  return seg.size() >= 2 && seg.front() == '{' && seg.back() == '}';
+}
+}  // namespace
+
+void Router::Add(std::string method, std::string pattern, Handler handler, RouteOptions options) {
+  Route r;
+  r.method = std::move(method);
+  r.segments = Split(pattern);
+  r.pattern = std::move(pattern);
+  r.handler = std::move(handler);
+  r.options = options;
+  routes_.push_back(std::move(r));
+}
+
+Router::Match Router::Find(std::string_view method, std::string_view path) const {
+  Match m;
+  m.status = 404;
+  std::vector<std::string> segs = Split(path);
+  for (const Route& r : routes_) {
+    if (r.segments.size() != segs.size()) continue;
+    std::map<std::string, std::string> params;
+    bool ok = true;
+    for (size_t i = 0; i < segs.size() && ok; ++i) {
+      if (IsParam(r.segments[i])) {
+        if (segs[i].empty()) ok = false;
+        else params[r.segments[i].substr(1, r.segments[i].size() - 2)] = segs[i];
+      } else if (r.segments[i] != segs[i]) {
+        ok = false;
+      }
+    }
+    if (!ok) continue;
+    if (r.method == method) {
+      m.route = &r;
+      m.params = std::move(params);
+      m.status = 0;
+      m.allow.clear();
+      return m;
+    }
+    m.status = 405;
+    if (m.allow.find(r.method) == std::string::npos) {
+      if (!m.allow.empty()) m.allow += ", ";
+      m.allow += r.method;
+    }
+  }
+  return m;
+}
+
+HttpResponse Router::NotFoundResponse(const Match& m, std::string_view method,
+                                      std::string_view path) {
+  if (m.status == 405) {
+    HttpResponse r = ErrorResponse(405, "method_not_allowed",
+                                   "method " + std::string(method) + " is not allowed on " +
+                                       std::string(path) + " (allowed: " + m.allow + ")");
+    r.headers.emplace_back("Allow", m.allow);
+    return r;
+  }
+  return ErrorResponse(404, "not_found", "no route for " + std::string(path));
+}
+
+HttpResponse Router::Dispatch(HttpRequest& req) const {
+  Match m = Find(req.method, req.path);
+  if (m.route == nullptr) return NotFoundResponse(m, req.method, req.path);
+  req.route = m.route->pattern;
+  req.params = std::move(m.params);
+  return m.route->handler(req);
+}
+
+}  // namespace asb::api

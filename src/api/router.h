@@ -1,0 +1,61 @@
+// The one routing table of the REST API (STYLE.md, the firecracker row). Routes are
+// (method, template) pairs such as ("GET", "/v1/sandboxes/{id}"); a {name} segment matches one
+// non-empty path segment and is handed to the handler as req.params["name"]. A path no route
+// matches answers 404 not_found; a path that matches with another method answers 405
+// method_not_allowed with an Allow header — both in the one error shape (api/errors.h).
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "api/http_types.h"
+
+namespace asb::api {
+
+/// How the server treats a route's request body and handler.
+struct RouteOptions {
+  /// The body is raw file bytes (PUT files): limited by max_file_bytes + slack instead of the
+  /// 1 MiB JSON limit.
+  bool file_body = false;
+  /// The handler may block (calls the manager): run it on the blocking pool, not an I/O thread.
+  bool blocking = true;
+};
+
+struct Route {
+  std::string method;
+  std::string pattern;                 // "/v1/sandboxes/{id}/exec"
+  std::vector<std::string> segments;   // pattern split at '/'
+  Handler handler;
+  RouteOptions options;
+};
+
+class Router {
+ public:
+  /// Adds a route. Patterns must start with '/'.
+  void Add(std::string method, std::string pattern, Handler handler, RouteOptions options = {});
+
+  struct Match {
+    const Route* route = nullptr;   // set when found
+    std::map<std::string, std::string> params;
+    int status = 0;                 // 0 when found, else 404 or 405
+    std::string allow;              // for 405: "GET, DELETE"
+  };
+  /// Finds the route for `method` and the decoded `path`.
+  Match Find(std::string_view method, std::string_view path) const;
+
+  /// The 404/405 response of a failed Match.
+  static HttpResponse NotFoundResponse(const Match& m, std::string_view method,
+                                       std::string_view path);
+
+  /// Finds and runs the handler (sets req.route and req.params), or answers 404/405. Used by
+  /// tests and by the server for non-blocking routes.
+  HttpResponse Dispatch(HttpRequest& req) const;
+
+  const std::vector<Route>& routes() const { return routes_; }
+
+ private:
+  std::vector<Route> routes_;
+};
+
+}  // namespace asb::api

@@ -1,0 +1,76 @@
+#include "api/router.h"
+
+#include <gtest/gtest.h>
+
+#include "api/errors.h"
+
+namespace asb::api {
+namespace {
+
+Handler Echo(std::string tag) {
+  return [tag](HttpRequest& req) {
+    std::string body = tag;
+    for (const auto& [k, v] : req.params) body += " " + k + "=" + v;
+    return JsonResponse(200, body);
+  };
+}
+
+TEST(RouterTest, MatchesTemplatesAndExtractsParams) {
+  Router r;
+  r.Add("GET", "/v1/sandboxes", Echo("list"));
+  r.Add("GET", "/v1/sandboxes/{id}", Echo("get"));
+  r.Add("DELETE", "/v1/sandboxes/{id}", Echo("del"));
+  r.Add("GET", "/v1/sandboxes/{id}/files/list", Echo("ls"));
+  HttpRequest req;
+  req.method = "GET";
+  req.path = "/v1/sandboxes/sb_1";
+  EXPECT_EQ(r.Dispatch(req).body, "get id=sb_1");
+  EXPECT_EQ(req.route, "/v1/sandboxes/{id}");
+  req.path = "/v1/sandboxes/sb_1/files/list";
+  EXPECT_EQ(r.Dispatch(req).body, "ls id=sb_1");
+  req.path = "/v1/sandboxes";
+  EXPECT_EQ(r.Dispatch(req).body, "list");
+}
+
+TEST(RouterTest, UnknownPathIs404AndWrongMethodIs405InTheErrorShape) {
+  Router r;
+  r.Add("GET", "/v1/sandboxes/{id}", Echo("get"));
+  r.Add("DELETE", "/v1/sandboxes/{id}", Echo("del"));
+  HttpRequest req;
+  req.method = "GET";
+  req.path = "/v2/nothing";
+  HttpResponse a = r.Dispatch(req);
+  EXPECT_EQ(a.status, 404);
+  EXPECT_NE(a.body.find("\"code\":\"not_found\""), std::string::npos) << a.body;
+  req.method = "PUT";
+  req.path = "/v1/sandboxes/sb_1";
+  HttpResponse b = r.Dispatch(req);
+  EXPECT_EQ(b.status, 405);
+  EXPECT_NE(b.body.find("\"code\":\"method_not_allowed\""), std::string::npos) << b.body;
+  ASSERT_EQ(b.headers.size(), 1u);
+  EXPECT_EQ(b.headers[0].second, "GET, DELETE");
+  // An empty segment never matches a parameter.
+  req.method = "GET";
+  req.path = "/v1/sandboxes/";
+  EXPECT_EQ(r.Dispatch(req).status, 404);
+}
+
+TEST(ErrorsTest, MapsEveryCodeToItsStatusAndHidesInternalMessages) {
+  EXPECT_EQ(HttpStatusOf(ErrorCode::kInvalidArgument), 400);
+  EXPECT_EQ(HttpStatusOf(ErrorCode::kNotFound), 404);
+  EXPECT_EQ(HttpStatusOf(ErrorCode::kConflict), 409);
+  EXPECT_EQ(HttpStatusOf(ErrorCode::kTooLarge), 413);
+  EXPECT_EQ(HttpStatusOf(ErrorCode::kLimitExceeded), 429);
+  EXPECT_EQ(HttpStatusOf(ErrorCode::kBackend), 502);
+  EXPECT_EQ(HttpStatusOf(ErrorCode::kUnavailable), 503);
+  HttpResponse r = ErrorResponse(Error::LimitExceeded("too many"), "req_1");
+  EXPECT_EQ(r.status, 429);
+  EXPECT_EQ(r.body, R"({"error":{"code":"limit_exceeded","message":"too many"}})");
+  HttpResponse i = ErrorResponse(Error::Internal("open /var/lib/secret: EIO"), "req_1");
+  EXPECT_EQ(i.status, 500);
+  EXPECT_EQ(i.body.find("/var/lib"), std::string::npos);
+  EXPECT_NE(i.body.find("req_1"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace asb::api

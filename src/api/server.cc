@@ -1,0 +1,488 @@
+// The only translation unit of the server that includes Beast and Asio (see server.h).
+#include "api/server.h"
+
+#include <boost/asio.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+#include <atomic>
+#include <chrono>
+#include <mutex>
+#include <optional>
+#include <unordered_map>
+
+#include "api/blocking_pool.h"
+#include "api/errors.h"
+#include "api/url.h"
+#include "common/ids.h"
+#include "common/log.h"
+
+namespace asb::api {
+
+namespace net = boost::asio;
+namespace beast = boost::beast;
+namespace http = beast::http;
+using tcp = net::ip::tcp;
+using net::awaitable;
+using net::use_awaitable;
+constexpr auto kTuple = net::as_tuple(net::use_awaitable);
+
+namespace {
+
+int64_t NowMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+bool SaneRequestId(std::string_view id) {
+  if (id.empty() || id.size() > 128) return false;
+  for (char c : id) {
+    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.' ||
+          c == ':')) {
+      return false;
+    }
+  }
+  return true;
+}
+
+// A session's state that other threads (shutdown, stream notifiers) may touch.
+struct SessionHandle {
+  net::any_io_executor executor;
+  std::atomic<bool> busy{false};
+  std::atomic<bool> cut{false};
+  // Closed by shutdown; set by the session once its stream exists.
+  std::function<void()> close;  // runs on `executor`
+};
+
+}  // namespace
+
+struct HttpServer::Impl {
+  ServerOptions options;
+  const Router& router;
+  net::io_context ioc;
+  tcp::acceptor acceptor{ioc};
+  BlockingPool pool;
+  std::atomic<bool> stopping{false};
+  std::mutex mu;
+  std::unordered_map<uint64_t, std::shared_ptr<SessionHandle>> sessions;
+  uint64_t next_session = 1;
+  uint16_t bound_port = 0;
+
+  Impl(ServerOptions o, const Router& r)
+      : options(std::move(o)), router(r), ioc(options.io_threads),
+        pool(options.max_blocking_threads) {}
+
+  awaitable<void> Accept();
+  awaitable<void> Session(tcp::socket socket, std::shared_ptr<SessionHandle> handle);
+  awaitable<bool> WriteStream(beast::tcp_stream& stream, http::response<http::empty_body>& head,
+                              const std::shared_ptr<StreamBody>& body,
+                              const std::shared_ptr<SessionHandle>& handle);
+  awaitable<HttpResponse> RunHandler(const Route& route, HttpRequest& req);
+  void BeginShutdown();
+  awaitable<void> Drain();
+  size_t SessionCount() {
+    std::lock_guard<std::mutex> lock(mu);
+    return sessions.size();
+  }
+};
+
+HttpServer::HttpServer(ServerOptions options, const Router& router)
+    : impl_(std::make_unique<Impl>(std::move(options), router)) {}
+
+HttpServer::~HttpServer() = default;
+
+uint16_t HttpServer::port() const { return impl_->bound_port; }
+
+Status HttpServer::Listen() {
+  beast::error_code ec;
+  net::ip::address addr = net::ip::make_address(impl_->options.host, ec);
+  if (ec) {
+    // Resolve names such as "localhost".
+    tcp::resolver resolver(impl_->ioc);
+    auto results = resolver.resolve(impl_->options.host, "", ec);
+    if (ec || results.empty()) {
+      return Fail(Error::InvalidArgument("cannot resolve host " + impl_->options.host));
+    }
+    addr = results.begin()->endpoint().address();
+  }
+  tcp::endpoint ep(addr, impl_->options.port);
+  auto& acc = impl_->acceptor;
+  acc.open(ep.protocol(), ec);
+  if (ec) return Fail(Error(ErrorCode::kInternal, "socket: " + ec.message(), ec.value()));
+  acc.set_option(net::socket_base::reuse_address(true), ec);
+  acc.bind(ep, ec);
+  if (ec) {
+    ErrorCode code = ec == net::error::address_in_use ? ErrorCode::kConflict
+                                                       : ErrorCode::kInternal;
+    return Fail(Error(code,
+                      "bind " + impl_->options.host + ":" + std::to_string(impl_->options.port) +
+                          ": " + ec.message(),
+                      ec.value()));
+  }
+  acc.listen(net::socket_base::max_listen_connections, ec);
+  if (ec) return Fail(Error(ErrorCode::kInternal, "listen: " + ec.message(), ec.value()));
+  impl_->bound_port = acc.local_endpoint().port();
+  return {};
+}
+
+bool HttpServer::Run() {
+  Impl& s = *impl_;
+  net::co_spawn(s.ioc, s.Accept(), net::detached);
+  std::optional<net::signal_set> signals;
+  if (s.options.handle_signals) {
+    signals.emplace(s.ioc, SIGINT, SIGTERM);
+    signals->async_wait([&s](const beast::error_code& ec, int signo) {
+      if (ec) return;
+      spdlog::info("received signal {}; shutting down gracefully", signo);
+      s.BeginShutdown();
+    });
+  }
+  spdlog::info("listening on {}:{}", s.options.host, s.bound_port);
+  std::vector<std::thread> threads;
+  for (int i = 1; i < s.options.io_threads; ++i) threads.emplace_back([&s] { s.ioc.run(); });
+  s.ioc.run();
+  for (auto& t : threads) t.join();
+  bool idle = s.pool.WaitIdle(1000);
+  spdlog::info("server stopped{}", idle ? "" : " (handlers still running)");
+  return idle;
+}
+
+void HttpServer::Stop() {
+  Impl* s = impl_.get();
+  net::post(s->ioc, [s] { s->BeginShutdown(); });
+}
+
+void HttpServer::Impl::BeginShutdown() {
+  if (stopping.exchange(true)) return;
+  beast::error_code ec;
+  acceptor.close(ec);
+  // Idle keep-alive connections are closed now; busy ones finish their request first.
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    for (auto& [id, h] : sessions) {
+      net::post(h->executor, [h] {
+        if (!h->busy && h->close) h->close();
+      });
+    }
+  }
+  net::co_spawn(ioc, Drain(), net::detached);
+}
+
+awaitable<void> HttpServer::Impl::Drain() {
+  net::steady_timer timer(co_await net::this_coro::executor);
+  int64_t deadline = NowMs() + int64_t{options.shutdown_grace_s} * 1000;
+  while (SessionCount() > 0 && NowMs() < deadline) {
+    timer.expires_after(std::chrono::milliseconds(50));
+    co_await timer.async_wait(kTuple);
+  }
+  if (SessionCount() > 0) {
+    spdlog::warn("shutdown grace period over; cutting {} connection(s)", SessionCount());
+    std::lock_guard<std::mutex> lock(mu);  // only posts below; nothing here takes `mu`
+    for (auto& [id, h] : sessions) {
+      h->cut = true;
+      net::post(h->executor, [h] {
+        if (h->close) h->close();
+      });
+    }
+  }
+  // Give cut sessions a moment to unwind (stream bodies get cancelled), then stop.
+  deadline = NowMs() + 2000;
+  while (SessionCount() > 0 && NowMs() < deadline) {
+    timer.expires_after(std::chrono::milliseconds(20));
+    co_await timer.async_wait(kTuple);
+  }
+  ioc.stop();
+}
+
+awaitable<void> HttpServer::Impl::Accept() {
+  for (;;) {
+    auto [ec, socket] = co_await acceptor.async_accept(net::make_strand(ioc), kTuple);
+    if (ec) {
+      if (stopping || ec == net::error::operation_aborted) co_return;
+      spdlog::warn("accept: {}", ec.message());
+      continue;
+    }
+    auto handle = std::make_shared<SessionHandle>();
+    handle->executor = socket.get_executor();
+    uint64_t id;
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      id = next_session++;
+      sessions.emplace(id, handle);
+    }
+    net::co_spawn(handle->executor, Session(std::move(socket), handle),
+                  [this, id](std::exception_ptr e) {
+                    if (e) {
+                      try {
+                        std::rethrow_exception(e);
+                      } catch (const std::exception& ex) {
+                        spdlog::error("session ended by exception: {}", ex.what());
+                      }
+                    }
+                    std::lock_guard<std::mutex> lock(mu);
+                    sessions.erase(id);
+                  });
+  }
+}
+
+// Runs route.handler, on the blocking pool when the route says so. Exceptions become 500.
+awaitable<HttpResponse> HttpServer::Impl::RunHandler(const Route& route, HttpRequest& req) {
+  auto call = [&route, &req]() -> HttpResponse {
+    try {
+      return route.handler(req);
+    } catch (const std::exception& e) {
+      return ErrorResponse(Error::Internal(std::string("handler threw: ") + e.what()),
+                           req.request_id);
+    } catch (...) {
+      return ErrorResponse(Error::Internal("handler threw"), req.request_id);
+    }
+  };
+  if (!route.options.blocking) co_return call();
+  co_return co_await net::async_initiate<decltype(use_awaitable), void(HttpResponse)>(
+      [this, &call](auto handler) {
+        auto shared = std::make_shared<decltype(handler)>(std::move(handler));
+        auto work = net::make_work_guard(net::get_associated_executor(*shared));
+        pool.Submit([shared, work, call]() mutable {
+          HttpResponse r = call();
+          auto ex = net::get_associated_executor(*shared);
+          net::post(ex, [shared, r = std::move(r)]() mutable { (*shared)(std::move(r)); });
+          work.reset();
+        });
+      },
+      use_awaitable);
+}
+
+namespace {
+
+HttpRequest ToRequest(const http::request<http::string_body>& in) {
+  HttpRequest req;
+  req.method = std::string(in.method_string());
+  req.target = std::string(in.target());
+  SplitTarget(req.target, &req.path, &req.query);
+  for (const auto& field : in) {
+    std::string name(field.name_string());
+    for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    req.headers[name] = std::string(field.value());
+  }
+  return req;
+}
+
+template <typename Body>
+void AddCommonHeaders(http::response<Body>& res, const HttpResponse& r,
+                      const std::string& request_id) {
+  res.set(http::field::server, "agent-sandbox");
+  res.set("X-Request-Id", request_id);
+  if (!r.content_type.empty()) res.set(http::field::content_type, r.content_type);
+  for (const auto& [name, value] : r.headers) res.set(name, value);
+}
+
+}  // namespace
+
+awaitable<bool> HttpServer::Impl::WriteStream(beast::tcp_stream& stream,
+                                              http::response<http::empty_body>& head,
+                                              const std::shared_ptr<StreamBody>& body,
+                                              const std::shared_ptr<SessionHandle>& handle) {
+  // Wake-ups: the body's notifier (any thread) and the client going away post to our strand.
+  auto ex = co_await net::this_coro::executor;
+  auto timer = std::make_shared<net::steady_timer>(ex);
+  auto pending = std::make_shared<std::atomic<bool>>(false);
+  auto gone = std::make_shared<std::atomic<bool>>(false);
+  body->SetNotify([ex, timer, pending] {
+    if (pending->exchange(true)) return;
+    net::post(ex, [timer] { timer->cancel(); });
+  });
+  // A client that closes its end makes the socket readable with nothing to read.
+  stream.socket().async_wait(tcp::socket::wait_read,
+                             [&stream, timer, gone](const beast::error_code& ec) {
+                               if (ec) return;
+                               beast::error_code ec2;
+                               if (stream.socket().available(ec2) == 0 || ec2) {
+                                 *gone = true;
+                                 timer->cancel();
+                               }
+                             });
+  http::response_serializer<http::empty_body> sr(head);
+  stream.expires_after(std::chrono::seconds(options.write_timeout_s));
+  auto [ec, n] = co_await http::async_write_header(stream, sr, kTuple);
+  bool ok = !ec;
+  while (ok) {
+    if (*gone || handle->cut) {
+      ok = false;
+      break;
+    }
+    pending->store(false);
+    StreamBody::Chunk chunk = body->Poll();
+    if (!chunk.data.empty()) {
+      stream.expires_after(std::chrono::seconds(options.write_timeout_s));
+      auto [wec, wn] = co_await net::async_write(
+          stream, http::make_chunk(net::buffer(chunk.data)), kTuple);
+      if (wec) {
+        ok = false;
+        break;
+      }
+    }
+    if (chunk.done) {
+      stream.expires_after(std::chrono::seconds(options.write_timeout_s));
+      auto [lec, ln] = co_await net::async_write(stream, http::make_chunk_last(), kTuple);
+      ok = !lec;
+      body->SetNotify(nullptr);
+      // Stop the disconnect watcher; the session continues with the next request.
+      stream.socket().cancel();
+      co_return ok;
+    }
+    if (!chunk.data.empty() || pending->load()) continue;
+    timer->expires_after(std::chrono::seconds(1));
+    co_await timer->async_wait(kTuple);
+  }
+  body->SetNotify(nullptr);
+  body->Cancel();
+  co_return false;
+}
+
+awaitable<void> HttpServer::Impl::Session(tcp::socket socket,
+                                          std::shared_ptr<SessionHandle> handle) {
+  beast::tcp_stream stream(std::move(socket));
+  handle->close = [&stream] {
+    beast::error_code ec;
+    stream.socket().shutdown(tcp::socket::shutdown_both, ec);
+    stream.cancel();
+  };
+  beast::flat_buffer buffer;
+  bool linger = false;  // the last answer refused a body that may still be arriving
+  for (;;) {
+    handle->busy = false;
+    if (stopping) break;
+    http::request_parser<http::string_body> parser;
+    parser.header_limit(static_cast<uint32_t>(options.max_header_bytes));
+    // The route decides the body limit; until it is known, admit the largest (a declared
+    // Content-Length above every limit already fails here).
+    parser.body_limit(std::max(options.max_json_body_bytes, options.max_file_body_bytes));
+    stream.expires_after(std::chrono::seconds(options.idle_timeout_s));
+    auto [ec, n] = co_await http::async_read_header(stream, buffer, parser, kTuple);
+    if (ec) {
+      if (ec == http::error::header_limit || ec == http::error::body_limit) {
+        bool header = ec == http::error::header_limit;
+        HttpResponse r = header ? ErrorResponse(431, "invalid_request", "request header too large")
+                                : ErrorResponse(413, "payload_too_large", "request body too large");
+        http::response<http::string_body> res{
+            header ? http::status::request_header_fields_too_large : http::status::payload_too_large,
+            11};
+        AddCommonHeaders(res, r, NewId("req_"));
+        res.keep_alive(false);
+        res.body() = r.body;
+        res.prepare_payload();
+        co_await http::async_write(stream, res, kTuple);
+        linger = !header;
+      } else if (ec.category() == beast::http::make_error_code(http::error::bad_target)
+                                          .category() &&
+                 ec != http::error::end_of_stream && ec != http::error::partial_message) {
+        HttpResponse r = ErrorResponse(400, "invalid_request", "malformed request: " +
+                                                                    ec.message());
+        http::response<http::string_body> res{http::status::bad_request, 11};
+        AddCommonHeaders(res, r, NewId("req_"));
+        res.keep_alive(false);
+        res.body() = r.body;
+        res.prepare_payload();
+        co_await http::async_write(stream, res, kTuple);
+      }
+      break;
+    }
+    handle->busy = true;
+    int64_t start = NowMs();
+    const auto& head = parser.get();
+    HttpRequest req = ToRequest(parser.get());
+    std::string_view rid = req.Header("x-request-id");
+    req.request_id = SaneRequestId(rid) ? std::string(rid) : NewId("req_");
+    Router::Match match = router.Find(req.method, req.path);
+    if (match.route) {
+      req.route = match.route->pattern;
+      req.params = match.params;
+    }
+    std::string sandbox_id = req.Param("id");
+    spdlog::info("http in  request_id={} method={} route={} sandbox_id={}", req.request_id,
+                 req.method, match.route ? req.route : req.path,
+                 sandbox_id.empty() ? "-" : sandbox_id);
+    bool keep_alive = head.keep_alive() && !stopping;
+    std::optional<HttpResponse> early;
+    size_t limit = match.route && match.route->options.file_body ? options.max_file_body_bytes
+                                                                 : options.max_json_body_bytes;
+    if (parser.content_length() && *parser.content_length() > limit) {
+      early = ErrorResponse(413, "payload_too_large",
+                            "request body too large (limit " + std::to_string(limit) + " bytes)");
+      keep_alive = false;
+      linger = true;
+    } else if (!parser.is_done()) {
+      parser.body_limit(limit);  // enforced for chunked bodies
+      if (head[http::field::expect] == "100-continue") {
+        http::response<http::empty_body> cont{http::status::continue_, 11};
+        stream.expires_after(std::chrono::seconds(options.write_timeout_s));
+        co_await http::async_write(stream, cont, kTuple);
+      }
+      stream.expires_after(std::chrono::seconds(options.body_timeout_s));
+      auto [bec, bn] = co_await http::async_read(stream, buffer, parser, kTuple);
+      if (bec == http::error::body_limit) {
+        early = ErrorResponse(413, "payload_too_large",
+                              "request body too large (limit " + std::to_string(limit) + " bytes)");
+        keep_alive = false;
+        linger = true;
+      } else if (bec) {
+        spdlog::info("http out request_id={} status=- ms={} (client went away: {})",
+                     req.request_id, NowMs() - start, bec.message());
+        break;
+      }
+    }
+    stream.expires_never();
+    HttpResponse out;
+    if (early) {
+      out = std::move(*early);
+    } else if (!match.route) {
+      out = Router::NotFoundResponse(match, req.method, req.path);
+    } else {
+      req.body = std::move(parser.get().body());
+      out = co_await RunHandler(*match.route, req);
+    }
+    if (out.sandbox_id.empty()) out.sandbox_id = sandbox_id;
+    if (stopping) keep_alive = false;
+    bool ok;
+    if (out.stream) {
+      http::response<http::empty_body> res{static_cast<http::status>(out.status), 11};
+      AddCommonHeaders(res, out, req.request_id);
+      res.set(http::field::cache_control, "no-store");
+      res.chunked(true);
+      res.keep_alive(keep_alive);
+      ok = co_await WriteStream(stream, res, out.stream, handle);
+    } else {
+      http::response<http::string_body> res{static_cast<http::status>(out.status), 11};
+      AddCommonHeaders(res, out, req.request_id);
+      res.keep_alive(keep_alive);
+      res.body() = std::move(out.body);
+      res.prepare_payload();
+      stream.expires_after(std::chrono::seconds(options.write_timeout_s));
+      auto [wec, wn] = co_await http::async_write(stream, res, kTuple);
+      ok = !wec;
+    }
+    spdlog::info("http out request_id={} method={} route={} sandbox_id={} status={} ms={}{}",
+                 req.request_id, req.method, match.route ? req.route : req.path,
+                 out.sandbox_id.empty() ? "-" : out.sandbox_id, out.status, NowMs() - start,
+                 ok ? "" : " (write failed)");
+    if (!ok || !keep_alive) break;
+  }
+  handle->close = nullptr;
+  beast::error_code ec;
+  stream.socket().shutdown(tcp::socket::shutdown_send, ec);
+  if (linger) {
+    // A body we refused may still be arriving: read and drop it for a moment, so that closing
+    // does not reset the connection before the client has read our answer.
+    std::vector<char> sink(64 * 1024);
+    size_t dropped = 0;
+    stream.expires_after(std::chrono::seconds(2));
+    while (dropped < (64u << 20)) {
+      auto [rec, rn] = co_await stream.async_read_some(net::buffer(sink), kTuple);
+      if (rec) break;
+      dropped += rn;
+    }
+  }
+  stream.close();
+}
+
+}  // namespace asb::api

@@ -1,0 +1,237 @@
+// The Beast server against the Beast client over loopback, with test handlers (no manager).
+#include "api/server.h"
+
+#include <arpa/inet.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <future>
+#include <thread>
+
+#include "api/http_client.h"
+
+namespace asb::api {
+namespace {
+
+using namespace std::chrono_literals;
+
+// Emits "a\n", "b\n", "c\n" from a producer thread, 50 ms apart, then ends.
+class TickBody final : public StreamBody {
+ public:
+  explicit TickBody(std::atomic<bool>* cancelled, int ticks) : cancelled_(cancelled) {
+    producer_ = std::thread([this, ticks] {
+      for (int i = 0; i < ticks && !stop_; ++i) {
+        std::this_thread::sleep_for(50ms);
+        std::function<void()> n;
+        {
+          std::lock_guard<std::mutex> lock(mu_);
+          ready_ += static_cast<char>('a' + i % 26);
+          ready_ += '\n';
+          n = notify_;
+        }
+        if (n) n();
+      }
+      std::lock_guard<std::mutex> lock(mu_);
+      finished_ = true;
+      if (notify_) notify_();
+    });
+  }
+  ~TickBody() override {
+    stop_ = true;
+    producer_.join();
+  }
+  Chunk Poll() override {
+    std::lock_guard<std::mutex> lock(mu_);
+    Chunk c;
+    c.data = std::move(ready_);
+    ready_.clear();
+    c.done = finished_;
+    return c;
+  }
+  void SetNotify(std::function<void()> n) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    notify_ = std::move(n);
+  }
+  void Cancel() override {
+    stop_ = true;
+    *cancelled_ = true;
+  }
+
+ private:
+  std::atomic<bool>* cancelled_;
+  std::atomic<bool> stop_{false};
+  std::mutex mu_;
+  std::string ready_;
+  bool finished_ = false;
+  std::function<void()> notify_;
+  std::thread producer_;
+};
+
+class ServerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    RouteOptions fast;
+    fast.blocking = false;
+    router_.Add("GET", "/healthz", [](HttpRequest&) { return JsonResponse(200, "{}"); }, fast);
+    router_.Add("GET", "/slow", [](HttpRequest&) {
+      std::this_thread::sleep_for(1500ms);
+      return JsonResponse(200, "{\"slow\":true}");
+    });
+    router_.Add("POST", "/echo", [](HttpRequest& req) {
+      HttpResponse r = JsonResponse(200, req.body);
+      r.content_type = "application/octet-stream";
+      return r;
+    });
+    RouteOptions file;
+    file.file_body = true;
+    router_.Add("PUT", "/file", [](HttpRequest& req) {
+      return JsonResponse(200, std::to_string(req.body.size()));
+    }, file);
+    router_.Add("GET", "/stream", [this](HttpRequest& req) {
+      HttpResponse r;
+      r.content_type = "application/x-ndjson";
+      int ticks = req.Query("ticks") ? std::stoi(*req.Query("ticks")) : 3;
+      r.stream = std::make_shared<TickBody>(&cancelled_, ticks);
+      return r;
+    });
+    ServerOptions o;
+    o.port = 0;
+    o.max_json_body_bytes = 1000;
+    o.max_file_body_bytes = 5000;
+    o.handle_signals = false;
+    o.shutdown_grace_s = 5;
+    server_ = std::make_unique<HttpServer>(o, router_);
+    ASSERT_TRUE(server_->Listen());
+    thread_ = std::thread([this] { server_->Run(); });
+    client_ = *HttpClient::Create("http://127.0.0.1:" + std::to_string(server_->port()), "");
+  }
+  void TearDown() override {
+    if (server_) server_->Stop();
+    if (thread_.joinable()) thread_.join();
+  }
+
+  // Sends raw bytes and returns everything the server answers until it closes.
+  std::string Raw(const std::string& bytes) {
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_port = htons(server_->port());
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    EXPECT_EQ(connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)), 0);
+    EXPECT_EQ(write(fd, bytes.data(), bytes.size()), static_cast<ssize_t>(bytes.size()));
+    std::string out;
+    char buf[4096];
+    for (;;) {
+      ssize_t n = read(fd, buf, sizeof(buf));
+      if (n <= 0) break;
+      out.append(buf, n);
+    }
+    close(fd);
+    return out;
+  }
+
+  Router router_;
+  std::unique_ptr<HttpServer> server_;
+  std::thread thread_;
+  std::optional<HttpClient> client_;
+  std::atomic<bool> cancelled_{false};
+};
+
+TEST_F(ServerTest, AnswersAndEchoesRequestIds) {
+  auto r = client_->Request("GET", "/healthz");
+  ASSERT_TRUE(r) << r.error().ToString();
+  EXPECT_EQ(r->status, 200);
+  EXPECT_EQ(r->body, "{}");
+  EXPECT_EQ(r->headers["x-request-id"].rfind("req_", 0), 0u);
+  std::string raw = Raw("GET /healthz HTTP/1.1\r\nHost: x\r\nX-Request-Id: abc-123\r\n"
+                        "Connection: close\r\n\r\n");
+  EXPECT_NE(raw.find("X-Request-Id: abc-123"), std::string::npos) << raw;
+}
+
+TEST_F(ServerTest, KeepAliveServesSeveralRequestsOnOneConnection) {
+  std::string raw = Raw(
+      "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n"
+      "POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\n\r\nabc"
+      "GET /nope HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+  EXPECT_NE(raw.find("HTTP/1.1 200"), std::string::npos);
+  EXPECT_NE(raw.find("abc"), std::string::npos);
+  EXPECT_NE(raw.find("HTTP/1.1 404"), std::string::npos) << raw;
+}
+
+TEST_F(ServerTest, LimitsAnswerInTheErrorShape) {
+  auto big = client_->Request("POST", "/echo", std::string(2000, 'x'));
+  ASSERT_TRUE(big);
+  EXPECT_EQ(big->status, 413);
+  EXPECT_EQ(big->error_code, "payload_too_large");
+  auto file_ok = client_->Request("PUT", "/file", std::string(4000, 'x'));
+  ASSERT_TRUE(file_ok);
+  EXPECT_EQ(file_ok->status, 200);
+  EXPECT_EQ(file_ok->body, "4000");
+  auto file_big = client_->Request("PUT", "/file", std::string(6000, 'x'));
+  ASSERT_TRUE(file_big);
+  EXPECT_EQ(file_big->status, 413);
+  std::string raw = Raw("GET /healthz HTTP/1.1\r\nHost: x\r\nX-Big: " + std::string(20000, 'a') +
+                        "\r\n\r\n");
+  EXPECT_NE(raw.find("HTTP/1.1 431"), std::string::npos) << raw.substr(0, 200);
+  auto m = client_->Request("DELETE", "/healthz");
+  ASSERT_TRUE(m);
+  EXPECT_EQ(m->status, 405);
+  EXPECT_EQ(m->error_code, "method_not_allowed");
+  EXPECT_EQ(m->headers["allow"], "GET");
+  std::string garbage = Raw("BLAH\r\n\r\n");
+  EXPECT_NE(garbage.find("HTTP/1.1 400"), std::string::npos) << garbage;
+}
+
+TEST_F(ServerTest, ASlowHandlerDoesNotBlockOthers) {
+  auto slow = std::async(std::launch::async, [this] { return client_->Request("GET", "/slow"); });
+  std::this_thread::sleep_for(100ms);
+  auto t0 = std::chrono::steady_clock::now();
+  for (int i = 0; i < 20; ++i) {
+    auto r = client_->Request("GET", "/healthz");
+    ASSERT_TRUE(r);
+  }
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, 1000ms);
+  auto s = slow.get();
+  ASSERT_TRUE(s);
+  EXPECT_EQ(s->body, "{\"slow\":true}");
+}
+
+TEST_F(ServerTest, StreamsChunksAsTheyComeAndCancelsWhenTheClientLeaves) {
+  std::vector<std::string> pieces;
+  auto r = client_->Stream("GET", "/stream", "", "", [&](std::string_view d) {
+    pieces.emplace_back(d);
+    return true;
+  });
+  ASSERT_TRUE(r) << r.error().ToString();
+  EXPECT_EQ(r->headers["content-type"], "application/x-ndjson");
+  std::string all;
+  for (auto& p : pieces) all += p;
+  EXPECT_EQ(all, "a\nb\nc\n");
+  EXPECT_GE(pieces.size(), 2u);  // not one buffered blob
+  EXPECT_FALSE(cancelled_);
+  // Leave after the first piece of a long stream: the body is cancelled.
+  auto r2 = client_->Stream("GET", "/stream?ticks=100", "", "", [&](std::string_view) {
+    return false;
+  });
+  ASSERT_TRUE(r2);
+  for (int i = 0; i < 50 && !cancelled_; ++i) std::this_thread::sleep_for(50ms);
+  EXPECT_TRUE(cancelled_);
+}
+
+TEST_F(ServerTest, StopWaitsForInFlightRequests) {
+  auto slow = std::async(std::launch::async, [this] { return client_->Request("GET", "/slow"); });
+  std::this_thread::sleep_for(200ms);
+  server_->Stop();
+  auto s = slow.get();
+  ASSERT_TRUE(s) << s.error().ToString();
+  EXPECT_EQ(s->status, 200);
+  thread_.join();
+  EXPECT_FALSE(client_->Request("GET", "/healthz"));  // no longer listening
+}
+
+}  // namespace
+}  // namespace asb::api
