@@ -6,6 +6,7 @@
 #include <CLI/CLI.hpp>
 
 #include "cli/command.h"
+#include "cli/server_commands.h"
 #include "common/log.h"
 
 int main(int argc, char** argv) {
@@ -20,6 +21,8 @@ int main(int argc, char** argv) {
 
   asb::cli::RegisterVersionCommand(app);
   asb::cli::RegisterRunCommand(app);
+  asb::cli::RegisterServeCommand(app);
+  asb::cli::RegisterClientCommands(app);
 
   try {
     app.parse(argc, argv);
