@@ -13,12 +13,26 @@ if [[ -z $ASB || ! -x $ASB ]]; then
   exit 1
 fi
 failures=0
-show() { printf '\n\033[1m$ %s\033[0m\n' "$*"; }
+bold='' plain=''
+if [[ -t 1 ]]; then bold=$'\033[1m' plain=$'\033[0m'; fi
+show() { printf '\n%s$ %s%s\n' "$bold" "$*" "$plain"; }
+# quote ARG...: the arguments as a reader would type them.
+quote() {
+  local a out=()
+  for a in "$@"; do
+    if [[ $a =~ ^[A-Za-z0-9_./=:@%+-]+$ ]]; then
+      out+=("$a")
+    else
+      out+=("'${a//\'/\'\\\'\'}'")
+    fi
+  done
+  echo "${out[*]}"
+}
 # expect CODE CMD...: runs CMD, prints its exit code, and counts a mismatch as a failure.
 expect() {
   local want=$1
   shift
-  show "$(printf '%q ' "$@")"
+  show "agent-sandbox $(quote "${@:2}")"
   local t0 t1 code
   t0=$(date +%s%N)
   "$@"
@@ -42,11 +56,12 @@ expect 0 "$ASB" run -- sh -c 'for i in 1 2 3; do echo "tick $i"; sleep 0.3; done
 expect 0 "$ASB" run -- sh -c 'seq 1 100000 | awk "{ s += \$1 } END { print \"sum:\", s }"'
 expect 0 "$ASB" run -- printf '%s\n' 'a b' '$HOME'
 expect 3 "$ASB" run -- sh -c 'echo "to stderr" >&2; exit 3'
-expect 1 "$ASB" run -- sh -c 'echo try writing /etc/passwd; echo x >> /etc/passwd'
+expect 2 "$ASB" run -- sh -c 'echo try writing /etc/passwd; echo x >> /etc/passwd'
 expect 124 "$ASB" run --timeout 1 -- sh -c 'echo sleeping; sleep 30; echo never'
 expect 127 "$ASB" run -- no-such-program
 expect 0 "$ASB" run --env GREETING=hi --workdir /tmp -- sh -c 'echo "$GREETING from $(pwd)"'
 expect 0 "$ASB" run --memory-mb 64 -- python3 -c 'print("64 MiB sandbox ok")'
+expect 0 "$ASB" run --workspace-mb 32 -- sh -c 'head -c 64M /dev/zero > big || echo "the 32 MiB workspace is full at $(du -m big | cut -f1) MiB"'
 
 echo
 if ((failures > 0)); then
