@@ -167,4 +167,27 @@ int CountProcessesMatching(const std::string& needle) {
   return n;
 }
 
+void SandboxdTest::SetUp() {
+  if (geteuid() != 0) GTEST_SKIP() << "needs root (setuid to 1000, setfsuid)";
+  auto p = SandboxdProcess::Start(R"({"env":{"BASE_VAR":"base","OVERRIDE_ME":"old"}})");
+  ASSERT_TRUE(p) << p.error().ToString();
+  proc_ = std::move(*p);
+  auto c = proc_->Connect();
+  ASSERT_TRUE(c) << c.error().ToString();
+  conn_ = *c;
+}
+
+void SandboxdTest::TearDown() {
+  if (conn_) conn_->Close();
+  conn_.reset();
+  proc_.reset();
+}
+
+protocol::CollectedExec SandboxdTest::Run(const protocol::ExecRequest& req,
+                                          std::string_view stdin_data) {
+  auto r = protocol::ExecCollect(*conn_, req, stdin_data);
+  EXPECT_TRUE(r) << r.error().ToString();
+  return r ? *r : protocol::CollectedExec{};
+}
+
 }  // namespace asb::sandboxd::testing

@@ -9,6 +9,8 @@
 #include <memory>
 #include <string>
 
+#include <gtest/gtest.h>
+
 #include "common/result.h"
 #include "protocol/client.h"
 
@@ -46,5 +48,20 @@ int CountSession(pid_t sid);
 int CountZombieChildren(pid_t pid);
 /// Live processes on the host whose command line contains `needle` (argv joined by spaces).
 int CountProcessesMatching(const std::string& needle);
+
+/// Fixture: a fresh sandboxd (config env BASE_VAR=base, OVERRIDE_ME=old) and a connection.
+class SandboxdTest : public ::testing::Test {
+ protected:
+  void SetUp() override;
+  void TearDown() override;
+
+  protocol::CollectedExec Run(const protocol::ExecRequest& req, std::string_view stdin_data = {});
+  protocol::CollectedExec Sh(const std::string& cmd) { return Run(ShellRequest(cmd)); }
+  /// Absolute host path of `rel` inside the workspace.
+  std::string Ws(const std::string& rel) const { return proc_->workspace() + "/" + rel; }
+
+  std::unique_ptr<SandboxdProcess> proc_;
+  std::shared_ptr<protocol::Connection> conn_;
+};
 
 }  // namespace asb::sandboxd::testing

@@ -20,34 +20,6 @@ using protocol::ChannelEvent;
 using protocol::CollectedExec;
 using protocol::ExecRequest;
 
-class SandboxdTest : public ::testing::Test {
- protected:
-  void SetUp() override {
-    if (geteuid() != 0) GTEST_SKIP() << "needs root (setuid to 1000, setfsuid)";
-    auto p = SandboxdProcess::Start(R"({"env":{"BASE_VAR":"base","OVERRIDE_ME":"old"}})");
-    ASSERT_TRUE(p) << p.error().ToString();
-    proc_ = std::move(*p);
-    auto c = proc_->Connect();
-    ASSERT_TRUE(c) << c.error().ToString();
-    conn_ = *c;
-  }
-  void TearDown() override {
-    if (conn_) conn_->Close();
-    conn_.reset();
-    proc_.reset();
-  }
-
-  CollectedExec Run(const ExecRequest& req, std::string_view stdin_data = {}) {
-    auto r = protocol::ExecCollect(*conn_, req, stdin_data);
-    EXPECT_TRUE(r) << r.error().ToString();
-    return r ? *r : CollectedExec{};
-  }
-  CollectedExec Sh(const std::string& cmd) { return Run(ShellRequest(cmd)); }
-
-  std::unique_ptr<SandboxdProcess> proc_;
-  std::shared_ptr<protocol::Connection> conn_;
-};
-
 int64_t NowMs() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(
              std::chrono::steady_clock::now().time_since_epoch())

@@ -11,6 +11,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -158,15 +159,30 @@ void RunTarExportChild(const TarChildPlan& p) {
     ++o.entries;
     if (archive_entry_filetype(entry) == AE_IFREG && !hardlink) {
       o.bytes += static_cast<uint64_t>(archive_entry_size(entry));
+      // Like bsdtar: holes between data blocks are written as zeros, which the pax writer
+      // (knowing the entry's sparse map from the disk reader) stores as holes, not bytes.
+      static const char zeros[64 * 1024] = {};
       const void* buf;
       size_t size;
       la_int64_t offset;
+      la_int64_t progress = 0;
       for (;;) {
         r = archive_read_data_block(disk, &buf, &size, &offset);
         if (r == ARCHIVE_EOF) break;
         if (r < ARCHIVE_WARN) DieArchive(disk, "tar: read " + name);
-        if (archive_write_data_block(out, buf, size, offset) < 0) {
-          DieArchive(out, "tar: write " + name);
+        while (offset > progress) {
+          size_t n = static_cast<size_t>(std::min<la_int64_t>(offset - progress, sizeof zeros));
+          la_ssize_t w = archive_write_data(out, zeros, n);
+          if (w <= 0) DieArchive(out, "tar: write " + name);
+          progress += w;
+        }
+        const char* p = static_cast<const char*>(buf);
+        while (size > 0) {
+          la_ssize_t w = archive_write_data(out, p, size);
+          if (w <= 0) DieArchive(out, "tar: write " + name);
+          p += w;
+          size -= static_cast<size_t>(w);
+          progress += w;
         }
       }
     }
@@ -208,7 +224,8 @@ void RunTarImportChild(const TarChildPlan& p) {
     if (HasDotDot(name) || (link && HasDotDot(link))) {
       Die(ErrorCode::kInvalidArgument, 0, "tar member " + name + ": path contains ..");
     }
-    switch (archive_entry_filetype(entry)) {
+    // A hard link's own type may be unset (pax stores only the target); it is checked above.
+    switch (link ? AE_IFREG : archive_entry_filetype(entry)) {
       case AE_IFREG:
       case AE_IFDIR:
       case AE_IFLNK:
