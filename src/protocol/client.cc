@@ -55,8 +55,8 @@ std::optional<SteadyClock::time_point> DeadlineAfter(int64_t timeout_ms) {
 /// Milliseconds left until `deadline` for poll(2): -1 = forever, 0 = passed.
 int PollTimeout(const std::optional<SteadyClock::time_point>& deadline) {
   if (!deadline) return -1;
-  auto left = std::chrono::duration_cast<std::chrono::milliseconds>(*deadline - SteadyClock::now())
-                  .count();
+  auto left =
+      std::chrono::duration_cast<std::chrono::milliseconds>(*deadline - SteadyClock::now()).count();
   if (left <= 0) return 0;
   return left > 1'000'000'000 ? 1'000'000'000 : static_cast<int>(left + 1);
 }
@@ -114,10 +114,10 @@ class ChannelState {
   bool terminal_taken_ = false;   // ... and the consumer has taken it
   bool abandoned_ = false;
   bool write_closed_ = false;
-  std::optional<Error> conn_error_;  // set when the connection ended under this channel
+  std::optional<Error> conn_error_;        // set when the connection ended under this channel
   uint64_t send_window_ = kInitialWindow;  // stdin credit granted by sandboxd
   uint64_t recv_credit_[3] = {0, kInitialWindow, kInitialWindow};  // what sandboxd may still send
-  uint64_t unreturned_[3] = {0, 0, 0};  // consumed but not yet returned
+  uint64_t unreturned_[3] = {0, 0, 0};                             // consumed but not yet returned
   std::function<void()> notify_;
 };
 
@@ -480,7 +480,8 @@ void ChannelState::Abandon() {
     cancel = !terminal_queued_ && !conn_error_;
     // Queued bytes nobody will read count as consumed (rule 5).
     for (const ChannelEvent& ev : queue_) {
-      if (ev.kind == ChannelEvent::Kind::kData) unreturned_[StreamIndex(ev.stream)] += ev.payload.size();
+      if (ev.kind == ChannelEvent::Kind::kData)
+        unreturned_[StreamIndex(ev.stream)] += ev.payload.size();
     }
     queue_.clear();
     for (Stream s : {Stream::kStdout, Stream::kStderr}) inc[StreamIndex(s)] = ConsumeLocked(s, 0);
@@ -678,8 +679,7 @@ Result<std::shared_ptr<Connection>> Connection::Establish(UniqueFd fd, int64_t t
   }
   auto core = std::make_shared<Core>(std::move(fd));
   Hello mine{kMinProtocolVersion, kProtocolVersion, 0, "agent-sandbox " ASB_VERSION};
-  ASB_TRY_CTX(core->SendFrame(0, FrameType::kHello, Stream::kNone, EncodeHello(mine)),
-              "handshake");
+  ASB_TRY_CTX(core->SendFrame(0, FrameType::kHello, Stream::kNone, EncodeHello(mine)), "handshake");
   ASB_ASSIGN_OR_RETURN(Hello theirs, AwaitHello(*core, deadline));
   if (theirs.version < kMinProtocolVersion || theirs.version > kProtocolVersion) {
     return Fail(Error::Backend("protocol: sandboxd chose version " +
@@ -691,8 +691,7 @@ Result<std::shared_ptr<Connection>> Connection::Establish(UniqueFd fd, int64_t t
       std::make_shared<ConnectionImpl>(std::move(core), theirs.version, theirs.software));
 }
 
-Result<std::shared_ptr<Connection>> Connection::Dial(const std::string& path,
-                                                     int64_t timeout_ms) {
+Result<std::shared_ptr<Connection>> Connection::Dial(const std::string& path, int64_t timeout_ms) {
   auto deadline = DeadlineAfter(timeout_ms);
   sockaddr_un addr{};
   addr.sun_family = AF_UNIX;

@@ -1,8 +1,8 @@
 // Convenience operations built on Connection/Channel (declared at the end of client.h). Each
 // one opens a channel, runs the frame sequence of its operation (docs/design/sandbox-protocol.md,
 // section 7) and turns the terminal frame into a value or an Error.
-#include <boost/json.hpp>
 #include <algorithm>
+#include <boost/json.hpp>
 #include <thread>
 
 #include "protocol/client.h"
@@ -128,8 +128,9 @@ Result<CollectedExec> ExecCollect(Connection& conn, const ExecRequest& req,
       }
       case ChannelEvent::Kind::kError:
         if (cancelled && ev->error && ev->error->code() == ErrorCode::kCancelled) {
-          return Fail(Error::Timeout("exec: cancelled by the host after sandboxd missed its "
-                                     "timeout"));
+          return Fail(
+              Error::Timeout("exec: cancelled by the host after sandboxd missed its "
+                             "timeout"));
         }
         return Fail(ev->error ? *ev->error : Error::Backend("protocol: ERROR without a body"));
     }

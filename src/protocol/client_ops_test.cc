@@ -146,8 +146,8 @@ class MiniSandboxd {
         },
         20000);
     if (too_big) {
-      return SendError(d, ch, Error::TooLarge("upload exceeds " +
-                                              std::to_string(req->max_bytes) + " bytes"));
+      return SendError(
+          d, ch, Error::TooLarge("upload exceeds " + std::to_string(req->max_bytes) + " bytes"));
     }
     std::string data = d.StdinOf(ch);
     {
@@ -169,8 +169,7 @@ class MiniSandboxd {
            EncodeFileStatList(std::vector<FileStat>(all.begin(), all.begin() + half)));
     d.Send(ch, FrameType::kInfo, Stream::kNone,
            EncodeFileStatList(std::vector<FileStat>(all.begin() + half, all.end())));
-    d.Send(ch, FrameType::kResult, Stream::kNone,
-           "{\"count\":" + std::to_string(all.size()) + "}");
+    d.Send(ch, FrameType::kResult, Stream::kNone, "{\"count\":" + std::to_string(all.size()) + "}");
   }
 };
 

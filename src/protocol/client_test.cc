@@ -106,9 +106,8 @@ TEST(ClientHandshakeTest, SilentPeerTimesOut) {
 }
 
 TEST(ClientHandshakeTest, PeerClosingIsBackendError) {
-  auto p = MakePair([](FakeSandboxd& d) {
-    d.on_hello = [](FakeSandboxd& d, const Hello&) { d.Disconnect(); };
-  });
+  auto p = MakePair(
+      [](FakeSandboxd& d) { d.on_hello = [](FakeSandboxd& d, const Hello&) { d.Disconnect(); }; });
   ASSERT_FALSE(p);
   EXPECT_EQ(p.error().code(), ErrorCode::kBackend);
 }
@@ -299,9 +298,8 @@ TEST(ClientChannelTest, EventsArriveInOrderAndTerminalClosesChannel) {
   // The connection survived the late frames for the finished channel.
   auto ping = p->fake->Send(0, FrameType::kPing, Stream::kNone, "still-there");
   ASSERT_TRUE(ping);
-  EXPECT_TRUE(p->fake->WaitFrame([](const Frame& f) {
-    return f.type == FrameType::kPong && f.payload == "still-there";
-  }));
+  EXPECT_TRUE(p->fake->WaitFrame(
+      [](const Frame& f) { return f.type == FrameType::kPong && f.payload == "still-there"; }));
   EXPECT_TRUE(p->conn->alive());
 }
 
@@ -503,8 +501,8 @@ TEST(ClientFlowControlTest, WriteBlocksUntilWindowArrives) {
     done = true;
   });
   // Exactly the initial window arrives, then nothing.
-  ASSERT_TRUE(p->fake->WaitUntil(
-      [&] { return p->fake->StdinOfLocked(id).size() >= kInitialWindow; }));
+  ASSERT_TRUE(
+      p->fake->WaitUntil([&] { return p->fake->StdinOfLocked(id).size() >= kInitialWindow; }));
   std::this_thread::sleep_for(std::chrono::milliseconds(200));
   EXPECT_FALSE(done.load());
   EXPECT_EQ(p->fake->StdinOf(id).size(), kInitialWindow);
@@ -628,8 +626,7 @@ TEST(ClientConnectionTest, LossEndsEveryChannelWithBackendError) {
     ASSERT_TRUE(ev) << ev.error().ToString();
     ASSERT_EQ(ev->kind, Kind::kError);
     EXPECT_EQ(ev->error->code(), ErrorCode::kBackend);
-    EXPECT_EQ(ev->error->message().rfind("sandbox connection lost", 0), 0u)
-        << ev->error->message();
+    EXPECT_EQ(ev->error->message().rfind("sandbox connection lost", 0), 0u) << ev->error->message();
     EXPECT_EQ(ch->Next(10).error().code(), ErrorCode::kConflict);
   }
   writer.join();

@@ -34,8 +34,7 @@ class FakeSandboxd {
  public:
   /// Called with the host's HELLO; the default answers version 1 as "fake-sandboxd 1".
   std::function<void(FakeSandboxd&, const Hello&)> on_hello = [](FakeSandboxd& d, const Hello&) {
-    d.Send(0, FrameType::kHello, Stream::kNone,
-           EncodeHello(Hello{1, 1, 1, "fake-sandboxd 1"}));
+    d.Send(0, FrameType::kHello, Stream::kNone, EncodeHello(Hello{1, 1, 1, "fake-sandboxd 1"}));
   };
   /// Called on a worker thread of its own for every OPEN (channel id, OPEN body).
   std::function<void(FakeSandboxd&, uint32_t, const std::string&)> on_open;
@@ -171,7 +170,8 @@ class FakeSandboxd {
  private:
   uint64_t& CreditLocked(uint32_t channel, Stream stream) {
     auto it = credit_.find({channel, stream});
-    if (it == credit_.end()) it = credit_.emplace(std::make_pair(channel, stream), kInitialWindow).first;
+    if (it == credit_.end())
+      it = credit_.emplace(std::make_pair(channel, stream), kInitialWindow).first;
     return it->second;
   }
 

@@ -37,6 +37,7 @@ std::string Encoded(const Frame& f) {
 
 // Each constant: header (length, channel, type, stream, reserved), then the payload. The
 // payloads are the hex of the JSON texts in the design document's examples.
+// clang-format off
 constexpr char kHelloHex[] =
     "42000000" "00000000" "01" "00" "0000"
     "7b226d696e5f76657273696f6e223a312c226d61785f76657273696f6e223a312c22736f667477617265223a"
@@ -67,6 +68,7 @@ constexpr char kErrorHex[] =
     "7b22636f6465223a226e6f745f666f756e64222c226572726e6f223a322c226d657373616765223a226e6f20"
     "737563682066696c65227d";
 
+// clang-format on
 
 // ---- golden bytes ----------------------------------------------------------------------------
 
@@ -81,8 +83,7 @@ TEST(FrameGoldenTest, OpenExec) {
   r.env = {{"A", "1"}};
   r.timeout_ms = 5000;
   r.max_stdout_bytes = 1024;
-  EXPECT_EQ(Hex(Encoded({1, FrameType::kOpen, Stream::kNone, EncodeExecRequest(r)})),
-            kOpenExecHex);
+  EXPECT_EQ(Hex(Encoded({1, FrameType::kOpen, Stream::kNone, EncodeExecRequest(r)})), kOpenExecHex);
 }
 
 TEST(FrameGoldenTest, DataStdout) {
@@ -103,8 +104,7 @@ TEST(FrameGoldenTest, ResultExec) {
   r.exit_code = 0;
   r.stdout_bytes = 3;
   r.duration_ms = 4;
-  EXPECT_EQ(Hex(Encoded({1, FrameType::kResult, Stream::kNone, EncodeExecResult(r)})),
-            kResultHex);
+  EXPECT_EQ(Hex(Encoded({1, FrameType::kResult, Stream::kNone, EncodeExecResult(r)})), kResultHex);
 }
 
 TEST(FrameGoldenTest, Error) {
@@ -135,7 +135,12 @@ TEST(FrameGoldenTest, ConstantsAndEnumValues) {
 TEST(FrameGoldenTest, HeaderMatchesEncodeFrame) {
   char header[kFrameHeaderSize];
   EncodeFrameHeader(0x01020304, FrameType::kData, Stream::kStderr, 0xa0b0c0d, header);
-  EXPECT_EQ(Hex(std::string_view(header, kFrameHeaderSize)), "0d0c0b0a" "04030201" "03" "02" "0000");
+  EXPECT_EQ(Hex(std::string_view(header, kFrameHeaderSize)),
+            "0d0c0b0a"
+            "04030201"
+            "03"
+            "02"
+            "0000");
 }
 
 TEST(FrameTest, TypeNames) {
@@ -149,8 +154,8 @@ TEST(FrameTest, TypeNames) {
 
 // Every golden frame back to back: what a peer would send in one exec.
 std::string GoldenStream() {
-  return Unhex(std::string(kHelloHex) + kOpenExecHex + kDataStdoutHex + kWindowHex +
-               kEofStdoutHex + kResultHex + kErrorHex);
+  return Unhex(std::string(kHelloHex) + kOpenExecHex + kDataStdoutHex + kWindowHex + kEofStdoutHex +
+               kResultHex + kErrorHex);
 }
 
 void ExpectGoldenFrames(const std::vector<Frame>& frames) {
@@ -260,7 +265,10 @@ TEST(FrameDecoderTest, MaxPayloadIsAcceptedOversizeIsRejectedBeforeBuffering) {
 
 TEST(FrameDecoderTest, UnknownTypeRejected) {
   for (int type : {0, 14, 255}) {
-    std::string bytes = Unhex("00000000" "01000000") + static_cast<char>(type) + Unhex("000000");
+    std::string bytes = Unhex(
+                            "00000000"
+                            "01000000") +
+                        static_cast<char>(type) + Unhex("000000");
     FrameDecoder d;
     d.Feed(bytes);
     auto r = d.Next();
@@ -273,7 +281,11 @@ TEST(FrameDecoderTest, UnknownTypeRejected) {
 TEST(FrameDecoderTest, ReservedBitsRejected) {
   for (const char* reserved : {"0100", "0001", "ffff"}) {
     FrameDecoder d;
-    d.Feed(Unhex(std::string("00000000" "01000000" "03" "01") + reserved));
+    d.Feed(Unhex(std::string("00000000"
+                             "01000000"
+                             "03"
+                             "01") +
+                 reserved));
     auto r = d.Next();
     ASSERT_FALSE(r) << reserved;
     EXPECT_NE(r.error().message().find("reserved"), std::string::npos);

@@ -68,8 +68,8 @@ class Reader {
   }
 
   template <typename Int>
-    requires std::is_integral_v<Int>
-  Status Get(std::string_view key, Int* out) const {
+  requires std::is_integral_v<Int> Status Get(std::string_view key, Int* out)
+  const {
     const json::value* v = obj_.if_contains(key);
     if (v == nullptr) return {};
     using Lim = std::numeric_limits<Int>;

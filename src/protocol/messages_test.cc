@@ -30,7 +30,8 @@ constexpr char kSampleStatJson[] =
 
 TEST(MessagesTest, HelloFromHostOmitsVersion) {
   Hello h{1, 1, 0, "agent-sandbox 0.1.0"};
-  EXPECT_EQ(EncodeHello(h), R"({"min_version":1,"max_version":1,"software":"agent-sandbox 0.1.0"})");
+  EXPECT_EQ(EncodeHello(h),
+            R"({"min_version":1,"max_version":1,"software":"agent-sandbox 0.1.0"})");
   auto d = DecodeHello(EncodeHello(h));
   ASSERT_TRUE(d) << d.error().ToString();
   EXPECT_EQ(d->min_version, 1u);
@@ -135,22 +136,22 @@ TEST(MessagesTest, ExecRequestMissingFieldsTakeDefaultsAndUnknownAreIgnored) {
 
 TEST(MessagesTest, ExecRequestStrictTypes) {
   const char* bad[] = {
-      R"({"argv":"ls"})",                 // not an array
-      R"({"argv":["ls",1]})",             // non-string element
-      R"({"timeout_ms":-1})",             // negative unsigned
-      R"({"timeout_ms":1.5})",            // not an integer
-      R"({"timeout_ms":1.0})",            // a double, even if integral
-      R"({"timeout_ms":"5"})",            // string
-      R"({"stdin_pipe":1})",              // bool as int
-      R"({"env":{"A":1}})",               // non-string value
-      R"({"env":["A"]})",                 // not an object
-      R"({"command":5})",                 // wrong type
-      R"({"pty":{"cols":70000}})",        // out of u16 range
-      R"({"pty":[80,24]})",               // not an object
-      R"({"cwd":null})",                  // null for a required-typed member
-      R"([1,2])",                         // not an object
-      R"({"argv":["ls"])",                // truncated
-      "",                                 // empty
+      R"({"argv":"ls"})",           // not an array
+      R"({"argv":["ls",1]})",       // non-string element
+      R"({"timeout_ms":-1})",       // negative unsigned
+      R"({"timeout_ms":1.5})",      // not an integer
+      R"({"timeout_ms":1.0})",      // a double, even if integral
+      R"({"timeout_ms":"5"})",      // string
+      R"({"stdin_pipe":1})",        // bool as int
+      R"({"env":{"A":1}})",         // non-string value
+      R"({"env":["A"]})",           // not an object
+      R"({"command":5})",           // wrong type
+      R"({"pty":{"cols":70000}})",  // out of u16 range
+      R"({"pty":[80,24]})",         // not an object
+      R"({"cwd":null})",            // null for a required-typed member
+      R"([1,2])",                   // not an object
+      R"({"argv":["ls"])",          // truncated
+      "",                           // empty
   };
   for (const char* text : bad) {
     auto d = DecodeExecRequest(text);
@@ -170,10 +171,9 @@ TEST(MessagesTest, ExecResultGoldenAndRoundTrip) {
   r.stderr_bytes = 7;
   r.duration_ms = 1002;
   std::string json = EncodeExecResult(r);
-  EXPECT_EQ(json,
-            R"({"exit_code":137,"signal":9,"timed_out":true,"stdout_truncated":true,)"
-            R"("stderr_truncated":false,"stdout_bytes":5000000000,"stderr_bytes":7,)"
-            R"("duration_ms":1002,"oom_killed":false})");
+  EXPECT_EQ(json, R"({"exit_code":137,"signal":9,"timed_out":true,"stdout_truncated":true,)"
+                  R"("stderr_truncated":false,"stdout_bytes":5000000000,"stderr_bytes":7,)"
+                  R"("duration_ms":1002,"oom_killed":false})");
   auto d = DecodeExecResult(json);
   ASSERT_TRUE(d);
   EXPECT_EQ(d->exit_code, 137);
@@ -348,8 +348,8 @@ TEST(MessagesTest, FileRemoveRequestGoldenAndRoundTrip) {
   r.path = "a";
   r.recursive = true;
   std::string json = EncodeFileRemoveRequest(r);
-  EXPECT_EQ(json, std::string(R"({"op":"file.remove","path":"a","recursive":true,)") +
-                      kScopeJson + "}");
+  EXPECT_EQ(json,
+            std::string(R"({"op":"file.remove","path":"a","recursive":true,)") + kScopeJson + "}");
   auto d = DecodeFileRemoveRequest(json);
   ASSERT_TRUE(d);
   EXPECT_TRUE(d->recursive);
@@ -435,8 +435,9 @@ TEST(MessagesTest, RequestDecodersRejectTheWrongOp) {
 TEST(MessagesTest, WireErrorGoldenAndRoundTrip) {
   WireError w{"not_found", 2, "open /workspace/x: No such file or directory"};
   std::string json = EncodeWireError(w);
-  EXPECT_EQ(json,
-            R"({"code":"not_found","errno":2,"message":"open /workspace/x: No such file or directory"})");
+  EXPECT_EQ(
+      json,
+      R"({"code":"not_found","errno":2,"message":"open /workspace/x: No such file or directory"})");
   auto d = DecodeWireError(json);
   ASSERT_TRUE(d);
   Error e = FromWireError(*d);
