@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <thread>
 #include <vector>
 
@@ -98,6 +99,18 @@ TEST_F(NsBackendTest, DestroyLeavesHostAsBefore) {
   ASSERT_TRUE(owned);
   EXPECT_TRUE(owned->empty());
   EXPECT_FALSE(backend_->Destroy("../etc"));
+  // Dropping the backend releases the workspace pool's mounts and loop devices too.
+  backend_.reset();
+  std::ifstream mi("/proc/self/mountinfo");
+  std::string all((std::istreambuf_iterator<char>(mi)), std::istreambuf_iterator<char>());
+  EXPECT_EQ(all.find(state_dir_), std::string::npos) << all;
+  for (const auto& e : std::filesystem::directory_iterator("/sys/block")) {
+    std::ifstream bf(e.path() / "loop" / "backing_file");
+    std::string backing;
+    if (std::getline(bf, backing)) {
+      EXPECT_EQ(backing.find(state_dir_), std::string::npos);
+    }
+  }
 }
 
 TEST_F(NsBackendTest, FailedCreateLeavesNothing) {

@@ -210,10 +210,14 @@ Status NsBackend::Probe() {
 Status NsBackend::PrepareWorkspace(const SandboxSpec& spec, const Layout& l, uint32_t uid_base,
                                    std::string* loop_device) {
   const uint32_t owner = uid_base + kSandboxUserUid;
-  bool pooled = pool_ && spec.workspace_bytes == pool_->image_bytes() && pool_->Take(l.image);
-  if (!pooled) ASB_TRY_CTX(MakeWorkspaceImage(l.image, spec.workspace_bytes, owner), "workspace");
   if (::mkdir(l.ws.c_str(), 0755) != 0) return FailErrno("mkdir " + l.ws);
-  ASB_ASSIGN_OR_RETURN(*loop_device, MountWorkspace(l.image, l.ws));
+  if (pool_ && spec.workspace_bytes == pool_->image_bytes() && pool_->Take(l.image, l.ws)) {
+    auto devs = LoopDevicesBackedBy(l.image);
+    *loop_device = devs.empty() ? "" : devs.front();
+  } else {
+    ASB_TRY_CTX(MakeWorkspaceImage(l.image, spec.workspace_bytes, owner), "workspace");
+    ASB_ASSIGN_OR_RETURN(*loop_device, MountWorkspace(l.image, l.ws));
+  }
   ASB_TRY(ChownWorkspace(l.ws, uid_base, owner));
   return {};
 }

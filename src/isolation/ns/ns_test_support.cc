@@ -116,13 +116,16 @@ HostSnapshot NsBackendTest::Snapshot() const {
     std::istringstream f(line);
     std::string id, parent, dev, root, mnt;
     f >> id >> parent >> dev >> root >> mnt;
-    if (mnt.rfind(state_dir_, 0) == 0) s.mounts.insert(mnt + " " + dev);
+    if (mnt.rfind(state_dir_, 0) == 0 && mnt.find("/.pool/") == std::string::npos) {
+      s.mounts.insert(mnt + " " + dev);
+    }
   }
   std::error_code ec;
   for (const auto& e : fs::directory_iterator("/sys/block", ec)) {
     std::ifstream bf(e.path() / "loop" / "backing_file");
     std::string backing;
-    if (std::getline(bf, backing) && backing.rfind(state_dir_, 0) == 0) {
+    if (std::getline(bf, backing) && backing.rfind(state_dir_, 0) == 0 &&
+        backing.find("/.pool/") == std::string::npos) {
       s.loops.insert(e.path().filename().string() + " " + backing);
     }
   }
@@ -138,7 +141,8 @@ HostSnapshot NsBackendTest::Snapshot() const {
   for (auto it = fs::recursive_directory_iterator(state_dir_, ec);
        it != fs::recursive_directory_iterator(); it.increment(ec)) {
     const std::string p = it->path().string();
-    // The workspace pool refills in the background; its images are not a sandbox's leftovers.
+    // The workspace pool refills in the background (and holds its own mounts and loop
+    // devices until the backend goes); its images are not a sandbox's leftovers.
     if (p.find("/.pool/") != std::string::npos) continue;
     s.files.insert(p);
   }

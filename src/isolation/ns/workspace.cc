@@ -162,8 +162,6 @@ Status UnmountWorkspace(const std::string& dir) {
   return {};
 }
 
-namespace {
-
 std::vector<std::string> LoopDevicesBackedBy(const std::string& image) {
   std::vector<std::string> devs;
   auto names = ListDir("/sys/block");
@@ -178,8 +176,6 @@ std::vector<std::string> LoopDevicesBackedBy(const std::string& image) {
   }
   return devs;
 }
-
-}  // namespace
 
 Status DetachLoopDevices(const std::string& image) {
   // Autoclear happens when the filesystem's last reference goes, which can lag the umount by
@@ -202,12 +198,7 @@ Status DetachLoopDevices(const std::string& image) {
 
 WorkspacePool::WorkspacePool(std::string dir, uint64_t bytes, uint32_t target)
     : dir_(std::move(dir)), bytes_(bytes), target_(target) {
-  // Half-made images from an earlier process are useless.
-  if (auto names = ListDir(dir_)) {
-    for (const auto& n : *names) {
-      if (n.rfind("making-", 0) == 0) ::unlink((dir_ + "/" + n).c_str());
-    }
-  }
+  Clear();  // leftovers of an earlier process: their state is unknown
   if (target_ > 0) thread_ = std::thread([this] { Refill(); });
 }
 
@@ -218,6 +209,24 @@ WorkspacePool::~WorkspacePool() {
   }
   cv_.notify_all();
   if (thread_.joinable()) thread_.join();
+  Clear();
+}
+
+void WorkspacePool::Clear() {
+  auto names = ListDir(dir_);
+  if (!names) return;
+  for (const auto& n : *names) {
+    if (n.rfind("m-", 0) == 0) (void)UnmountWorkspace(dir_ + "/" + n);
+  }
+  for (const auto& n : *names) {
+    const std::string path = dir_ + "/" + n;
+    if (n.size() > 4 && n.compare(n.size() - 4, 4, ".img") == 0) {
+      (void)DetachLoopDevices(path);
+      ::unlink(path.c_str());
+    } else if (n.rfind("m-", 0) == 0) {
+      ::rmdir(path.c_str());
+    }
+  }
 }
 
 int WorkspacePool::CountReady() const {
@@ -230,17 +239,25 @@ int WorkspacePool::CountReady() const {
   return count;
 }
 
-bool WorkspacePool::Take(const std::string& dest) {
+bool WorkspacePool::Take(const std::string& dest_image, const std::string& dest_dir) {
   auto names = ListDir(dir_);
   bool taken = false;
-  if (names) {
-    for (const auto& n : *names) {
-      if (n.rfind("ready-", 0) != 0) continue;
-      if (::rename((dir_ + "/" + n).c_str(), dest.c_str()) == 0) {
-        taken = true;
-        break;
-      }
+  for (const auto& n : names ? *names : std::vector<std::string>{}) {
+    // "ready-<hex>.img" -> mounted on "m-<hex>".
+    if (n.rfind("ready-", 0) != 0 || n.size() < 11) continue;
+    if (::rename((dir_ + "/" + n).c_str(), dest_image.c_str()) != 0) continue;  // lost a race
+    const std::string mnt = dir_ + "/m-" + n.substr(6, n.size() - 10);
+    if (::mount(mnt.c_str(), dest_dir.c_str(), nullptr, MS_BIND, nullptr) == 0) {
+      (void)UnmountWorkspace(mnt);
+      ::rmdir(mnt.c_str());
+      taken = true;
+    } else {
+      (void)UnmountWorkspace(mnt);
+      ::rmdir(mnt.c_str());
+      (void)DetachLoopDevices(dest_image);
+      ::unlink(dest_image.c_str());
     }
+    break;
   }
   cv_.notify_all();
   return taken;
@@ -255,6 +272,22 @@ bool WorkspacePool::WaitFull(int64_t timeout_ms) {
   return true;
 }
 
+bool WorkspacePool::MakeOne() {
+  const std::string hex = RandomHex(8);
+  const std::string making = dir_ + "/making-" + hex + ".img";
+  const std::string mnt = dir_ + "/m-" + hex;
+  if (!MakeWorkspaceImage(making, bytes_, 0)) return false;
+  bool ok = ::mkdir(mnt.c_str(), 0700) == 0 && MountWorkspace(making, mnt).has_value() &&
+            ::rename(making.c_str(), (dir_ + "/ready-" + hex + ".img").c_str()) == 0;
+  if (!ok) {
+    (void)UnmountWorkspace(mnt);
+    ::rmdir(mnt.c_str());
+    (void)DetachLoopDevices(making);
+    ::unlink(making.c_str());
+  }
+  return ok;
+}
+
 void WorkspacePool::Refill() {
   std::unique_lock lock(mu_);
   int failures = 0;
@@ -264,14 +297,11 @@ void WorkspacePool::Refill() {
       continue;
     }
     lock.unlock();
-    const std::string hex = RandomHex(8);
-    const std::string making = dir_ + "/making-" + hex + ".img";
-    bool ok = MakeWorkspaceImage(making, bytes_, 0).has_value() &&
-              ::rename(making.c_str(), (dir_ + "/ready-" + hex + ".img").c_str()) == 0;
-    if (!ok) ::unlink(making.c_str());
+    bool ok = MakeOne();
     lock.lock();
     failures = ok ? 0 : failures + 1;
-    // Back off when mkfs keeps failing (full disk...); Create then formats on demand.
+    // Back off when it keeps failing (full disk, no loop devices); Create then formats and
+    // mounts on demand.
     if (failures > 0) cv_.wait_for(lock, std::chrono::seconds(std::min(failures, 30)));
   }
 }
