@@ -1,0 +1,89 @@
+// Privileged tests of the ns backend's life cycle under failure: a server that died in the
+// middle of Create, a sandboxd killed from outside, and concurrent creates and destroys.
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <thread>
+#include <vector>
+
+#include "isolation/ns/ns_test_support.h"
+
+namespace asb::isolation::ns::testing {
+namespace {
+
+TEST_F(NsBackendTest, DestroyCleansUpAfterACrashMidCreate) {
+  const HostSnapshot before = Snapshot();
+  auto spec = Spec();
+  auto sb = MustCreate(spec);
+  ASSERT_TRUE(sb);
+  const int pid = sb->host_pid();
+  EXPECT_EQ(Sh(*sb, "sleep 1000 & echo ok").stdout_data, "ok\n");
+  sb->connection()->Close();
+  sb.reset();
+  // As if the server died before writing state.json: no pid on record, only names.
+  ASSERT_EQ(::unlink((state_dir_ + "/" + spec.id + "/state.json").c_str()), 0);
+  backend_.reset();
+  backend_ = NewBackend();
+  ASSERT_TRUE(backend_);
+  auto owned = backend_->ListOwned();
+  ASSERT_TRUE(owned);
+  EXPECT_EQ(*owned, std::vector<std::string>{spec.id});
+  EXPECT_EQ(backend_->Adopt(spec.id).error().code(), ErrorCode::kNotFound);
+  ASSERT_TRUE(backend_->Destroy(spec.id));
+  // The cgroup kill took sandboxd (and with it the pid namespace) without knowing its pid.
+  int status = 0;
+  ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+  EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+  EXPECT_EQ(Snapshot(), before) << Describe(Snapshot());
+  owned = backend_->ListOwned();
+  ASSERT_TRUE(owned);
+  EXPECT_TRUE(owned->empty());
+}
+
+TEST_F(NsBackendTest, SandboxdKilledFromOutside) {
+  const HostSnapshot before = Snapshot();
+  auto spec = Spec();
+  auto sb = MustCreate(spec);
+  ASSERT_TRUE(sb);
+  ASSERT_EQ(::kill(sb->host_pid(), SIGKILL), 0);
+  // The connection notices; the sandbox cannot be adopted; Destroy still cleans everything.
+  for (int i = 0; i < 100 && sb->connection()->alive(); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_FALSE(sb->connection()->alive());
+  ASSERT_TRUE(backend_->Destroy(spec.id));
+  EXPECT_EQ(Snapshot(), before) << Describe(Snapshot());
+}
+
+TEST_F(NsBackendTest, ConcurrentCreatesAndDestroys) {
+  const HostSnapshot before = Snapshot();
+  constexpr int kSandboxes = 4;
+  std::vector<std::thread> threads;
+  std::vector<std::string> outputs(kSandboxes);
+  std::vector<std::string> errors(kSandboxes);
+  for (int i = 0; i < kSandboxes; ++i) {
+    threads.emplace_back([&, i] {
+      auto spec = Spec();
+      auto sb = backend_->Create(spec);
+      if (!sb) {
+        errors[i] = sb.error().ToString();
+        return;
+      }
+      protocol::ExecRequest req;
+      req.command = "echo $(id -u) > /workspace/me && cat /workspace/me";
+      auto r = protocol::ExecCollect(*(*sb)->connection(), req);
+      outputs[i] = r ? r->stdout_data : r.error().ToString();
+      if (auto st = backend_->Destroy(spec.id); !st) errors[i] = st.error().ToString();
+    });
+  }
+  for (auto& t : threads) t.join();
+  for (int i = 0; i < kSandboxes; ++i) {
+    EXPECT_EQ(errors[i], "");
+    EXPECT_EQ(outputs[i], "1000\n");
+  }
+  EXPECT_EQ(Snapshot(), before) << Describe(Snapshot());
+}
+
+}  // namespace
+}  // namespace asb::isolation::ns::testing
