@@ -74,8 +74,15 @@ TEST_F(NsBackendTest, H2HostAndOtherSandboxesInvisible) {
   EXPECT_EQ(Sh(*a, "grep -c -v ':/$' /proc/self/cgroup").stdout_data, "0\n");
 }
 
+size_t OpenFds() {
+  size_t n = 0;
+  for ([[maybe_unused]] const auto& e : std::filesystem::directory_iterator("/proc/self/fd")) ++n;
+  return n;
+}
+
 TEST_F(NsBackendTest, DestroyLeavesHostAsBefore) {
   const HostSnapshot before = Snapshot();
+  const size_t fds_before = OpenFds();
   auto spec = Spec();
   auto sb = MustCreate(spec);
   ASSERT_TRUE(sb);
@@ -92,6 +99,8 @@ TEST_F(NsBackendTest, DestroyLeavesHostAsBefore) {
   EXPECT_FALSE(sb->connection()->alive() && Sh(*sb, "true").result.exit_code == 0);
   const HostSnapshot after = Snapshot();
   EXPECT_EQ(after, before) << "before:\n" << Describe(before) << "after:\n" << Describe(after);
+  sb.reset();
+  EXPECT_EQ(OpenFds(), fds_before) << "the server process leaked file descriptors";
   // Idempotent, also for ids never seen.
   EXPECT_TRUE(backend_->Destroy(spec.id));
   EXPECT_TRUE(backend_->Destroy("sb_00000000000000ff"));
