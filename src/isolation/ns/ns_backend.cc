@@ -347,6 +347,7 @@ Result<std::shared_ptr<Sandbox>> NsBackend::CreateLocked(const SandboxSpec& spec
   st.uid_base = uid_base;
   st.loop_device = loop_device;
   st.cgroup_mode = layout_.v2_mode ? "v2" : "v1";
+  st.cgroups = cgroups.All();
   st.created_unix_ms = SystemClock::Instance().NowUnixMs();
   ASB_TRY(WriteFileAtomic(l.state, EncodeSandboxState(st)));
 

@@ -18,6 +18,9 @@ std::string EncodeSandboxState(const SandboxState& s) {
   o["uid_base"] = s.uid_base;
   o["loop_device"] = s.loop_device;
   o["cgroup_mode"] = s.cgroup_mode;
+  json::array cg;
+  for (const auto& c : s.cgroups) cg.emplace_back(c);
+  o["cgroups"] = std::move(cg);
   o["created_unix_ms"] = s.created_unix_ms;
   return json::serialize(o);
 }
@@ -33,6 +36,9 @@ Result<SandboxState> DecodeSandboxState(std::string_view text) {
     s.uid_base = json::value_to<uint32_t>(o.at("uid_base"));
     s.loop_device = json::value_to<std::string>(o.at("loop_device"));
     s.cgroup_mode = json::value_to<std::string>(o.at("cgroup_mode"));
+    if (const auto* cg = o.if_contains("cgroups")) {
+      s.cgroups = json::value_to<std::vector<std::string>>(*cg);
+    }
     s.created_unix_ms = json::value_to<int64_t>(o.at("created_unix_ms"));
     return s;
   } catch (const std::exception& e) {

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "common/result.h"
 
@@ -17,6 +18,7 @@ struct SandboxState {
   uint32_t uid_base = 0;       // first host uid of the range
   std::string loop_device;     // "/dev/loopN" at create time (informational)
   std::string cgroup_mode;     // "v1" or "v2"
+  std::vector<std::string> cgroups;  // every cgroup directory of the sandbox (informational)
   int64_t created_unix_ms = 0;
 };
 

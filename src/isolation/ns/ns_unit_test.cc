@@ -1,0 +1,167 @@
+// Unprivileged unit tests of the ns backend's pure parts: uid slots, state.json, cgroup paths,
+// the mount plan, the file helpers.
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include <gtest/gtest.h>
+
+#include "common/ids.h"
+#include "isolation/ns/cgroup.h"
+#include "isolation/ns/files.h"
+#include "isolation/ns/mount.h"
+#include "isolation/ns/state.h"
+#include "isolation/ns/user.h"
+
+namespace asb::isolation::ns {
+namespace {
+
+namespace fs = std::filesystem;
+
+class TempDir : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = (fs::temp_directory_path() / ("asb-nsunit-" + RandomHex(4))).string();
+    fs::create_directories(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+  std::string dir_;
+};
+
+using UidSlotsTest = TempDir;
+
+TEST_F(UidSlotsTest, AcquireIsExclusiveAndPersisted) {
+  UidSlots slots(dir_, 3);
+  auto a = slots.Acquire("sb_000000000000000a");
+  auto b = slots.Acquire("sb_000000000000000b");
+  ASSERT_TRUE(a && b);
+  EXPECT_NE(*a, *b);
+  // Another object over the same directory (a restarted server) sees the same slots.
+  UidSlots again(dir_, 3);
+  auto found = again.Find("sb_000000000000000b");
+  ASSERT_TRUE(found);
+  EXPECT_EQ(*found, *b);
+  auto c = again.Acquire("sb_000000000000000c");
+  ASSERT_TRUE(c);
+  EXPECT_NE(*c, *a);
+  EXPECT_NE(*c, *b);
+  auto full = again.Acquire("sb_000000000000000d");
+  ASSERT_FALSE(full);
+  EXPECT_EQ(full.error().code(), ErrorCode::kLimitExceeded);
+  ASSERT_TRUE(again.ReleaseAll("sb_000000000000000a"));
+  auto d = again.Acquire("sb_000000000000000d");
+  ASSERT_TRUE(d);
+  EXPECT_EQ(*d, *a);
+  auto list = again.List();
+  ASSERT_TRUE(list);
+  EXPECT_EQ(list->size(), 3u);
+  EXPECT_EQ(again.Find("sb_000000000000000a").error().code(), ErrorCode::kNotFound);
+  // No temp files are left behind.
+  for (const auto& e : fs::directory_iterator(dir_)) {
+    EXPECT_NE(e.path().filename().string().rfind(".tmp", 0), 0u) << e.path();
+  }
+}
+
+TEST(SandboxStateTest, RoundTrip) {
+  SandboxState s;
+  s.id = "sb_0123456789abcdef";
+  s.pid = 4242;
+  s.start_time = 123456789;
+  s.slot = 7;
+  s.uid_base = 1'000'458'752;
+  s.loop_device = "/dev/loop3";
+  s.cgroup_mode = "v1";
+  s.cgroups = {"/sys/fs/cgroup/memory/x/sb_0123456789abcdef"};
+  s.created_unix_ms = 1'700'000'000'000;
+  auto d = DecodeSandboxState(EncodeSandboxState(s));
+  ASSERT_TRUE(d) << d.error().ToString();
+  EXPECT_EQ(d->id, s.id);
+  EXPECT_EQ(d->pid, s.pid);
+  EXPECT_EQ(d->start_time, s.start_time);
+  EXPECT_EQ(d->slot, s.slot);
+  EXPECT_EQ(d->uid_base, s.uid_base);
+  EXPECT_EQ(d->loop_device, s.loop_device);
+  EXPECT_EQ(d->cgroups, s.cgroups);
+  EXPECT_EQ(d->created_unix_ms, s.created_unix_ms);
+  EXPECT_EQ(DecodeSandboxState("{\"id\":1}").error().code(), ErrorCode::kBackend);
+  EXPECT_EQ(DecodeSandboxState("not json").error().code(), ErrorCode::kBackend);
+}
+
+TEST(ProcessStartTimeTest, OwnProcessAndMissingOne) {
+  auto mine = ProcessStartTime(::getpid());
+  ASSERT_TRUE(mine);
+  EXPECT_GT(*mine, 0u);
+  EXPECT_EQ(*ProcessStartTime(::getpid()), *mine);
+  EXPECT_EQ(ProcessStartTime(0x3fffffff).error().code(), ErrorCode::kNotFound);
+}
+
+TEST(CgroupPathsTest, V1AndV2Layouts) {
+  CgroupLayout v1;
+  v1.v2_mount = "/sys/fs/cgroup/unified";
+  v1.v1_memory = "/sys/fs/cgroup/memory";
+  v1.v1_pids = "/sys/fs/cgroup/pids";
+  v1.v1_cpu = "/sys/fs/cgroup/cpu,cpuacct";
+  v1.v1_cpuacct = "/sys/fs/cgroup/cpu,cpuacct";  // co-mounted: one directory
+  auto p = CgroupPathsFor(v1, "asb", "sb_1");
+  EXPECT_EQ(p.memory, "/sys/fs/cgroup/memory/asb/sb_1");
+  EXPECT_EQ(p.v2, "/sys/fs/cgroup/unified/asb/sb_1");
+  EXPECT_EQ(p.freezer, "");
+  EXPECT_EQ(p.All().size(), 4u);  // memory, pids, cpu(+cpuacct), v2
+  CgroupLayout v2;
+  v2.v2_mode = true;
+  v2.v2_mount = "/sys/fs/cgroup";
+  auto q = CgroupPathsFor(v2, "asb", "sb_1");
+  EXPECT_EQ(q.All(), std::vector<std::string>{"/sys/fs/cgroup/asb/sb_1"});
+  EXPECT_EQ(q.memory, "");
+}
+
+TEST(CgroupLayoutTest, DetectsThisHost) {
+  auto layout = DetectCgroupLayout();
+  if (!layout) GTEST_SKIP() << layout.error().ToString();
+  if (layout->v2_mode) {
+    EXPECT_FALSE(layout->v2_mount.empty());
+  } else {
+    EXPECT_FALSE(layout->v1_memory.empty());
+    EXPECT_FALSE(layout->v1_pids.empty());
+    EXPECT_FALSE(layout->v1_cpu.empty());
+  }
+}
+
+TEST(MountPlanTest, EverythingIsPreparedRelativeToTheNewRoot) {
+  auto p = MakeMountPlan("/t/rootfs", "/s/sb/ws", "/s/sb/hostname", 16 << 20);
+  EXPECT_EQ(p.workspace, "/t/rootfs/workspace");
+  EXPECT_EQ(p.etc_hostname, "/t/rootfs/etc/hostname");
+  EXPECT_EQ(p.proc, "proc");
+  EXPECT_EQ(p.tmp_options, "mode=1777,size=16777216");
+  EXPECT_EQ(p.dev_node_src.size(), p.dev_node_dst.size());
+  EXPECT_NE(std::find(p.readonly_paths.begin(), p.readonly_paths.end(), "proc/sys"),
+            p.readonly_paths.end());
+  EXPECT_NE(std::find(p.masked_files.begin(), p.masked_files.end(), "proc/kcore"),
+            p.masked_files.end());
+  for (const auto& d : p.dev_node_dst) EXPECT_EQ(d.rfind("dev/", 0), 0u);
+}
+
+using FilesTest = TempDir;
+
+TEST_F(FilesTest, AtomicWriteAndRemoveTree) {
+  const std::string f = dir_ + "/state.json";
+  ASSERT_TRUE(WriteFileAtomic(f, "one"));
+  ASSERT_TRUE(WriteFileAtomic(f, "two"));
+  EXPECT_EQ(*ReadSmallFile(f), "two");
+  EXPECT_FALSE(PathExists(f + ".tmp"));
+  fs::create_directories(dir_ + "/a/b/c");
+  std::ofstream(dir_ + "/a/b/c/x") << "x";
+  fs::create_symlink("/etc", dir_ + "/a/link");
+  ASSERT_TRUE(RemoveTree(dir_ + "/a"));
+  EXPECT_FALSE(PathExists(dir_ + "/a"));
+  EXPECT_TRUE(PathExists("/etc/passwd"));  // the symlink was removed, not followed
+  EXPECT_TRUE(RemoveTree(dir_ + "/missing"));
+  EXPECT_EQ(*ParseU64(" 42\n"), 42u);
+  EXPECT_EQ(*ParseU64("max"), UINT64_MAX);
+  EXPECT_FALSE(ParseU64("4x"));
+}
+
+}  // namespace
+}  // namespace asb::isolation::ns
