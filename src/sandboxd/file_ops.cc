@@ -179,13 +179,24 @@ Result<uint64_t> ListDirectory(const FsContext& ctx, const protocol::FileListReq
   ASB_TRY(ListInto(dir.get(), p.display, req.recursive, req.max_entries, &all));
   std::sort(all.begin(), all.end(),
             [](const FileStat& a, const FileStat& b) { return a.path < b.path; });
+  // Chunks of at most `chunk` entries and well under the 1 MiB frame limit (a name is at most
+  // 255 bytes, but paths and link targets can be 4 KiB each).
+  constexpr size_t kMaxChunkBytes = 512 * 1024;
+  constexpr size_t kEntryOverhead = 160;  // keys, numbers, type, JSON escaping slack
   uint64_t count = all.size();
-  for (size_t i = 0; i < all.size(); i += chunk) {
-    size_t end = std::min(all.size(), i + chunk);
-    std::vector<FileStat> part(std::make_move_iterator(all.begin() + static_cast<long>(i)),
-                               std::make_move_iterator(all.begin() + static_cast<long>(end)));
-    emit(std::move(part));
+  std::vector<FileStat> part;
+  size_t bytes = 0;
+  for (auto& e : all) {
+    size_t size = kEntryOverhead + 2 * (e.path.size() + e.name.size() + e.link_target.size());
+    if (!part.empty() && (part.size() >= chunk || bytes + size > kMaxChunkBytes)) {
+      emit(std::move(part));
+      part.clear();
+      bytes = 0;
+    }
+    bytes += size;
+    part.push_back(std::move(e));
   }
+  if (!part.empty()) emit(std::move(part));
   return count;
 }
 

@@ -175,6 +175,18 @@ TEST_F(SandboxdFilesTest, ListIsSortedWithDotfilesDirsSymlinksAndSizes) {
   EXPECT_EQ(protocol::ListFiles(*conn_, capped).error().code(), ErrorCode::kLimitExceeded);
 }
 
+TEST_F(SandboxdFilesTest, LargeListingsArriveInSeveralChunks) {
+  ASSERT_EQ(Sh("mkdir many && cd many && L=$(head -c 200 /dev/zero | tr '\\0' x) && "
+               "for i in $(seq -f %05g 0 2499); do : > f${i}_$L; done")
+                .result.exit_code,
+            0);
+  auto l = List("many");
+  ASSERT_TRUE(l) << l.error().ToString();
+  ASSERT_EQ(l->size(), 2500u);
+  EXPECT_EQ((*l)[0].name.substr(0, 7), "f00000_");
+  EXPECT_EQ((*l)[2499].name.substr(0, 7), "f02499_");
+}
+
 TEST_F(SandboxdFilesTest, PathsOutsideTheWorkspaceAreRefused) {
   for (const char* p : {"/etc/x", "../etc/passwd", "/workspace/..", "/workspacex/a",
                                "a/../../x"}) {
