@@ -19,6 +19,7 @@
 #include <functional>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <set>
 
 #include "common/clock.h"
@@ -183,7 +184,7 @@ class NsBackend final : public Backend {
   std::mutex locks_mu_;
   std::map<std::string, std::shared_ptr<std::mutex>> locks_;
   std::mutex children_mu_;
-  std::map<std::string, int> children_;  // sandboxes this process cloned (to reap): id -> pid
+  std::map<std::string, ChildProcess> children_;  // sandboxes this process cloned (to reap)
 };
 
 Status NsBackend::Probe() {
@@ -358,9 +359,9 @@ Result<std::shared_ptr<Sandbox>> NsBackend::CreateLocked(const SandboxSpec& spec
   undo_dir.Dismiss();
   {
     std::lock_guard lock(children_mu_);
-    children_[spec.id] = child.pid;
+    children_[spec.id] = std::move(child);
   }
-  return std::make_shared<NsSandbox>(spec.id, std::move(*conn), child.pid, cgroups, l.ws);
+  return std::make_shared<NsSandbox>(spec.id, std::move(*conn), st.pid, cgroups, l.ws);
 }
 
 Result<std::shared_ptr<Sandbox>> NsBackend::Adopt(const std::string& id) {
@@ -398,25 +399,30 @@ Status NsBackend::DestroyLocked(const std::string& id) {
   // 1. Every process: the whole cgroup, and PID 1 of the pid namespace (which takes the
   //    namespace with it) if it is still the process we started (start time matches).
   if (AnyCgroupExists(cgroups)) keep_first(KillCgroupProcesses(cgroups));
-  int pid = -1;
   if (auto text = ReadSmallFile(l.state)) {
     if (auto st = DecodeSandboxState(*text)) {
+      // pidfd first, start time second: if the pid was reused in between, the times differ.
+      UniqueFd pidfd(static_cast<int>(::syscall(SYS_pidfd_open, st->pid, 0)));
       auto start = ProcessStartTime(st->pid);
-      if (start && *start == st->start_time) {
-        ::kill(st->pid, SIGKILL);
-        pid = st->pid;
+      if (pidfd && start && *start == st->start_time) {
+        ::syscall(SYS_pidfd_send_signal, pidfd.get(), SIGKILL, nullptr, 0);
       }
     }
   }
+  std::optional<ChildProcess> child;
   {
     std::lock_guard lock(children_mu_);
-    auto it = children_.find(id);
-    if (it != children_.end()) {
-      pid = it->second;
-      ::kill(pid, SIGKILL);  // our own child: its pid cannot be reused until we reap it
-      while (::waitpid(pid, nullptr, 0) < 0 && errno == EINTR) {
-      }
+    if (auto it = children_.find(id); it != children_.end()) {
+      child = std::move(it->second);
       children_.erase(it);
+    }
+  }
+  if (child) {
+    // Our own child: signal and reap through its pidfd (exact even if someone else reaped it).
+    ::syscall(SYS_pidfd_send_signal, child->pidfd.get(), SIGKILL, nullptr, 0);
+    siginfo_t info;
+    while (::waitid(P_PIDFD, static_cast<id_t>(child->pidfd.get()), &info, WEXITED) < 0 &&
+           errno == EINTR) {
     }
   }
   // 2. cgroups: wait until empty, remove.
