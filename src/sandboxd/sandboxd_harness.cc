@@ -36,8 +36,10 @@ std::string ReadAll(const std::string& path) {
 
 }  // namespace
 
-Result<std::unique_ptr<SandboxdProcess>> SandboxdProcess::Start(const std::string& config) {
+Result<std::unique_ptr<SandboxdProcess>> SandboxdProcess::Start(const std::string& config,
+                                                               bool as_pid1) {
   std::unique_ptr<SandboxdProcess> p(new SandboxdProcess);
+  p->as_pid1_ = as_pid1;
   char tmpl[] = "/tmp/sandboxd-test-XXXXXX";
   if (!mkdtemp(tmpl)) return FailErrno("mkdtemp");
   p->dir_ = tmpl;
@@ -69,9 +71,16 @@ Result<std::unique_ptr<SandboxdProcess>> SandboxdProcess::Start(const std::strin
     // Keep the two inherited fds across exec.
     fcntl(listen_fd.get(), F_SETFD, 0);
     fcntl(cfg_read.get(), F_SETFD, 0);
-    const char* args[] = {SANDBOXD_PATH, listen_arg.c_str(), config_arg.c_str(), ws_arg.c_str(),
-                          "--no-pid1", nullptr};
-    execv(SANDBOXD_PATH, const_cast<char**>(args));
+    if (as_pid1) {
+      const char* args[] = {"/usr/bin/unshare", "--pid", "--fork", "--mount-proc", "--uts",
+                            "--kill-child", SANDBOXD_PATH, listen_arg.c_str(),
+                            config_arg.c_str(), ws_arg.c_str(), nullptr};
+      execv(args[0], const_cast<char**>(args));
+    } else {
+      const char* args[] = {SANDBOXD_PATH, listen_arg.c_str(), config_arg.c_str(),
+                            ws_arg.c_str(), "--no-pid1", nullptr};
+      execv(SANDBOXD_PATH, const_cast<char**>(args));
+    }
     _exit(127);
   }
   p->pid_ = pid;
@@ -83,7 +92,9 @@ Result<std::unique_ptr<SandboxdProcess>> SandboxdProcess::Start(const std::strin
 
 SandboxdProcess::~SandboxdProcess() {
   if (pid_ > 0) {
-    kill(pid_, SIGTERM);
+    // unshare(1) ignores SIGTERM while it waits; SIGKILL it and --kill-child takes sandboxd
+    // (and with it the whole pid namespace) down.
+    kill(pid_, as_pid1_ ? SIGKILL : SIGTERM);
     for (int i = 0; i < 500; ++i) {
       if (waitpid(pid_, nullptr, WNOHANG) == pid_) {
         pid_ = -1;
@@ -97,6 +108,18 @@ SandboxdProcess::~SandboxdProcess() {
     }
   }
   if (!dir_.empty()) RemoveTree(dir_);
+}
+
+pid_t SandboxdProcess::pid() const {
+  if (!as_pid1_) return pid_;
+  // unshare's only child, once it exists.
+  for (int i = 0; i < 200; ++i) {
+    std::string kids = ReadAll("/proc/" + std::to_string(pid_) + "/task/" +
+                               std::to_string(pid_) + "/children");
+    if (!kids.empty()) return static_cast<pid_t>(std::stol(kids));
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  return -1;
 }
 
 bool SandboxdProcess::Alive() {
@@ -166,6 +189,55 @@ int CountProcessesMatching(const std::string& needle) {
   });
   return n;
 }
+
+// ---- PidsCgroup ------------------------------------------------------------------------------
+
+namespace {
+bool WriteFileStr(const std::string& path, const std::string& value) {
+  int fd = open(path.c_str(), O_WRONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  bool ok = write(fd, value.data(), value.size()) == static_cast<ssize_t>(value.size());
+  close(fd);
+  return ok;
+}
+}  // namespace
+
+Result<std::unique_ptr<PidsCgroup>> PidsCgroup::Create(pid_t pid, const std::string& max) {
+  std::unique_ptr<PidsCgroup> cg(new PidsCgroup);
+  if (access("/sys/fs/cgroup/pids/cgroup.procs", F_OK) == 0) {
+    cg->root_ = "/sys/fs/cgroup/pids";
+  } else if (ReadAll("/sys/fs/cgroup/cgroup.subtree_control").find("pids") != std::string::npos) {
+    cg->root_ = "/sys/fs/cgroup";
+  } else {
+    return Fail(Error::Unavailable("no pids cgroup controller"));
+  }
+  cg->path_ = cg->root_ + "/asb-sandboxd-test-" + std::to_string(getpid()) + "-" +
+              std::to_string(pid);
+  if (mkdir(cg->path_.c_str(), 0755) != 0) return FailErrno("mkdir " + cg->path_);
+  ASB_TRY(cg->SetMax(max));
+  if (!WriteFileStr(cg->path_ + "/cgroup.procs", std::to_string(pid))) {
+    return FailErrno("move into " + cg->path_);
+  }
+  return cg;
+}
+
+Status PidsCgroup::SetMax(const std::string& max) {
+  if (!WriteFileStr(path_ + "/pids.max", max)) return FailErrno("pids.max");
+  return {};
+}
+
+PidsCgroup::~PidsCgroup() {
+  if (path_.empty()) return;
+  for (int i = 0; i < 100; ++i) {
+    std::istringstream procs(ReadAll(path_ + "/cgroup.procs"));
+    std::string pid;
+    while (procs >> pid) WriteFileStr(root_ + "/cgroup.procs", pid);
+    if (rmdir(path_.c_str()) == 0) return;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+}
+
+// ---- SandboxdTest ----------------------------------------------------------------------------
 
 void SandboxdTest::SetUp() {
   if (geteuid() != 0) GTEST_SKIP() << "needs root (setuid to 1000, setfsuid)";

@@ -18,8 +18,11 @@ namespace asb::sandboxd::testing {
 
 class SandboxdProcess {
  public:
-  /// Starts sandboxd; `config_json` (if not empty) is passed through --config-fd.
-  static Result<std::unique_ptr<SandboxdProcess>> Start(const std::string& config_json = "");
+  /// Starts sandboxd; `config_json` (if not empty) is passed through --config-fd. With
+  /// `as_pid1`, sandboxd runs as PID 1 of new pid+mount+uts namespaces (unshare(1) --fork
+  /// --kill-child), without --no-pid1, as in a real sandbox.
+  static Result<std::unique_ptr<SandboxdProcess>> Start(const std::string& config_json = "",
+                                                        bool as_pid1 = false);
   ~SandboxdProcess();
 
   /// A new connection with a completed handshake.
@@ -27,7 +30,8 @@ class SandboxdProcess {
 
   const std::string& workspace() const { return workspace_; }
   const std::string& socket_path() const { return socket_path_; }
-  pid_t pid() const { return pid_; }
+  /// The sandboxd process as seen from the host (for as_pid1: unshare's child).
+  pid_t pid() const;
   /// True while the sandboxd process has not exited.
   bool Alive();
 
@@ -36,7 +40,21 @@ class SandboxdProcess {
   std::string dir_;
   std::string workspace_;
   std::string socket_path_;
-  pid_t pid_ = -1;
+  pid_t pid_ = -1;  // the process we forked (sandboxd, or unshare for as_pid1)
+  bool as_pid1_ = false;
+};
+
+/// A pids cgroup (v1 "pids" hierarchy, or v2 with the pids controller) holding one process,
+/// removed again (process moved back to the root) by the destructor.
+class PidsCgroup {
+ public:
+  /// Errors: kUnavailable when no pids controller is mounted.
+  static Result<std::unique_ptr<PidsCgroup>> Create(pid_t pid, const std::string& max);
+  ~PidsCgroup();
+  Status SetMax(const std::string& max);
+
+ private:
+  std::string root_, path_;
 };
 
 /// Runs `cmd` through /bin/sh -c in the workspace and collects it (convenience for tests).
