@@ -303,8 +303,8 @@ Result<SandboxUsage> ReadCgroupUsage(const CgroupPaths& paths) {
 
 std::vector<std::string> ListCgroupIds(const CgroupLayout& layout, const std::string& name) {
   std::vector<std::string> ids;
-  std::vector<std::string> mounts = {layout.v2_mount,  layout.v1_memory,  layout.v1_pids,
-                                     layout.v1_cpu,    layout.v1_cpuacct, layout.v1_freezer};
+  std::vector<std::string> mounts = {layout.v2_mount, layout.v1_memory,  layout.v1_pids,
+                                     layout.v1_cpu,   layout.v1_cpuacct, layout.v1_freezer};
   for (const auto& m : mounts) {
     if (m.empty()) continue;
     auto names = ListDir(m + "/" + name);

@@ -23,8 +23,8 @@
 namespace asb::isolation::ns {
 
 struct CgroupLayout {
-  bool v2_mode = false;         // true: limits live in the v2 hierarchy
-  std::string v2_mount;         // cgroup2 mount point, empty if none
+  bool v2_mode = false;  // true: limits live in the v2 hierarchy
+  std::string v2_mount;  // cgroup2 mount point, empty if none
   std::string v1_memory, v1_pids, v1_cpu, v1_cpuacct, v1_freezer;  // empty if absent
 };
 

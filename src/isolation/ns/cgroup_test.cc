@@ -3,12 +3,11 @@
 // hosts without a cgroup2 mount), each leaving no directory behind.
 #include "isolation/ns/cgroup.h"
 
+#include <gtest/gtest.h>
 #include <signal.h>
 #include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
-
-#include <gtest/gtest.h>
 
 #include "common/ids.h"
 #include "isolation/ns/files.h"

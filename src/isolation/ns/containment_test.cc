@@ -27,8 +27,7 @@ TEST_F(NsBackendTest, H1HardenedDefaultsSeenFromInside) {
   auto sb = MustCreate(Spec());
   ASSERT_TRUE(sb);
   EXPECT_EQ(Sh(*sb, "id -u").stdout_data, "1000\n");
-  EXPECT_EQ(Sh(*sb, "grep CapEff /proc/self/status").stdout_data,
-            "CapEff:\t0000000000000000\n");
+  EXPECT_EQ(Sh(*sb, "grep CapEff /proc/self/status").stdout_data, "CapEff:\t0000000000000000\n");
   EXPECT_EQ(Sh(*sb, "grep NoNewPrivs /proc/self/status").stdout_data, "NoNewPrivs:\t1\n");
   auto etc = Sh(*sb, "echo x > /etc/asb-probe");
   EXPECT_NE(etc.result.exit_code, 0);
@@ -38,7 +37,8 @@ TEST_F(NsBackendTest, H1HardenedDefaultsSeenFromInside) {
   EXPECT_EQ(Sh(*sb, "hostname").stdout_data, "sandbox\n");
   // Even root inside cannot write the template, and /proc/sys is read-only.
   protocol::ExecRequest as_root;
-  as_root.command = "touch /etc/asb-probe || echo ro; echo 1 > /proc/sys/kernel/hostname || echo ro";
+  as_root.command =
+      "touch /etc/asb-probe || echo ro; echo 1 > /proc/sys/kernel/hostname || echo ro";
   as_root.user = protocol::kUserRoot;
   auto r = protocol::ExecCollect(*sb->connection(), as_root);
   ASSERT_TRUE(r) << r.error().ToString();
@@ -63,8 +63,9 @@ TEST_F(NsBackendTest, H2HostAndOtherSandboxesInvisible) {
   // Files: the server's state dir and B's workspace are nowhere in A's tree.
   EXPECT_EQ(Sh(*a, "test -e " + state_dir_ + " && echo visible || echo hidden").stdout_data,
             "hidden\n");
-  auto find = Sh(*a, "find / -xdev -name only-in-b 2>/dev/null; find /workspace /tmp -name "
-                     "only-in-b 2>/dev/null; echo done");
+  auto find = Sh(*a,
+                 "find / -xdev -name only-in-b 2>/dev/null; find /workspace /tmp -name "
+                 "only-in-b 2>/dev/null; echo done");
   EXPECT_EQ(find.stdout_data, "done\n");
   // Mount table: nothing of the host's beyond the template and the workspace.
   auto mounts = Sh(*a, "cat /proc/self/mountinfo");
@@ -216,10 +217,11 @@ TEST_F(NsBackendTest, MeasuresCreateAndExecLatency) {
   }
   std::sort(create_ms.begin(), create_ms.end());
   std::sort(exec_ms.begin(), exec_ms.end());
-  std::printf("[ns] create -> first byte of `echo hi`: p50 %.1f ms, max %.1f ms (n=%zu, pool of "
-              "1)\n[ns] exec round trip of `true`: p50 %.2f ms, p99 %.2f ms (n=%zu)\n",
-              create_ms[create_ms.size() / 2], create_ms.back(), create_ms.size(),
-              exec_ms[exec_ms.size() / 2], exec_ms[exec_ms.size() * 99 / 100], exec_ms.size());
+  std::printf(
+      "[ns] create -> first byte of `echo hi`: p50 %.1f ms, max %.1f ms (n=%zu, pool of "
+      "1)\n[ns] exec round trip of `true`: p50 %.2f ms, p99 %.2f ms (n=%zu)\n",
+      create_ms[create_ms.size() / 2], create_ms.back(), create_ms.size(),
+      exec_ms[exec_ms.size() / 2], exec_ms[exec_ms.size() * 99 / 100], exec_ms.size());
 }
 
 }  // namespace

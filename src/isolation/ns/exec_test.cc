@@ -56,9 +56,9 @@ TEST_F(NsBackendTest, E4TimeoutKillsTheWholeGroup) {
   req.timeout_ms = 1000;
   const auto t0 = std::chrono::steady_clock::now();
   auto r = RunExec(*sb, req);
-  const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(
-                      std::chrono::steady_clock::now() - t0)
-                      .count();
+  const auto ms =
+      std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0)
+          .count();
   EXPECT_TRUE(r.result.timed_out);
   EXPECT_NE(r.result.exit_code, 0);
   EXPECT_EQ(r.stdout_data.find("never"), std::string::npos);

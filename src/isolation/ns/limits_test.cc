@@ -104,8 +104,8 @@ TEST_F(NsBackendTest, MemoryHogIsOomKilledAndCounted) {
   EXPECT_NE(r.result.exit_code, 0);
   auto after = sb->Usage();
   ASSERT_TRUE(after);
-  EXPECT_GT(after->oom_kills, before->oom_kills) << "exit " << r.result.exit_code << " signal "
-                                                  << r.result.signal << " " << r.stderr_data;
+  EXPECT_GT(after->oom_kills, before->oom_kills)
+      << "exit " << r.result.exit_code << " signal " << r.result.signal << " " << r.stderr_data;
   EXPECT_LE(after->memory_peak_bytes, spec.memory_bytes);
   EXPECT_GE(MsUntilAlive(*sb, 1000), 0);
 }
@@ -133,8 +133,8 @@ TEST_F(NsBackendTest, WorkspaceQuotaGivesEnospcAndSparesTheHostDisk) {
   spec.workspace_bytes = 32ull << 20;  // not the pool's size: formatted on demand
   auto sb = MustCreate(spec);
   ASSERT_TRUE(sb);
-  auto r = Sh(*sb, "dd if=/dev/zero of=/workspace/big bs=1M count=100 2>&1; sync; echo rc=$?",
-              60'000);
+  auto r =
+      Sh(*sb, "dd if=/dev/zero of=/workspace/big bs=1M count=100 2>&1; sync; echo rc=$?", 60'000);
   EXPECT_NE(r.stdout_data.find("No space left on device"), std::string::npos) << r.stdout_data;
   struct stat st;
   const std::string image = state_dir_ + "/" + spec.id + "/workspace.img";

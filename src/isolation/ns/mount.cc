@@ -44,8 +44,8 @@ MountPlan MakeMountPlan(const std::string& rootfs, const std::string& ws_source,
                         "proc/timer_stats", "proc/sched_debug"}) {
     p.masked_files.emplace_back(f);
   }
-  for (const char* d : {"proc/acpi", "proc/asound", "proc/scsi", "sys/firmware",
-                        "sys/devices/virtual/powercap"}) {
+  for (const char* d :
+       {"proc/acpi", "proc/asound", "proc/scsi", "sys/firmware", "sys/devices/virtual/powercap"}) {
     p.masked_dirs.emplace_back(d);
   }
   for (const char* d : {"proc/bus", "proc/fs", "proc/irq", "proc/sys", "proc/sysrq-trigger"}) {
@@ -109,8 +109,7 @@ int MaskDirsAndReadOnlyPathsInChild(const MountPlan& p, ChildFailure* f) {
 }
 
 int MountDevInChild(const MountPlan& p, ChildFailure* f) {
-  if (::mount("tmpfs", p.dev.c_str(), "tmpfs", MS_NOSUID | MS_NOEXEC, p.dev_options.c_str()) !=
-      0) {
+  if (::mount("tmpfs", p.dev.c_str(), "tmpfs", MS_NOSUID | MS_NOEXEC, p.dev_options.c_str()) != 0) {
     return Failed(f, "mount /dev tmpfs", errno, p.dev.c_str());
   }
   for (size_t i = 0; i < p.dev_node_dst.size(); ++i) {
@@ -128,8 +127,8 @@ int MountDevInChild(const MountPlan& p, ChildFailure* f) {
     return Failed(f, "mount devpts", errno, p.dev_pts.c_str());
   }
   if (::mkdir(p.dev_shm.c_str(), 01777) != 0) return Failed(f, "mkdir", errno, p.dev_shm.c_str());
-  if (::mount("tmpfs", p.dev_shm.c_str(), "tmpfs", MS_NOSUID | MS_NODEV,
-              p.shm_options.c_str()) != 0) {
+  if (::mount("tmpfs", p.dev_shm.c_str(), "tmpfs", MS_NOSUID | MS_NODEV, p.shm_options.c_str()) !=
+      0) {
     return Failed(f, "mount /dev/shm", errno, p.dev_shm.c_str());
   }
   for (size_t i = 0; i < p.dev_link_path.size(); ++i) {
@@ -179,8 +178,7 @@ int BuildRootAndPivotInChild(const MountPlan& p, ChildFailure* f) {
     return Failed(f, "mount sysfs", errno, p.sys.c_str());
   }
   if (int e = MaskDirsAndReadOnlyPathsInChild(p, f)) return e;
-  if (::mount("tmpfs", p.tmp.c_str(), "tmpfs", MS_NOSUID | MS_NODEV, p.tmp_options.c_str()) !=
-      0) {
+  if (::mount("tmpfs", p.tmp.c_str(), "tmpfs", MS_NOSUID | MS_NODEV, p.tmp_options.c_str()) != 0) {
     return Failed(f, "mount /tmp", errno, p.tmp.c_str());
   }
   // pivot_root(".", ".") stacks the old root on top of the new one; detaching "." then drops

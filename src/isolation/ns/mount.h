@@ -15,18 +15,18 @@
 namespace asb::isolation::ns {
 
 struct MountPlan {
-  std::string root;            // template rootfs on the host; bound onto itself as the new /
-  std::string ws_source;       // host-side workspace mount -> /workspace
-  std::string hostname_source; // host file with the hostname -> /etc/hostname (if present)
+  std::string root;             // template rootfs on the host; bound onto itself as the new /
+  std::string ws_source;        // host-side workspace mount -> /workspace
+  std::string hostname_source;  // host file with the hostname -> /etc/hostname (if present)
   // Absolute targets below `root`, for the binds of host paths (phase 1):
   std::string workspace, etc_hostname;
   // Targets relative to the new root (phase 2 runs with cwd = root):
   std::string proc, sys, dev, dev_pts, dev_shm, tmp;
-  std::vector<std::string> dev_node_src, dev_node_dst;  // bind-mounted host device nodes
+  std::vector<std::string> dev_node_src, dev_node_dst;      // bind-mounted host device nodes
   std::vector<std::string> dev_link_target, dev_link_path;  // /dev/fd, stdin, ..., ptmx
-  std::vector<std::string> masked_files;  // /dev/null bound over them
-  std::vector<std::string> masked_dirs;   // read-only empty tmpfs over them
-  std::vector<std::string> readonly_paths;  // bound onto themselves read-only
+  std::vector<std::string> masked_files;                    // /dev/null bound over them
+  std::vector<std::string> masked_dirs;                     // read-only empty tmpfs over them
+  std::vector<std::string> readonly_paths;                  // bound onto themselves read-only
   std::string tmp_options, shm_options, dev_options, devpts_options;
 };
 

@@ -152,9 +152,8 @@ class NsBackend final : public Backend {
         layout_(std::move(layout)),
         slots_(opts_.state_dir + "/.uids", opts_.max_slots) {
     if (opts_.workspace_pool_size > 0) {
-      pool_ = std::make_unique<WorkspacePool>(opts_.state_dir + "/.pool",
-                                              opts_.default_workspace_bytes,
-                                              opts_.workspace_pool_size);
+      pool_ = std::make_unique<WorkspacePool>(
+          opts_.state_dir + "/.pool", opts_.default_workspace_bytes, opts_.workspace_pool_size);
     }
   }
 

@@ -66,8 +66,8 @@ void NsBackendTest::TearDown() {
   }
   if (!cgroup_name_.empty()) {
     if (auto layout = DetectCgroupLayout()) {
-      for (const auto& m : {layout->v2_mount, layout->v1_memory, layout->v1_pids,
-                            layout->v1_cpu, layout->v1_cpuacct, layout->v1_freezer}) {
+      for (const auto& m : {layout->v2_mount, layout->v1_memory, layout->v1_pids, layout->v1_cpu,
+                            layout->v1_cpuacct, layout->v1_freezer}) {
         if (!m.empty()) ::rmdir((m + "/" + cgroup_name_).c_str());
       }
     }

@@ -1,12 +1,11 @@
 // Unprivileged unit tests of the ns backend's pure parts: uid slots, state.json, cgroup paths,
 // the mount plan, the file helpers.
+#include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
-
-#include <gtest/gtest.h>
 
 #include "common/ids.h"
 #include "isolation/ns/cgroup.h"

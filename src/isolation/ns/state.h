@@ -12,12 +12,12 @@ namespace asb::isolation::ns {
 
 struct SandboxState {
   std::string id;
-  int pid = -1;                // host pid of sandboxd (PID 1 of the sandbox)
-  uint64_t start_time = 0;     // field 22 of /proc/<pid>/stat: defeats pid reuse
-  uint32_t slot = 0;           // uid range slot
-  uint32_t uid_base = 0;       // first host uid of the range
-  std::string loop_device;     // "/dev/loopN" at create time (informational)
-  std::string cgroup_mode;     // "v1" or "v2"
+  int pid = -1;                      // host pid of sandboxd (PID 1 of the sandbox)
+  uint64_t start_time = 0;           // field 22 of /proc/<pid>/stat: defeats pid reuse
+  uint32_t slot = 0;                 // uid range slot
+  uint32_t uid_base = 0;             // first host uid of the range
+  std::string loop_device;           // "/dev/loopN" at create time (informational)
+  std::string cgroup_mode;           // "v1" or "v2"
   std::vector<std::string> cgroups;  // every cgroup directory of the sandbox (informational)
   int64_t created_unix_ms = 0;
 };

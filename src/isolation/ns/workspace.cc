@@ -113,8 +113,7 @@ Result<std::string> MountWorkspace(const std::string& image, const std::string& 
     std::memset(&cfg, 0, sizeof cfg);
     cfg.fd = static_cast<uint32_t>(image_fd.get());
     cfg.info.lo_flags = LO_FLAGS_AUTOCLEAR;
-    std::strncpy(reinterpret_cast<char*>(cfg.info.lo_file_name), image.c_str(),
-                 LO_NAME_SIZE - 1);
+    std::strncpy(reinterpret_cast<char*>(cfg.info.lo_file_name), image.c_str(), LO_NAME_SIZE - 1);
     if (::ioctl(loop.get(), LOOP_CONFIGURE, &cfg) != 0) {
       if (errno == EBUSY) continue;
       return Fail(Error::FromErrno(ErrorCode::kBackend, errno, "LOOP_CONFIGURE " + dev));
