@@ -5,7 +5,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <thread>
 
 #include <gtest/gtest.h>
@@ -325,6 +327,45 @@ TEST_F(SandboxdTest, SigtermIsIgnoredOnlyAsPid1) {
   }
   EXPECT_FALSE(proc_->Alive());
   EXPECT_EQ(CountProcessesMatching("sleep 3014"), 0);
+}
+
+}  // namespace
+}  // namespace asb::sandboxd::testing
+
+namespace asb::sandboxd::testing {
+namespace {
+
+// Figures, not a check: run with --gtest_also_run_disabled_tests --gtest_filter='*Figures*'.
+TEST_F(SandboxdTest, DISABLED_Figures) {
+  ExecRequest t;
+  t.argv = {"/bin/true"};
+  t.cwd = ".";
+  std::vector<double> ms;
+  for (int i = 0; i < 300; ++i) {
+    auto t0 = std::chrono::steady_clock::now();
+    ASSERT_EQ(Run(t).result.exit_code, 0);
+    ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0)
+                     .count());
+  }
+  std::sort(ms.begin(), ms.end());
+  printf("exec round trip of /bin/true: p50 %.3f ms, p99 %.3f ms\n", ms[150], ms[297]);
+
+  ExecRequest flood;
+  flood.argv = {"head", "-c", "1073741824", "/dev/zero"};
+  flood.cwd = ".";
+  auto t0 = std::chrono::steady_clock::now();
+  auto ch = conn_->Open(protocol::EncodeExecRequest(flood));
+  ASSERT_TRUE(ch);
+  uint64_t bytes = 0;
+  for (;;) {
+    auto ev = (*ch)->Next(60000);
+    ASSERT_TRUE(ev);
+    if (ev->kind == ChannelEvent::Kind::kData) bytes += ev->payload.size();
+    if (ev->terminal()) break;
+  }
+  double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  printf("stdout throughput: %llu bytes in %.2f s = %.0f MiB/s\n",
+         static_cast<unsigned long long>(bytes), s, bytes / s / (1 << 20));
 }
 
 }  // namespace
