@@ -21,14 +21,13 @@ std::string Num(double v) {
 
 Status CheckRange(std::string_view name, int64_t min, int64_t def, int64_t max) {
   if (min > max) {
-    return Fail(Error::InvalidArgument("max of " + std::string(name) + " (" +
-                                       std::to_string(max) + ") is below its minimum " +
-                                       std::to_string(min)));
+    return Fail(Error::InvalidArgument("max of " + std::string(name) + " (" + std::to_string(max) +
+                                       ") is below its minimum " + std::to_string(min)));
   }
   if (def < min || def > max) {
-    return Fail(Error::InvalidArgument("default " + std::string(name) + " (" +
-                                       std::to_string(def) + ") must be within [" +
-                                       std::to_string(min) + ", " + std::to_string(max) + "]"));
+    return Fail(Error::InvalidArgument("default " + std::string(name) + " (" + std::to_string(def) +
+                                       ") must be within [" + std::to_string(min) + ", " +
+                                       std::to_string(max) + "]"));
   }
   return {};
 }
@@ -71,11 +70,12 @@ Status ManagerConfig::Validate() const {
   }
   ASB_TRY(CheckRange("memory_mb", l.min_memory_mb, l.default_memory_mb, l.max_memory_mb));
   ASB_TRY(CheckRange("pids_limit", l.min_pids_limit, l.default_pids_limit, l.max_pids_limit));
-  ASB_TRY(CheckRange("workspace_mb", l.min_workspace_mb, l.default_workspace_mb,
-                     l.max_workspace_mb));
+  ASB_TRY(
+      CheckRange("workspace_mb", l.min_workspace_mb, l.default_workspace_mb, l.max_workspace_mb));
   if (l.min_memory_mb < 1 || l.min_pids_limit < 1 || l.min_workspace_mb < 1) {
-    return Fail(Error::InvalidArgument("minimum memory_mb, pids_limit and workspace_mb must be "
-                                       "at least 1"));
+    return Fail(
+        Error::InvalidArgument("minimum memory_mb, pids_limit and workspace_mb must be "
+                               "at least 1"));
   }
   if (l.tmp_size_mb < 1) {
     return Fail(Error::InvalidArgument("tmp_size_mb (" + std::to_string(l.tmp_size_mb) +
@@ -89,8 +89,8 @@ Status ManagerConfig::Validate() const {
   if (l.max_file_bytes < 1) {
     return Fail(Error::InvalidArgument("max_file_bytes must be at least 1"));
   }
-  ASB_TRY(CheckRange("idle_timeout_seconds", 0, l.default_idle_timeout_seconds,
-                     l.max_timeout_seconds));
+  ASB_TRY(
+      CheckRange("idle_timeout_seconds", 0, l.default_idle_timeout_seconds, l.max_timeout_seconds));
   if (reap_interval_seconds < 1) {
     return Fail(Error::InvalidArgument("reap_interval_seconds (" +
                                        std::to_string(reap_interval_seconds) +

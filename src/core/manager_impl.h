@@ -28,10 +28,10 @@ struct Entry {
   explicit Entry(SandboxInfo i) : info(std::move(i)) {}
   std::mutex op_mu;
   mutable std::mutex info_mu;
-  SandboxInfo info;                               // guarded by info_mu
-  std::shared_ptr<isolation::Sandbox> sandbox;    // guarded by info_mu; set while running
-  bool holds_slot = false;                        // guarded by Impl::mu_
-  std::atomic<int> active_ops{0};                 // execs/file ops in flight
+  SandboxInfo info;                             // guarded by info_mu
+  std::shared_ptr<isolation::Sandbox> sandbox;  // guarded by info_mu; set while running
+  bool holds_slot = false;                      // guarded by Impl::mu_
+  std::atomic<int> active_ops{0};               // execs/file ops in flight
 
   SandboxInfo Snapshot() const {
     std::lock_guard l(info_mu);
@@ -52,8 +52,8 @@ Status ValidateEnv(const std::map<std::string, std::string>& env, std::string_vi
 
 class SandboxManager::Impl {
  public:
-  Impl(const ManagerConfig& config, store::Store& store, isolation::Backend& backend,
-       Clock& clock, const TemplateCatalog& templates)
+  Impl(const ManagerConfig& config, store::Store& store, isolation::Backend& backend, Clock& clock,
+       const TemplateCatalog& templates)
       : cfg(config), store(store), backend(backend), clock(clock), templates(templates) {}
 
   const ManagerConfig& cfg;
@@ -90,6 +90,23 @@ class SandboxManager::Impl {
   };
   Result<Active> BeginActivity(const std::shared_ptr<Entry>& e);
   void Touch(Entry& e);
+
+  // ---- sandboxes that die on their own ---------------------------------------------------
+  /// The sandbox's live connection. Errors: kBackend; when the sandbox turns out to be gone,
+  /// it is also marked "error" (NoteIfLost).
+  Result<std::shared_ptr<protocol::Connection>> ConnectionFor(Entry& e, const Active& a);
+  /// After a kBackend/kCancelled failure: if the sandbox's connection is dead or the backend
+  /// says it is gone, and no lifecycle change is under way, marks it "error" ("sandbox stopped
+  /// unexpectedly") and frees its quota slot. It stays visible and deletable.
+  void NoteIfLost(Entry& e, const std::shared_ptr<isolation::Sandbox>& sandbox);
+  template <typename T>
+  Result<T> Checked(Entry& e, const Active& a, Result<T> r) {
+    if (!r &&
+        (r.error().code() == ErrorCode::kBackend || r.error().code() == ErrorCode::kCancelled)) {
+      NoteIfLost(e, a.sandbox);
+    }
+    return r;
+  }
 
   // ---- reaper --------------------------------------------------------------------------------
   void ReaperLoop();

@@ -24,14 +24,6 @@ struct ActivityMark {
   std::function<void(Entry&)> touch;
 };
 
-Result<std::shared_ptr<protocol::Connection>> ConnectionOf(isolation::Sandbox& sb) {
-  auto conn = sb.connection();
-  if (!conn || !conn->alive()) {
-    return Fail(Error::Backend("sandbox " + sb.id() + ": no connection to its sandboxd"));
-  }
-  return conn;
-}
-
 uint64_t OomKills(isolation::Sandbox& sb) {
   auto u = sb.Usage();
   return u ? u->oom_kills : 0;
@@ -73,8 +65,7 @@ Result<SandboxManager::Impl::Active> SandboxManager::Impl::BeginActivity(
     std::lock_guard l(e->info_mu);
     if (e->info.state != SandboxState::kRunning || !e->sandbox) {
       return Fail(Error::Conflict("sandbox " + e->info.id + " is " +
-                                  std::string(SandboxStateName(e->info.state)) +
-                                  ", not running"));
+                                  std::string(SandboxStateName(e->info.state)) + ", not running"));
     }
     a.sandbox = e->sandbox;
   }
@@ -82,6 +73,43 @@ Result<SandboxManager::Impl::Active> SandboxManager::Impl::BeginActivity(
   Touch(*e);
   a.mark = std::move(mark);
   return a;
+}
+
+// ---- sandboxes that die on their own -------------------------------------------------------
+
+Result<std::shared_ptr<protocol::Connection>> SandboxManager::Impl::ConnectionFor(Entry& e,
+                                                                                  const Active& a) {
+  auto conn = a.sandbox->connection();
+  if (!conn || !conn->alive()) {
+    NoteIfLost(e, a.sandbox);
+    return Fail(Error::Backend("sandbox " + a.sandbox->id() + ": no connection to its sandboxd"));
+  }
+  return conn;
+}
+
+void SandboxManager::Impl::NoteIfLost(Entry& e,
+                                      const std::shared_ptr<isolation::Sandbox>& sandbox) {
+  auto conn = sandbox->connection();
+  bool lost = conn != nullptr && !conn->alive();
+  if (!lost) {
+    auto usage = sandbox->Usage();
+    lost = !usage && usage.error().code() == ErrorCode::kNotFound;
+  }
+  if (!lost) return;
+  // A Destroy in progress holds op_mu and will finish the job; never wait for it.
+  std::unique_lock op(e.op_mu, std::try_to_lock);
+  if (!op.owns_lock()) return;
+  {
+    std::lock_guard l(e.info_mu);
+    if (e.info.state != SandboxState::kRunning || e.sandbox != sandbox) return;
+  }
+  const std::string msg = "sandbox stopped unexpectedly (its sandboxd is gone)";
+  if (Status st = WriteState(e, SandboxState::kError, msg); !st) {
+    spdlog::warn("sandbox_id={} marking lost sandbox: {}", sandbox->id(), st.error().ToString());
+    return;
+  }
+  ReleaseSlot(e);
+  spdlog::warn("sandbox_id={} {}", sandbox->id(), msg);
 }
 
 // ---- exec -----------------------------------------------------------------------------------
@@ -148,10 +176,11 @@ Result<ExecOutcome> SandboxManager::Exec(const std::string& owner, const std::st
   ASB_ASSIGN_OR_RETURN(auto e, impl_->Find(owner, id));
   ASB_ASSIGN_OR_RETURN(protocol::ExecRequest req, BuildExecRequest(config_.limits, opts));
   ASB_ASSIGN_OR_RETURN(Impl::Active act, impl_->BeginActivity(e));
-  ASB_ASSIGN_OR_RETURN(auto conn, ConnectionOf(*act.sandbox));
+  ASB_ASSIGN_OR_RETURN(auto conn, impl_->ConnectionFor(*e, act));
   const uint64_t oom_before = OomKills(*act.sandbox);
-  ASB_ASSIGN_OR_RETURN(ExecOutcome out,
-                       protocol::ExecCollect(*conn, req, opts.stdin_data.value_or("")));
+  ASB_ASSIGN_OR_RETURN(
+      ExecOutcome out,
+      impl_->Checked(*e, act, protocol::ExecCollect(*conn, req, opts.stdin_data.value_or(""))));
   out.result.oom_killed = OomKills(*act.sandbox) > oom_before;
   return out;
 }
@@ -161,9 +190,10 @@ Result<ExecStream> SandboxManager::StartExec(const std::string& owner, const std
   ASB_ASSIGN_OR_RETURN(auto e, impl_->Find(owner, id));
   ASB_ASSIGN_OR_RETURN(protocol::ExecRequest req, BuildExecRequest(config_.limits, opts));
   ASB_ASSIGN_OR_RETURN(Impl::Active act, impl_->BeginActivity(e));
-  ASB_ASSIGN_OR_RETURN(auto conn, ConnectionOf(*act.sandbox));
+  ASB_ASSIGN_OR_RETURN(auto conn, impl_->ConnectionFor(*e, act));
   const uint64_t oom_before = OomKills(*act.sandbox);
-  ASB_ASSIGN_OR_RETURN(auto channel, conn->Open(protocol::EncodeExecRequest(req)));
+  ASB_ASSIGN_OR_RETURN(auto channel,
+                       impl_->Checked(*e, act, conn->Open(protocol::EncodeExecRequest(req))));
   if (opts.stdin_data) {
     ASB_TRY(channel->Write(*opts.stdin_data));
     ASB_TRY(channel->CloseWrite());
@@ -182,16 +212,16 @@ Result<ExecStream> SandboxManager::StartExec(const std::string& owner, const std
 
 // ---- files ----------------------------------------------------------------------------------
 
-Result<FileReadStream> SandboxManager::OpenFileRead(const std::string& owner,
-                                                    const std::string& id,
+Result<FileReadStream> SandboxManager::OpenFileRead(const std::string& owner, const std::string& id,
                                                     const std::string& path) {
   ASB_ASSIGN_OR_RETURN(auto e, impl_->Find(owner, id));
   ASB_ASSIGN_OR_RETURN(std::string p, NormalizeWorkspacePath(path));
   ASB_ASSIGN_OR_RETURN(Impl::Active act, impl_->BeginActivity(e));
-  ASB_ASSIGN_OR_RETURN(auto conn, ConnectionOf(*act.sandbox));
+  ASB_ASSIGN_OR_RETURN(auto conn, impl_->ConnectionFor(*e, act));
   protocol::FileReadRequest req;
   req.path = p;
-  ASB_ASSIGN_OR_RETURN(auto channel, conn->Open(protocol::EncodeFileReadRequest(req)));
+  ASB_ASSIGN_OR_RETURN(auto channel,
+                       impl_->Checked(*e, act, conn->Open(protocol::EncodeFileReadRequest(req))));
   ASB_ASSIGN_OR_RETURN(protocol::ChannelEvent ev, channel->Next());
   if (ev.kind != protocol::ChannelEvent::Kind::kInfo) {
     if (!ev.terminal()) (void)channel->Cancel();
@@ -255,12 +285,13 @@ Result<FileWriteStream> SandboxManager::OpenFileWrite(const std::string& owner,
                                 std::to_string(config_.limits.max_file_bytes)));
   }
   ASB_ASSIGN_OR_RETURN(Impl::Active act, impl_->BeginActivity(e));
-  ASB_ASSIGN_OR_RETURN(auto conn, ConnectionOf(*act.sandbox));
+  ASB_ASSIGN_OR_RETURN(auto conn, impl_->ConnectionFor(*e, act));
   protocol::FileWriteRequest req;
   req.path = p;
   req.mode = mode.value_or(0644);
   req.max_bytes = config_.limits.max_file_bytes;
-  ASB_ASSIGN_OR_RETURN(auto channel, conn->Open(protocol::EncodeFileWriteRequest(req)));
+  ASB_ASSIGN_OR_RETURN(auto channel,
+                       impl_->Checked(*e, act, conn->Open(protocol::EncodeFileWriteRequest(req))));
   FileWriteStream out;
   out.channel = std::move(channel);
   out.keepalive = act.mark;
@@ -268,8 +299,7 @@ Result<FileWriteStream> SandboxManager::OpenFileWrite(const std::string& owner,
 }
 
 Result<protocol::FileStat> SandboxManager::WriteFile(const std::string& owner,
-                                                     const std::string& id,
-                                                     const std::string& path,
+                                                     const std::string& id, const std::string& path,
                                                      std::string_view data,
                                                      std::optional<uint32_t> mode) {
   ASB_ASSIGN_OR_RETURN(auto e, impl_->Find(owner, id));
@@ -281,12 +311,12 @@ Result<protocol::FileStat> SandboxManager::WriteFile(const std::string& owner,
                                 std::to_string(config_.limits.max_file_bytes)));
   }
   ASB_ASSIGN_OR_RETURN(Impl::Active act, impl_->BeginActivity(e));
-  ASB_ASSIGN_OR_RETURN(auto conn, ConnectionOf(*act.sandbox));
+  ASB_ASSIGN_OR_RETURN(auto conn, impl_->ConnectionFor(*e, act));
   protocol::FileWriteRequest req;
   req.path = p;
   req.mode = mode.value_or(0644);
   req.max_bytes = config_.limits.max_file_bytes;
-  return protocol::WriteFile(*conn, req, data);
+  return impl_->Checked(*e, act, protocol::WriteFile(*conn, req, data));
 }
 
 Result<std::vector<protocol::FileStat>> SandboxManager::ListFiles(const std::string& owner,
@@ -296,39 +326,37 @@ Result<std::vector<protocol::FileStat>> SandboxManager::ListFiles(const std::str
   ASB_ASSIGN_OR_RETURN(auto e, impl_->Find(owner, id));
   ASB_ASSIGN_OR_RETURN(std::string p, NormalizeWorkspacePath(path));
   ASB_ASSIGN_OR_RETURN(Impl::Active act, impl_->BeginActivity(e));
-  ASB_ASSIGN_OR_RETURN(auto conn, ConnectionOf(*act.sandbox));
+  ASB_ASSIGN_OR_RETURN(auto conn, impl_->ConnectionFor(*e, act));
   protocol::FileListRequest req;
   req.path = p;
   req.recursive = recursive;
-  return protocol::ListFiles(*conn, req);
+  return impl_->Checked(*e, act, protocol::ListFiles(*conn, req));
 }
 
-Result<protocol::FileStat> SandboxManager::StatFile(const std::string& owner,
-                                                    const std::string& id,
+Result<protocol::FileStat> SandboxManager::StatFile(const std::string& owner, const std::string& id,
                                                     const std::string& path) {
   ASB_ASSIGN_OR_RETURN(auto e, impl_->Find(owner, id));
   ASB_ASSIGN_OR_RETURN(std::string p, NormalizeWorkspacePath(path));
   ASB_ASSIGN_OR_RETURN(Impl::Active act, impl_->BeginActivity(e));
-  ASB_ASSIGN_OR_RETURN(auto conn, ConnectionOf(*act.sandbox));
+  ASB_ASSIGN_OR_RETURN(auto conn, impl_->ConnectionFor(*e, act));
   protocol::FileStatRequest req;
   req.path = p;
-  return protocol::StatFile(*conn, req);
+  return impl_->Checked(*e, act, protocol::StatFile(*conn, req));
 }
 
-Result<protocol::FileStat> SandboxManager::MakeDir(const std::string& owner,
-                                                   const std::string& id,
+Result<protocol::FileStat> SandboxManager::MakeDir(const std::string& owner, const std::string& id,
                                                    const std::string& path,
                                                    std::optional<uint32_t> mode) {
   ASB_ASSIGN_OR_RETURN(auto e, impl_->Find(owner, id));
   ASB_ASSIGN_OR_RETURN(std::string p, NormalizeWorkspacePath(path));
   ASB_TRY(CheckMode(mode));
   ASB_ASSIGN_OR_RETURN(Impl::Active act, impl_->BeginActivity(e));
-  ASB_ASSIGN_OR_RETURN(auto conn, ConnectionOf(*act.sandbox));
+  ASB_ASSIGN_OR_RETURN(auto conn, impl_->ConnectionFor(*e, act));
   protocol::FileMkdirRequest req;
   req.path = p;
   req.mode = mode.value_or(0755);
   req.parents = true;
-  return protocol::MakeDir(*conn, req);
+  return impl_->Checked(*e, act, protocol::MakeDir(*conn, req));
 }
 
 Status SandboxManager::RemoveFile(const std::string& owner, const std::string& id,
@@ -339,17 +367,16 @@ Status SandboxManager::RemoveFile(const std::string& owner, const std::string& i
     return Fail(Error::InvalidArgument("/workspace itself cannot be removed"));
   }
   ASB_ASSIGN_OR_RETURN(Impl::Active act, impl_->BeginActivity(e));
-  ASB_ASSIGN_OR_RETURN(auto conn, ConnectionOf(*act.sandbox));
+  ASB_ASSIGN_OR_RETURN(auto conn, impl_->ConnectionFor(*e, act));
   protocol::FileRemoveRequest req;
   req.path = p;
   req.recursive = recursive;
-  return protocol::RemoveFile(*conn, req);
+  return impl_->Checked(*e, act, protocol::RemoveFile(*conn, req));
 }
 
-Result<protocol::FileStat> SandboxManager::MoveFile(const std::string& owner,
-                                                    const std::string& id,
-                                                    const std::string& from,
-                                                    const std::string& to, bool overwrite) {
+Result<protocol::FileStat> SandboxManager::MoveFile(const std::string& owner, const std::string& id,
+                                                    const std::string& from, const std::string& to,
+                                                    bool overwrite) {
   ASB_ASSIGN_OR_RETURN(auto e, impl_->Find(owner, id));
   ASB_ASSIGN_OR_RETURN(std::string f, NormalizeWorkspacePath(from));
   ASB_ASSIGN_OR_RETURN(std::string t, NormalizeWorkspacePath(to));
@@ -357,12 +384,12 @@ Result<protocol::FileStat> SandboxManager::MoveFile(const std::string& owner,
     return Fail(Error::InvalidArgument("/workspace itself cannot be moved or replaced"));
   }
   ASB_ASSIGN_OR_RETURN(Impl::Active act, impl_->BeginActivity(e));
-  ASB_ASSIGN_OR_RETURN(auto conn, ConnectionOf(*act.sandbox));
+  ASB_ASSIGN_OR_RETURN(auto conn, impl_->ConnectionFor(*e, act));
   protocol::FileMoveRequest req;
   req.from = f;
   req.to = t;
   req.overwrite = overwrite;
-  return protocol::MoveFile(*conn, req);
+  return impl_->Checked(*e, act, protocol::MoveFile(*conn, req));
 }
 
 }  // namespace asb::core

@@ -73,9 +73,8 @@ TEST_F(ManagerOpsTest, ExecCapsTimeoutsStdinAndEnv) {
 }
 
 TEST_F(ManagerOpsTest, OomKilledComesFromTheSandboxCounter) {
-  auto running = std::async(std::launch::async, [&] {
-    return manager_->Exec("alice", sb_.id, Cmd("sleep 0.5"));
-  });
+  auto running = std::async(std::launch::async,
+                            [&] { return manager_->Exec("alice", sb_.id, Cmd("sleep 0.5")); });
   std::this_thread::sleep_for(std::chrono::milliseconds(150));
   backend_->SetOomKills(sb_.id, 1);
   auto r = running.get();
@@ -109,9 +108,8 @@ TEST_F(ManagerOpsTest, StreamingExecEndsWithAResult) {
 }
 
 TEST_F(ManagerOpsTest, DestroyDoesNotWaitForARunningExecAndEndsIt) {
-  auto running = std::async(std::launch::async, [&] {
-    return manager_->Exec("alice", sb_.id, Cmd("sleep 60"));
-  });
+  auto running = std::async(std::launch::async,
+                            [&] { return manager_->Exec("alice", sb_.id, Cmd("sleep 60")); });
   std::this_thread::sleep_for(std::chrono::milliseconds(200));
   auto t0 = std::chrono::steady_clock::now();
   ASSERT_TRUE(manager_->Destroy("alice", sb_.id));
@@ -137,8 +135,7 @@ TEST_F(ManagerOpsTest, FilesRoundTripAndFollowThePathRules) {
   EXPECT_EQ(*manager_->ReadFile("alice", sb_.id, "empty"), "");
 
   EXPECT_EQ(manager_->ReadFile("alice", sb_.id, "missing").error().code(), ErrorCode::kNotFound);
-  EXPECT_EQ(manager_->ReadFile("alice", sb_.id, "src").error().code(),
-            ErrorCode::kInvalidArgument);
+  EXPECT_EQ(manager_->ReadFile("alice", sb_.id, "src").error().code(), ErrorCode::kInvalidArgument);
 
   ASSERT_TRUE(manager_->MakeDir("alice", sb_.id, "d/e"));
   ASSERT_TRUE(manager_->WriteFile("alice", sb_.id, ".dot", "x"));

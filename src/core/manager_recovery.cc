@@ -9,9 +9,8 @@ namespace asb::core {
 
 Status SandboxManager::Recover() {
   Impl& m = *impl_;
-  ASB_ASSIGN_OR_RETURN(auto records, m.store.ListSandboxes({.owner = std::nullopt,
-                                                            .states = {},
-                                                            .live_only = true}));
+  ASB_ASSIGN_OR_RETURN(auto records, m.store.ListSandboxes(
+                                         {.owner = std::nullopt, .states = {}, .live_only = true}));
   std::set<std::string> live;
   int adopted = 0, dropped = 0, finished = 0;
   for (const auto& rec : records) {
@@ -126,9 +125,9 @@ int SandboxManager::ReapOnce() {
     const SandboxInfo now_info = e->Snapshot();
     if (now_info.state == SandboxState::kDestroyed) continue;
     if (why == "ttl expired" && now_info.expires_at_ms > now) continue;
-    if (why == "idle timeout" && (e->active_ops.load() != 0 ||
-                                  now_info.last_activity_at_ms +
-                                          now_info.idle_timeout_seconds * 1000 > now)) {
+    if (why == "idle timeout" &&
+        (e->active_ops.load() != 0 ||
+         now_info.last_activity_at_ms + now_info.idle_timeout_seconds * 1000 > now)) {
       continue;
     }
     if (m.DestroyLocked(*e, why)) ++reaped;

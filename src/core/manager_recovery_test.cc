@@ -169,8 +169,7 @@ TEST_F(ManagerTest, RecoveryKeepsUnadoptableSandboxesAsErrors) {
     AdoptFails(isolation::Backend& inner, std::string bad) : inner_(inner), bad_(std::move(bad)) {}
     std::string_view name() const override { return inner_.name(); }
     Status Probe() override { return {}; }
-    Result<std::shared_ptr<isolation::Sandbox>> Create(
-        const isolation::SandboxSpec& s) override {
+    Result<std::shared_ptr<isolation::Sandbox>> Create(const isolation::SandboxSpec& s) override {
       return inner_.Create(s);
     }
     Result<std::shared_ptr<isolation::Sandbox>> Adopt(const std::string& id) override {

@@ -12,8 +12,8 @@
 
 #include "common/clock.h"
 #include "core/sandbox_manager.h"
-#include "core/testing/fake_backend.h"
 #include "core/templates.h"
+#include "core/testing/fake_backend.h"
 #include "store/store.h"
 
 #ifndef ASB_TEST_SANDBOXD_PATH

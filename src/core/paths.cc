@@ -80,8 +80,9 @@ Result<std::string> NormalizeWorkdir(std::string_view path) {
 }
 
 Result<uint32_t> ParseFileMode(std::string_view text) {
-  const Error bad = Error::InvalidArgument("mode must be an octal number between 0 and 0777, got '" +
-                                           std::string(text.substr(0, 20)) + "'");
+  const Error bad =
+      Error::InvalidArgument("mode must be an octal number between 0 and 0777, got '" +
+                             std::string(text.substr(0, 20)) + "'");
   std::string_view digits = text;
   if (digits.size() > 2 && digits[0] == '0' && (digits[1] == 'o' || digits[1] == 'O')) {
     digits.remove_prefix(2);
@@ -98,12 +99,12 @@ Result<uint32_t> ParseFileMode(std::string_view text) {
 
 Status CheckFileMode(uint32_t mode) {
   if (mode > 0777) {
-    return Fail(Error::InvalidArgument("mode must be an octal number between 0 and 0777, got 0" +
-                                       [&] {
-                                         char buf[16];
-                                         snprintf(buf, sizeof buf, "%o", mode);
-                                         return std::string(buf);
-                                       }()));
+    return Fail(
+        Error::InvalidArgument("mode must be an octal number between 0 and 0777, got 0" + [&] {
+          char buf[16];
+          snprintf(buf, sizeof buf, "%o", mode);
+          return std::string(buf);
+        }()));
   }
   return {};
 }

@@ -130,9 +130,9 @@ Status SandboxManager::Impl::ReserveSlot(Entry& e, bool force) {
   std::lock_guard l(mu_);
   if (e.holds_slot) return {};
   if (!force && slots_used_ >= cfg.limits.max_sandboxes) {
-    return Fail(Error::LimitExceeded("sandbox limit reached: " +
-                                     std::to_string(cfg.limits.max_sandboxes) +
-                                     " sandboxes are running or being created"));
+    return Fail(
+        Error::LimitExceeded("sandbox limit reached: " + std::to_string(cfg.limits.max_sandboxes) +
+                             " sandboxes are running or being created"));
   }
   ++slots_used_;
   e.holds_slot = true;
@@ -153,8 +153,7 @@ int64_t SandboxManager::Impl::SlotsUsed() {
 
 // ---- transitions ----------------------------------------------------------------------------
 
-Status SandboxManager::Impl::WriteState(Entry& e, SandboxState s,
-                                        std::string_view error_message) {
+Status SandboxManager::Impl::WriteState(Entry& e, SandboxState s, std::string_view error_message) {
   const int64_t now = clock.NowUnixMs();
   const std::string id = e.Snapshot().id;
   ASB_TRY(store.SetSandboxState(id, SandboxStateName(s), error_message, now));
@@ -209,8 +208,7 @@ Result<SandboxInfo> SandboxManager::Create(const std::string& owner, const Creat
     double c = *req.cpus;
     if (!std::isfinite(c) || c <= 0 || c > lim.max_cpus) {
       return Fail(Error::InvalidArgument("cpus must be greater than 0 and at most " +
-                                         FormatNumber(lim.max_cpus) + ", got " +
-                                         FormatNumber(c)));
+                                         FormatNumber(lim.max_cpus) + ", got " + FormatNumber(c)));
     }
   }
   info.cpus = req.cpus.value_or(lim.default_cpus);
@@ -223,9 +221,8 @@ Result<SandboxInfo> SandboxManager::Create(const std::string& owner, const Creat
                        CheckInt("workspace_mb", req.workspace_mb, lim.default_workspace_mb,
                                 lim.min_workspace_mb, lim.max_workspace_mb));
   ASB_ASSIGN_OR_RETURN(info.timeout_seconds,
-                       CheckInt("timeout_seconds", req.timeout_seconds,
-                                lim.default_timeout_seconds, lim.min_timeout_seconds,
-                                lim.max_timeout_seconds));
+                       CheckInt("timeout_seconds", req.timeout_seconds, lim.default_timeout_seconds,
+                                lim.min_timeout_seconds, lim.max_timeout_seconds));
   ASB_ASSIGN_OR_RETURN(info.idle_timeout_seconds,
                        CheckInt("idle_timeout_seconds", req.idle_timeout_seconds,
                                 lim.default_idle_timeout_seconds, 0, lim.max_timeout_seconds));
@@ -286,8 +283,7 @@ Result<SandboxInfo> SandboxManager::Create(const std::string& owner, const Creat
     (void)impl_->WriteState(*entry, SandboxState::kError, err.message());
     impl_->ReleaseSlot(*entry);
     if (Status st = impl_->backend.Destroy(info.id); !st) {
-      spdlog::warn("sandbox_id={} cleanup after failed create: {}", info.id,
-                   st.error().ToString());
+      spdlog::warn("sandbox_id={} cleanup after failed create: {}", info.id, st.error().ToString());
     }
     return Fail(std::move(err).WithContext("create sandbox"));
   }
@@ -335,8 +331,8 @@ Result<SandboxInfo> SandboxManager::SetTimeout(const std::string& owner, const s
                                                int64_t seconds) {
   const Limits& lim = config_.limits;
   if (seconds < lim.min_timeout_seconds) {
-    return Fail(RangeError("timeout_seconds", lim.min_timeout_seconds, lim.max_timeout_seconds,
-                           seconds));
+    return Fail(
+        RangeError("timeout_seconds", lim.min_timeout_seconds, lim.max_timeout_seconds, seconds));
   }
   seconds = std::min(seconds, lim.max_timeout_seconds);
   ASB_ASSIGN_OR_RETURN(auto e, impl_->Find(owner, id));

@@ -63,12 +63,12 @@ std::optional<SandboxState> ParseSandboxState(std::string_view name);
 /// A create request as the API decoded it. Absent optionals take the configured defaults.
 /// Integers are signed so that negative input reaches validation (and is rejected there).
 struct CreateRequest {
-  std::string template_name{};                  // "" = config.default_template
-  std::optional<double> cpus{};                 // cores, (0, max_cpus]
-  std::optional<int64_t> memory_mb{};           // [min_memory_mb, max_memory_mb]
-  std::optional<int64_t> pids_limit{};          // [min_pids_limit, max_pids_limit]
-  std::optional<int64_t> workspace_mb{};        // [min_workspace_mb, max_workspace_mb]
-  std::optional<int64_t> timeout_seconds{};     // [min_timeout_seconds, max_timeout_seconds]
+  std::string template_name{};                    // "" = config.default_template
+  std::optional<double> cpus{};                   // cores, (0, max_cpus]
+  std::optional<int64_t> memory_mb{};             // [min_memory_mb, max_memory_mb]
+  std::optional<int64_t> pids_limit{};            // [min_pids_limit, max_pids_limit]
+  std::optional<int64_t> workspace_mb{};          // [min_workspace_mb, max_workspace_mb]
+  std::optional<int64_t> timeout_seconds{};       // [min_timeout_seconds, max_timeout_seconds]
   std::optional<int64_t> idle_timeout_seconds{};  // [0, max_timeout_seconds]; 0 = none
   /// Base environment of every command. Keys non-empty, without '=' or NUL; values without NUL.
   std::map<std::string, std::string> env{};
@@ -202,8 +202,7 @@ class SandboxManager {
   /// Sets expires_at = now + seconds. Seconds below min_timeout_seconds: kInvalidArgument;
   /// above max_timeout_seconds: clamped to it. Errors: kNotFound, kConflict if the sandbox is
   /// not running.
-  Result<SandboxInfo> SetTimeout(const std::string& owner, const std::string& id,
-                                 int64_t seconds);
+  Result<SandboxInfo> SetTimeout(const std::string& owner, const std::string& id, int64_t seconds);
 
   // ---- exec ---------------------------------------------------------------------------------
 
@@ -244,8 +243,7 @@ class SandboxManager {
                                         std::optional<uint64_t> size_hint = std::nullopt);
 
   /// Lists a directory (entries sorted by name; sandboxd includes dotfiles and symlinks).
-  Result<std::vector<protocol::FileStat>> ListFiles(const std::string& owner,
-                                                    const std::string& id,
+  Result<std::vector<protocol::FileStat>> ListFiles(const std::string& owner, const std::string& id,
                                                     const std::string& path, bool recursive);
   Result<protocol::FileStat> StatFile(const std::string& owner, const std::string& id,
                                       const std::string& path);

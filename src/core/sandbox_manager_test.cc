@@ -82,8 +82,7 @@ TEST_F(ManagerTest, ValuesAreEchoedListedAndTimeoutExtended) {  // L2
   auto clamped = manager_->SetTimeout("alice", info.id, 10'000'000);
   ASSERT_TRUE(clamped);
   EXPECT_EQ(clamped->expires_at_ms, clock_.NowUnixMs() + 86'400'000);
-  EXPECT_EQ(manager_->SetTimeout("alice", info.id, 0).error().code(),
-            ErrorCode::kInvalidArgument);
+  EXPECT_EQ(manager_->SetTimeout("alice", info.id, 0).error().code(), ErrorCode::kInvalidArgument);
 
   ASSERT_TRUE(manager_->Destroy("alice", info.id));
   auto gone = manager_->Get("alice", info.id);
@@ -160,9 +159,11 @@ TEST_F(ManagerTest, EveryLimitPassesAtItsBoundaryAndFailsOneBeyond) {  // L3
   expect_ok(r, "small cpus");
 
   // Env keys: empty, '=', NUL; values: NUL. The message never echoes a value.
-  for (const auto& [k, v] : std::vector<std::pair<std::string, std::string>>{
-           {"", "x"}, {"A=B", "x"}, {std::string("A\0B", 3), "x"},
-           {"OK", std::string("sec\0ret", 7)}}) {
+  for (const auto& [k, v] :
+       std::vector<std::pair<std::string, std::string>>{{"", "x"},
+                                                        {"A=B", "x"},
+                                                        {std::string("A\0B", 3), "x"},
+                                                        {"OK", std::string("sec\0ret", 7)}}) {
     r = {};
     r.env = {{k, v}};
     auto got = manager_->Create("alice", r);
@@ -190,8 +191,8 @@ TEST_F(ManagerTest, EveryLimitPassesAtItsBoundaryAndFailsOneBeyond) {  // L3
 
   // Nothing was created by any rejected request.
   EXPECT_TRUE(manager_->List(kAnyOwner)->empty());
-  auto recs = store_->ListSandboxes({.owner = std::nullopt, .states = {"creating", "running",
-                                     "error"}, .live_only = false});
+  auto recs = store_->ListSandboxes(
+      {.owner = std::nullopt, .states = {"creating", "running", "error"}, .live_only = false});
   ASSERT_TRUE(recs);
   EXPECT_TRUE(recs->empty());
 }
@@ -244,8 +245,10 @@ TEST_F(ManagerTest, ConcurrentCreatesNeverExceedTheQuota) {
   for (int i = 0; i < 16; ++i) {
     threads.emplace_back([&] {
       auto r = manager_->Create("alice", {});
-      if (r) ++ok;
-      else if (r.error().code() == ErrorCode::kLimitExceeded) ++limited;
+      if (r)
+        ++ok;
+      else if (r.error().code() == ErrorCode::kLimitExceeded)
+        ++limited;
     });
   }
   for (auto& t : threads) t.join();
@@ -323,8 +326,7 @@ TEST_F(ManagerTest, AnotherOwnersSandboxIsNotFoundEverywhere) {
   EXPECT_EQ(b.error().message(), "sandbox " + a.id + " not found");  // indistinguishable
   EXPECT_EQ(manager_->Destroy("bob", a.id).error().code(), ErrorCode::kNotFound);
   EXPECT_EQ(manager_->SetTimeout("bob", a.id, 60).error().code(), ErrorCode::kNotFound);
-  EXPECT_EQ(manager_->Exec("bob", a.id, {.command = "true"}).error().code(),
-            ErrorCode::kNotFound);
+  EXPECT_EQ(manager_->Exec("bob", a.id, {.command = "true"}).error().code(), ErrorCode::kNotFound);
   EXPECT_EQ(manager_->ReadFile("bob", a.id, "x").error().code(), ErrorCode::kNotFound);
   EXPECT_TRUE(manager_->List("bob")->empty());
   EXPECT_EQ(manager_->List(kAnyOwner)->size(), 1u);
@@ -402,6 +404,28 @@ TEST_F(ManagerTest, ExecAndFilesAreRejectedBeforeReachingSandboxd) {
   EXPECT_EQ(big.error().code(), ErrorCode::kTooLarge);
   EXPECT_EQ(manager_->OpenFileWrite("alice", a.id, "f", std::nullopt, 11).error().code(),
             ErrorCode::kTooLarge);
+}
+
+TEST_F(ManagerTest, ASandboxThatDiedIsMarkedErrorAndFreesItsSlot) {
+  SandboxInfo a = MustCreate("alice");
+  MustCreate("alice");
+  MustCreate("alice");
+  EXPECT_EQ(manager_->Create("alice", {}).error().code(), ErrorCode::kLimitExceeded);
+  backend_->Crash(a.id);  // its processes are gone; the backend still owns its resources
+  ExecOptions o;
+  o.command = "true";
+  auto r = manager_->Exec("alice", a.id, o);
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().code(), ErrorCode::kBackend);
+  auto got = manager_->Get("alice", a.id);
+  ASSERT_TRUE(got);
+  EXPECT_EQ(got->state, SandboxState::kError);
+  EXPECT_NE(got->error_message.find("stopped unexpectedly"), std::string::npos);
+  EXPECT_EQ(StoredState(a.id), "error");
+  EXPECT_EQ(manager_->Exec("alice", a.id, o).error().code(), ErrorCode::kConflict);
+  MustCreate("alice");  // its slot was freed
+  ASSERT_TRUE(manager_->Destroy("alice", a.id));
+  EXPECT_FALSE(backend_->IsOwned(a.id));
 }
 
 }  // namespace

@@ -31,9 +31,12 @@ void DecodeSpecJson(std::string_view text, SandboxInfo* info) {
   auto num = [&](const char* key, auto* out) {
     if (const json::value* x = o.if_contains(key)) {
       using T = std::remove_pointer_t<decltype(out)>;
-      if (x->is_int64()) *out = static_cast<T>(x->get_int64());
-      else if (x->is_uint64()) *out = static_cast<T>(x->get_uint64());
-      else if (x->is_double()) *out = static_cast<T>(x->get_double());
+      if (x->is_int64())
+        *out = static_cast<T>(x->get_int64());
+      else if (x->is_uint64())
+        *out = static_cast<T>(x->get_uint64());
+      else if (x->is_double())
+        *out = static_cast<T>(x->get_double());
     }
   };
   num("cpus", &info->cpus);

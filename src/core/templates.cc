@@ -13,8 +13,8 @@ namespace {
 bool IsPlainName(std::string_view name) {
   if (name.empty() || name.size() > 64 || name[0] == '.') return false;
   return std::all_of(name.begin(), name.end(), [](char c) {
-    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-           c == '-' || c == '_' || c == '.';
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' ||
+           c == '_' || c == '.';
   });
 }
 
@@ -59,8 +59,7 @@ std::optional<TemplateInfo> Load(const std::filesystem::path& dir, std::string_v
 std::vector<TemplateInfo> DirTemplateCatalog::List() const {
   std::vector<TemplateInfo> out;
   std::error_code ec;
-  for (std::filesystem::directory_iterator it(dir_, ec), end; !ec && it != end;
-       it.increment(ec)) {
+  for (std::filesystem::directory_iterator it(dir_, ec), end; !ec && it != end; it.increment(ec)) {
     if (auto t = Load(dir_, it->path().filename().string())) out.push_back(std::move(*t));
   }
   std::sort(out.begin(), out.end(),

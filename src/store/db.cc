@@ -23,8 +23,8 @@ Error SqliteError(int rc, sqlite3* db, std::string_view context) {
 
 Result<Db> Db::Open(const std::string& path, int busy_timeout_ms) {
   sqlite3* raw = nullptr;
-  int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX |
-              SQLITE_OPEN_NOFOLLOW;
+  int flags =
+      SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX | SQLITE_OPEN_NOFOLLOW;
   int rc = sqlite3_open_v2(path.c_str(), &raw, flags, nullptr);
   Db db(raw, path);  // owns raw even on failure (sqlite3_open_v2 may allocate it)
   if (rc != SQLITE_OK) return Fail(SqliteError(rc, raw, "open database " + path));

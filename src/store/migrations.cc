@@ -13,7 +13,8 @@ constexpr std::string_view kCreateTable =
 
 Result<int64_t> SchemaVersion(Db& db) {
   ASB_TRY(db.Exec(kCreateTable));
-  ASB_ASSIGN_OR_RETURN(Stmt s, db.Prepare("SELECT COALESCE(MAX(version), 0) FROM schema_migrations"));
+  ASB_ASSIGN_OR_RETURN(Stmt s,
+                       db.Prepare("SELECT COALESCE(MAX(version), 0) FROM schema_migrations"));
   ASB_ASSIGN_OR_RETURN(bool row, s.Step());
   return row ? s.ColumnInt(0) : 0;
 }

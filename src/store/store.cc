@@ -164,8 +164,7 @@ Status Store::SetSandboxExpiry(std::string_view id, int64_t expires_at_ms, int64
 
 Status Store::TouchSandbox(std::string_view id, int64_t now_ms) {
   std::lock_guard lock(mu_);
-  ASB_ASSIGN_OR_RETURN(Stmt s,
-                       db_.Prepare("UPDATE sandboxes SET last_activity_at=? WHERE id=?"));
+  ASB_ASSIGN_OR_RETURN(Stmt s, db_.Prepare("UPDATE sandboxes SET last_activity_at=? WHERE id=?"));
   s.Bind(1, now_ms).Bind(2, id);
   ASB_TRY_CTX(s.Run(), "touch sandbox " + std::string(id));
   return ExpectOneRow(db_, "touch sandbox", id);
