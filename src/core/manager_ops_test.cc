@@ -2,6 +2,8 @@
 // FakeBackend (no isolation; --no-pid1). Skipped when sandboxd has not been built.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <future>
 #include <thread>
 
@@ -15,6 +17,8 @@ class ManagerOpsTest : public ManagerTest {
   void SetUp() override {
     ManagerTest::SetUp();
     if (HasFatalFailure()) return;
+    // sandboxd runs commands as uid 1000 and file operations with setfsuid: root only.
+    if (::geteuid() != 0) GTEST_SKIP() << "needs root (sandboxd switches users)";
     sb_ = MustCreate("alice");
     auto adopted = backend_->Adopt(sb_.id);
     ASSERT_TRUE(adopted);
