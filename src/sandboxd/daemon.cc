@@ -1,6 +1,7 @@
 #include "sandboxd/daemon.h"
 
 #include <fcntl.h>
+#include <grp.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/signalfd.h>
@@ -45,6 +46,12 @@ Status Daemon::Init() {
   // On the host (tests) orphans of our commands are re-parented to us, as they are to a PID 1.
   if (prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0) return FailErrno("PR_SET_CHILD_SUBREAPER");
   signal(SIGPIPE, SIG_IGN);  // a host that goes away must not kill us; children reset it
+  // File operations switch only fsuid/fsgid; drop supplementary groups so that a file
+  // writable by one of sandboxd's groups (e.g. gid 0) is not writable for the sandbox user.
+  if (setgroups(0, nullptr) != 0) {
+    fprintf(stderr, "sandboxd: setgroups: %s (file permission checks keep them)\n",
+            strerror(errno));
+  }
 
   sigset_t set;
   sigemptyset(&set);

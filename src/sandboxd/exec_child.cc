@@ -6,6 +6,7 @@
 #include <signal.h>
 #include <sys/ioctl.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -30,6 +31,9 @@ constexpr int kDockerDefaultCaps[] = {
     CAP_NET_BIND_SERVICE,        CAP_SYS_CHROOT, CAP_KILL,           CAP_AUDIT_WRITE,
 };
 constexpr int kMaxCap = 63;
+
+// 0 = leave RLIMIT_NOFILE alone.
+unsigned long g_command_nofile_soft = 0;
 
 [[noreturn]] void Die(int fd, ErrorCode code, int err, const char* what) {
   ChildFailure f;
@@ -94,6 +98,8 @@ void SetCredentials(const ChildPlan& p) {
 
 }  // namespace
 
+void SetCommandNofileLimit(unsigned long soft) { g_command_nofile_soft = soft; }
+
 void RunExecChild(const ChildPlan& p) {
   const int efd = p.error_fd;
   // 1. Signals.
@@ -125,6 +131,13 @@ void RunExecChild(const ChildPlan& p) {
   }
 
   umask(022);  // sandboxd itself runs with umask 0
+  if (g_command_nofile_soft != 0) {
+    rlimit nofile;
+    if (getrlimit(RLIMIT_NOFILE, &nofile) == 0) {
+      nofile.rlim_cur = g_command_nofile_soft;
+      setrlimit(RLIMIT_NOFILE, &nofile);
+    }
+  }
 
   // 5. Credentials and capabilities.
   SetCredentials(p);

@@ -47,4 +47,9 @@ struct ChildFailure {
 
 [[noreturn]] void RunExecChild(const ChildPlan& plan);
 
+/// Records the RLIMIT_NOFILE soft limit commands get back (sandboxd raises its own soft limit
+/// to the hard limit at start-up so many concurrent execs never run out of fds; commands keep
+/// the limit the backend gave the sandbox). Call once from main before anything forks.
+void SetCommandNofileLimit(unsigned long soft);
+
 }  // namespace asb::sandboxd

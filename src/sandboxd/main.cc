@@ -1,6 +1,7 @@
 // sandboxd: the in-sandbox daemon, PID 1 of every sandbox. See options.h for the command line
 // and daemon.h for what it does; this file only wires them together.
 #include <fcntl.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -10,6 +11,7 @@
 
 #include "sandboxd/daemon.h"
 #include "sandboxd/event_loop.h"
+#include "sandboxd/exec_child.h"
 #include "sandboxd/options.h"
 #include "sandboxd/seccomp_policy.h"
 
@@ -34,6 +36,14 @@ int main(int argc, char** argv) {
     auto st = ReadConfigFd(options->config_fd, &*options);
     close(options->config_fd);
     if (!st) return Fatal(st.error());
+  }
+  // Many concurrent execs hold several pipes each: use the whole hard limit of open files;
+  // commands get the original soft limit back.
+  rlimit nofile;
+  if (getrlimit(RLIMIT_NOFILE, &nofile) == 0 && nofile.rlim_cur < nofile.rlim_max) {
+    SetCommandNofileLimit(nofile.rlim_cur);
+    nofile.rlim_cur = nofile.rlim_max;
+    setrlimit(RLIMIT_NOFILE, &nofile);
   }
   // Files sandboxd creates get exactly the requested mode; commands get umask 022 back.
   umask(0);

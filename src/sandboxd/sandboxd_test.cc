@@ -2,6 +2,7 @@
 // driven by the real host client. Needs root (commands run as uid 1000; file operations use
 // setfsuid). Label: privileged.
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -293,6 +294,35 @@ TEST_F(SandboxdTest, PtyExecWithResize) {
   EXPECT_EQ(r.result.exit_code, 0);
   EXPECT_NE(r.stdout_data.find("/dev/pts/"), std::string::npos) << r.stdout_data;
   EXPECT_NE(r.stdout_data.find("30 100"), std::string::npos) << r.stdout_data;
+}
+
+TEST_F(SandboxdTest, PtyResizeAndStdin) {
+  ExecRequest req = ShellRequest("read line; echo got:$line; stty size");
+  req.pty = ExecRequest::Pty{80, 24};
+  req.stdin_pipe = true;
+  auto ch = conn_->Open(protocol::EncodeExecRequest(req));
+  ASSERT_TRUE(ch);
+  auto info = (*ch)->Next(5000);
+  ASSERT_TRUE(info);
+  ASSERT_EQ(info->kind, ChannelEvent::Kind::kInfo);
+  ASSERT_TRUE((*ch)->Resize(120, 40));
+  ASSERT_TRUE((*ch)->Write("hello\n"));
+  std::string out;
+  for (;;) {
+    auto ev = (*ch)->Next(5000);
+    ASSERT_TRUE(ev) << ev.error().ToString();
+    if (ev->kind == ChannelEvent::Kind::kData) out += ev->payload;
+    if (ev->kind == ChannelEvent::Kind::kResult) break;
+    ASSERT_NE(ev->kind, ChannelEvent::Kind::kError);
+  }
+  EXPECT_NE(out.find("got:hello"), std::string::npos) << out;
+  EXPECT_NE(out.find("40 120"), std::string::npos) << out;
+}
+
+TEST_F(SandboxdTest, CommandsKeepTheOriginalOpenFileLimit) {
+  struct rlimit own;
+  ASSERT_EQ(getrlimit(RLIMIT_NOFILE, &own), 0);
+  EXPECT_EQ(Sh("ulimit -n").stdout_data, std::to_string(own.rlim_cur) + "\n");
 }
 
 TEST_F(SandboxdTest, ConnectionLossKillsItsExecsAndReconnectWorks) {
