@@ -10,6 +10,10 @@ namespace asb::core {
 
 namespace {
 
+/// How long a file read waits for sandboxd's next frame before giving up, milliseconds. No
+/// request may hang the server (issue 3, "Errors").
+constexpr int64_t kSandboxdAnswerMs = 60'000;
+
 /// Ends an activity: decrements the in-flight count and touches last_activity.
 struct ActivityMark {
   ActivityMark(std::shared_ptr<Entry> e, std::function<void(Entry&)> touch)
@@ -222,7 +226,13 @@ Result<FileReadStream> SandboxManager::OpenFileRead(const std::string& owner, co
   req.path = p;
   ASB_ASSIGN_OR_RETURN(auto channel,
                        impl_->Checked(*e, act, conn->Open(protocol::EncodeFileReadRequest(req))));
-  ASB_ASSIGN_OR_RETURN(protocol::ChannelEvent ev, channel->Next());
+  auto first = channel->Next(kSandboxdAnswerMs);
+  if (!first) {
+    (void)channel->Cancel();
+    return Fail(Error::Backend("read " + p + ": sandboxd did not answer: " +
+                               first.error().message()));
+  }
+  protocol::ChannelEvent ev = std::move(*first);
   if (ev.kind != protocol::ChannelEvent::Kind::kInfo) {
     if (!ev.terminal()) (void)channel->Cancel();
     return Fail(EventError(ev, "read " + p));
@@ -251,7 +261,13 @@ Result<std::string> SandboxManager::ReadFile(const std::string& owner, const std
   std::string data;
   data.reserve(rs.stat.size);
   for (;;) {
-    ASB_ASSIGN_OR_RETURN(protocol::ChannelEvent ev, rs.channel->Next());
+    auto next = rs.channel->Next(kSandboxdAnswerMs);
+    if (!next) {
+      (void)rs.channel->Cancel();
+      return Fail(Error::Backend("read " + rs.stat.path + ": sandboxd stalled: " +
+                                 next.error().message()));
+    }
+    protocol::ChannelEvent ev = std::move(*next);
     switch (ev.kind) {
       case protocol::ChannelEvent::Kind::kData:
         if (data.size() + ev.payload.size() > config_.limits.max_file_bytes) {
