@@ -229,6 +229,25 @@ TEST_F(SandboxdFilesTest, SymlinksOutOfTheWorkspaceAreNeverFollowed) {
   EXPECT_EQ(ReadHostFile("/etc/passwd"), passwd_before);
 }
 
+TEST_F(SandboxdFilesTest, AppendAndFollowedStat) {
+  protocol::FileWriteRequest req;
+  req.path = "log";
+  req.append = true;
+  ASSERT_TRUE(protocol::WriteFile(*conn_, req, "one\n"));
+  auto st = protocol::WriteFile(*conn_, req, "two\n");
+  ASSERT_TRUE(st) << st.error().ToString();
+  EXPECT_EQ(st->size, 8u);
+  EXPECT_EQ(*Read("log"), "one\ntwo\n");
+  ASSERT_EQ(Sh("ln -s log loglink").result.exit_code, 0);
+  EXPECT_EQ(Stat("loglink")->type, "symlink");
+  auto followed = Stat("loglink", true);
+  ASSERT_TRUE(followed);
+  EXPECT_EQ(followed->type, "file");
+  EXPECT_EQ(followed->size, 8u);
+  req.path = "loglink";  // append never writes through a final symlink
+  EXPECT_FALSE(protocol::WriteFile(*conn_, req, "x"));
+}
+
 TEST_F(SandboxdFilesTest, MaxBytesIsEnforcedAndTheTempFileRemoved) {
   EXPECT_TRUE(Write("ten", "0123456789", 0644, 10));
   auto st = Write("eleven", "0123456789A", 0644, 10);
@@ -331,6 +350,16 @@ TEST_F(SandboxdFilesTest, TarRoundTripKeepsEveryFileType) {
   EXPECT_NE(b.stdout_data.find("./exe f 751"), std::string::npos);
   EXPECT_NE(b.stdout_data.find("./abs l 777 11 /etc/passwd"), std::string::npos);
   EXPECT_NE(b.stdout_data.find("\n2\n2\n1\n"), std::string::npos) << b.stdout_data;
+
+  // A single file exports as one member named after it.
+  protocol::TarResult one;
+  auto single = Export("src/f", &one);
+  ASSERT_TRUE(single) << single.error().ToString();
+  EXPECT_EQ(one.entries, 1u);
+  protocol::TarImportRequest imp1;
+  imp1.path = "single";
+  ASSERT_TRUE(Import(imp1, *single));
+  EXPECT_EQ(*Read("single/f"), "hello");
 
   // clear_first: the target is emptied before extracting.
   ASSERT_TRUE(Write("restore/extra", "x"));
