@@ -58,7 +58,15 @@ int CgroupDirsOf(const std::string& cgroup_name, const std::string& id) {
   return n;
 }
 
-bool ProcessAlive(int pid) { return pid > 0 && ::kill(pid, 0) == 0; }
+/// True if `pid` exists and is not a zombie (sandboxes created by this test process are its
+/// children, so a killed one stays a zombie until reaped).
+bool ProcessAlive(int pid) {
+  if (pid <= 0 || ::kill(pid, 0) != 0) return false;
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  size_t paren = stat.rfind(')');
+  return paren == std::string::npos || paren + 2 >= stat.size() || stat[paren + 2] != 'Z';
+}
 
 class ManagerNsTest : public ::testing::Test {
  protected:

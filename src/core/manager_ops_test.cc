@@ -26,6 +26,8 @@ class ManagerOpsTest : public ManagerTest {
       auto* fake = static_cast<testing::FakeSandbox*>(adopted->get());
       GTEST_SKIP() << "sandboxd not available: " << fake->last_error();
     }
+    // On the host (--no-pid1) sandboxd names paths by its host workspace directory.
+    ws_ = static_cast<testing::FakeSandbox*>(adopted->get())->workspace_dir();
   }
 
   ExecOptions Cmd(std::string command) {
@@ -35,6 +37,7 @@ class ManagerOpsTest : public ManagerTest {
   }
 
   SandboxInfo sb_;
+  std::string ws_;  // what /workspace is called in FileStat.path here
 };
 
 TEST_F(ManagerOpsTest, ExecCollectsOutputAndExitCode) {
@@ -129,7 +132,7 @@ TEST_F(ManagerOpsTest, FilesRoundTripAndFollowThePathRules) {
   binary += std::string("\0\xff\xfe", 3);
   auto w = manager_->WriteFile("alice", sb_.id, "src/app.bin", binary, 0755);
   ASSERT_TRUE(w) << w.error().ToString();
-  EXPECT_EQ(w->path, "/workspace/src/app.bin");
+  EXPECT_EQ(w->path, ws_ + "/src/app.bin");
   EXPECT_EQ(w->mode & 0777, 0755u);
   auto r = manager_->ReadFile("alice", sb_.id, "/workspace/src/app.bin");
   ASSERT_TRUE(r) << r.error().ToString();
@@ -151,7 +154,7 @@ TEST_F(ManagerOpsTest, FilesRoundTripAndFollowThePathRules) {
 
   auto mv = manager_->MoveFile("alice", sb_.id, ".dot", "d/moved", false);
   ASSERT_TRUE(mv) << mv.error().ToString();
-  EXPECT_EQ(mv->path, "/workspace/d/moved");
+  EXPECT_EQ(mv->path, ws_ + "/d/moved");
   auto st = manager_->StatFile("alice", sb_.id, "d/moved");
   ASSERT_TRUE(st);
   EXPECT_EQ(st->size, 1u);
