@@ -254,8 +254,15 @@ Result<std::shared_ptr<Sandbox>> NsBackend::CreateLocked(const SandboxSpec& spec
     (void)DetachLoopDevices(l.image);
   });
   ASB_TRY(PrepareWorkspace(spec, l, uid_base, &loop_device));
-  ASB_TRY(WriteFileAtomic(l.hostname, spec.hostname + "\n"));
-  if (::chmod(l.hostname.c_str(), 0644) != 0) return FailErrno("chmod " + l.hostname);
+  {
+    // Read once, when the child binds it; no need for a durable write.
+    UniqueFd fd(::open(l.hostname.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644));
+    const std::string text = spec.hostname + "\n";
+    if (!fd || !WriteAll(fd.get(), text.data(), text.size())) {
+      return FailErrno("write " + l.hostname);
+    }
+    if (::fchmod(fd.get(), 0644) != 0) return FailErrno("chmod " + l.hostname);
+  }
 
   // 4. cgroups with the limits.
   const CgroupPaths cgroups = CgroupPathsFor(layout_, opts_.cgroup_name, spec.id);
@@ -330,15 +337,8 @@ Result<std::shared_ptr<Sandbox>> NsBackend::CreateLocked(const SandboxSpec& spec
   listen_fd.Reset();
   config_rd.Reset();
 
-  // 7. The protocol handshake proves sandboxd runs.
-  auto conn = protocol::Connection::Dial(l.sock, opts_.start_timeout_ms);
-  if (!conn) {
-    return Fail(Error(ErrorCode::kBackend,
-                      "sandboxd did not answer: " + conn.error().message() + LogTail(l.log),
-                      conn.error().sys_errno()));
-  }
-
-  // 8. Durable record for Adopt/Destroy by a later server process.
+  // 7. Durable record for Adopt/Destroy by a later server process (written while sandboxd
+  //    initialises on the other CPU).
   SandboxState st;
   st.id = spec.id;
   st.pid = child.pid;
@@ -350,6 +350,14 @@ Result<std::shared_ptr<Sandbox>> NsBackend::CreateLocked(const SandboxSpec& spec
   st.cgroups = cgroups.All();
   st.created_unix_ms = SystemClock::Instance().NowUnixMs();
   ASB_TRY(WriteFileAtomic(l.state, EncodeSandboxState(st)));
+
+  // 8. The protocol handshake proves sandboxd runs.
+  auto conn = protocol::Connection::Dial(l.sock, opts_.start_timeout_ms);
+  if (!conn) {
+    return Fail(Error(ErrorCode::kBackend,
+                      "sandboxd did not answer: " + conn.error().message() + LogTail(l.log),
+                      conn.error().sys_errno()));
+  }
 
   undo_child.Dismiss();
   undo_cgroups.Dismiss();

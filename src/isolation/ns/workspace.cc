@@ -247,8 +247,10 @@ bool WorkspacePool::Take(const std::string& dest_image, const std::string& dest_
     if (::rename((dir_ + "/" + n).c_str(), dest_image.c_str()) != 0) continue;  // lost a race
     const std::string mnt = dir_ + "/m-" + n.substr(6, n.size() - 10);
     if (::mount(mnt.c_str(), dest_dir.c_str(), nullptr, MS_BIND, nullptr) == 0) {
-      (void)UnmountWorkspace(mnt);
-      ::rmdir(mnt.c_str());
+      // The pool's own mount goes in the background: an umount waits for an RCU grace
+      // period (~5-10 ms here), which a create should not.
+      std::lock_guard lock(mu_);
+      retired_.push_back(mnt);
       taken = true;
     } else {
       (void)UnmountWorkspace(mnt);
@@ -291,6 +293,17 @@ void WorkspacePool::Refill() {
   std::unique_lock lock(mu_);
   int failures = 0;
   while (!stop_) {
+    if (!retired_.empty()) {
+      std::vector<std::string> retired;
+      retired.swap(retired_);
+      lock.unlock();
+      for (const auto& mnt : retired) {
+        (void)UnmountWorkspace(mnt);
+        ::rmdir(mnt.c_str());
+      }
+      lock.lock();
+      continue;
+    }
     if (CountReady() >= static_cast<int>(target_)) {
       cv_.wait_for(lock, std::chrono::seconds(5));
       continue;

@@ -58,7 +58,8 @@ std::vector<std::string> LoopDevicesBackedBy(const std::string& image);
 /// "ready-<hex>.img". Take() claims one by an atomic rename(2) of the image to the caller's
 /// path (so concurrent takers never share one), bind-mounts "m-<hex>" onto the caller's
 /// directory and detaches the pool's own mount (a bind, not MS_MOVE: moving is refused below
-/// shared mounts, as on systemd hosts). The loop device follows the renamed file.
+/// shared mounts, as on systemd hosts) in the background. The loop device follows the renamed
+/// file.
 /// Everything in `dir` is removed when the pool is built and when it is destroyed.
 class WorkspacePool {
  public:
@@ -87,6 +88,7 @@ class WorkspacePool {
   std::mutex mu_;
   std::condition_variable cv_;
   bool stop_ = false;
+  std::vector<std::string> retired_;  // pool mounts handed over, to unmount in the background
   std::thread thread_;
 };
 
