@@ -66,6 +66,19 @@ TEST(ClientHandshakeTest, AgreesOnVersionAndReportsPeer) {
             R"({"min_version":1,"max_version":1,"software":"agent-sandbox )" ASB_VERSION R"("})");
 }
 
+TEST(ClientHandshakeTest, PeerWithAWiderRangePicksTheHighestCommonVersion) {
+  auto p = MakePair([](FakeSandboxd& d) {
+    d.on_hello = [](FakeSandboxd& d, const Hello& h) {
+      // A newer sandboxd speaking 1..3 answers min(host max, 3), as sandboxd does.
+      uint32_t v = std::min<uint32_t>(h.max_version, 3);
+      d.Send(0, FrameType::kHello, Stream::kNone, EncodeHello(Hello{1, 3, v, "sandboxd 9"}));
+    };
+  });
+  ASSERT_TRUE(p) << p.error().ToString();
+  EXPECT_EQ(p->conn->version(), kProtocolVersion);
+  EXPECT_EQ(p->conn->peer_software(), "sandboxd 9");
+}
+
 TEST(ClientHandshakeTest, RefusalByErrorOnChannelZero) {
   auto p = MakePair([](FakeSandboxd& d) {
     d.on_hello = [](FakeSandboxd& d, const Hello& h) {
@@ -586,10 +599,18 @@ TEST(ClientFlowControlTest, DataBeyondTheWindowIsAProtocolError) {
 }
 
 TEST(ClientFlowControlTest, WrongDirectionFramesAreProtocolErrors) {
-  for (FrameType bad : {FrameType::kOpen, FrameType::kCancel, FrameType::kSignal}) {
-    auto p = MakePair([bad](FakeSandboxd& d) {
-      d.on_open = [bad](FakeSandboxd& d, uint32_t ch, const std::string&) {
-        d.Send(ch, bad, Stream::kNone, "{}");
+  const std::pair<FrameType, Stream> cases[] = {
+      {FrameType::kOpen, Stream::kNone},         {FrameType::kCancel, Stream::kNone},
+      {FrameType::kSignal, Stream::kNone},       {FrameType::kResize, Stream::kNone},
+      {FrameType::kData, Stream::kStdin},        {FrameType::kEof, Stream::kStdin},
+      {FrameType::kWindow, Stream::kStdout},     {FrameType::kInfo, Stream::kStderr},
+      {FrameType::kData, static_cast<Stream>(7)}};
+  for (auto [bad, stream] : cases) {
+    SCOPED_TRACE(std::string(FrameTypeName(bad)) + " stream " +
+                 std::to_string(static_cast<int>(stream)));
+    auto p = MakePair([bad, stream](FakeSandboxd& d) {
+      d.on_open = [bad, stream](FakeSandboxd& d, uint32_t ch, const std::string&) {
+        d.Send(ch, bad, stream, bad == FrameType::kWindow ? EncodeWindowIncrement(1) : "{}");
       };
     });
     ASSERT_TRUE(p);
