@@ -6,16 +6,11 @@
 #include <thread>
 
 #include "protocol/client.h"
+#include "protocol/client_ops_internal.h"
 
 namespace asb::protocol {
 
 namespace {
-
-/// Extra time the host waits beyond an exec's own timeout and kill grace before it stops
-/// trusting sandboxd to end the exec (defence in depth), and how long it then waits for the
-/// answer to its CANCEL.
-constexpr int64_t kExecDeadlineSlackMs = 10'000;
-constexpr int64_t kCancelWaitMs = 2'000;
 
 Error Unexpected(const ChannelEvent& ev, std::string_view op) {
   return Error::Backend("protocol: unexpected event " + std::to_string(static_cast<int>(ev.kind)) +
@@ -59,12 +54,21 @@ bool KeepCapped(std::string* dst, const std::string& other, uint64_t cap, uint64
 
 Result<CollectedExec> ExecCollect(Connection& conn, const ExecRequest& req,
                                   std::string_view stdin_data) {
+  return internal::ExecCollectWithDeadline(conn, req, stdin_data, internal::ExecDeadline{});
+}
+
+// Defence in depth: sandboxd enforces timeout_ms, but if it fails to end the exec within
+// timeout_ms + kill_grace_ms + slack, the host sends CANCEL, and gives up with kTimeout when
+// even that is not answered in cancel_wait_ms.
+Result<CollectedExec> internal::ExecCollectWithDeadline(Connection& conn, const ExecRequest& req,
+                                                        std::string_view stdin_data,
+                                                        const ExecDeadline& knobs) {
   ASB_ASSIGN_OR_RETURN(std::shared_ptr<Channel> ch, conn.Open(EncodeExecRequest(req)));
 
   // The host's own deadline: sandboxd enforces timeout_ms; if it fails to, the host cancels.
   int64_t deadline_ms = -1;
   if (req.timeout_ms > 0) {
-    deadline_ms = static_cast<int64_t>(req.timeout_ms + req.kill_grace_ms) + kExecDeadlineSlackMs;
+    deadline_ms = static_cast<int64_t>(req.timeout_ms + req.kill_grace_ms) + knobs.slack_ms;
   }
   auto start = std::chrono::steady_clock::now();
   auto remaining = [&]() -> int64_t {
@@ -97,7 +101,7 @@ Result<CollectedExec> ExecCollect(Connection& conn, const ExecRequest& req,
   bool err_trunc = false;
   bool cancelled = false;
   while (true) {
-    auto ev = ch->Next(cancelled ? kCancelWaitMs : remaining());
+    auto ev = ch->Next(cancelled ? knobs.cancel_wait_ms : remaining());
     if (!ev) {
       if (ev.error().code() != ErrorCode::kTimeout) return Fail(ev.error());
       if (cancelled) {

@@ -5,6 +5,7 @@
 #include <map>
 
 #include "protocol/client.h"
+#include "protocol/client_ops_internal.h"
 #include "protocol/client_test_peer.h"
 
 namespace asb::protocol {
@@ -105,6 +106,14 @@ class MiniSandboxd {
       std::string in = d.StdinOf(ch);
       d.SendData(ch, Stream::kStdout, in);
       res.stdout_bytes = in.size();
+    } else if (cmd == "hang" || cmd == "hang-hard") {  // a sandboxd that misses the timeout
+      d.SendData(ch, Stream::kStdout, "partial");
+      auto cancel = d.WaitFrame(
+          [ch](const Frame& f) { return f.channel == ch && f.type == FrameType::kCancel; }, 20000);
+      if (cmd == "hang" && cancel) {
+        SendError(d, ch, Error::Cancelled("cancelled by the host"));
+      }
+      return;                     // "hang-hard" never answers at all
     } else if (cmd == "flood") {  // a broken sandboxd that ignores the caps
       d.SendData(ch, Stream::kStdout, std::string(80, 'o'));
       d.SendData(ch, Stream::kStderr, std::string(80, 'e'));
@@ -245,6 +254,41 @@ TEST_F(ClientOpsTest, ExecCollectReturnsSandboxdErrors) {
   ASSERT_FALSE(r);
   EXPECT_EQ(r.error().code(), ErrorCode::kNotFound);
   EXPECT_EQ(r.error().sys_errno(), ENOENT);
+}
+
+TEST_F(ClientOpsTest, HostCancelsAnExecThatSandboxdDoesNotEndInTime) {
+  ExecRequest req;
+  req.argv = {"hang"};
+  req.timeout_ms = 50;
+  req.kill_grace_ms = 50;
+  auto start = std::chrono::steady_clock::now();
+  auto r = internal::ExecCollectWithDeadline(conn(), req, {}, {100, 5000});
+  auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() -
+                                                                  start)
+                .count();
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().code(), ErrorCode::kTimeout);
+  EXPECT_NE(r.error().message().find("cancelled by the host"), std::string::npos);
+  EXPECT_GE(ms, 190);   // 50 + 50 + 100
+  EXPECT_LT(ms, 4000);  // answered by the CANCEL, not by cancel_wait_ms
+  EXPECT_TRUE(pair_.fake->WaitFrame([](const Frame& f) { return f.type == FrameType::kCancel; }));
+}
+
+TEST_F(ClientOpsTest, HostGivesUpWhenEvenCancelIsNotAnswered) {
+  ExecRequest req;
+  req.argv = {"hang-hard"};
+  req.timeout_ms = 20;
+  req.kill_grace_ms = 0;
+  auto start = std::chrono::steady_clock::now();
+  auto r = internal::ExecCollectWithDeadline(conn(), req, {}, {30, 150});
+  auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() -
+                                                                  start)
+                .count();
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().code(), ErrorCode::kTimeout);
+  EXPECT_NE(r.error().message().find("did not end the command"), std::string::npos);
+  EXPECT_GE(ms, 190);  // 20 + 30, then 150 waiting for the answer to CANCEL
+  EXPECT_TRUE(conn().alive());
 }
 
 TEST_F(ClientOpsTest, WriteThenReadBinaryFiles) {
