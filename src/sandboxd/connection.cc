@@ -42,7 +42,7 @@ Connection::~Connection() {
   closed_ = true;  // operations being abandoned below must not queue frames
   if (fd_) daemon_.loop().Remove(fd_.get());
   for (auto& [id, ch] : channels_) {
-    if (ch.op && !ch.op->finished()) ch.op->Abandon();
+    if (ch.op) ch.op->AbandonByConnection();
   }
   channels_.clear();
 }
@@ -141,7 +141,7 @@ void Connection::FinishChannel(uint32_t channel) {
   if (it == channels_.end()) return;
   std::shared_ptr<Operation> op(std::move(it->second.op));
   channels_.erase(it);
-  daemon_.loop().Defer([op] {});  // destroyed after the current batch
+  DestroyLater(daemon_.loop(), std::move(op));
 }
 
 void Connection::GrantedStdin(uint32_t channel, uint32_t bytes) {
@@ -310,12 +310,12 @@ void Connection::Close(std::string_view why) {
   daemon_.loop().Remove(fd_.get());
   shutdown(fd_.get(), SHUT_RDWR);
   for (auto& [id, ch] : channels_) {
-    if (ch.op && !ch.op->finished()) ch.op->Abandon();
+    if (ch.op) ch.op->AbandonByConnection();
   }
   // Keep the operations alive until the deferred destruction (they may be on the stack).
   auto ops = std::make_shared<std::map<uint32_t, ChannelState>>(std::move(channels_));
   channels_.clear();
-  daemon_.loop().Defer([ops] {});
+  DestroyLater(daemon_.loop(), std::move(ops));
   daemon_.ConnectionClosed(this);
 }
 

@@ -206,7 +206,7 @@ void Daemon::ConnectionClosed(Connection* conn) {
   if (it == connections_.end()) return;
   std::shared_ptr<Connection> owned(std::move(it->second));
   connections_.erase(it);
-  loop_->Defer([owned] {});
+  DestroyLater(*loop_, std::move(owned));
 }
 
 }  // namespace asb::sandboxd

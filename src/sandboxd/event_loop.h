@@ -58,4 +58,11 @@ class EventLoop {
   std::vector<std::function<void()>> deferred_;
 };
 
+/// Destroys `owned` two rounds of deferred tasks from now, i.e. after every task that may have
+/// been queued with a pointer to it during the current batch (and after the tasks those queue).
+template <typename T>
+void DestroyLater(EventLoop& loop, std::shared_ptr<T> owned) {
+  loop.Defer([&loop, owned]() mutable { loop.Defer([owned] {}); });
+}
+
 }  // namespace asb::sandboxd

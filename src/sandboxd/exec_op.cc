@@ -44,9 +44,19 @@ ExecOp::~ExecOp() {
 
 void ExecOp::Start() {
   if (auto st = Launch(); !st) {
+    if (pid_ > 0) KillAndDetach();  // failed after fork: the child must not run unwatched
     phase_ = Phase::kDone;
     FailWith(st.error());
   }
+}
+
+void ExecOp::ScheduleTryFinish() {
+  if (finish_scheduled_) return;
+  finish_scheduled_ = true;
+  daemon_.loop().Defer([this] {
+    finish_scheduled_ = false;
+    TryFinish();
+  });
 }
 
 Status ExecOp::Launch() {
@@ -175,6 +185,7 @@ Status ExecOp::Launch() {
 }
 
 void ExecOp::OnErrorPipe() {
+  if (phase_ != Phase::kStarting) return;
   ChildFailure f;
   ssize_t n;
   do {
@@ -225,6 +236,7 @@ void ExecOp::Deliver(Stream s, std::string_view kept, size_t read) {
   if (kept.size() < read) truncated_[i] = true;
   if (budgets_set_) budget_[i] -= static_cast<int64_t>(read);
   SendData(s, kept);
+  if (leader_exited_) ScheduleTryFinish();
 }
 
 void ExecOp::Closed(Stream s) {
@@ -233,7 +245,7 @@ void ExecOp::Closed(Stream s) {
     eof_sent_[i] = true;
     SendEof(s);
   }
-  if (leader_exited_) daemon_.loop().Defer([this] { TryFinish(); });
+  if (leader_exited_) ScheduleTryFinish();
 }
 
 void ExecOp::OnData(std::string&& bytes) {
@@ -409,6 +421,13 @@ void ExecOp::KillAndDetach() {
     out_[i].reset();
   }
   if (in_) in_->CloseNow();
+  // Nothing of this operation may run again: no error pipe, no timer, no parked pipes.
+  if (error_fd_) daemon_.loop().Remove(error_fd_.get());
+  error_fd_.Reset();
+  if (timer_fd_) daemon_.loop().Remove(timer_fd_.get());
+  timer_fd_.Reset();
+  stdout_read_.Reset();
+  stderr_read_.Reset();
   phase_ = Phase::kDone;
 }
 

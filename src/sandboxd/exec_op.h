@@ -56,6 +56,8 @@ class ExecOp final : public Operation, public OutputPipe::Owner {
   void ArmTimer(uint64_t ms, TimerStage stage);
   void KillSessionNow();
   void TryFinish();
+  /// TryFinish after the current batch (at most one pending).
+  void ScheduleTryFinish();
   /// CANCEL / lost connection: kill the session for good and hand pipes to the daemon.
   void KillAndDetach();
   /// Sends granted stdin window in batches.
@@ -86,6 +88,7 @@ class ExecOp final : public Operation, public OutputPipe::Owner {
   bool budgets_set_ = false;
   int64_t budget_[3] = {};
   uint32_t ungranted_stdin_ = 0;
+  bool finish_scheduled_ = false;
 };
 
 }  // namespace asb::sandboxd

@@ -40,6 +40,14 @@ class Operation {
   /// destructor, only if the operation had not finished.
   virtual void Abandon() {}
 
+  /// Called by the connection when it goes away: Abandon(), then the operation counts as
+  /// finished, so deferred work that checks finished() stops and nothing more is sent.
+  void AbandonByConnection() {
+    if (finished_) return;
+    Abandon();
+    finished_ = true;
+  }
+
   bool finished() const { return finished_; }
   uint32_t channel() const { return channel_; }
 
