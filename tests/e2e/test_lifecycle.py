@@ -1,0 +1,181 @@
+"""ACCEPTANCE.md L1-L5, L7 against the real server (L6, the restart, is in test_restart.py)."""
+
+import os
+import time
+import unittest
+
+from harness import ID_RE, Server, ServerTestCase, main, missing_prerequisite, parse_time, \
+    sandbox_leftovers
+
+
+class LifecycleTest(ServerTestCase):
+    SERVER_ENV = {"AGENT_SANDBOX_DEFAULT_TIMEOUT_SECONDS": "900"}
+
+    def test_l1_create_with_defaults(self):
+        before = time.time()
+        r = self.server.request("POST", "/v1/sandboxes", {})
+        self.assertEqual(r.status, 201, r)
+        s = r.json()
+        self._created.append(s["id"])
+        self.assertRegex(s["id"], ID_RE)
+        self.assertEqual(s["status"], "running")
+        self.assertIs(s["network"], False)
+        self.assertIs(s["read_only_rootfs"], True)
+        self.assertEqual(s["template"], "base")
+        created = parse_time(s["created_at"])
+        expires = parse_time(s["expires_at"])
+        self.assertAlmostEqual(expires - created, 900, delta=1)
+        self.assertAlmostEqual(expires, before + 900, delta=10)
+        self.assertEqual(s["timeout_seconds"], 900)
+        self.assertIsNone(s["source_snapshot_id"])
+        for key in ("cpus", "memory_mb", "pids_limit", "workspace_mb"):
+            self.assertIn(key, s)
+
+    def test_l2_values_echoed_list_timeout_delete(self):
+        s = self.create(cpus=0.5, memory_mb=256, timeout_seconds=60)
+        sid = s["id"]
+        g = self.server.request("GET", "/v1/sandboxes/" + sid)
+        self.assertEqual(g.status, 200, g)
+        got = g.json()
+        self.assertEqual(got["cpus"], 0.5)
+        self.assertEqual(got["memory_mb"], 256)
+        self.assertEqual(got["timeout_seconds"], 60)
+        ids = [x["id"] for x in self.server.request("GET", "/v1/sandboxes").json()["sandboxes"]]
+        self.assertEqual(ids.count(sid), 1)
+        self.assertEqual([i for i in ids if i in self._created], [sid])
+        old_expiry = parse_time(got["expires_at"])
+        t = self.server.request("POST", "/v1/sandboxes/%s/timeout" % sid, {"timeout_seconds": 600})
+        self.assertEqual(t.status, 200, t)
+        new_expiry = parse_time(t.json()["expires_at"])
+        self.assertAlmostEqual(new_expiry, time.time() + 600, delta=10)
+        self.assertGreater(new_expiry, old_expiry)
+        d = self.server.request("DELETE", "/v1/sandboxes/" + sid)
+        self.assertEqual(d.status, 204, d)
+        self.assertEqual(d.body, b"")
+        self.assertError(self.server.request("GET", "/v1/sandboxes/" + sid), 404, "not_found")
+
+    def test_l3_out_of_range_values_are_rejected_and_nothing_is_created(self):
+        before = self.server.request("GET", "/v1/sandboxes").json()["sandboxes"]
+        bad = [
+            {"cpus": -1},
+            {"cpus": 100000},
+            {"memory_mb": 8},
+            {"pids_limit": 2},
+            {"timeout_seconds": 0},
+            {"env": {"A=B": "x"}},
+            {"env": {"A\u0000B": "x"}},
+            {"unknown_field": 1},
+            {"memory_mb": "256"},
+            {"env": {"A": 1}},
+        ]
+        for spec in bad:
+            with self.subTest(spec=spec):
+                r = self.server.request("POST", "/v1/sandboxes", spec)
+                self.assertError(r, 400, "invalid_request")
+        after = self.server.request("GET", "/v1/sandboxes").json()["sandboxes"]
+        self.assertEqual(len(after), len(before))
+
+    def test_l3_wrong_type_names_the_field(self):
+        r = self.server.request("POST", "/v1/sandboxes", {"memory_mb": "lots"})
+        self.assertError(r, 400, "invalid_request")
+        self.assertIn("memory_mb", r.json()["error"]["message"])
+        r = self.server.request("POST", "/v1/sandboxes", {"bogus": True})
+        self.assertIn("bogus", r.json()["error"]["message"])
+
+    def test_l5_ttl_reaps_everything_and_an_extension_is_honoured(self):
+        short = self.create(timeout_seconds=1)
+        extended = self.create(timeout_seconds=2)
+        t = self.server.request("POST", "/v1/sandboxes/%s/timeout" % extended["id"],
+                                {"timeout_seconds": 120})
+        self.assertEqual(t.status, 200, t)
+        deadline = time.time() + 4
+        gone_at = None
+        while time.time() < deadline:
+            if self.server.request("GET", "/v1/sandboxes/" + short["id"]).status == 404:
+                gone_at = time.time()
+                break
+            time.sleep(0.1)
+        self.assertIsNotNone(gone_at, "TTL 1 s sandbox still there after 4 s")
+        self.assertLess(gone_at - parse_time(short["created_at"]), 3.5)
+        # Its processes, mounts, cgroups and files go with it.
+        for _ in range(30):
+            left = sandbox_leftovers(self.server, short["id"])
+            if not left:
+                break
+            time.sleep(0.1)
+        self.assertEqual(left, [])
+        time.sleep(max(0, parse_time(extended["created_at"]) + 3 - time.time()))
+        g = self.server.request("GET", "/v1/sandboxes/" + extended["id"])
+        self.assertEqual(g.status, 200, "extended sandbox was reaped early")
+        self.assertEqual(self.server.run(extended["id"], "echo alive")["stdout"], "alive\n")
+
+    def test_l7_delete_twice(self):
+        s = self.create()
+        self.assertEqual(self.server.request("DELETE", "/v1/sandboxes/" + s["id"]).status, 204)
+        self.assertError(self.server.request("DELETE", "/v1/sandboxes/" + s["id"]), 404,
+                         "not_found")
+        self.assertEqual(sandbox_leftovers(self.server, s["id"]), [])
+
+    def test_malformed_ids_answer_404(self):
+        for sid in ("sb_123", "sb_../../etc", "xx_0123456789abcdef", "SB_0123456789ABCDEF"):
+            with self.subTest(sid=sid):
+                self.assertError(self.server.request("GET", "/v1/sandboxes/" + sid), 404,
+                                 "not_found")
+
+
+class QuotaTest(ServerTestCase):
+    SERVER_ENV = {"AGENT_SANDBOX_MAX_SANDBOXES": "3"}
+
+    def test_l4_quota_and_failed_creates_leak_no_slot(self):
+        ids = [self.create()["id"] for _ in range(3)]
+        r = self.server.request("POST", "/v1/sandboxes", {})
+        self.assertError(r, 429, "limit_exceeded")
+        # Five failed creates (over quota and invalid) ...
+        for spec in ({}, {}, {"memory_mb": 8}, {"bogus": 1}, {}):
+            self.assertIn(self.server.request("POST", "/v1/sandboxes", spec).status, (400, 429))
+        # ... leave every slot free once the three are gone.
+        for sid in ids:
+            self.assertEqual(self.server.request("DELETE", "/v1/sandboxes/" + sid).status, 204)
+        again = [self.create()["id"] for _ in range(3)]
+        self.assertEqual(len(set(again)), 3)
+        self.assertError(self.server.request("POST", "/v1/sandboxes", {}), 429, "limit_exceeded")
+
+
+class HalfCreatedTest(unittest.TestCase):
+    """L7: DELETE works on a sandbox whose create failed halfway. A template whose rootfs is an
+    empty directory gets through validation but fails inside the backend."""
+
+    def setUp(self):
+        reason = missing_prerequisite()
+        if reason:
+            raise unittest.SkipTest(reason)
+        self.server = Server()
+        os.unlink(os.path.join(self.server.data_dir, "templates"))
+        tdir = os.path.join(self.server.data_dir, "templates")
+        os.makedirs(os.path.join(tdir, "broken", "rootfs"))
+        from harness import TEMPLATES
+        os.symlink(os.path.join(TEMPLATES, "base"), os.path.join(tdir, "base"))
+        self.server.start()
+
+    def tearDown(self):
+        self.server.close()
+
+    def test_l7_delete_after_a_failed_create(self):
+        r = self.server.request("POST", "/v1/sandboxes", {"template": "broken"})
+        self.assertGreaterEqual(r.status, 500, r)
+        self.assertIn(r.error_code, ("backend_error", "internal"), r)
+        listed = self.server.request("GET", "/v1/sandboxes").json()["sandboxes"]
+        failed = [s for s in listed if s["template"] == "broken"]
+        self.assertEqual(len(failed), 1, listed)
+        self.assertEqual(failed[0]["status"], "error")
+        sid = failed[0]["id"]
+        self.assertEqual(self.server.request("DELETE", "/v1/sandboxes/" + sid).status, 204)
+        self.assertEqual(self.server.request("DELETE", "/v1/sandboxes/" + sid).status, 404)
+        self.assertEqual(sandbox_leftovers(self.server, sid), [])
+        # And the failed create left its quota slot free: a good create still works.
+        ok = self.server.create()
+        self.assertEqual(ok["status"], "running")
+
+
+if __name__ == "__main__":
+    main()
