@@ -1,0 +1,145 @@
+"""ACCEPTANCE.md F1-F5 over HTTP: the file routes against the real server."""
+
+import hashlib
+import os
+
+from harness import ServerTestCase, main
+
+
+class FilesTest(ServerTestCase):
+    @classmethod
+    def setUpClass(cls):
+        super().setUpClass()
+        cls.sid = cls.server.create()["id"]
+
+    def url(self, route, **query):
+        from urllib.parse import urlencode
+        q = ("?" + urlencode(query)) if query else ""
+        return "/v1/sandboxes/%s/%s%s" % (self.sid, route, q)
+
+    def test_f1_write_read_run_and_ownership(self):
+        script = b"#!/bin/sh\necho script ran\n"
+        r = self.server.put_file(self.sid, "src/app.py", script, mode="755")
+        self.assertEqual(r.status, 200, r)
+        body = r.json()
+        self.assertEqual(body["path"], "/workspace/src/app.py")
+        self.assertEqual(body["size"], len(script))
+        self.assertEqual(body["mode"], "0755")
+        g = self.server.get_file(self.sid, "/workspace/src/app.py")
+        self.assertEqual(g.status, 200)
+        self.assertEqual(g.headers["content-type"], "application/octet-stream")
+        self.assertEqual(g.body, script)
+        self.assertEqual(self.server.run(self.sid, "./src/app.py")["stdout"], "script ran\n")
+        owner = self.server.run(self.sid, "stat -c '%u:%g %a' src/app.py src")["stdout"]
+        self.assertEqual(owner.split("\n")[0], "1000:1000 755")
+        self.assertTrue(owner.split("\n")[1].startswith("1000:1000"))
+
+    def test_f2_binary_round_trips(self):
+        cases = {
+            "rand.bin": os.urandom(16 * 1024),
+            "nul.bin": b"a\x00b\xff\xfe\xc3\x28 \x00\x00",
+            "empty.bin": b"",
+            "big.bin": os.urandom(1 << 20) * 50,
+        }
+        for name, data in cases.items():
+            with self.subTest(name=name):
+                p = self.server.put_file(self.sid, "bin/" + name, data)
+                self.assertEqual(p.status, 200, p)
+                self.assertEqual(p.json()["size"], len(data))
+                g = self.server.get_file(self.sid, "bin/" + name)
+                self.assertEqual(g.status, 200)
+                self.assertEqual(len(g.body), len(data))
+                self.assertEqual(hashlib.sha256(g.body).hexdigest(),
+                                 hashlib.sha256(data).hexdigest())
+        # The sandbox sees the same bytes.
+        digest = self.server.run(self.sid, "sha256sum bin/big.bin")["stdout"].split()[0]
+        self.assertEqual(digest, hashlib.sha256(cases["big.bin"]).hexdigest())
+
+    def test_f3_listing(self):
+        self.server.run(self.sid, "mkdir -p l3/d && printf hello > l3/f && "
+                                  "printf x > l3/.hidden && ln -s f l3/link")
+        r = self.server.request("GET", self.url("files/list", path="l3"))
+        self.assertEqual(r.status, 200, r)
+        entries = r.json()["entries"]
+        names = [e["name"] for e in entries]
+        self.assertEqual(names, sorted(names))
+        self.assertEqual(set(names), {".hidden", "d", "f", "link"})
+        by = {e["name"]: e for e in entries}
+        self.assertEqual(by["d"]["type"], "dir")
+        self.assertEqual(by["f"]["type"], "file")
+        self.assertEqual(by["f"]["size"], 5)
+        self.assertEqual(by["link"]["type"], "symlink")
+        self.assertEqual(by["f"]["path"], "/workspace/l3/f")
+        rec = self.server.request("GET", self.url("files/list", path="/workspace/l3",
+                                                  recursive="true"))
+        self.assertEqual(rec.status, 200, rec)
+
+    def test_f4_paths_outside_the_workspace_and_bad_modes(self):
+        for path in ("/etc/x", "../etc/passwd", "/workspace/..", "/workspacex/a"):
+            with self.subTest(path=path):
+                r = self.server.put_file(self.sid, path, b"x")
+                self.assertError(r, 400, "invalid_request")
+        self.assertError(self.server.put_file(self.sid, "ok.txt", b"x", mode="999"), 400,
+                         "invalid_request")
+        self.assertError(self.server.get_file(self.sid, "no/such/file"), 404, "not_found")
+        self.server.run(self.sid, "mkdir -p adir")
+        self.assertError(self.server.get_file(self.sid, "adir"), 400, "invalid_request")
+        # The symlink trick: a link to /etc is not followed out of the workspace.
+        self.server.run(self.sid, "ln -sfn /etc etclink")
+        r = self.server.get_file(self.sid, "etclink/passwd")
+        self.assertIn(r.status, (400, 403, 404), r)
+        self.assertError(self.server.request("PUT", self.url("files")), 400, "invalid_request")
+
+    def test_stat_mkdir_move_delete(self):
+        mk = self.server.request("POST", self.url("files/mkdir"), {"path": "m/n", "mode": "700"})
+        self.assertEqual(mk.status, 200, mk)
+        self.assertEqual(mk.json()["type"], "dir")
+        self.assertEqual(mk.json()["mode"], "0700")
+        self.server.put_file(self.sid, "m/a.txt", b"abc")
+        st = self.server.request("GET", self.url("files/stat", path="m/a.txt"))
+        self.assertEqual(st.status, 200, st)
+        self.assertEqual(st.json()["size"], 3)
+        self.assertEqual(st.json()["type"], "file")
+        mv = self.server.request("POST", self.url("files/move"), {"from": "m/a.txt", "to": "m/b.txt"})
+        self.assertEqual(mv.status, 200, mv)
+        self.assertEqual(mv.json()["path"], "/workspace/m/b.txt")
+        self.assertError(self.server.get_file(self.sid, "m/a.txt"), 404, "not_found")
+        self.server.put_file(self.sid, "m/c.txt", b"c")
+        clash = self.server.request("POST", self.url("files/move"), {"from": "m/c.txt", "to": "m/b.txt"})
+        self.assertEqual(clash.status, 409, clash)
+        ok = self.server.request("POST", self.url("files/move"),
+                                 {"from": "m/c.txt", "to": "m/b.txt", "overwrite": True})
+        self.assertEqual(ok.status, 200, ok)
+        self.assertEqual(self.server.get_file(self.sid, "m/b.txt").body, b"c")
+        self.assertError(self.server.request("POST", self.url("files/move"), {"from": "x"}), 400,
+                         "invalid_request")
+        d = self.server.request("DELETE", self.url("files", path="m/b.txt"))
+        self.assertEqual(d.status, 204, d)
+        self.assertError(self.server.request("GET", self.url("files/stat", path="m/b.txt")), 404,
+                         "not_found")
+        d = self.server.request("DELETE", self.url("files", path="m", recursive="true"))
+        self.assertEqual(d.status, 204, d)
+        self.assertError(self.server.request("GET", self.url("files/stat", path="m")), 404,
+                         "not_found")
+
+    def test_unknown_sandbox(self):
+        r = self.server.request("GET", "/v1/sandboxes/sb_0000000000000000/files?path=a")
+        self.assertError(r, 404, "not_found")
+
+
+class FileLimitTest(ServerTestCase):
+    SERVER_ENV = {"AGENT_SANDBOX_MAX_FILE_BYTES": "10"}
+
+    def test_f5_max_file_bytes(self):
+        sid = self.create()["id"]
+        self.assertEqual(self.server.put_file(sid, "ten", b"0123456789").status, 200)
+        self.assertError(self.server.put_file(sid, "eleven", b"0123456789a"), 413,
+                         "payload_too_large")
+        # Far above the limit: refused before the body is read, still in the one shape.
+        self.assertError(self.server.put_file(sid, "huge", b"x" * (2 << 20)), 413,
+                         "payload_too_large")
+        self.assertError(self.server.get_file(sid, "eleven"), 404, "not_found")
+
+
+if __name__ == "__main__":
+    main()
