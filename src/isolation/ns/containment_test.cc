@@ -90,6 +90,7 @@ TEST_F(NsBackendTest, DestroyLeavesHostAsBefore) {
   const HostSnapshot during = Snapshot();
   EXPECT_FALSE(during == before);
   EXPECT_EQ(during.loops.size(), before.loops.size() + 1) << Describe(during);
+  EXPECT_EQ(during.uid_ranges.size(), before.uid_ranges.size() + 1) << Describe(during);
   EXPECT_EQ(Sh(*sb, "sleep 1000 & echo started").stdout_data, "started\n");
   auto owned = backend_->ListOwned();
   ASSERT_TRUE(owned);

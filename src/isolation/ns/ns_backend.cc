@@ -150,7 +150,7 @@ class NsBackend final : public Backend {
   NsBackend(NsBackendOptions opts, CgroupLayout layout)
       : opts_(std::move(opts)),
         layout_(std::move(layout)),
-        slots_(opts_.state_dir + "/.uids", opts_.max_slots) {
+        slots_(kUidRegistryDir, opts_.state_dir, opts_.uid_range_base, opts_.max_slots) {
     if (opts_.workspace_pool_size > 0) {
       pool_ = std::make_unique<WorkspacePool>(
           opts_.state_dir + "/.pool", opts_.default_workspace_bytes, opts_.workspace_pool_size);
@@ -495,7 +495,7 @@ Result<std::unique_ptr<Backend>> MakeNsBackend(const NsBackendOptions& options) 
   ASB_ASSIGN_OR_RETURN(CgroupLayout layout, DetectCgroupLayout());
   ASB_TRY(MkdirAll(options.state_dir, 0700));
   if (::chmod(options.state_dir.c_str(), 0700) != 0) return FailErrno("chmod state_dir");
-  for (const char* sub : {"/.uids", "/.pool"}) {
+  for (const char* sub : {"/.pool"}) {
     std::string d = options.state_dir + sub;
     if (::mkdir(d.c_str(), 0700) != 0 && errno != EEXIST) return FailErrno("mkdir " + d);
   }

@@ -9,6 +9,7 @@
 
 #include "common/ids.h"
 #include "isolation/ns/cgroup.h"
+#include "isolation/ns/user.h"
 
 namespace asb::isolation::ns::testing {
 namespace fs = std::filesystem;
@@ -146,6 +147,13 @@ HostSnapshot NsBackendTest::Snapshot() const {
     if (p.find("/.pool/") != std::string::npos) continue;
     s.files.insert(p);
   }
+  for (const auto& e : fs::directory_iterator(kUidRegistryDir, ec)) {
+    std::ifstream f(e.path());
+    std::string owner;
+    if (std::getline(f, owner) && owner.rfind(state_dir_ + "/", 0) == 0) {
+      s.uid_ranges.insert(e.path().filename().string() + " " + owner);
+    }
+  }
   return s;
 }
 
@@ -160,6 +168,7 @@ std::string Describe(const HostSnapshot& s) {
   list("loops", s.loops);
   list("cgroups", s.cgroups);
   list("files", s.files);
+  list("uid ranges", s.uid_ranges);
   return out.str();
 }
 

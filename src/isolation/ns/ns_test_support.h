@@ -23,10 +23,11 @@ namespace asb::isolation::ns::testing {
 /// Everything the backend owns on the host, filtered to this fixture's state dir and cgroup
 /// name (other engineers' tests run concurrently on the same machine).
 struct HostSnapshot {
-  std::set<std::string> mounts;   // mount points below the state dir
-  std::set<std::string> loops;    // backing files of loop devices below the state dir
-  std::set<std::string> cgroups;  // directories below <hierarchy>/<cgroup name>
-  std::set<std::string> files;    // entries of the state dir (recursive, dot dirs too)
+  std::set<std::string> mounts;      // mount points below the state dir
+  std::set<std::string> loops;       // backing files of loop devices below the state dir
+  std::set<std::string> cgroups;     // directories below <hierarchy>/<cgroup name>
+  std::set<std::string> files;       // entries of the state dir (recursive, dot dirs too)
+  std::set<std::string> uid_ranges;  // host uid range records owned by the state dir
   bool operator==(const HostSnapshot&) const = default;
 };
 std::string Describe(const HostSnapshot& s);

@@ -32,13 +32,15 @@ class TempDir : public ::testing::Test {
 using UidSlotsTest = TempDir;
 
 TEST_F(UidSlotsTest, AcquireIsExclusiveAndPersisted) {
-  UidSlots slots(dir_, 3);
+  const std::string reg = dir_ + "/reg", state = dir_ + "/state";
+  for (char c : std::string("abcd")) fs::create_directories(state + "/sb_000000000000000" + c);
+  UidSlots slots(reg, state, 1'000'000'000, 3);
   auto a = slots.Acquire("sb_000000000000000a");
   auto b = slots.Acquire("sb_000000000000000b");
   ASSERT_TRUE(a && b);
   EXPECT_NE(*a, *b);
-  // Another object over the same directory (a restarted server) sees the same slots.
-  UidSlots again(dir_, 3);
+  // Another object over the same registry (a restarted server) sees the same slots.
+  UidSlots again(reg, state, 1'000'000'000, 3);
   auto found = again.Find("sb_000000000000000b");
   ASSERT_TRUE(found);
   EXPECT_EQ(*found, *b);
@@ -57,10 +59,33 @@ TEST_F(UidSlotsTest, AcquireIsExclusiveAndPersisted) {
   ASSERT_TRUE(list);
   EXPECT_EQ(list->size(), 3u);
   EXPECT_EQ(again.Find("sb_000000000000000a").error().code(), ErrorCode::kNotFound);
-  // No temp files are left behind.
-  for (const auto& e : fs::directory_iterator(dir_)) {
-    EXPECT_NE(e.path().filename().string().rfind(".tmp", 0), 0u) << e.path();
+  for (const auto& e : fs::directory_iterator(reg)) {
+    EXPECT_EQ(e.path().extension(), "") << e.path();  // no temp files left
   }
+}
+
+TEST_F(UidSlotsTest, RangesNeverOverlapAcrossStateDirsAndBases) {
+  const std::string reg = dir_ + "/reg";
+  fs::create_directories(dir_ + "/one/sb_0000000000000001");
+  fs::create_directories(dir_ + "/two/sb_0000000000000002");
+  UidSlots one(reg, dir_ + "/one", 1'000'000'000, 4);
+  UidSlots two(reg, dir_ + "/two", 1'000'000'000 + 1000, 4);  // unaligned, overlapping base
+  auto a = one.Acquire("sb_0000000000000001");
+  auto b = two.Acquire("sb_0000000000000002");
+  ASSERT_TRUE(a && b);
+  const uint64_t first_a = 1'000'000'000ull + *a * kIdsPerSlot;
+  const uint64_t first_b = 1'000'001'000ull + *b * kIdsPerSlot;
+  EXPECT_TRUE(first_a + kIdsPerSlot <= first_b || first_b + kIdsPerSlot <= first_a);
+  // Each backend lists only its own.
+  EXPECT_EQ(one.List()->size(), 1u);
+  EXPECT_EQ(two.List()->size(), 1u);
+  EXPECT_EQ(one.Find("sb_0000000000000002").error().code(), ErrorCode::kNotFound);
+  // A record whose state dir is gone is stale and is taken over.
+  fs::remove_all(dir_ + "/one/sb_0000000000000001");
+  fs::create_directories(dir_ + "/two/sb_0000000000000003");
+  auto c = two.Acquire("sb_0000000000000003");
+  ASSERT_TRUE(c);
+  EXPECT_TRUE(one.List()->empty());
 }
 
 TEST(SandboxStateTest, RoundTrip) {

@@ -1,55 +1,119 @@
 #include "isolation/ns/user.h"
 
 #include <fcntl.h>
+#include <sys/file.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <iterator>
 
-#include "common/ids.h"
 #include "common/unique_fd.h"
 #include "isolation/ns/files.h"
 
 namespace asb::isolation::ns {
 
+namespace {
+
+// Holds an exclusive flock(2) on a directory for the lifetime of the object.
+class DirLock {
+ public:
+  static Result<DirLock> Take(const std::string& dir) {
+    DirLock l;
+    l.fd_.Reset(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    if (!l.fd_) return FailErrno("open " + dir);
+    while (::flock(l.fd_.get(), LOCK_EX) != 0) {
+      if (errno != EINTR) return FailErrno("flock " + dir);
+    }
+    return l;
+  }
+
+ private:
+  UniqueFd fd_;  // closing it drops the lock
+};
+
+Status MkdirP(const std::string& path) {
+  for (size_t pos = 1; pos != std::string::npos;) {
+    pos = path.find('/', pos + 1);
+    const std::string cur = path.substr(0, pos);
+    if (::mkdir(cur.c_str(), 0700) != 0 && errno != EEXIST) return FailErrno("mkdir " + cur);
+  }
+  return {};
+}
+
+}  // namespace
+
+Result<std::map<uint64_t, std::string>> UidSlots::ReadAll() const {
+  ASB_ASSIGN_OR_RETURN(auto names, ListDir(registry_));
+  std::map<uint64_t, std::string> out;
+  for (const auto& n : names) {
+    auto first = ParseU64(n);
+    if (!first) continue;
+    auto owner = ReadSmallFile(registry_ + "/" + n);
+    if (owner) out[*first] = *owner;
+  }
+  return out;
+}
+
 Result<uint32_t> UidSlots::Acquire(const std::string& id) {
-  std::lock_guard lock(mu_);
-  const std::string tmp = dir_ + "/.tmp-" + RandomHex(8);
-  {
-    UniqueFd fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600));
-    if (!fd) return FailErrno("create " + tmp);
-    if (!WriteAll(fd.get(), id.data(), id.size())) {
-      int err = errno;
-      ::unlink(tmp.c_str());
-      return Fail(Error::FromErrno(err, "write " + tmp));
+  std::lock_guard guard(mu_);
+  ASB_TRY(MkdirP(registry_));
+  ASB_ASSIGN_OR_RETURN(DirLock lock, DirLock::Take(registry_));
+  ASB_ASSIGN_OR_RETURN(auto taken, ReadAll());
+  const std::string owner = state_dir_ + "/" + id;
+  for (uint32_t k = 0; k < max_slots_;) {
+    const uint64_t first = uint64_t{base_} + uint64_t{k} * kIdsPerSlot;
+    // The nearest records on either side decide whether [first, first + 65536) is free.
+    auto clash = taken.end();
+    auto next = taken.lower_bound(first);
+    if (next != taken.end() && next->first < first + kIdsPerSlot) {
+      clash = next;
+    } else if (next != taken.begin() && std::prev(next)->first + kIdsPerSlot > first) {
+      clash = std::prev(next);
     }
+    if (clash != taken.end()) {
+      if (PathExists(clash->second)) {
+        ++k;
+        continue;
+      }
+      // Stale: its sandbox's state directory is gone. Drop it and look at this range again.
+      ::unlink((registry_ + "/" + std::to_string(clash->first)).c_str());
+      taken.erase(clash);
+      continue;
+    }
+    const std::string path = registry_ + "/" + std::to_string(first);
+    const std::string tmp = path + ".tmp";
+    {
+      UniqueFd fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600));
+      if (!fd || !WriteAll(fd.get(), owner.data(), owner.size())) {
+        ::unlink(tmp.c_str());
+        return FailErrno("write " + tmp);
+      }
+    }
+    if (::rename(tmp.c_str(), path.c_str()) != 0) {
+      ::unlink(tmp.c_str());
+      return FailErrno("rename " + tmp);
+    }
+    return k;
   }
-  for (uint32_t i = 0; i < max_slots_; ++i) {
-    uint32_t k = (next_ + i) % max_slots_;
-    std::string slot = dir_ + "/" + std::to_string(k);
-    if (::link(tmp.c_str(), slot.c_str()) == 0) {
-      ::unlink(tmp.c_str());
-      next_ = (k + 1) % max_slots_;
-      return k;
-    }
-    if (errno != EEXIST) {
-      int err = errno;
-      ::unlink(tmp.c_str());
-      return Fail(Error::FromErrno(err, "link " + slot));
-    }
-  }
-  ::unlink(tmp.c_str());
-  return Fail(Error::LimitExceeded("all " + std::to_string(max_slots_) + " uid slots are taken"));
+  return Fail(Error::LimitExceeded("no free host uid range (" + std::to_string(max_slots_) +
+                                   " slots from " + std::to_string(base_) + ")"));
 }
 
 Result<std::map<uint32_t, std::string>> UidSlots::List() const {
-  ASB_ASSIGN_OR_RETURN(auto names, ListDir(dir_));
   std::map<uint32_t, std::string> out;
-  for (const auto& n : names) {
-    auto k = ParseU64(n);
-    if (!k || *k >= max_slots_) continue;
-    auto content = ReadSmallFile(dir_ + "/" + n);
-    if (content) out[static_cast<uint32_t>(*k)] = *content;
+  auto all = ReadAll();
+  if (!all) {
+    if (all.error().sys_errno() == ENOENT) return out;
+    return Fail(all.error());
+  }
+  const std::string prefix = state_dir_ + "/";
+  for (const auto& [first, owner] : *all) {
+    if (owner.rfind(prefix, 0) != 0 || first < base_) continue;
+    const std::string id = owner.substr(prefix.size());
+    if (id.empty() || id.find('/') != std::string::npos) continue;
+    out[static_cast<uint32_t>((first - base_) / kIdsPerSlot)] = id;
   }
   return out;
 }
@@ -63,12 +127,15 @@ Result<uint32_t> UidSlots::Find(const std::string& id) const {
 }
 
 Status UidSlots::ReleaseAll(const std::string& id) {
-  std::lock_guard lock(mu_);
-  ASB_ASSIGN_OR_RETURN(auto slots, List());
-  for (const auto& [k, owner] : slots) {
-    if (owner != id) continue;
-    std::string slot = dir_ + "/" + std::to_string(k);
-    if (::unlink(slot.c_str()) != 0 && errno != ENOENT) return FailErrno("unlink " + slot);
+  std::lock_guard guard(mu_);
+  if (!PathExists(registry_)) return {};
+  ASB_ASSIGN_OR_RETURN(DirLock lock, DirLock::Take(registry_));
+  ASB_ASSIGN_OR_RETURN(auto all, ReadAll());
+  const std::string owner = state_dir_ + "/" + id;
+  for (const auto& [first, who] : all) {
+    if (who != owner) continue;
+    const std::string path = registry_ + "/" + std::to_string(first);
+    if (::unlink(path.c_str()) != 0 && errno != ENOENT) return FailErrno("unlink " + path);
   }
   return {};
 }

@@ -1,10 +1,15 @@
 // User namespace of a sandbox: its host uid/gid range ("slot") and the id maps.
 //
 // Slot k maps uids/gids 0..65535 inside to base + k*65536 .. +65535 outside, so root inside
-// is an unprivileged, otherwise unused host uid and no two sandboxes share an id. Slots are
-// persisted as files <dir>/<k> holding the sandbox id, created atomically with link(2)
-// (which fails with EEXIST when the slot is taken), so they survive a restart of the server
-// and are released only by Destroy.
+// is an unprivileged, otherwise unused host uid and no two sandboxes share an id.
+//
+// Ranges are recorded machine-wide, one file per taken range in a registry directory
+// (/run/agent-sandbox/uid-ranges): named by the range's first host uid, holding the owning
+// sandbox's state directory ("<state_dir>/<id>"). Acquire takes an flock on the registry and
+// refuses any range that overlaps one already recorded, so two servers (or test runs) with
+// different state dirs or bases can never hand out the same host uids. The records survive
+// restarts of the server and are released only by Destroy; a record whose state directory no
+// longer exists (a reboot cleared it, a test deleted it) is stale and may be taken over.
 #pragma once
 
 #include <cstdint>
@@ -18,25 +23,38 @@ namespace asb::isolation::ns {
 
 inline constexpr uint32_t kIdsPerSlot = 65536;
 
+/// The machine-wide registry of host uid ranges.
+inline constexpr char kUidRegistryDir[] = "/run/agent-sandbox/uid-ranges";
+
 class UidSlots {
  public:
-  /// `dir` must exist (0700). Slots are 0..max_slots-1.
-  UidSlots(std::string dir, uint32_t max_slots) : dir_(std::move(dir)), max_slots_(max_slots) {}
+  /// `registry` is the machine-wide directory (created if missing); `state_dir` identifies
+  /// this backend's records; slots are 0..max_slots-1 from `base`.
+  UidSlots(std::string registry, std::string state_dir, uint32_t base, uint32_t max_slots)
+      : registry_(std::move(registry)),
+        state_dir_(std::move(state_dir)),
+        base_(base),
+        max_slots_(max_slots) {}
 
-  /// Takes a free slot for `id`. Errors: kLimitExceeded when all slots are taken, FromErrno.
+  /// Takes a free slot for `id`. Errors: kLimitExceeded when every range overlaps a taken
+  /// one, FromErrno.
   Result<uint32_t> Acquire(const std::string& id);
-  /// Frees every slot held by `id` (normally one). Missing is success.
+  /// Frees every slot held by `id` of this state dir. Missing is success.
   Status ReleaseAll(const std::string& id);
-  /// Slot -> id for every taken slot.
+  /// Slot -> id for every slot taken by this state dir.
   Result<std::map<uint32_t, std::string>> List() const;
   /// The slot held by `id`, or kNotFound.
   Result<uint32_t> Find(const std::string& id) const;
 
  private:
-  std::string dir_;
+  /// All records: first uid -> owner ("<state_dir>/<id>").
+  Result<std::map<uint64_t, std::string>> ReadAll() const;
+
+  std::string registry_;
+  std::string state_dir_;
+  uint32_t base_;
   uint32_t max_slots_;
   std::mutex mu_;
-  uint32_t next_ = 0;  // where the next search starts (a hint; files are the truth)
 };
 
 /// Writes /proc/<pid>/uid_map and gid_map as "0 <host_base> 65536". Run by the (root) parent
