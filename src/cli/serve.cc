@@ -35,6 +35,22 @@ namespace {
 constexpr int kExitConfig = 2;
 constexpr int kExitStartup = 1;
 
+// The cgroup directory name of this server's sandboxes: "agent-sandbox-" + 8 hex digits of a
+// FNV-1a hash of the data directory. The ns backend reports every cgroup under its name as its
+// own (ListOwned), and Recover() destroys owned ids that no record names; a name per data
+// directory keeps two servers (tests, a second instance) from destroying each other's
+// sandboxes, while a restart on the same data directory finds its cgroups again.
+std::string CgroupNameFor(const std::string& data_dir) {
+  uint64_t h = 1469598103934665603ull;
+  for (unsigned char c : data_dir) {
+    h ^= c;
+    h *= 1099511628211ull;
+  }
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "agent-sandbox-%08x", static_cast<unsigned>(h & 0xffffffffu));
+  return buf;
+}
+
 int ConfigError(const std::string& message) {
   std::fprintf(stderr, "configuration error: %s\n", message.c_str());
   return kExitConfig;
@@ -76,7 +92,9 @@ int Serve(CLI::App& root, const ServeFlags& flags) {
   if (CLI::Option* o = root.get_option_no_throw("--log-level"); o && o->count() > 0) {
     level = o->as<std::string>();
   }
-  InitLogging(level, cfg.log_json ? LogFormat::kJson : LogFormat::kText);
+  // main.cc has set up the logger already (at warn unless told otherwise); serve's default
+  // is info, so that every request is logged.
+  spdlog::set_level(spdlog::level::from_str(level));
   spdlog::warn("serving WITHOUT authentication (--insecure-no-auth): anyone who can reach "
                "{}:{} controls every sandbox", cfg.host, cfg.port);
 
@@ -98,6 +116,7 @@ int Serve(CLI::App& root, const ServeFlags& flags) {
   isolation::ns::NsBackendOptions bo;
   bo.state_dir = data + "/sandboxes";
   bo.sandboxd_path = sandboxd;
+  bo.cgroup_name = CgroupNameFor(std::filesystem::weakly_canonical(data, ec).string());
   bo.default_workspace_bytes =
       static_cast<uint64_t>(cfg.manager.limits.default_workspace_mb) << 20;
   auto backend = isolation::ns::MakeNsBackend(bo);
