@@ -1,5 +1,6 @@
 #include "isolation/ns/cgroup.h"
 
+#include <fcntl.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -8,6 +9,7 @@
 #include <cerrno>
 #include <chrono>
 #include <cmath>
+#include <iterator>
 #include <sstream>
 #include <thread>
 
@@ -178,6 +180,63 @@ Status CreateCgroupsFromParent(const CgroupLayout& layout, const std::string& na
   return {};
 }
 
+Result<CloneIntoCgroups> CloneIntoCgroups::Prepare(const CgroupLayout& layout,
+                                                   const CgroupPaths& paths) {
+  CloneIntoCgroups c;
+  if (!paths.v2.empty()) {
+    c.v2_fd_.Reset(::open(paths.v2.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    if (!c.v2_fd_) return FailErrno("open " + paths.v2);
+  }
+  if (layout.v2_mode) return c;
+  // "<n>:<controllers>:<path>" per hierarchy, for this thread.
+  ASB_ASSIGN_OR_RETURN(std::string self, ReadSmallFile("/proc/thread-self/cgroup"));
+  const std::pair<const std::string*, const std::string*> v1[] = {
+      {&layout.v1_memory, &paths.memory},
+      {&layout.v1_pids, &paths.pids},
+      {&layout.v1_cpu, &paths.cpu},
+      {&layout.v1_cpuacct, &paths.cpuacct},
+      {&layout.v1_freezer, &paths.freezer}};
+  const char* names[] = {"memory", "pids", "cpu", "cpuacct", "freezer"};
+  for (size_t i = 0; i < std::size(v1); ++i) {
+    const std::string& mount = *v1[i].first;
+    const std::string& dir = *v1[i].second;
+    if (mount.empty() || dir.empty()) continue;
+    if (std::find(c.enter_.begin(), c.enter_.end(), dir + "/tasks") != c.enter_.end()) continue;
+    std::string current;
+    std::istringstream lines(self);
+    std::string line;
+    while (std::getline(lines, line)) {
+      auto a = line.find(':');
+      auto b = line.find(':', a + 1);
+      if (a == std::string::npos || b == std::string::npos) continue;
+      if (HasWord(std::string_view(line).substr(a + 1, b - a - 1), names[i], ',')) {
+        current = line.substr(b + 1);
+      }
+    }
+    if (current.empty()) return Fail(Error::Internal(std::string("no v1 cgroup for ") + names[i]));
+    c.enter_.push_back(dir + "/tasks");
+    c.leave_.push_back(mount + (current == "/" ? "" : current) + "/tasks");
+    c.roots_.push_back(mount + "/tasks");
+  }
+  return c;
+}
+
+Status CloneIntoCgroups::Enter() {
+  for (size_t i = 0; i < enter_.size(); ++i) {
+    if (auto st = WriteControlFile(enter_[i], "0"); !st) {
+      Leave();
+      return st;
+    }
+  }
+  return {};
+}
+
+void CloneIntoCgroups::Leave() {
+  for (size_t i = 0; i < leave_.size(); ++i) {
+    if (!WriteControlFile(leave_[i], "0")) (void)WriteControlFile(roots_[i], "0");
+  }
+}
+
 Status AddProcessFromParent(const CgroupPaths& paths, int pid) {
   for (const auto& dir : paths.All()) {
     ASB_TRY(WriteControlFile(dir + "/cgroup.procs", std::to_string(pid)));
@@ -215,7 +274,9 @@ Status KillCgroupProcesses(const CgroupPaths& paths) {
   if (!freeze_file.empty()) (void)WriteControlFile(freeze_file, frozen);
   for (int round = 0; round < 3; ++round) {
     for (const auto& dir : paths.All()) {
-      for (int pid : ReadProcs(dir)) ::kill(pid, SIGKILL);
+      for (int pid : ReadProcs(dir)) {
+        if (pid != ::getpid()) ::kill(pid, SIGKILL);  // (a server thread mid-clone: not us)
+      }
     }
   }
   if (!freeze_file.empty()) (void)WriteControlFile(freeze_file, thawed);

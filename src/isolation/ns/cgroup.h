@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "common/result.h"
+#include "common/unique_fd.h"
 #include "isolation/backend.h"
 
 namespace asb::isolation::ns {
@@ -56,6 +57,35 @@ struct CgroupLimits {
 /// failure; RemoveCgroups cleans up.
 Status CreateCgroupsFromParent(const CgroupLayout& layout, const std::string& name,
                                const CgroupPaths& paths, const CgroupLimits& limits);
+
+/// How a child is born into the sandbox's cgroups without a cgroup.procs write per hierarchy
+/// (each costs an RCU grace period, ~10 ms here, for the global threadgroup lock):
+///  - v1: the cloning thread moves itself into each v1 directory by writing "0" to "tasks"
+///    (a single thread moving itself skips that lock, cgroup-v1.rst / cgroup_procs_write_start),
+///    clones (the child inherits the thread's cgroups), then moves itself back.
+///  - v2: clone3(CLONE_INTO_CGROUP) with an fd of the v2 directory (clone(2)).
+class CloneIntoCgroups {
+ public:
+  CloneIntoCgroups() = default;
+  CloneIntoCgroups(CloneIntoCgroups&&) = default;
+  CloneIntoCgroups& operator=(CloneIntoCgroups&&) = default;
+  /// Opens the v2 directory and records where the calling thread is now. Errors: FromErrno.
+  static Result<CloneIntoCgroups> Prepare(const CgroupLayout& layout, const CgroupPaths& paths);
+  /// Moves the calling thread into the v1 directories. On error the thread is back where it
+  /// was. Must be followed by Leave() on the same thread.
+  Status Enter();
+  /// Moves the calling thread back (to the hierarchy root if its old cgroup is gone). Never
+  /// leaves the thread inside a sandbox: a sandbox's kill must not reach the server.
+  void Leave();
+  /// fd of the v2 directory for clone_args.cgroup, or -1.
+  int cgroup2_fd() const { return v2_fd_.get(); }
+
+ private:
+  std::vector<std::string> enter_;  // <sandbox dir>/tasks, per v1 hierarchy
+  std::vector<std::string> leave_;  // <old cgroup>/tasks, same order
+  std::vector<std::string> roots_;  // <hierarchy root>/tasks, same order (fallback)
+  UniqueFd v2_fd_;
+};
 
 /// Moves process `pid` into every directory (cgroup.procs).
 Status AddProcessFromParent(const CgroupPaths& paths, int pid);

@@ -86,12 +86,12 @@ int ArrangeFdsInChild(const ChildPlan& p, int* report_fd, ChildFailure* f) {
 [[noreturn]] void ContainInChild(const ChildPlan& p, int report_fd, int parent_end) {
   ::close(parent_end);
   char go = 0;
-  // Wait until the parent has written the id maps and put us into the cgroups.
+  // Wait until the parent has written the id maps.
   if (::read(report_fd, &go, 1) != 1 || go != 'g') ::_exit(126);
 
   ChildFailure f;
   int fd_report = report_fd;
-  // 1. A cgroup namespace rooted at our own cgroups (now that the parent moved us there).
+  // 1. A cgroup namespace rooted at our own cgroups (we were born in them).
   if (::unshare(CLONE_NEWCGROUP) != 0) ReportAndExit(fd_report, {"unshare cgroup", nullptr, errno});
   // 2. Still host uid 0 (with capabilities only over the new namespaces): bind the template
   //    root, the workspace and the hostname file, which live in root-only host directories.
@@ -131,7 +131,7 @@ void KillAndReap(pid_t pid, int pidfd) {
 
 }  // namespace
 
-Result<ChildProcess> StartContainedChild(const ChildPlan& plan,
+Result<ChildProcess> StartContainedChild(const ChildPlan& plan, CloneIntoCgroups& cgroups,
                                          const std::function<Status(pid_t)>& prepare_from_parent,
                                          int64_t timeout_ms) {
   int sv[2];
@@ -148,9 +148,16 @@ Result<ChildProcess> StartContainedChild(const ChildPlan& plan,
                CLONE_NEWNET | CLONE_PIDFD;
   args.pidfd = reinterpret_cast<uintptr_t>(&pidfd);
   args.exit_signal = SIGCHLD;
+  if (cgroups.cgroup2_fd() >= 0) {
+    args.flags |= CLONE_INTO_CGROUP;
+    args.cgroup = static_cast<uint64_t>(cgroups.cgroup2_fd());
+  }
+  ASB_TRY_CTX(cgroups.Enter(), "enter cgroups");
   long rc = ::syscall(SYS_clone3, &args, sizeof args);
-  if (rc < 0) return Fail(Error::FromErrno(ErrorCode::kBackend, errno, "clone3"));
   if (rc == 0) ContainInChild(plan, child_end.get(), parent_end.get());
+  const int clone_errno = errno;
+  cgroups.Leave();  // the parent thread goes back at once, whatever happened
+  if (rc < 0) return Fail(Error::FromErrno(ErrorCode::kBackend, clone_errno, "clone3"));
 
   ChildProcess child;
   child.pid = static_cast<pid_t>(rc);

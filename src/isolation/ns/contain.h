@@ -13,6 +13,7 @@
 
 #include "common/result.h"
 #include "common/unique_fd.h"
+#include "isolation/ns/cgroup.h"
 #include "isolation/ns/mount.h"
 #include "isolation/ns/rlimits.h"
 
@@ -46,12 +47,13 @@ struct ChildProcess {
   UniqueFd pidfd;  // from CLONE_PIDFD: signals go to exactly this process
 };
 
-/// Clones the child with new user, pid, mount, ipc, uts and net namespaces, runs
+/// Clones the child with new user, pid, mount, ipc, uts and net namespaces into its cgroups, runs
 /// `prepare_from_parent(pid)` while it waits, then releases it and waits up to `timeout_ms`
 /// for the exec of sandboxd. On any failure the child is killed and reaped. Errors: kBackend
 /// "<step> <path>: <strerror>" from the child's failure record (errno kept), or the error of
 /// `prepare_from_parent`, or FromErrno of clone3.
-Result<ChildProcess> StartContainedChild(const ChildPlan& plan,
+/// The child is born in `cgroups` (see CloneIntoCgroups), so it never runs outside them.
+Result<ChildProcess> StartContainedChild(const ChildPlan& plan, CloneIntoCgroups& cgroups,
                                          const std::function<Status(pid_t)>& prepare_from_parent,
                                          int64_t timeout_ms);
 

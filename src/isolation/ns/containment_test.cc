@@ -26,6 +26,23 @@ double MsSince(Clock::time_point t0) {
 TEST_F(NsBackendTest, H1HardenedDefaultsSeenFromInside) {
   auto sb = MustCreate(Spec());
   ASSERT_TRUE(sb);
+  // Seen from the host: sandboxd was born in the sandbox's cgroups, in every hierarchy we use.
+  std::ifstream cg("/proc/" + std::to_string(sb->host_pid()) + "/cgroup");
+  int in_sandbox = 0;
+  for (std::string line; std::getline(cg, line);) {
+    const bool ours = line.find(cgroup_name_ + "/" + sb->id()) != std::string::npos;
+    for (const char* ctrl : {":memory:", ":pids:", ":cpu:", ":cpuacct:", ":freezer:", "0::"}) {
+      if (line.find(ctrl) != std::string::npos) {
+        EXPECT_TRUE(ours) << line;
+        in_sandbox += ours;
+      }
+    }
+  }
+  EXPECT_GE(in_sandbox, 1);
+  // ... and the server thread that cloned it went back to where it was.
+  std::ifstream self("/proc/thread-self/cgroup");
+  std::string mine((std::istreambuf_iterator<char>(self)), std::istreambuf_iterator<char>());
+  EXPECT_EQ(mine.find(cgroup_name_), std::string::npos) << mine;
   EXPECT_EQ(Sh(*sb, "id -u").stdout_data, "1000\n");
   EXPECT_EQ(Sh(*sb, "grep CapEff /proc/self/status").stdout_data, "CapEff:\t0000000000000000\n");
   EXPECT_EQ(Sh(*sb, "grep NoNewPrivs /proc/self/status").stdout_data, "NoNewPrivs:\t1\n");

@@ -316,7 +316,6 @@ Result<std::shared_ptr<Sandbox>> NsBackend::CreateLocked(const SandboxSpec& spec
                {"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"});
   auto prepare = [&](pid_t pid) -> Status {
     ASB_TRY_CTX(WriteIdMapsFromParent(pid, uid_base), "id maps");
-    ASB_TRY_CTX(AddProcessFromParent(cgroups, pid), "join cgroups");
     // sandboxd must outlive anything its sandbox does to memory (it reports the OOM).
     // Lowering the score needs CAP_SYS_RESOURCE, which some hosts withhold even from root
     // (this CI machine does): then the OOM killer's preference for the largest process is
@@ -327,8 +326,9 @@ Result<std::shared_ptr<Sandbox>> NsBackend::CreateLocked(const SandboxSpec& spec
     }
     return {};
   };
+  ASB_ASSIGN_OR_RETURN(CloneIntoCgroups into, CloneIntoCgroups::Prepare(layout_, cgroups));
   ASB_ASSIGN_OR_RETURN(ChildProcess child,
-                       StartContainedChild(plan, prepare, opts_.start_timeout_ms));
+                       StartContainedChild(plan, into, prepare, opts_.start_timeout_ms));
   Undo undo_child([&] {
     ::syscall(SYS_pidfd_send_signal, child.pidfd.get(), SIGKILL, nullptr, 0);
     while (::waitpid(child.pid, nullptr, 0) < 0 && errno == EINTR) {
