@@ -1,11 +1,31 @@
 // SandboxManager: reconciliation at start (Recover) and the TTL/idle reaper.
+#include <chrono>
 #include <set>
+#include <thread>
 
 #include "common/ids.h"
 #include "common/log.h"
 #include "core/manager_impl.h"
 
 namespace asb::core {
+
+namespace {
+
+/// Adopt, retried for about a second while the answer is neither success nor kNotFound: a
+/// sandbox whose PID 1 was just killed exists for a moment while its namespace is torn down,
+/// refusing connections, and would otherwise be kept as an error instead of being dropped.
+Result<std::shared_ptr<isolation::Sandbox>> AdoptPatiently(isolation::Backend& backend,
+                                                           const std::string& id) {
+  auto sb = backend.Adopt(id);
+  for (int attempt = 1; attempt <= 4 && !sb && sb.error().code() != ErrorCode::kNotFound;
+       ++attempt) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100 * attempt));
+    sb = backend.Adopt(id);
+  }
+  return sb;
+}
+
+}  // namespace
 
 Status SandboxManager::Recover() {
   Impl& m = *impl_;
@@ -24,7 +44,7 @@ Status SandboxManager::Recover() {
     m.Insert(entry);
     switch (info.state) {
       case SandboxState::kRunning: {
-        auto sb = m.backend.Adopt(info.id);
+        auto sb = AdoptPatiently(m.backend, info.id);
         if (sb) {
           {
             std::lock_guard l(entry->info_mu);

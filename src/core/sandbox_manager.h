@@ -264,7 +264,8 @@ class SandboxManager {
 
   /// Reconciles the store with the backend (ACCEPTANCE.md L6); Start() calls it. Records in
   /// running state are adopted (Backend::Adopt) keeping their expires_at; those whose sandbox
-  /// is gone become destroyed. Records in creating/stopping are destroyed (interrupted
+  /// is gone (kNotFound) become destroyed; those that still fail to adopt after about a second
+  /// of retries for another reason are kept in state error (visible, deletable). Records in creating/stopping are destroyed (interrupted
   /// transitions). Every id in Backend::ListOwned() that no live record names is destroyed via
   /// the backend. Nothing else is touched. Errors: only store failures; backend failures for
   /// single sandboxes are logged and retried by the reaper.
