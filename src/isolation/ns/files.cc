@@ -43,19 +43,20 @@ Status WriteControlFile(const std::string& path, const std::string& data) {
   return {};
 }
 
-Status WriteFileAtomic(const std::string& path, const std::string& data) {
+Status WriteFileAtomic(const std::string& path, const std::string& data, bool durable) {
   const std::string tmp = path + ".tmp";
   {
     UniqueFd fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600));
     if (!fd) return FailErrno("create " + tmp);
     if (!WriteAll(fd.get(), data.data(), data.size())) return FailErrno("write " + tmp);
-    if (::fsync(fd.get()) != 0) return FailErrno("fsync " + tmp);
+    if (durable && ::fsync(fd.get()) != 0) return FailErrno("fsync " + tmp);
   }
   if (::rename(tmp.c_str(), path.c_str()) != 0) {
     int err = errno;
     ::unlink(tmp.c_str());
     return Fail(Error::FromErrno(err, "rename " + tmp));
   }
+  if (!durable) return {};
   const auto slash = path.rfind('/');
   const std::string dir = slash == std::string::npos ? "." : path.substr(0, slash);
   UniqueFd dfd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));

@@ -349,7 +349,7 @@ Result<std::shared_ptr<Sandbox>> NsBackend::CreateLocked(const SandboxSpec& spec
   st.cgroup_mode = layout_.v2_mode ? "v2" : "v1";
   st.cgroups = cgroups.All();
   st.created_unix_ms = SystemClock::Instance().NowUnixMs();
-  ASB_TRY(WriteFileAtomic(l.state, EncodeSandboxState(st)));
+  ASB_TRY(WriteFileAtomic(l.state, EncodeSandboxState(st), /*durable=*/false));  // state.h
 
   // 8. The protocol handshake proves sandboxd runs.
   auto conn = protocol::Connection::Dial(l.sock, opts_.start_timeout_ms);
@@ -378,13 +378,14 @@ Result<std::shared_ptr<Sandbox>> NsBackend::Adopt(const std::string& id) {
   const Layout l = LayoutFor(opts_.state_dir, id);
   auto text = ReadSmallFile(l.state);
   if (!text) return Fail(Error::NotFound("no state for sandbox " + id));
-  ASB_ASSIGN_OR_RETURN(SandboxState st, DecodeSandboxState(*text));
-  auto start = ProcessStartTime(st.pid);
-  if (!start || *start != st.start_time) {
+  auto st = DecodeSandboxState(*text);
+  if (!st) return Fail(Error::NotFound("sandbox " + id + " has no readable state: not running"));
+  auto start = ProcessStartTime(st->pid);
+  if (!start || *start != st->start_time) {
     return Fail(Error::NotFound("sandbox " + id + " no longer runs"));
   }
   ASB_ASSIGN_OR_RETURN(auto conn, protocol::Connection::Dial(l.sock, opts_.start_timeout_ms));
-  return std::make_shared<NsSandbox>(id, std::move(conn), st.pid,
+  return std::make_shared<NsSandbox>(id, std::move(conn), st->pid,
                                      CgroupPathsFor(layout_, opts_.cgroup_name, id), l.ws);
 }
 

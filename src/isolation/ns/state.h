@@ -1,5 +1,8 @@
 // state.json: what the backend records about a running sandbox so that a later server process
-// can adopt or destroy it. Written temp + fsync + rename (files.h, WriteFileAtomic).
+// can adopt or destroy it. Written temp + rename (files.h, WriteFileAtomic), without fsync:
+// it describes processes, which a machine crash ends, while a crash of the server process
+// keeps the page cache. After a machine crash a missing or torn state.json only means "not
+// running": Adopt answers kNotFound and Destroy works from names alone.
 #pragma once
 
 #include <cstdint>
