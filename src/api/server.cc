@@ -286,27 +286,33 @@ awaitable<bool> HttpServer::Impl::WriteStream(beast::tcp_stream& stream,
   auto ex = co_await net::this_coro::executor;
   auto timer = std::make_shared<net::steady_timer>(ex);
   auto pending = std::make_shared<std::atomic<bool>>(false);
-  auto gone = std::make_shared<std::atomic<bool>>(false);
+  bool gone = false;
   body->SetNotify([ex, timer, pending] {
     if (pending->exchange(true)) return;
     net::post(ex, [timer] { timer->cancel(); });
   });
-  // A client that closes its end makes the socket readable with nothing to read.
+  // A client that closes its end makes the socket readable with nothing to read. The handler
+  // may run after this coroutine has ended (it was queued just before), so it touches only
+  // shared state; the loop below looks at the socket.
+  auto readable = std::make_shared<std::atomic<bool>>(false);
   stream.socket().async_wait(tcp::socket::wait_read,
-                             [&stream, timer, gone](const beast::error_code& ec) {
+                             [timer, readable](const beast::error_code& ec) {
                                if (ec) return;
-                               beast::error_code ec2;
-                               if (stream.socket().available(ec2) == 0 || ec2) {
-                                 *gone = true;
-                                 timer->cancel();
-                               }
+                               *readable = true;
+                               timer->cancel();
                              });
   http::response_serializer<http::empty_body> sr(head);
   stream.expires_after(std::chrono::seconds(options.write_timeout_s));
   auto [ec, n] = co_await http::async_write_header(stream, sr, kTuple);
   bool ok = !ec;
   while (ok) {
-    if (*gone || handle->cut) {
+    if (readable->exchange(false)) {
+      beast::error_code aec;
+      // Readable with nothing to read: the peer closed (or reset) its end. Pipelined bytes of
+      // a next request are left alone and stop the watch.
+      if (stream.socket().available(aec) == 0 || aec) gone = true;
+    }
+    if (gone || handle->cut) {
       ok = false;
       break;
     }
