@@ -56,6 +56,22 @@ TEST_F(NsBackendTest, SandboxdKilledFromOutside) {
   EXPECT_EQ(Snapshot(), before) << Describe(Snapshot());
 }
 
+TEST_F(NsBackendTest, SandboxdThatNeverAnswersLeavesNothing) {
+  const HostSnapshot before = Snapshot();
+  backend_.reset();
+  options_.sandboxd_path = "/bin/true";  // runs (the template has its libraries) and exits
+  options_.start_timeout_ms = 3000;
+  backend_ = NewBackend();
+  ASSERT_TRUE(backend_);
+  auto sb = backend_->Create(Spec());
+  ASSERT_FALSE(sb);
+  EXPECT_EQ(sb.error().code(), ErrorCode::kBackend);
+  EXPECT_NE(sb.error().message().find("sandboxd did not answer"), std::string::npos)
+      << sb.error().message();
+  EXPECT_EQ(Snapshot(), before) << Describe(Snapshot());
+  EXPECT_TRUE(backend_->ListOwned()->empty());
+}
+
 TEST_F(NsBackendTest, ConcurrentCreatesAndDestroys) {
   const HostSnapshot before = Snapshot();
   constexpr int kSandboxes = 4;
