@@ -369,6 +369,40 @@ TEST_F(SandboxdFilesTest, TarRoundTripKeepsEveryFileType) {
   EXPECT_EQ(*Read("restore/f"), "hello");
 }
 
+TEST_F(SandboxdFilesTest, TarOfTheWorkspaceSkipsTheFileSystemsLostAndFound) {
+  ASSERT_EQ(system(("mkdir -m 700 " + Ws("lost+found")).c_str()), 0);  // root-owned, as on ext4
+  ASSERT_TRUE(Write("a/b", "data"));
+  protocol::TarResult r;
+  auto tar = Export(".", &r);
+  ASSERT_TRUE(tar) << tar.error().ToString();
+  EXPECT_EQ(r.entries, 2u);  // a, a/b
+  protocol::TarImportRequest imp;
+  imp.path = ".";
+  imp.clear_first = true;
+  ASSERT_TRUE(Write("later", "x"));
+  auto res = Import(imp, *tar);
+  ASSERT_TRUE(res) << res.error().ToString();
+  EXPECT_EQ(access(Ws("lost+found").c_str(), F_OK), 0);
+  EXPECT_EQ(Stat("later").error().code(), ErrorCode::kNotFound);
+  EXPECT_EQ(*Read("a/b"), "data");
+}
+
+TEST_F(SandboxdFilesTest, ScopeOutsideTheWorkspaceStillUsesTheUsersPermissions) {
+  protocol::FileReadRequest rd;
+  rd.path = "/etc/passwd";
+  rd.scope.beneath_workspace = false;
+  auto passwd = protocol::ReadFile(*conn_, rd);
+  ASSERT_TRUE(passwd) << passwd.error().ToString();
+  EXPECT_EQ(*passwd, ReadHostFile("/etc/passwd"));
+  rd.path = "/etc/shadow";
+  EXPECT_EQ(protocol::ReadFile(*conn_, rd).error().code(), ErrorCode::kPermissionDenied);
+  protocol::FileWriteRequest wr;
+  wr.path = "/etc/sandboxd-test-must-not-exist";
+  wr.scope.beneath_workspace = false;
+  EXPECT_EQ(protocol::WriteFile(*conn_, wr, "x").error().code(), ErrorCode::kPermissionDenied);
+  EXPECT_NE(access("/etc/sandboxd-test-must-not-exist", F_OK), 0);
+}
+
 // Builds a pax archive in memory from (name, type, content-or-link-target) members.
 struct Member {
   std::string name;

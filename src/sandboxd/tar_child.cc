@@ -89,9 +89,16 @@ bool HasDotDot(std::string_view path) {
   return false;
 }
 
+// The file system's own lost+found at the top of the tree (the workspace is an ext4 image):
+// root-owned, unreadable for the sandbox user, and not user data. Neither exported nor
+// cleared.
+bool IsFsLostAndFound(std::string_view top_level_name, bool is_dir, int64_t uid) {
+  return top_level_name == "lost+found" && is_dir && uid == 0;
+}
+
 // Empties the current directory (clear_first), never following symlinks.
 void RemoveTreeAt(int parent, const char* name);
-void EmptyDir(int dirfd) {
+void EmptyDir(int dirfd, bool top = false) {
   int dup = fcntl(dirfd, F_DUPFD_CLOEXEC, 0);
   DIR* d = fdopendir(dup);
   if (!d) Die(ErrorCode::kInternal, errno, "tar: clear target");
@@ -100,7 +107,14 @@ void EmptyDir(int dirfd) {
     if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..")) names.emplace_back(e->d_name);
   }
   closedir(d);
-  for (const auto& n : names) RemoveTreeAt(dirfd, n.c_str());
+  for (const auto& n : names) {
+    struct stat st;
+    if (top && fstatat(dirfd, n.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+        IsFsLostAndFound(n, S_ISDIR(st.st_mode), st.st_uid)) {
+      continue;
+    }
+    RemoveTreeAt(dirfd, n.c_str());
+  }
 }
 void RemoveTreeAt(int parent, const char* name) {
   if (unlinkat(parent, name, 0) == 0) return;
@@ -142,13 +156,18 @@ void RunTarExportChild(const TarChildPlan& p) {
       break;
     }
     if (r < ARCHIVE_WARN) DieArchive(disk, "tar: read tree");
-    archive_read_disk_descend(disk);
     std::string name = archive_entry_pathname(entry);
+    if (name.rfind("./", 0) == 0) name.erase(0, 2);
+    if (!p.file_name && IsFsLostAndFound(name, archive_entry_filetype(entry) == AE_IFDIR,
+                                         archive_entry_uid(entry))) {
+      archive_entry_free(entry);  // not descended into either
+      continue;
+    }
+    archive_read_disk_descend(disk);
     if (name == ".") {
       archive_entry_free(entry);
       continue;
     }
-    if (name.rfind("./", 0) == 0) name.erase(0, 2);
     archive_entry_set_pathname(entry, name.c_str());
     struct archive_entry* spare = nullptr;
     archive_entry_linkify(links, &entry, &spare);
@@ -199,7 +218,7 @@ void RunTarExportChild(const TarChildPlan& p) {
 
 void RunTarImportChild(const TarChildPlan& p) {
   PrepareChild(p);
-  if (p.clear_first) EmptyDir(kDirFd);
+  if (p.clear_first) EmptyDir(kDirFd, /*top=*/true);
   TarOutcome o;
   struct archive* in = archive_read_new();
   archive_read_support_format_tar(in);  // pax, ustar, gnutar; no compression (host's job)
