@@ -2,6 +2,7 @@
 
 #include <errno.h>
 #include <sched.h>
+#include <signal.h>
 #include <sys/ioctl.h>
 #include <sys/personality.h>
 #include <sys/prctl.h>
@@ -65,6 +66,24 @@ TEST(SeccompPolicyTest, BlocksWhatDockerBlocksAndAllowsTheRest) {
     return 0;
   });
   EXPECT_EQ(rc, 0) << "check " << rc << " failed";
+}
+
+TEST(SeccompPolicyTest, NonNativeAbisAreKilled) {
+  auto p = SeccompProgram::Compile();
+  ASSERT_TRUE(p);
+  // x32: a native syscall number with the x32 bit set.
+  int x32 = RunFiltered(*p, [] {
+    syscall(0x40000000 | SYS_getpid);
+    return 0;
+  });
+  EXPECT_EQ(x32, 200 + SIGSYS);
+  // i386 through int 0x80 (getpid is 20 there).
+  int i386 = RunFiltered(*p, [] {
+    long ret;
+    asm volatile("int $0x80" : "=a"(ret) : "a"(20) : "memory");
+    return 0;
+  });
+  EXPECT_EQ(i386, 200 + SIGSYS);
 }
 
 }  // namespace
