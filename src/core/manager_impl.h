@@ -31,7 +31,10 @@ struct Entry {
   SandboxInfo info;                             // guarded by info_mu
   std::shared_ptr<isolation::Sandbox> sandbox;  // guarded by info_mu; set while running
   bool holds_slot = false;                      // guarded by Impl::mu_
-  std::atomic<int> active_ops{0};               // execs/file ops in flight
+  /// Reaper passes left to retry adopting a sandbox Recover could not reach (guarded by
+  /// op_mu). Its PID 1 may be a zombie that the host's init has not reaped yet.
+  int adopt_retries_left = 0;
+  std::atomic<int> active_ops{0};  // execs/file ops in flight
 
   SandboxInfo Snapshot() const {
     std::lock_guard l(info_mu);
@@ -110,6 +113,8 @@ class SandboxManager::Impl {
 
   // ---- reaper --------------------------------------------------------------------------------
   void ReaperLoop();
+  /// See manager_recovery.cc; caller holds e.op_mu.
+  bool RetryAdopt(Entry& e);
   std::function<void()> reap_fn;  // SandboxManager::ReapOnce, bound by the manager
   std::mutex reaper_mu;
   std::condition_variable reaper_cv;

@@ -25,7 +25,33 @@ Result<std::shared_ptr<isolation::Sandbox>> AdoptPatiently(isolation::Backend& b
   return sb;
 }
 
+/// Reaper passes (about a second each) that keep retrying Adopt after Recover failed to.
+constexpr int kAdoptRetryPasses = 30;
+
 }  // namespace
+
+/// One retry of an adoption Recover could not complete; caller holds e.op_mu. Returns true if
+/// the sandbox was dropped (destroyed) because it is gone.
+bool SandboxManager::Impl::RetryAdopt(Entry& e) {
+  const SandboxInfo info = e.Snapshot();
+  if (info.state != SandboxState::kError || e.adopt_retries_left <= 0) return false;
+  --e.adopt_retries_left;
+  auto sb = backend.Adopt(info.id);
+  if (sb) {
+    {
+      std::lock_guard l(e.info_mu);
+      e.sandbox = *sb;
+    }
+    if (!WriteState(e, SandboxState::kRunning)) return false;
+    (void)ReserveSlot(e, /*force=*/true);
+    e.adopt_retries_left = 0;
+    spdlog::info("sandbox_id={} adopted on retry", info.id);
+    return false;
+  }
+  if (sb.error().code() != ErrorCode::kNotFound) return false;
+  e.adopt_retries_left = 0;
+  return static_cast<bool>(DestroyLocked(e, "gone after restart"));
+}
 
 Status SandboxManager::Recover() {
   Impl& m = *impl_;
@@ -65,6 +91,7 @@ Status SandboxManager::Recover() {
           spdlog::warn("sandbox_id={} adopt failed: {}", info.id, sb.error().ToString());
           (void)m.WriteState(*entry, SandboxState::kError,
                              "could not be adopted after restart: " + sb.error().message());
+          entry->adopt_retries_left = kAdoptRetryPasses;
           live.insert(info.id);
         }
         break;
@@ -124,6 +151,8 @@ int SandboxManager::ReapOnce() {
       case SandboxState::kError:
         if (info.expires_at_ms <= now) {
           why = "ttl expired";
+        } else if (info.state == SandboxState::kError) {
+          why = "retry adopt";  // a no-op unless Recover left adoption retries
         } else if (info.state == SandboxState::kRunning && info.idle_timeout_seconds > 0 &&
                    e->active_ops.load() == 0 &&
                    info.last_activity_at_ms + info.idle_timeout_seconds * 1000 <= now) {
@@ -144,6 +173,10 @@ int SandboxManager::ReapOnce() {
     // Re-check under the lock: a SetTimeout may have extended it meanwhile.
     const SandboxInfo now_info = e->Snapshot();
     if (now_info.state == SandboxState::kDestroyed) continue;
+    if (why == "retry adopt") {
+      if (m.RetryAdopt(*e)) ++reaped;
+      continue;
+    }
     if (why == "ttl expired" && now_info.expires_at_ms > now) continue;
     if (why == "idle timeout" &&
         (e->active_ops.load() != 0 ||

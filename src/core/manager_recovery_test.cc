@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <atomic>
 
 #include "core/manager_test_fixture.h"
 
@@ -160,44 +161,78 @@ TEST_F(ManagerTest, RestartAdoptsDropsFinishesAndDestroysOrphans) {  // L6
   EXPECT_FALSE(Contains(backend_->calls(), "destroy sb_nonexistent"));
 }
 
-TEST_F(ManagerTest, RecoveryKeepsUnadoptableSandboxesAsErrors) {
-  SandboxInfo a = MustCreate("alice");
-  SandboxInfo broken = MustCreate("alice");
-  // The backend fails to adopt `broken` for another reason than "gone": keep it visible.
-  class AdoptFails final : public isolation::Backend {
-   public:
-    AdoptFails(isolation::Backend& inner, std::string bad) : inner_(inner), bad_(std::move(bad)) {}
-    std::string_view name() const override { return inner_.name(); }
-    Status Probe() override { return {}; }
-    Result<std::shared_ptr<isolation::Sandbox>> Create(const isolation::SandboxSpec& s) override {
-      return inner_.Create(s);
+/// Wraps the fake backend; Adopt of one id fails as told (a sandboxd still dying, say).
+class FlakyAdopt final : public isolation::Backend {
+ public:
+  enum class Mode { kUnreachable, kGone, kNormal };
+  FlakyAdopt(isolation::Backend& inner, std::vector<std::string> ids)
+      : inner_(inner), ids_(std::move(ids)) {}
+  std::string_view name() const override { return inner_.name(); }
+  Status Probe() override { return {}; }
+  Result<std::shared_ptr<isolation::Sandbox>> Create(const isolation::SandboxSpec& s) override {
+    return inner_.Create(s);
+  }
+  Result<std::shared_ptr<isolation::Sandbox>> Adopt(const std::string& id) override {
+    if (std::find(ids_.begin(), ids_.end(), id) != ids_.end()) {
+      ++adopt_calls;
+      if (mode == Mode::kUnreachable) return Fail(Error::Unavailable("connection refused"));
+      if (mode == Mode::kGone) return Fail(Error::NotFound("no longer runs"));
     }
-    Result<std::shared_ptr<isolation::Sandbox>> Adopt(const std::string& id) override {
-      if (id == bad_) return Fail(Error::Backend("handshake timed out"));
-      return inner_.Adopt(id);
-    }
-    Status Destroy(const std::string& id) override { return inner_.Destroy(id); }
-    Result<std::vector<std::string>> ListOwned() override { return inner_.ListOwned(); }
+    return inner_.Adopt(id);
+  }
+  Status Destroy(const std::string& id) override { return inner_.Destroy(id); }
+  Result<std::vector<std::string>> ListOwned() override { return inner_.ListOwned(); }
 
-   private:
-    isolation::Backend& inner_;
-    std::string bad_;
-  } wrapper(*backend_, broken.id);
+  std::atomic<Mode> mode{Mode::kUnreachable};
+  std::atomic<int> adopt_calls{0};
+
+ private:
+  isolation::Backend& inner_;
+  std::vector<std::string> ids_;
+};
+
+TEST_F(ManagerTest, UnreachableSandboxesAreKeptAsErrorsThenAdoptedOrDroppedByTheReaper) {
+  SandboxInfo a = MustCreate("alice");
+  SandboxInfo late = MustCreate("alice");   // reachable again after a while
+  SandboxInfo dying = MustCreate("alice");  // turns out to be gone
+  FlakyAdopt flaky(*backend_, {late.id, dying.id});
 
   manager_.reset();
   store_.reset();
   OpenStore();
-  manager_ = std::make_unique<SandboxManager>(config_, *store_, wrapper, clock_, *catalog_);
+  manager_ = std::make_unique<SandboxManager>(config_, *store_, flaky, clock_, *catalog_);
   ASSERT_TRUE(manager_->Recover());
+  EXPECT_GE(flaky.adopt_calls.load(), 4);  // retried within Recover
   EXPECT_EQ(manager_->Get("alice", a.id)->state, SandboxState::kRunning);
-  auto b = manager_->Get("alice", broken.id);
-  ASSERT_TRUE(b);
-  EXPECT_EQ(b->state, SandboxState::kError);
-  EXPECT_NE(b->error_message.find("handshake timed out"), std::string::npos);
-  EXPECT_TRUE(backend_->IsOwned(broken.id));  // named by a live record: not an orphan
-  ASSERT_TRUE(manager_->Destroy("alice", broken.id));
-  EXPECT_FALSE(backend_->IsOwned(broken.id));
-  manager_.reset();  // before `wrapper` goes out of scope
+  for (const auto& id : {late.id, dying.id}) {
+    auto b = manager_->Get("alice", id);
+    ASSERT_TRUE(b);
+    EXPECT_EQ(b->state, SandboxState::kError);
+    EXPECT_NE(b->error_message.find("connection refused"), std::string::npos);
+    EXPECT_TRUE(backend_->IsOwned(id));  // named by a live record: not an orphan
+  }
+  // Not counted against the quota while in error.
+  MustCreate("alice");
+  MustCreate("alice");
+
+  // A reaper pass retries: still unreachable -> unchanged.
+  EXPECT_EQ(manager_->ReapOnce(), 0);
+  EXPECT_EQ(manager_->Get("alice", late.id)->state, SandboxState::kError);
+
+  // `dying` is now reported gone -> dropped; `late` answers -> running again.
+  backend_->Crash(dying.id);
+  flaky.mode = FlakyAdopt::Mode::kNormal;
+  EXPECT_EQ(manager_->ReapOnce(), 1);
+  EXPECT_EQ(manager_->Get("alice", dying.id).error().code(), ErrorCode::kNotFound);
+  EXPECT_EQ(StoredState(dying.id), "destroyed");
+  EXPECT_FALSE(backend_->IsOwned(dying.id));
+  auto back = manager_->Get("alice", late.id);
+  ASSERT_TRUE(back);
+  EXPECT_EQ(back->state, SandboxState::kRunning);
+  EXPECT_EQ(StoredState(late.id), "running");
+  EXPECT_EQ(manager_->Create("alice", {}).error().code(), ErrorCode::kLimitExceeded);
+  ASSERT_TRUE(manager_->Destroy("alice", late.id));
+  manager_.reset();  // before `flaky` goes out of scope
 }
 
 }  // namespace
