@@ -209,7 +209,7 @@ TEST_F(NsBackendTest, AdoptAfterDroppingTheBackend) {
 
 TEST_F(NsBackendTest, MeasuresCreateAndExecLatency) {
   // create -> first stdout byte of `echo hi`, and the exec round trip of `true`.
-  std::vector<double> create_ms, exec_ms;
+  std::vector<double> create_ms, exec_ms, destroy_ms;
   for (int i = 0; i < 8; ++i) {
     auto spec = Spec();
     std::this_thread::sleep_for(std::chrono::milliseconds(200));  // let the pool refill
@@ -235,15 +235,20 @@ TEST_F(NsBackendTest, MeasuresCreateAndExecLatency) {
       ASSERT_TRUE(r);
       exec_ms.push_back(MsSince(t1));
     }
+    const auto t2 = Clock::now();
     ASSERT_TRUE(backend_->Destroy(spec.id));
+    destroy_ms.push_back(MsSince(t2));
   }
   std::sort(create_ms.begin(), create_ms.end());
+  std::sort(destroy_ms.begin(), destroy_ms.end());
   std::sort(exec_ms.begin(), exec_ms.end());
   std::printf(
       "[ns] create -> first byte of `echo hi`: p50 %.1f ms, max %.1f ms (n=%zu, pool of "
       "1)\n[ns] exec round trip of `true`: p50 %.2f ms, p99 %.2f ms (n=%zu)\n",
       create_ms[create_ms.size() / 2], create_ms.back(), create_ms.size(),
       exec_ms[exec_ms.size() / 2], exec_ms[exec_ms.size() * 99 / 100], exec_ms.size());
+  std::printf("[ns] destroy: p50 %.1f ms, max %.1f ms\n", destroy_ms[destroy_ms.size() / 2],
+              destroy_ms.back());
 }
 
 }  // namespace
