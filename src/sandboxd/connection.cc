@@ -31,7 +31,8 @@ int64_t JsonInt(std::string_view json, std::string_view key) {
   const boost::json::value* m = v.get_object().if_contains(key);
   if (!m) return -1;
   if (m->is_int64()) return m->get_int64();
-  if (m->is_uint64() && m->get_uint64() < (1ull << 62)) return static_cast<int64_t>(m->get_uint64());
+  if (m->is_uint64() && m->get_uint64() < (1ull << 62))
+    return static_cast<int64_t>(m->get_uint64());
   return -1;
 }
 }  // namespace
@@ -48,8 +49,7 @@ Connection::~Connection() {
 }
 
 Status Connection::Start() {
-  return daemon_.loop().Add(fd_.get(), EPOLLIN | EPOLLRDHUP,
-                            [this](uint32_t ev) { OnEvents(ev); });
+  return daemon_.loop().Add(fd_.get(), EPOLLIN | EPOLLRDHUP, [this](uint32_t ev) { OnEvents(ev); });
 }
 
 void Connection::OnEvents(uint32_t events) {
@@ -92,8 +92,7 @@ void Connection::SendFrame(uint32_t channel, FrameType type, Stream stream,
                            std::string_view payload) {
   if (closed_) return;
   char header[protocol::kFrameHeaderSize];
-  protocol::EncodeFrameHeader(channel, type, stream, static_cast<uint32_t>(payload.size()),
-                              header);
+  protocol::EncodeFrameHeader(channel, type, stream, static_cast<uint32_t>(payload.size()), header);
   out_.append(header, sizeof header);
   out_.append(payload);
   ScheduleFlush();
@@ -158,8 +157,8 @@ void Connection::HandleFrame(Frame&& f) {
     HandleHello(f);
     return;
   }
-  bool has_stream = f.type == FrameType::kData || f.type == FrameType::kEof ||
-                    f.type == FrameType::kWindow;
+  bool has_stream =
+      f.type == FrameType::kData || f.type == FrameType::kEof || f.type == FrameType::kWindow;
   if (!has_stream && f.stream != Stream::kNone) {
     ProtocolError("stream set on a frame type without one");
     return;
@@ -192,8 +191,7 @@ void Connection::HandleFrame(Frame&& f) {
     ProtocolError("host DATA/EOF on a stream other than stdin");
     return;
   }
-  if (f.type == FrameType::kWindow && f.stream != Stream::kStdout &&
-      f.stream != Stream::kStderr) {
+  if (f.type == FrameType::kWindow && f.stream != Stream::kStdout && f.stream != Stream::kStderr) {
     ProtocolError("host WINDOW on a stream other than stdout/stderr");
     return;
   }

@@ -52,7 +52,7 @@ Status EventLoop::RunOnce(int timeout_ms) {
   }
   for (int i = 0; i < n; ++i) {
     auto it = entries_.find(events[i].data.u64);
-    if (it == entries_.end()) continue;  // removed by an earlier handler of this batch
+    if (it == entries_.end()) continue;         // removed by an earlier handler of this batch
     std::shared_ptr<Entry> entry = it->second;  // keeps the handler alive while it runs
     entry->handler(events[i].events);
   }

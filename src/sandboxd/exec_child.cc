@@ -26,9 +26,10 @@ namespace {
 
 // Docker's default capability set for a container's root (moby oci/caps/defaults.go).
 constexpr int kDockerDefaultCaps[] = {
-    CAP_CHOWN, CAP_DAC_OVERRIDE, CAP_FSETID,   CAP_FOWNER,           CAP_MKNOD,
-    CAP_NET_RAW, CAP_SETGID,     CAP_SETUID,   CAP_SETFCAP,          CAP_SETPCAP,
-    CAP_NET_BIND_SERVICE,        CAP_SYS_CHROOT, CAP_KILL,           CAP_AUDIT_WRITE,
+    CAP_CHOWN,   CAP_DAC_OVERRIDE, CAP_FSETID,           CAP_FOWNER,
+    CAP_MKNOD,   CAP_NET_RAW,      CAP_SETGID,           CAP_SETUID,
+    CAP_SETFCAP, CAP_SETPCAP,      CAP_NET_BIND_SERVICE, CAP_SYS_CHROOT,
+    CAP_KILL,    CAP_AUDIT_WRITE,
 };
 constexpr int kMaxCap = 63;
 

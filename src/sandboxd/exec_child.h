@@ -29,18 +29,18 @@ struct ChildPlan {
   char* const* argv = nullptr;  // NULL-terminated
   char* const* envp = nullptr;  // NULL-terminated
   const char* cwd = "/";
-  bool as_root = false;         // uid 0 with Docker's default capabilities; else uid/gid 1000
+  bool as_root = false;  // uid 0 with Docker's default capabilities; else uid/gid 1000
   int stdin_fd = -1;
   int stdout_fd = -1;
   int stderr_fd = -1;
-  bool controlling_tty = false; // stdin_fd is a PTY slave: make it the controlling terminal
+  bool controlling_tty = false;  // stdin_fd is a PTY slave: make it the controlling terminal
   int error_fd = -1;
   const SeccompProgram* seccomp = nullptr;
 };
 
 /// What the child reports through error_fd when it fails before exec.
 struct ChildFailure {
-  int32_t code = 0;   // an asb::ErrorCode
+  int32_t code = 0;  // an asb::ErrorCode
   int32_t sys_errno = 0;
   char message[240] = {};
 };

@@ -77,8 +77,8 @@ Status ExecOp::Launch() {
   } else if (req_.user == protocol::kUserRoot) {
     as_root = true;
   } else {
-    return Fail(Error::InvalidArgument("exec: unknown user \"" + req_.user +
-                                       "\" (sandbox or root)"));
+    return Fail(
+        Error::InvalidArgument("exec: unknown user \"" + req_.user + "\" (sandbox or root)"));
   }
   for (const auto& a : args) {
     if (a.find('\0') != std::string::npos) {
@@ -205,13 +205,13 @@ void ExecOp::OnErrorPipe() {
   phase_ = Phase::kRunning;
   SendInfo("{\"pid\":" + std::to_string(pid_) + "}");
   if (stdout_read_) {
-    out_[1] = std::make_unique<OutputPipe>(daemon_.loop(), Stream::kStdout,
-                                           std::move(stdout_read_), this);
+    out_[1] = std::make_unique<OutputPipe>(daemon_.loop(), Stream::kStdout, std::move(stdout_read_),
+                                           this);
     if (auto st = out_[1]->Start(); !st) out_[1].reset();
   }
   if (stderr_read_) {
-    out_[2] = std::make_unique<OutputPipe>(daemon_.loop(), Stream::kStderr,
-                                           std::move(stderr_read_), this);
+    out_[2] = std::make_unique<OutputPipe>(daemon_.loop(), Stream::kStderr, std::move(stderr_read_),
+                                           this);
     if (auto st = out_[2]->Start(); !st) out_[2].reset();
   }
   TryFinish();

@@ -75,7 +75,7 @@ class ExecOp final : public Operation, public OutputPipe::Owner {
 
   UniqueFd error_fd_;
   UniqueFd timer_fd_;
-  UniqueFd pty_master_;  // PTY execs: the master, shared by output and input
+  UniqueFd pty_master_;                 // PTY execs: the master, shared by output and input
   UniqueFd stdout_read_, stderr_read_;  // parked until the start is confirmed
   std::unique_ptr<OutputPipe> out_[3];  // indexed by Stream (1 stdout, 2 stderr)
   std::unique_ptr<InputPipe> in_;

@@ -128,8 +128,8 @@ Result<FileStat> MakeDirectory(const FsContext& ctx, const protocol::FileMkdirRe
     if (!(err == EEXIST && req.parents && is_dir)) return Fail(Error::FromErrno(err, p.display));
   } else {
     // mkdir(2) masks the mode with the umask and may ignore special bits; make it exact.
-    UniqueFd d(openat(parent.get(), p.name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
-                                                          O_CLOEXEC));
+    UniqueFd d(
+        openat(parent.get(), p.name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
     if (d) fchmod(d.get(), req.mode);
   }
   return StatAt(parent.get(), p.name, p.display);

@@ -63,8 +63,7 @@ void FileReadOp::SendMore() {
   for (int i = 0; i < 8 && !finished(); ++i) {
     if (remaining_ == 0) break;
     if (window_ == 0) return;  // wait for WINDOW
-    size_t want = static_cast<size_t>(
-        std::min<uint64_t>({sizeof buf, window_, remaining_}));
+    size_t want = static_cast<size_t>(std::min<uint64_t>({sizeof buf, window_, remaining_}));
     ssize_t n = pread(fd_.get(), buf, want, static_cast<off_t>(pos_));
     if (n < 0 && errno == EINTR) continue;
     if (n < 0) {

@@ -28,14 +28,22 @@ bool HasPrefixDir(std::string_view path, std::string_view dir, std::string_view*
 
 std::string TypeName(mode_t m) {
   switch (m & S_IFMT) {
-    case S_IFREG: return "file";
-    case S_IFDIR: return "dir";
-    case S_IFLNK: return "symlink";
-    case S_IFIFO: return "fifo";
-    case S_IFSOCK: return "socket";
-    case S_IFCHR: return "char";
-    case S_IFBLK: return "block";
-    default: return "unknown";
+    case S_IFREG:
+      return "file";
+    case S_IFDIR:
+      return "dir";
+    case S_IFLNK:
+      return "symlink";
+    case S_IFIFO:
+      return "fifo";
+    case S_IFSOCK:
+      return "socket";
+    case S_IFCHR:
+      return "char";
+    case S_IFBLK:
+      return "block";
+    default:
+      return "unknown";
   }
 }
 }  // namespace

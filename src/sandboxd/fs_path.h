@@ -27,7 +27,7 @@ namespace asb::sandboxd {
 
 /// What file operations need from the daemon.
 struct FsContext {
-  int workspace_fd = -1;               // O_PATH fd of the workspace directory
+  int workspace_fd = -1;                 // O_PATH fd of the workspace directory
   std::string workspace = "/workspace";  // its absolute path
 };
 
@@ -46,12 +46,12 @@ class FsIdentity {
 
 /// A path resolved lexically: where to start and what to walk.
 struct FsPath {
-  int base_fd = -1;      // not owned: the workspace fd, or root_fd below
-  UniqueFd root_fd;      // owned "/" O_PATH fd when the scope is not beneath the workspace
+  int base_fd = -1;  // not owned: the workspace fd, or root_fd below
+  UniqueFd root_fd;  // owned "/" O_PATH fd when the scope is not beneath the workspace
   bool beneath = true;
-  std::string rel;       // relative to base_fd, "." for the base itself; no "." or "" parts
-  std::string display;   // absolute path inside the sandbox, for FileStat.path and messages
-  std::string name;      // last component ("" when rel is ".")
+  std::string rel;         // relative to base_fd, "." for the base itself; no "." or "" parts
+  std::string display;     // absolute path inside the sandbox, for FileStat.path and messages
+  std::string name;        // last component ("" when rel is ".")
   std::string parent_rel;  // rel of the parent ("." if none)
 };
 

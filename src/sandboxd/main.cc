@@ -56,8 +56,7 @@ int main(int argc, char** argv) {
   auto loop = EventLoop::Create();
   if (!loop) return Fatal(loop.error());
 
-  Daemon daemon(std::move(*options), std::move(*loop), std::move(*seccomp),
-                std::move(workspace));
+  Daemon daemon(std::move(*options), std::move(*loop), std::move(*seccomp), std::move(workspace));
   if (auto st = daemon.Init(); !st) return Fatal(st.error());
   if (auto st = daemon.Run(); !st) return Fatal(st.error());
   return 0;

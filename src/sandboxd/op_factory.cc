@@ -90,10 +90,10 @@ Result<std::unique_ptr<Operation>> MakeOperation(Daemon& d, Connection& c, uint3
   } else if (op == "file.list") {
     ASB_ASSIGN_OR_RETURN(auto req, Decode(protocol::DecodeFileListRequest(json)));
     out = std::make_unique<SyncOp>(d, c, ch, [ctx, req](SyncOp& self) -> Result<std::string> {
-      ASB_ASSIGN_OR_RETURN(
-          uint64_t n, ListDirectory(ctx, req, [&](std::vector<protocol::FileStat>&& part) {
-            self.Info(protocol::EncodeFileStatList(part));
-          }));
+      ASB_ASSIGN_OR_RETURN(uint64_t n,
+                           ListDirectory(ctx, req, [&](std::vector<protocol::FileStat>&& part) {
+                             self.Info(protocol::EncodeFileStatList(part));
+                           }));
       return "{\"count\":" + std::to_string(n) + "}";
     });
   } else if (op == "tar.export") {

@@ -11,7 +11,7 @@ namespace asb::sandboxd {
 
 /// Decodes the OPEN body `json` and builds its operation (not started). Errors:
 /// kInvalidArgument for an unknown op ("unknown op x") or a malformed body.
-Result<std::unique_ptr<Operation>> MakeOperation(Daemon& daemon, Connection& conn,
-                                                 uint32_t channel, std::string_view json);
+Result<std::unique_ptr<Operation>> MakeOperation(Daemon& daemon, Connection& conn, uint32_t channel,
+                                                 std::string_view json);
 
 }  // namespace asb::sandboxd

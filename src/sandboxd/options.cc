@@ -14,8 +14,8 @@ Result<int> ParseFdValue(std::string_view flag, std::string_view value) {
   int fd = -1;
   auto [ptr, ec] = std::from_chars(value.data(), value.data() + value.size(), fd);
   if (ec != std::errc() || ptr != value.data() + value.size() || fd < 0) {
-    return Fail(Error::InvalidArgument(std::string(flag) + ": not a file descriptor number: " +
-                                       std::string(value)));
+    return Fail(Error::InvalidArgument(std::string(flag) +
+                                       ": not a file descriptor number: " + std::string(value)));
   }
   return fd;
 }

@@ -6,8 +6,8 @@ namespace asb::sandboxd {
 namespace {
 
 TEST(OptionsTest, ParsesTheStableCommandLine) {
-  auto o = ParseCommandLine({"sandboxd", "--listen-fd=5", "--config-fd=7", "--workspace=/ws/",
-                             "--no-pid1"});
+  auto o = ParseCommandLine(
+      {"sandboxd", "--listen-fd=5", "--config-fd=7", "--workspace=/ws/", "--no-pid1"});
   ASSERT_TRUE(o) << o.error().ToString();
   EXPECT_EQ(o->listen_fd, 5);
   EXPECT_EQ(o->config_fd, 7);
@@ -27,7 +27,7 @@ TEST(OptionsTest, Defaults) {
 }
 
 TEST(OptionsTest, RejectsBadArguments) {
-  EXPECT_FALSE(ParseCommandLine({"sandboxd"}));                          // no listen fd
+  EXPECT_FALSE(ParseCommandLine({"sandboxd"}));  // no listen fd
   EXPECT_FALSE(ParseCommandLine({"sandboxd", "--listen-fd=x"}));
   EXPECT_FALSE(ParseCommandLine({"sandboxd", "--listen-fd=3", "--workspace=rel"}));
   EXPECT_FALSE(ParseCommandLine({"sandboxd", "--listen-fd=3", "--bogus"}));

@@ -11,10 +11,10 @@ namespace asb::sandboxd {
 
 struct ProcEntry {
   pid_t pid = 0;
-  char state = '?';  // field 3: R, S, D, Z, T, ...
-  pid_t ppid = 0;    // field 4
-  pid_t pgrp = 0;    // field 5
-  pid_t session = 0; // field 6
+  char state = '?';   // field 3: R, S, D, Z, T, ...
+  pid_t ppid = 0;     // field 4
+  pid_t pgrp = 0;     // field 5
+  pid_t session = 0;  // field 6
 };
 
 /// Every process visible in /proc (sandboxd's pid namespace). Processes that vanish during the

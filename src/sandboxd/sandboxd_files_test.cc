@@ -2,6 +2,7 @@
 // Label: privileged (setfsuid, files owned by uid 1000).
 #include <archive.h>
 #include <archive_entry.h>
+#include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
@@ -9,8 +10,6 @@
 #include <fstream>
 #include <random>
 #include <sstream>
-
-#include <gtest/gtest.h>
 
 #include "protocol/client.h"
 #include "sandboxd/sandboxd_harness.h"
@@ -65,8 +64,7 @@ class SandboxdFilesTest : public SandboxdTest {
       }
     }
   }
-  Result<protocol::TarResult> Import(const protocol::TarImportRequest& req,
-                                     std::string_view tar) {
+  Result<protocol::TarResult> Import(const protocol::TarImportRequest& req, std::string_view tar) {
     ASB_ASSIGN_OR_RETURN(auto ch, conn_->Open(protocol::EncodeTarImportRequest(req)));
     // The worker may refuse the archive early; then writing fails or is discarded: ignore.
     (void)ch->Write(tar, 30000);
@@ -104,7 +102,7 @@ TEST_F(SandboxdFilesTest, WriteReadAndRunAScript) {
   EXPECT_EQ(st->gid, 1000u);
   EXPECT_EQ(st->size, 19u);
   EXPECT_EQ(*Read("src/app.py"), "#!/bin/sh\necho ran\n");
-  EXPECT_EQ(*Read(Ws("src/app.py")), "#!/bin/sh\necho ran\n");  // absolute form
+  EXPECT_EQ(*Read(Ws("src/app.py")), "#!/bin/sh\necho ran\n");         // absolute form
   EXPECT_EQ(*Read("/workspace/src/app.py"), "#!/bin/sh\necho ran\n");  // canonical form
   EXPECT_EQ(Sh("./src/app.py").stdout_data, "ran\n");
   struct stat hs;
@@ -161,8 +159,8 @@ TEST_F(SandboxdFilesTest, ListIsSortedWithDotfilesDirsSymlinksAndSizes) {
   ASSERT_TRUE(r);
   std::vector<std::string> paths;
   for (auto& e : *r) paths.push_back(e.path.substr(proc_->workspace().size()));
-  EXPECT_EQ(paths, (std::vector<std::string>{"/.hidden", "/dir", "/dir/sub", "/dir/sub/x",
-                                             "/file", "/link"}));
+  EXPECT_EQ(paths, (std::vector<std::string>{"/.hidden", "/dir", "/dir/sub", "/dir/sub/x", "/file",
+                                             "/link"}));
   // Listing a file, or a missing path.
   auto f = List("file");
   ASSERT_FALSE(f);
@@ -188,8 +186,7 @@ TEST_F(SandboxdFilesTest, LargeListingsArriveInSeveralChunks) {
 }
 
 TEST_F(SandboxdFilesTest, PathsOutsideTheWorkspaceAreRefused) {
-  for (const char* p : {"/etc/x", "../etc/passwd", "/workspace/..", "/workspacex/a",
-                               "a/../../x"}) {
+  for (const char* p : {"/etc/x", "../etc/passwd", "/workspace/..", "/workspacex/a", "a/../../x"}) {
     auto st = Write(p, "x");
     ASSERT_FALSE(st) << p;
     EXPECT_EQ(st.error().code(), ErrorCode::kInvalidArgument) << p << ": " << st.error().message();
@@ -451,16 +448,19 @@ TEST_F(SandboxdFilesTest, HostileArchivesAreRejected) {
     std::string needle;
   };
   std::vector<Case> cases = {
-      {{{"/tmp/sandboxd-evil-abs", AE_IFREG, "x"}}, ErrorCode::kInvalidArgument,
+      {{{"/tmp/sandboxd-evil-abs", AE_IFREG, "x"}},
+       ErrorCode::kInvalidArgument,
        "/tmp/sandboxd-evil-abs"},
       {{{"../evil-dotdot", AE_IFREG, "x"}}, ErrorCode::kInvalidArgument, "../evil-dotdot"},
-      {{{"ok", AE_IFREG, "x"}, {"a/../../evil2", AE_IFREG, "x"}}, ErrorCode::kInvalidArgument,
+      {{{"ok", AE_IFREG, "x"}, {"a/../../evil2", AE_IFREG, "x"}},
+       ErrorCode::kInvalidArgument,
        "a/../../evil2"},
       {{{"null", AE_IFCHR, ""}}, ErrorCode::kInvalidArgument, "null"},
       {{{"fifo", AE_IFIFO, ""}}, ErrorCode::kInvalidArgument, "fifo"},
       {{{"hl", AE_IFREG, "../../etc/passwd", true}}, ErrorCode::kInvalidArgument, "hl"},
       {{{"link", AE_IFLNK, "/tmp"}, {"link/sandboxd-evil-through", AE_IFREG, "x"}},
-       ErrorCode::kInvalidArgument, "link/sandboxd-evil-through"},
+       ErrorCode::kInvalidArgument,
+       "link/sandboxd-evil-through"},
   };
   for (const auto& c : cases) {
     auto r = Import(imp, MakeTar(c.members));
@@ -473,8 +473,8 @@ TEST_F(SandboxdFilesTest, HostileArchivesAreRejected) {
   EXPECT_NE(access((proc_->workspace() + "/../evil-dotdot").c_str(), F_OK), 0);
 
   // Limits.
-  std::vector<Member> three = {{"a", AE_IFREG, "1234"}, {"b", AE_IFREG, "5678"},
-                               {"c", AE_IFREG, "9"}};
+  std::vector<Member> three = {
+      {"a", AE_IFREG, "1234"}, {"b", AE_IFREG, "5678"}, {"c", AE_IFREG, "9"}};
   imp.max_entries = 2;
   EXPECT_EQ(Import(imp, MakeTar(three)).error().code(), ErrorCode::kLimitExceeded);
   imp.max_entries = 0;

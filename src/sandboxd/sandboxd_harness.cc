@@ -37,7 +37,7 @@ std::string ReadAll(const std::string& path) {
 }  // namespace
 
 Result<std::unique_ptr<SandboxdProcess>> SandboxdProcess::Start(const std::string& config,
-                                                               bool as_pid1) {
+                                                                bool as_pid1) {
   std::unique_ptr<SandboxdProcess> p(new SandboxdProcess);
   p->as_pid1_ = as_pid1;
   char tmpl[] = "/tmp/sandboxd-test-XXXXXX";
@@ -72,13 +72,21 @@ Result<std::unique_ptr<SandboxdProcess>> SandboxdProcess::Start(const std::strin
     fcntl(listen_fd.get(), F_SETFD, 0);
     fcntl(cfg_read.get(), F_SETFD, 0);
     if (as_pid1) {
-      const char* args[] = {"/usr/bin/unshare", "--pid", "--fork", "--mount-proc", "--uts",
-                            "--kill-child", SANDBOXD_PATH, listen_arg.c_str(),
-                            config_arg.c_str(), ws_arg.c_str(), nullptr};
+      const char* args[] = {"/usr/bin/unshare",
+                            "--pid",
+                            "--fork",
+                            "--mount-proc",
+                            "--uts",
+                            "--kill-child",
+                            SANDBOXD_PATH,
+                            listen_arg.c_str(),
+                            config_arg.c_str(),
+                            ws_arg.c_str(),
+                            nullptr};
       execv(args[0], const_cast<char**>(args));
     } else {
-      const char* args[] = {SANDBOXD_PATH, listen_arg.c_str(), config_arg.c_str(),
-                            ws_arg.c_str(), "--no-pid1", nullptr};
+      const char* args[] = {SANDBOXD_PATH,  listen_arg.c_str(), config_arg.c_str(),
+                            ws_arg.c_str(), "--no-pid1",        nullptr};
       execv(SANDBOXD_PATH, const_cast<char**>(args));
     }
     _exit(127);
@@ -114,8 +122,8 @@ pid_t SandboxdProcess::pid() const {
   if (!as_pid1_) return pid_;
   // unshare's only child, once it exists.
   for (int i = 0; i < 200; ++i) {
-    std::string kids = ReadAll("/proc/" + std::to_string(pid_) + "/task/" +
-                               std::to_string(pid_) + "/children");
+    std::string kids =
+        ReadAll("/proc/" + std::to_string(pid_) + "/task/" + std::to_string(pid_) + "/children");
     if (!kids.empty()) return static_cast<pid_t>(std::stol(kids));
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
@@ -211,8 +219,8 @@ Result<std::unique_ptr<PidsCgroup>> PidsCgroup::Create(pid_t pid, const std::str
   } else {
     return Fail(Error::Unavailable("no pids cgroup controller"));
   }
-  cg->path_ = cg->root_ + "/asb-sandboxd-test-" + std::to_string(getpid()) + "-" +
-              std::to_string(pid);
+  cg->path_ =
+      cg->root_ + "/asb-sandboxd-test-" + std::to_string(getpid()) + "-" + std::to_string(pid);
   if (mkdir(cg->path_.c_str(), 0755) != 0) return FailErrno("mkdir " + cg->path_);
   ASB_TRY(cg->SetMax(max));
   if (!WriteFileStr(cg->path_ + "/cgroup.procs", std::to_string(pid))) {

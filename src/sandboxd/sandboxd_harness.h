@@ -4,12 +4,11 @@
 // started and exits), reaps it and removes the temp dirs.
 #pragma once
 
+#include <gtest/gtest.h>
 #include <sys/types.h>
 
 #include <memory>
 #include <string>
-
-#include <gtest/gtest.h>
 
 #include "common/result.h"
 #include "protocol/client.h"

@@ -1,12 +1,11 @@
 // sandboxd as PID 1 of its own pid namespace (as in a real sandbox), and under a pids cgroup
 // limit (fork failures and fork loops). Label: privileged.
+#include <gtest/gtest.h>
 #include <signal.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <thread>
-
-#include <gtest/gtest.h>
 
 #include "protocol/client.h"
 #include "sandboxd/sandboxd_harness.h"

@@ -1,6 +1,7 @@
 // Connection-level protocol rules of the real sandboxd, checked with raw frames (the host
 // client would never send these): version refusal, frames before HELLO, bad channel ids,
 // window overrun, PING. Label: privileged (the harness runs sandboxd as root).
+#include <gtest/gtest.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <unistd.h>
@@ -8,8 +9,6 @@
 #include <chrono>
 #include <cstring>
 #include <thread>
-
-#include <gtest/gtest.h>
 
 #include "protocol/frame.h"
 #include "protocol/messages.h"

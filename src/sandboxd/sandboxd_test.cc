@@ -1,6 +1,7 @@
 // The real sandboxd binary, started on the host with --no-pid1 against a temp workspace and
 // driven by the real host client. Needs root (commands run as uid 1000; file operations use
 // setfsuid). Label: privileged.
+#include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
@@ -10,8 +11,6 @@
 #include <chrono>
 #include <cstdio>
 #include <thread>
-
-#include <gtest/gtest.h>
 
 #include "protocol/client.h"
 #include "sandboxd/sandboxd_harness.h"
@@ -251,8 +250,9 @@ TEST_F(SandboxdTest, SignalReachesTheProcessGroup) {
 }
 
 TEST_F(SandboxdTest, SandboxUserHasNoPrivileges) {
-  auto r = Sh("id -u; id -g; id -G; grep -E '^(CapInh|CapPrm|CapEff|CapBnd|CapAmb|NoNewPrivs|"
-              "Seccomp):' /proc/self/status | tr -s '\\t' ' '");
+  auto r =
+      Sh("id -u; id -g; id -G; grep -E '^(CapInh|CapPrm|CapEff|CapBnd|CapAmb|NoNewPrivs|"
+         "Seccomp):' /proc/self/status | tr -s '\\t' ' '");
   EXPECT_EQ(r.stdout_data,
             "1000\n1000\n1000\nCapInh: 0000000000000000\nCapPrm: 0000000000000000\n"
             "CapEff: 0000000000000000\nCapBnd: 0000000000000000\nCapAmb: 0000000000000000\n"
@@ -261,8 +261,9 @@ TEST_F(SandboxdTest, SandboxUserHasNoPrivileges) {
 }
 
 TEST_F(SandboxdTest, RootUserKeepsOnlyDockersCapabilities) {
-  ExecRequest req = ShellRequest("id -u; grep -E '^(CapEff|CapBnd|NoNewPrivs):' /proc/self/status"
-                                 " | tr -s '\\t' ' '");
+  ExecRequest req = ShellRequest(
+      "id -u; grep -E '^(CapEff|CapBnd|NoNewPrivs):' /proc/self/status"
+      " | tr -s '\\t' ' '");
   req.user = "root";
   EXPECT_EQ(Run(req).stdout_data,
             "0\nCapEff: 00000000a80425fb\nCapBnd: 00000000a80425fb\nNoNewPrivs: 1\n");
@@ -374,8 +375,8 @@ TEST_F(SandboxdTest, DISABLED_Figures) {
   for (int i = 0; i < 300; ++i) {
     auto t0 = std::chrono::steady_clock::now();
     ASSERT_EQ(Run(t).result.exit_code, 0);
-    ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0)
-                     .count());
+    ms.push_back(
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
   }
   std::sort(ms.begin(), ms.end());
   printf("exec round trip of /bin/true: p50 %.3f ms, p99 %.3f ms\n", ms[150], ms[297]);

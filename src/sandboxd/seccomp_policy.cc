@@ -2,15 +2,15 @@
 
 #include <errno.h>
 #include <linux/audit.h>
-#include <stddef.h>
-#include <sys/syscall.h>
 #include <linux/sched.h>
 #include <linux/seccomp.h>
 #include <sched.h>
 #include <seccomp.h>
+#include <stddef.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <iterator>
@@ -26,39 +26,103 @@ namespace {
 // default profile blocks it. All fail with EPERM.
 constexpr const char* kBlocked[] = {
     // Accounting, clocks and system-wide state owned by the host.
-    "acct", "clock_adjtime", "clock_settime", "settimeofday", "stime", "adjtimex",
-    "reboot", "swapon", "swapoff", "sysfs", "_sysctl", "syslog", "vhangup", "ustat", "uselib",
-    "nfsservctl", "lookup_dcookie", "quotactl", "quotactl_fd",
+    "acct",
+    "clock_adjtime",
+    "clock_settime",
+    "settimeofday",
+    "stime",
+    "adjtimex",
+    "reboot",
+    "swapon",
+    "swapoff",
+    "sysfs",
+    "_sysctl",
+    "syslog",
+    "vhangup",
+    "ustat",
+    "uselib",
+    "nfsservctl",
+    "lookup_dcookie",
+    "quotactl",
+    "quotactl_fd",
     // Kernel modules and replacing the kernel.
-    "create_module", "delete_module", "init_module", "finit_module", "get_kernel_syms",
-    "query_module", "kexec_load", "kexec_file_load",
+    "create_module",
+    "delete_module",
+    "init_module",
+    "finit_module",
+    "get_kernel_syms",
+    "query_module",
+    "kexec_load",
+    "kexec_file_load",
     // The kernel keyring is not namespaced: keys would leak between sandboxes.
-    "add_key", "keyctl", "request_key",
+    "add_key",
+    "keyctl",
+    "request_key",
     // eBPF, perf and userfaultfd: large kernel attack surface, used in many exploits.
-    "bpf", "perf_event_open", "userfaultfd",
+    "bpf",
+    "perf_event_open",
+    "userfaultfd",
     // io_uring bypasses this very filter (its operations are not syscalls).
-    "io_uring_setup", "io_uring_enter", "io_uring_register",
+    "io_uring_setup",
+    "io_uring_enter",
+    "io_uring_register",
     // Mounts and namespaces: the sandbox's file-system view and isolation are fixed.
-    "mount", "umount", "umount2", "pivot_root", "move_mount",
-    "open_tree", "fsopen", "fsconfig", "fsmount", "fspick", "mount_setattr", "setns", "unshare",
+    "mount",
+    "umount",
+    "umount2",
+    "pivot_root",
+    "move_mount",
+    "open_tree",
+    "fsopen",
+    "fsconfig",
+    "fsmount",
+    "fspick",
+    "mount_setattr",
+    "setns",
+    "unshare",
     // File handles bypass path-based checks (the "shocker" container escape).
-    "name_to_handle_at", "open_by_handle_at",
+    "name_to_handle_at",
+    "open_by_handle_at",
     // Inspecting or writing other processes' memory; kernel pointer comparison.
-    "ptrace", "process_vm_readv", "process_vm_writev", "kcmp", "process_madvise",
+    "ptrace",
+    "process_vm_readv",
+    "process_vm_writev",
+    "kcmp",
+    "process_madvise",
     // Raw port I/O and NUMA policy calls (host hardware; NUMA calls are Docker-blocked).
-    "iopl", "ioperm", "get_mempolicy", "set_mempolicy", "mbind", "move_pages",
+    "iopl",
+    "ioperm",
+    "get_mempolicy",
+    "set_mempolicy",
+    "mbind",
+    "move_pages",
     "set_mempolicy_home_node",
     // Legacy/obscure calls Docker blocks.
-    "vm86", "vm86old", "afs_syscall", "bdflush", "break", "ftime", "gtty", "stty", "lock",
-    "mpx", "prof", "profil", "putpmsg", "getpmsg", "security", "tuxcall", "vserver",
+    "vm86",
+    "vm86old",
+    "afs_syscall",
+    "bdflush",
+    "break",
+    "ftime",
+    "gtty",
+    "stty",
+    "lock",
+    "mpx",
+    "prof",
+    "profil",
+    "putpmsg",
+    "getpmsg",
+    "security",
+    "tuxcall",
+    "vserver",
 };
 
 // Namespace-creating clone flags. CLONE_NEWTIME (0x80) shares its bit with clone's exit-signal
 // field, so it cannot be checked on clone(2); clone3 is refused altogether and unshare/setns
 // are blocked, which covers it.
 constexpr unsigned long kCloneNewFlags[] = {
-    CLONE_NEWNS, CLONE_NEWCGROUP, CLONE_NEWUTS, CLONE_NEWIPC,
-    CLONE_NEWUSER, CLONE_NEWPID, CLONE_NEWNET,
+    CLONE_NEWNS,   CLONE_NEWCGROUP, CLONE_NEWUTS, CLONE_NEWIPC,
+    CLONE_NEWUSER, CLONE_NEWPID,    CLONE_NEWNET,
 };
 
 // personality(2) values Docker allows: the default domain, PER_LINUX32 (for `linux32`),
@@ -103,8 +167,8 @@ Result<SeccompProgram> SeccompProgram::Compile() {
 
   // ioctl(2): TIOCSTI pushes input into a terminal (escapes to the controlling shell) and
   // TIOCLINUX can do the same on a virtual console. Compare the low 32 bits of the request.
-  for (unsigned long req : {static_cast<unsigned long>(TIOCSTI),
-                            static_cast<unsigned long>(TIOCLINUX)}) {
+  for (unsigned long req :
+       {static_cast<unsigned long>(TIOCSTI), static_cast<unsigned long>(TIOCLINUX)}) {
     rc = seccomp_rule_add(ctx.get(), eperm, SCMP_SYS(ioctl), 1,
                           SCMP_A1(SCMP_CMP_MASKED_EQ, 0xffffffffu, req));
     if (rc != 0) return Fail(SeccompError(rc, "ioctl rule"));
@@ -145,8 +209,8 @@ std::vector<sock_filter> SeccompProgram::PersonalityFilter() {
   // Five equality tests, each jumping to the final ALLOW on a match.
   for (size_t i = 0; i < std::size(kPersonalityAllowed); ++i) {
     uint8_t to_allow = static_cast<uint8_t>(std::size(kPersonalityAllowed) - i);
-    f.push_back(BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K,
-                         static_cast<uint32_t>(kPersonalityAllowed[i]), to_allow, 0));
+    f.push_back(BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, static_cast<uint32_t>(kPersonalityAllowed[i]),
+                         to_allow, 0));
   }
   f.push_back(BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | (EPERM & SECCOMP_RET_DATA)));
   f.push_back(BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW));

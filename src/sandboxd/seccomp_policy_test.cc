@@ -1,6 +1,7 @@
 #include "sandboxd/seccomp_policy.h"
 
 #include <errno.h>
+#include <gtest/gtest.h>
 #include <sched.h>
 #include <signal.h>
 #include <sys/ioctl.h>
@@ -9,8 +10,6 @@
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
-
-#include <gtest/gtest.h>
 
 namespace asb::sandboxd {
 namespace {
@@ -50,8 +49,8 @@ TEST(SeccompPolicyTest, BlocksWhatDockerBlocksAndAllowsTheRest) {
     char c = 'x';
     if (ioctl(0, TIOCSTI, &c) != -1 || errno != EPERM) return 9;
     if (personality(ADDR_NO_RANDOMIZE) != -1 || errno != EPERM) return 10;
-    if (personality(0xffffffff) == -1) return 11;     // query: allowed
-    if (personality(PER_LINUX) == -1) return 12;      // allowed
+    if (personality(0xffffffff) == -1) return 11;  // query: allowed
+    if (personality(PER_LINUX) == -1) return 12;   // allowed
     // clone(2) with a namespace flag is refused; a plain fork still works.
     if (syscall(SYS_clone, CLONE_NEWPID | SIGCHLD, nullptr, nullptr, nullptr, 0) != -1 ||
         errno != EPERM) {

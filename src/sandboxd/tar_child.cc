@@ -225,8 +225,8 @@ void RunTarImportChild(const TarChildPlan& p) {
   if (archive_read_open_fd(in, kDataFd, 64 * 1024) != ARCHIVE_OK) DieArchive(in, "tar: open");
   struct archive* disk = archive_write_disk_new();
   int flags = ARCHIVE_EXTRACT_SECURE_SYMLINKS | ARCHIVE_EXTRACT_SECURE_NODOTDOT |
-              ARCHIVE_EXTRACT_SECURE_NOABSOLUTEPATHS | ARCHIVE_EXTRACT_PERM |
-              ARCHIVE_EXTRACT_TIME | ARCHIVE_EXTRACT_SPARSE;
+              ARCHIVE_EXTRACT_SECURE_NOABSOLUTEPATHS | ARCHIVE_EXTRACT_PERM | ARCHIVE_EXTRACT_TIME |
+              ARCHIVE_EXTRACT_SPARSE;
   if (p.as_root) flags |= ARCHIVE_EXTRACT_OWNER;
   archive_write_disk_set_options(disk, flags);
 
@@ -272,7 +272,7 @@ void RunTarImportChild(const TarChildPlan& p) {
     if (r < ARCHIVE_WARN) {
       int err = archive_errno(disk);
       const char* s = archive_error_string(disk);
-      ErrorCode code = err == ENOSPC || err == EDQUOT ? ErrorCode::kLimitExceeded
+      ErrorCode code = err == ENOSPC || err == EDQUOT  ? ErrorCode::kLimitExceeded
                        : err == EACCES || err == EPERM ? ErrorCode::kPermissionDenied
                                                        : ErrorCode::kInvalidArgument;
       Die(code, err > 0 ? err : 0, "tar member " + name + ": " + (s ? s : "cannot extract"));

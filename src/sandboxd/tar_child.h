@@ -17,8 +17,8 @@
 namespace asb::sandboxd {
 
 struct TarOutcome {
-  int32_t ok = 0;        // 1 = success
-  int32_t code = 0;      // asb::ErrorCode when !ok
+  int32_t ok = 0;    // 1 = success
+  int32_t code = 0;  // asb::ErrorCode when !ok
   int32_t sys_errno = 0;
   uint64_t entries = 0;
   uint64_t bytes = 0;
@@ -29,8 +29,8 @@ struct TarChildPlan {
   bool as_root = false;  // else uid/gid 1000
   int dir_fd = -1;       // export: the directory (or, with file_name, its parent); import: target
   const char* file_name = nullptr;  // export of a single file: its name in dir_fd
-  int data_fd = -1;      // export: write end of the data pipe; import: read end
-  int status_fd = -1;    // write end of the status pipe
+  int data_fd = -1;                 // export: write end of the data pipe; import: read end
+  int status_fd = -1;               // write end of the status pipe
   // import only
   uint64_t max_bytes = 0;
   uint64_t max_entries = 0;

@@ -111,8 +111,7 @@ Status TarExportOp::Launch() {
   plan.file_name = file_name.empty() ? nullptr : file_name.c_str();
   plan.data_fd = data_write.get();
   ASB_TRY(Spawn(plan, &RunTarExportChild));
-  pipe_ = std::make_unique<OutputPipe>(daemon_.loop(), Stream::kStdout, std::move(data_read),
-                                       this);
+  pipe_ = std::make_unique<OutputPipe>(daemon_.loop(), Stream::kStdout, std::move(data_read), this);
   return pipe_->Start();
 }
 
