@@ -1,9 +1,12 @@
 // Privileged tests of the ns backend's life cycle under failure: a server that died in the
 // middle of Create, a sandboxd killed from outside, and concurrent creates and destroys.
+#include <fcntl.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <chrono>
+#include <filesystem>
 #include <thread>
 #include <vector>
 
@@ -70,6 +73,28 @@ TEST_F(NsBackendTest, SandboxdThatNeverAnswersLeavesNothing) {
       << sb.error().message();
   EXPECT_EQ(Snapshot(), before) << Describe(Snapshot());
   EXPECT_TRUE(backend_->ListOwned()->empty());
+}
+
+TEST_F(NsBackendTest, DestroyWhileAHostProcessHoldsTheWorkspace) {
+  const HostSnapshot before = Snapshot();
+  auto spec = Spec();
+  auto sb = MustCreate(spec);
+  ASSERT_TRUE(sb);
+  // A host-side file open in the workspace makes a plain umount fail with EBUSY.
+  const std::string file = state_dir_ + "/" + spec.id + "/ws/held";
+  int fd = ::open(file.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  ASSERT_GE(fd, 0);
+  const auto t0 = std::chrono::steady_clock::now();
+  EXPECT_TRUE(backend_->Destroy(spec.id));
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(5));
+  EXPECT_FALSE(std::filesystem::exists(state_dir_ + "/" + spec.id));
+  ::close(fd);  // the lazily detached filesystem and its loop device go with the last user
+  HostSnapshot after;
+  for (int i = 0; i < 100; ++i) {
+    if ((after = Snapshot()) == before) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  EXPECT_EQ(after, before) << Describe(after);
 }
 
 TEST_F(NsBackendTest, ConcurrentCreatesAndDestroys) {
