@@ -180,6 +180,15 @@ TEST_F(SandboxdTest, StdinDataThenEof) {
   EXPECT_TRUE(r.stdout_data == big);
 }
 
+TEST_F(SandboxdTest, CommandThatIgnoresItsStdinStillFinishes) {
+  ExecRequest req = ShellRequest("echo quick");
+  req.stdin_pipe = true;
+  int64_t t0 = NowMs();
+  auto r = Run(req, std::string(3 << 20, 'y'));
+  EXPECT_EQ(r.stdout_data, "quick\n");
+  EXPECT_LT(NowMs() - t0, 5000);
+}
+
 TEST_F(SandboxdTest, StdinIsDevNullByDefault) {
   EXPECT_EQ(Sh("cat; echo end").stdout_data, "end\n");
 }
