@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <thread>
@@ -232,6 +233,25 @@ TEST_F(SandboxdTest, SlowReaderDoesNotStallAnotherExec) {
     EXPECT_EQ(ev->error->code(), ErrorCode::kCancelled);
     break;
   }
+}
+
+TEST_F(SandboxdTest, HundredConcurrentExecsOnOneConnection) {
+  std::vector<std::thread> threads;
+  std::atomic<int> good{0};
+  for (int i = 0; i < 100; ++i) {
+    threads.emplace_back([&, i] {
+      ExecRequest req = ShellRequest("echo $N; head -c $((N * 1000)) /dev/zero | wc -c >&2");
+      req.env = {{"N", std::to_string(i)}};
+      auto r = protocol::ExecCollect(*conn_, req);
+      if (r && r->stdout_data == std::to_string(i) + "\n" &&
+          r->stderr_data == std::to_string(i * 1000) + "\n" && r->result.exit_code == 0) {
+        ++good;
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(good.load(), 100);
+  EXPECT_EQ(CountZombieChildren(proc_->pid()), 0);
 }
 
 TEST_F(SandboxdTest, SignalReachesTheProcessGroup) {
