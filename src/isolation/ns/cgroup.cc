@@ -368,6 +368,13 @@ Result<SandboxUsage> ReadCgroupUsage(const CgroupPaths& paths) {
   return u;
 }
 
+void RemoveEmptyCgroupParents(const CgroupLayout& layout, const std::string& name) {
+  for (const auto& m : {layout.v2_mount, layout.v1_memory, layout.v1_pids, layout.v1_cpu,
+                        layout.v1_cpuacct, layout.v1_freezer}) {
+    if (!m.empty()) ::rmdir((m + "/" + name).c_str());
+  }
+}
+
 std::vector<std::string> ListCgroupIds(const CgroupLayout& layout, const std::string& name) {
   std::vector<std::string> ids;
   std::vector<std::string> mounts = {layout.v2_mount, layout.v1_memory,  layout.v1_pids,

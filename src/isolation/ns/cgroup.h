@@ -107,6 +107,10 @@ bool AnyCgroupExists(const CgroupPaths& paths);
 /// "oom_kill"; v2: memory.events "oom_kill"). Errors: kNotFound when the cgroups are gone.
 Result<SandboxUsage> ReadCgroupUsage(const CgroupPaths& paths);
 
+/// Removes our <mount>/<name> directories where they are empty (no sandbox left). Best
+/// effort: a non-empty or busy one stays.
+void RemoveEmptyCgroupParents(const CgroupLayout& layout, const std::string& name);
+
 /// Ids that have a directory under our `name` in any hierarchy of `layout`.
 std::vector<std::string> ListCgroupIds(const CgroupLayout& layout, const std::string& name);
 

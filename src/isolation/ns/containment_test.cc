@@ -131,8 +131,13 @@ TEST_F(NsBackendTest, DestroyLeavesHostAsBefore) {
   ASSERT_TRUE(owned);
   EXPECT_TRUE(owned->empty());
   EXPECT_FALSE(backend_->Destroy("../etc"));
-  // Dropping the backend releases the workspace pool's mounts and loop devices too.
+  // Dropping the backend releases the workspace pool's mounts and loop devices too, and our
+  // (now empty) cgroup parents.
   backend_.reset();
+  for (const char* h : {"memory", "pids", "cpu", "cpuacct", "freezer", "unified"}) {
+    EXPECT_FALSE(std::filesystem::exists(std::string("/sys/fs/cgroup/") + h + "/" + cgroup_name_))
+        << h;
+  }
   std::ifstream mi("/proc/self/mountinfo");
   std::string all((std::istreambuf_iterator<char>(mi)), std::istreambuf_iterator<char>());
   EXPECT_EQ(all.find(state_dir_), std::string::npos) << all;

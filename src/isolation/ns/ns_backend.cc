@@ -156,6 +156,12 @@ class NsBackend final : public Backend {
           opts_.state_dir + "/.pool", opts_.default_workspace_bytes, opts_.workspace_pool_size);
     }
   }
+  // Sandboxes outlive the backend (Adopt); the pool does not, nor do our cgroup parents when
+  // no sandbox is left in them (rmdir fails on a non-empty one, which is the point).
+  ~NsBackend() override {
+    pool_.reset();
+    RemoveEmptyCgroupParents(layout_, opts_.cgroup_name);
+  }
 
   std::string_view name() const override { return "ns"; }
   Status Probe() override;
