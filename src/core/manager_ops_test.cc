@@ -1,7 +1,6 @@
 // Exec and file operations through the manager to a real sandboxd run on the host by the
 // FakeBackend (no isolation; --no-pid1). Skipped when sandboxd has not been built.
 #include <gtest/gtest.h>
-
 #include <unistd.h>
 
 #include <future>
@@ -182,6 +181,32 @@ TEST_F(ManagerOpsTest, FileSizeLimitIsExact) {  // F5
   // Reading a file larger than the limit is refused before its bytes are sent.
   ASSERT_TRUE(manager_->Exec("alice", sb_.id, Cmd("head -c 11 /dev/zero > big")));
   EXPECT_EQ(manager_->ReadFile("alice", sb_.id, "big").error().code(), ErrorCode::kTooLarge);
+}
+
+TEST_F(ManagerOpsTest, HundredConcurrentExecsAcrossTenSandboxes) {
+  config_.limits.max_sandboxes = 10;
+  NewManager();
+  ASSERT_TRUE(manager_->Recover());
+  std::vector<std::string> ids = {sb_.id};
+  for (int i = 1; i < 10; ++i) ids.push_back(MustCreate("alice").id);
+  for (const auto& id : ids) {
+    auto sb = backend_->Adopt(id);
+    ASSERT_TRUE(sb && (*sb)->connection() != nullptr);
+  }
+  std::vector<std::future<std::string>> results;
+  for (int i = 0; i < 100; ++i) {
+    results.push_back(std::async(std::launch::async, [&, i]() -> std::string {
+      ExecOptions o;
+      o.command = "sleep 0.2; echo " + std::to_string(i);
+      auto r = manager_->Exec("alice", ids[i % 10], o);
+      if (!r) return "error: " + r.error().ToString();
+      return r->stdout_data;
+    }));
+  }
+  const auto t0 = std::chrono::steady_clock::now();
+  for (int i = 0; i < 100; ++i) EXPECT_EQ(results[i].get(), std::to_string(i) + "\n");
+  // They ran concurrently, not one after another (100 x 0.2 s = 20 s).
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(10));
 }
 
 }  // namespace
