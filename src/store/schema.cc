@@ -28,7 +28,26 @@ CREATE INDEX sandboxes_by_owner_state ON sandboxes(owner, state);
 CREATE INDEX sandboxes_by_state ON sandboxes(state);
 )sql";
 
-constexpr std::array<std::string_view, 1> kMigrations = {kM1Sandboxes};
+// Issue 4: workspace snapshots (store/snapshot_store.h). No foreign key to sandboxes: a
+// snapshot outlives its sandbox, and uploads have none.
+constexpr std::string_view kM2Snapshots = R"sql(
+CREATE TABLE snapshots (
+  id            TEXT PRIMARY KEY NOT NULL,
+  owner         TEXT NOT NULL,
+  sandbox_id    TEXT NOT NULL DEFAULT '',
+  name          TEXT NOT NULL DEFAULT '',
+  template      TEXT NOT NULL,
+  spec_json     TEXT NOT NULL DEFAULT '{}',
+  state         TEXT NOT NULL CHECK (state IN ('pending','ready')),
+  size_bytes    INTEGER NOT NULL DEFAULT 0,
+  content_bytes INTEGER NOT NULL DEFAULT 0,
+  created_at    INTEGER NOT NULL
+);
+CREATE INDEX snapshots_by_owner ON snapshots(owner, created_at);
+CREATE INDEX snapshots_by_sandbox ON snapshots(sandbox_id);
+)sql";
+
+constexpr std::array<std::string_view, 2> kMigrations = {kM1Sandboxes, kM2Snapshots};
 }  // namespace
 
 std::span<const std::string_view> SchemaMigrations() { return kMigrations; }
