@@ -48,6 +48,16 @@ TEST_F(NsBackendTest, E3EnvAndWorkdir) {
   EXPECT_EQ(RunExec(*sb, rel).stdout_data, "/workspace/src\n");
 }
 
+TEST_F(NsBackendTest, LargeSandboxEnvReachesCommands) {
+  auto spec = Spec();
+  // 200 KB of env: more than a default pipe holds (the config is written before sandboxd
+  // runs), each value below the kernel's 128 KiB per-string limit.
+  spec.env = {{"BIG_A", std::string(100'000, 'a')}, {"BIG_B", std::string(100'000, 'b')}};
+  auto sb = MustCreate(spec);
+  ASSERT_TRUE(sb);
+  EXPECT_EQ(Sh(*sb, "printf %s \"$BIG_A$BIG_B\" | wc -c").stdout_data, "200000\n");
+}
+
 TEST_F(NsBackendTest, E4TimeoutKillsTheWholeGroup) {
   auto sb = MustCreate(Spec());
   ASSERT_TRUE(sb);

@@ -232,8 +232,15 @@ Result<std::shared_ptr<Sandbox>> NsBackend::Create(const SandboxSpec& spec) {
   ASB_TRY(ValidateSpec(spec));
   auto lock = IdLock(spec.id);
   std::lock_guard guard(*lock);
-  return CreateLocked(spec).map_error(
-      [&](Error e) { return std::move(e).WithContext("create " + spec.id); });
+  return CreateLocked(spec).map_error([&](Error e) {
+    // The contract's codes (backend.h): anything but a bad spec, a full quota or a duplicate
+    // id is the backend's failure (a host ENOENT must not read as "sandbox not found").
+    if (e.code() != ErrorCode::kInvalidArgument && e.code() != ErrorCode::kLimitExceeded &&
+        e.code() != ErrorCode::kConflict && e.code() != ErrorCode::kBackend) {
+      e = Error(ErrorCode::kBackend, e.message(), e.sys_errno());
+    }
+    return std::move(e).WithContext("create " + spec.id);
+  });
 }
 
 Result<std::shared_ptr<Sandbox>> NsBackend::CreateLocked(const SandboxSpec& spec) {
@@ -296,7 +303,12 @@ Result<std::shared_ptr<Sandbox>> NsBackend::CreateLocked(const SandboxSpec& spec
   const std::string config = ConfigJson(spec);
   if (config.size() > (1u << 20)) return Fail(Error::InvalidArgument("env too large (> 1 MiB)"));
   if (config.size() > 60000) (void)::fcntl(config_wr.get(), F_SETPIPE_SZ, 1 << 20);
-  if (!WriteAll(config_wr.get(), config.data(), config.size())) return FailErrno("write config");
+  // Written before sandboxd exists: non-blocking, so a pipe too small fails instead of hanging.
+  if (::fcntl(config_wr.get(), F_SETFL, O_NONBLOCK) != 0) return FailErrno("fcntl config pipe");
+  if (!WriteAll(config_wr.get(), config.data(), config.size())) {
+    if (errno == EAGAIN) return Fail(Error::InvalidArgument("env too large for the config pipe"));
+    return FailErrno("write config");
+  }
   config_wr.Reset();  // EOF for sandboxd after the one JSON object
   UniqueFd log_fd(::open(l.log.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600));
   if (!log_fd) return FailErrno("open " + l.log);
