@@ -150,7 +150,8 @@ class NsBackend final : public Backend {
   NsBackend(NsBackendOptions opts, CgroupLayout layout)
       : opts_(std::move(opts)),
         layout_(std::move(layout)),
-        slots_(kUidRegistryDir, opts_.state_dir, opts_.uid_range_base, opts_.max_slots) {
+        slots_(ChooseUidRegistry(opts_.state_dir), opts_.state_dir, opts_.uid_range_base,
+               opts_.max_slots) {
     if (opts_.workspace_pool_size > 0) {
       pool_ = std::make_unique<WorkspacePool>(
           opts_.state_dir + "/.pool", opts_.default_workspace_bytes, opts_.workspace_pool_size);

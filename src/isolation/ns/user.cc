@@ -44,6 +44,13 @@ Status MkdirP(const std::string& path) {
 
 }  // namespace
 
+std::string ChooseUidRegistry(const std::string& state_dir) {
+  if (MkdirP(kUidRegistryDir)) return kUidRegistryDir;
+  const std::string local = state_dir + "/.uids";
+  (void)MkdirP(local);
+  return local;
+}
+
 Result<std::map<uint64_t, std::string>> UidSlots::ReadAll() const {
   ASB_ASSIGN_OR_RETURN(auto names, ListDir(registry_));
   std::map<uint64_t, std::string> out;

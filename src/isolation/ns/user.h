@@ -26,6 +26,10 @@ inline constexpr uint32_t kIdsPerSlot = 65536;
 /// The machine-wide registry of host uid ranges.
 inline constexpr char kUidRegistryDir[] = "/run/agent-sandbox/uid-ranges";
 
+/// The registry directory to use: kUidRegistryDir, created if missing, or, where /run is not
+/// writable, <state_dir>/.uids (then ranges are unique only among this state dir's sandboxes).
+std::string ChooseUidRegistry(const std::string& state_dir);
+
 class UidSlots {
  public:
   /// `registry` is the machine-wide directory (created if missing); `state_dir` identifies
