@@ -47,7 +47,47 @@ CREATE INDEX snapshots_by_owner ON snapshots(owner, created_at);
 CREATE INDEX snapshots_by_sandbox ON snapshots(sandbox_id);
 )sql";
 
-constexpr std::array<std::string_view, 2> kMigrations = {kM1Sandboxes, kM2Snapshots};
+// Issue 5: API keys (store/keys.h) and the audit trail (store/events.h).
+constexpr std::string_view kM3KeysEvents = R"sql(
+CREATE TABLE api_keys (
+  id            TEXT PRIMARY KEY NOT NULL,
+  name          TEXT NOT NULL,
+  key_prefix    TEXT NOT NULL,
+  key_hash      TEXT NOT NULL UNIQUE,
+  scopes        TEXT NOT NULL,
+  rate_limit    INTEGER NOT NULL DEFAULT 0 CHECK (rate_limit >= 0),
+  max_sandboxes INTEGER NOT NULL DEFAULT 0 CHECK (max_sandboxes >= 0),
+  created_at    INTEGER NOT NULL,
+  last_used_at  INTEGER NOT NULL DEFAULT 0,
+  expires_at    INTEGER NOT NULL DEFAULT 0,
+  enabled       INTEGER NOT NULL DEFAULT 1,
+  revoked_at    INTEGER NOT NULL DEFAULT 0,
+  lineage       TEXT NOT NULL,
+  rotated_at    INTEGER NOT NULL DEFAULT 0,
+  replaced_by   TEXT NOT NULL DEFAULT ''
+);
+CREATE TABLE events (
+  seq         INTEGER PRIMARY KEY AUTOINCREMENT,
+  time_ms     INTEGER NOT NULL,
+  request_id  TEXT NOT NULL DEFAULT '',
+  key_id      TEXT NOT NULL DEFAULT '',
+  owner       TEXT NOT NULL DEFAULT '',
+  sandbox_id  TEXT NOT NULL DEFAULT '',
+  action      TEXT NOT NULL,
+  target      TEXT NOT NULL DEFAULT '',
+  status      INTEGER NOT NULL,
+  result      TEXT NOT NULL,
+  exit_code   INTEGER,
+  duration_ms INTEGER NOT NULL DEFAULT 0
+);
+CREATE INDEX events_by_time ON events(time_ms);
+CREATE INDEX events_by_sandbox ON events(sandbox_id, seq);
+CREATE INDEX events_by_key ON events(key_id, seq);
+CREATE INDEX events_by_owner ON events(owner, seq);
+)sql";
+
+constexpr std::array<std::string_view, 3> kMigrations = {kM1Sandboxes, kM2Snapshots,
+                                                         kM3KeysEvents};
 }  // namespace
 
 std::span<const std::string_view> SchemaMigrations() { return kMigrations; }
