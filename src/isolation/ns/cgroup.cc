@@ -152,9 +152,17 @@ Status CreateCgroupsFromParent(const CgroupLayout& layout, const std::string& na
   if (layout.v2_mode) {
     // Controllers must be enabled on the path down to our directory (no-internal-process rule:
     // only leaves hold processes).
-    const std::string enable = "+memory +pids +cpu";
-    ASB_TRY(WriteControlFile(layout.v2_mount + "/cgroup.subtree_control", enable));
-    ASB_TRY(WriteControlFile(layout.v2_mount + "/" + name + "/cgroup.subtree_control", enable));
+    // Writing is skipped where they already are (systemd enables them at the root; a root
+    // that holds processes, as in a container, would refuse the write with EBUSY).
+    for (const std::string& dir : {layout.v2_mount, layout.v2_mount + "/" + name}) {
+      auto on = ReadSmallFile(dir + "/cgroup.subtree_control");
+      const std::string enabled = on ? Trim(*on) : "";
+      if (HasWord(enabled, "memory", ' ') && HasWord(enabled, "pids", ' ') &&
+          HasWord(enabled, "cpu", ' ')) {
+        continue;
+      }
+      ASB_TRY(WriteControlFile(dir + "/cgroup.subtree_control", "+memory +pids +cpu"));
+    }
     ASB_TRY(MkdirIfMissing(paths.v2));
     ASB_TRY(WriteControlFile(paths.v2 + "/memory.max", std::to_string(limits.memory_bytes)));
     if (PathExists(paths.v2 + "/memory.swap.max")) {
