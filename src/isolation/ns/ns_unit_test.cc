@@ -141,6 +141,79 @@ TEST(CgroupPathsTest, V1AndV2Layouts) {
   EXPECT_EQ(q.memory, "");
 }
 
+// The cgroup files are plain files here: what is written where, on v2 and v1, and how usage is
+// read back (the kernel's side is covered by the privileged cgroup_test on this host, which is
+// v1 + a controller-less v2; plain v2 hosts are covered only here).
+using FakeCgroupFsTest = TempDir;
+
+void Touch(const std::string& path, const std::string& content = "") {
+  fs::create_directories(fs::path(path).parent_path());
+  std::ofstream(path) << content;
+}
+
+TEST_F(FakeCgroupFsTest, V2LimitsAndUsage) {
+  CgroupLayout layout;
+  layout.v2_mode = true;
+  layout.v2_mount = dir_;
+  auto paths = CgroupPathsFor(layout, "asb", "sb_1");
+  Touch(dir_ + "/cgroup.subtree_control");
+  Touch(dir_ + "/asb/cgroup.subtree_control");
+  for (const char* f : {"memory.max", "memory.swap.max", "pids.max", "cpu.max"}) {
+    Touch(paths.v2 + "/" + f);
+  }
+  ASSERT_TRUE(CreateCgroupsFromParent(layout, "asb", paths, {256ull << 20, 64, 0.5}));
+  EXPECT_EQ(*ReadSmallFile(dir_ + "/cgroup.subtree_control"), "+memory +pids +cpu");
+  EXPECT_EQ(*ReadSmallFile(dir_ + "/asb/cgroup.subtree_control"), "+memory +pids +cpu");
+  EXPECT_EQ(*ReadSmallFile(paths.v2 + "/memory.max"), "268435456");
+  EXPECT_EQ(*ReadSmallFile(paths.v2 + "/memory.swap.max"), "0");
+  EXPECT_EQ(*ReadSmallFile(paths.v2 + "/pids.max"), "64");
+  EXPECT_EQ(*ReadSmallFile(paths.v2 + "/cpu.max"), "50000 100000");
+  Touch(paths.v2 + "/memory.current", "1000\n");
+  Touch(paths.v2 + "/memory.peak", "2000\n");
+  Touch(paths.v2 + "/pids.current", "3\n");
+  Touch(paths.v2 + "/cpu.stat", "usage_usec 1234\nuser_usec 1000\n");
+  Touch(paths.v2 + "/memory.events", "low 0\nhigh 0\nmax 5\noom 2\noom_kill 2\n");
+  auto u = ReadCgroupUsage(paths);
+  ASSERT_TRUE(u) << u.error().ToString();
+  EXPECT_EQ(u->memory_bytes, 1000u);
+  EXPECT_EQ(u->memory_peak_bytes, 2000u);
+  EXPECT_EQ(u->pids, 3u);
+  EXPECT_EQ(u->cpu_usage_ns, 1'234'000u);
+  EXPECT_EQ(u->oom_kills, 2u);
+}
+
+TEST_F(FakeCgroupFsTest, V1LimitsAndUsage) {
+  CgroupLayout layout;
+  layout.v1_memory = dir_ + "/memory";
+  layout.v1_pids = dir_ + "/pids";
+  layout.v1_cpu = dir_ + "/cpu";
+  layout.v1_cpuacct = dir_ + "/cpuacct";
+  auto paths = CgroupPathsFor(layout, "asb", "sb_1");
+  for (const char* f : {"memory.limit_in_bytes", "memory.memsw.limit_in_bytes"}) {
+    Touch(paths.memory + "/" + f);
+  }
+  Touch(paths.pids + "/pids.max");
+  Touch(paths.cpu + "/cpu.cfs_period_us");
+  Touch(paths.cpu + "/cpu.cfs_quota_us");
+  fs::create_directories(layout.v1_cpuacct);
+  auto st = CreateCgroupsFromParent(layout, "asb", paths, {256ull << 20, 64, 2.0});
+  ASSERT_TRUE(st) << st.error().ToString();
+  EXPECT_EQ(*ReadSmallFile(paths.memory + "/memory.limit_in_bytes"), "268435456");
+  EXPECT_EQ(*ReadSmallFile(paths.memory + "/memory.memsw.limit_in_bytes"), "268435456");
+  EXPECT_EQ(*ReadSmallFile(paths.pids + "/pids.max"), "64");
+  EXPECT_EQ(*ReadSmallFile(paths.cpu + "/cpu.cfs_quota_us"), "200000");
+  Touch(paths.memory + "/memory.usage_in_bytes", "1000\n");
+  Touch(paths.memory + "/memory.max_usage_in_bytes", "2000\n");
+  Touch(paths.memory + "/memory.oom_control", "oom_kill_disable 0\nunder_oom 0\noom_kill 4\n");
+  Touch(paths.pids + "/pids.current", "3\n");
+  Touch(paths.cpuacct + "/cpuacct.usage", "5555\n");
+  auto u = ReadCgroupUsage(paths);
+  ASSERT_TRUE(u) << u.error().ToString();
+  EXPECT_EQ(u->memory_peak_bytes, 2000u);
+  EXPECT_EQ(u->cpu_usage_ns, 5555u);
+  EXPECT_EQ(u->oom_kills, 4u);
+}
+
 TEST(CgroupLayoutTest, DetectsThisHost) {
   auto layout = DetectCgroupLayout();
   if (!layout) GTEST_SKIP() << layout.error().ToString();
