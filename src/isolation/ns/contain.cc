@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <linux/sched.h>
 #include <poll.h>
+#include <pthread.h>
 #include <sched.h>
 #include <signal.h>
 #include <sys/prctl.h>
@@ -83,7 +84,23 @@ int ArrangeFdsInChild(const ChildPlan& p, int* report_fd, ChildFailure* f) {
 // The child: one readable column of steps. Runs between clone and exec: no allocation, no
 // exceptions, raw system calls only (the process is a single-threaded copy of a
 // multi-threaded server, so libc locks may be held by threads that do not exist here).
+// The server's signal handlers must not run in the child (they may write to the server's own
+// wake-up fds): all signals arrive blocked from the parent; reset every handler to the
+// default, then unblock (sigaction(2), sigprocmask(2): both async-signal-safe).
+void ResetSignalsInChild() {
+  struct sigaction dfl;
+  std::memset(&dfl, 0, sizeof dfl);
+  dfl.sa_handler = SIG_DFL;
+  for (int sig = 1; sig < NSIG; ++sig) {
+    if (sig != SIGKILL && sig != SIGSTOP) (void)::sigaction(sig, &dfl, nullptr);
+  }
+  sigset_t none;
+  sigemptyset(&none);
+  (void)::sigprocmask(SIG_SETMASK, &none, nullptr);
+}
+
 [[noreturn]] void ContainInChild(const ChildPlan& p, int report_fd, int parent_end) {
+  ResetSignalsInChild();
   ::close(parent_end);
   char go = 0;
   // Wait until the parent has written the id maps.
@@ -153,9 +170,13 @@ Result<ChildProcess> StartContainedChild(const ChildPlan& plan, CloneIntoCgroups
     args.cgroup = static_cast<uint64_t>(cgroups.cgroup2_fd());
   }
   ASB_TRY_CTX(cgroups.Enter(), "enter cgroups");
+  sigset_t all, old_mask;
+  sigfillset(&all);
+  ::pthread_sigmask(SIG_SETMASK, &all, &old_mask);  // no handler may run in the child
   long rc = ::syscall(SYS_clone3, &args, sizeof args);
   if (rc == 0) ContainInChild(plan, child_end.get(), parent_end.get());
   const int clone_errno = errno;
+  ::pthread_sigmask(SIG_SETMASK, &old_mask, nullptr);
   cgroups.Leave();  // the parent thread goes back at once, whatever happened
   if (rc < 0) return Fail(Error::FromErrno(ErrorCode::kBackend, clone_errno, "clone3"));
 
