@@ -16,13 +16,16 @@ namespace fs = std::filesystem;
 
 std::string NsBackendTest::RootfsPath() {
   if (const char* env = ::getenv("ASB_TEST_ROOTFS")) return env;
-  const std::string tmpl = "/var/lib/agent-sandbox/templates/base/rootfs";
+  const char* data = ::getenv("AGENT_SANDBOX_DATA_DIR");  // scripts/test.sh sets it
+  const std::string tmpl =
+      std::string(data != nullptr ? data : "/var/lib/agent-sandbox") + "/templates/base/rootfs";
   if (fs::exists(tmpl + "/bin/sh")) return tmpl;
   return "/tmp/asbtest/rootfs";
 }
 
 std::string NsBackendTest::SandboxdPath() {
   if (const char* env = ::getenv("ASB_SANDBOXD")) return env;
+  if (const char* env = ::getenv("AGENT_SANDBOX_SANDBOXD")) return env;  // scripts/test.sh
   // Tests live in <build>/tests, programs in <build>/bin.
   std::error_code ec;
   fs::path exe = fs::read_symlink("/proc/self/exe", ec);

@@ -4,8 +4,9 @@
 // test can assert that Destroy left the host exactly as it found it.
 //
 // Inputs (skips with the reason when missing): root; env ASB_TEST_ROOTFS (default
-// /var/lib/agent-sandbox/templates/base/rootfs, else /tmp/asbtest/rootfs); env ASB_SANDBOXD
-// (default bin/sandboxd in the test binary's build dir).
+// $AGENT_SANDBOX_DATA_DIR or /var/lib/agent-sandbox, + /templates/base/rootfs, else
+// /tmp/asbtest/rootfs); env ASB_SANDBOXD or AGENT_SANDBOX_SANDBOXD (default bin/sandboxd in
+// the test binary's build dir).
 #pragma once
 
 #include <gtest/gtest.h>
