@@ -122,6 +122,11 @@ std::string Str(const json::object& o, std::string_view key) {
   const json::value* v = o.if_contains(key);
   if (v == nullptr) return "";
   if (v->is_string()) return std::string(v->as_string());
+  if (v->is_double()) {
+    char buf[32];
+    std::snprintf(buf, sizeof(buf), "%g", v->as_double());
+    return buf;
+  }
   return json::serialize(*v);
 }
 
