@@ -79,7 +79,10 @@ Result<int> Run(const RunOptions& o) {
   ASB_ASSIGN_OR_RETURN(auto signals, SignalForwarder::Start(tty_fd));
 
   isolation::ns::NsBackendOptions bo;
-  bo.state_dir = o.data_dir + "/sandboxes";
+  // Apart from a server's sandboxes (<data>/sandboxes, cgroup agent-sandbox-<hash>): a server
+  // that starts while we run must not take our sandbox for an orphan and destroy it.
+  bo.state_dir = o.data_dir + "/run";
+  bo.cgroup_name = "agent-sandbox-run";
   bo.sandboxd_path = sandboxd;
   bo.workspace_pool_size = 0;  // one sandbox, once: nothing to pool
   bo.default_workspace_bytes = o.workspace_mb << 20;

@@ -163,8 +163,11 @@ class RunTest : public ::testing::Test {
   void ExpectNothingLeft() {
     // State directory: every sandbox's entry is gone.
     std::error_code ec;
+    if (!ids_.empty()) {
+      EXPECT_TRUE(fs::is_directory(dir_ / "run")) << "the state dir moved?";
+    }
     // (Dot entries are the backend's own bookkeeping, e.g. its uid-slot table.)
-    for (const auto& e : fs::directory_iterator(dir_ / "sandboxes", ec)) {
+    for (const auto& e : fs::directory_iterator(dir_ / "run", ec)) {
       if (e.path().filename().string().starts_with(".")) continue;
       ADD_FAILURE() << "left in the state dir: " << e.path();
     }
@@ -181,7 +184,7 @@ class RunTest : public ::testing::Test {
     for (const auto& id : ids_) {
       EXPECT_EQ(mountinfo.find(id), std::string::npos) << "a mount of " << id;
       EXPECT_EQ(losetup.find(id), std::string::npos) << "a loop device of " << id;
-      // cgroups: v1 /sys/fs/cgroup/<ctrl>/agent-sandbox/<id>, v2 .../agent-sandbox/<id>.
+      // cgroups: v1 /sys/fs/cgroup/<ctrl>/agent-sandbox-run/<id>, v2 .../agent-sandbox-run/<id>.
       for (auto it = fs::recursive_directory_iterator(
                "/sys/fs/cgroup", fs::directory_options::skip_permission_denied, ec);
            it != fs::recursive_directory_iterator(); it.increment(ec)) {
