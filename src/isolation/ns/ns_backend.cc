@@ -400,7 +400,7 @@ Result<std::shared_ptr<Sandbox>> NsBackend::Adopt(const std::string& id) {
   auto st = DecodeSandboxState(*text);
   if (!st) return Fail(Error::NotFound("sandbox " + id + " has no readable state: not running"));
   auto start = ProcessStartTime(st->pid);
-  if (!start || *start != st->start_time) {
+  if (!start || *start != st->start_time || !ProcessIsRunning(st->pid)) {
     return Fail(Error::NotFound("sandbox " + id + " no longer runs"));
   }
   ASB_ASSIGN_OR_RETURN(auto conn, protocol::Connection::Dial(l.sock, opts_.start_timeout_ms));

@@ -61,4 +61,13 @@ Result<uint64_t> ProcessStartTime(int pid) {
   return start;
 }
 
+bool ProcessIsRunning(int pid) {
+  auto stat = ReadSmallFile("/proc/" + std::to_string(pid) + "/stat");
+  if (!stat) return false;
+  auto close = stat->rfind(')');
+  if (close == std::string::npos || close + 2 >= stat->size()) return false;
+  char state = (*stat)[close + 2];
+  return state != 'Z' && state != 'X';
+}
+
 }  // namespace asb::isolation::ns

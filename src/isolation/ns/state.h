@@ -33,4 +33,8 @@ Result<SandboxState> DecodeSandboxState(std::string_view json);
 /// Errors: kNotFound when the process does not exist.
 Result<uint64_t> ProcessStartTime(int pid);
 
+/// True if `pid` exists and is not a zombie or dead (proc(5), /proc/pid/stat field 3 is neither
+/// 'Z' nor 'X'). A killed sandboxd can stay a zombie until its parent reaps it; it no longer runs.
+bool ProcessIsRunning(int pid);
+
 }  // namespace asb::isolation::ns
