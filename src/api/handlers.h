@@ -43,6 +43,8 @@ void AddHealthRoutes(Router& router, ApiContext& ctx);
 void AddSandboxRoutes(Router& router, ApiContext& ctx);
 void AddExecRoutes(Router& router, ApiContext& ctx);
 void AddFileRoutes(Router& router, ApiContext& ctx);
+/// Snapshots, rollback, fork and archives (handlers_snapshots.cc; issue 4).
+void AddSnapshotRoutes(Router& router, ApiContext& ctx);
 
 /// The whole routing table of the REST API.
 Router BuildRouter(ApiContext& ctx);

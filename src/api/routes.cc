@@ -29,6 +29,7 @@ Router BuildRouter(ApiContext& ctx) {
   AddSandboxRoutes(router, ctx);
   AddExecRoutes(router, ctx);
   AddFileRoutes(router, ctx);
+  AddSnapshotRoutes(router, ctx);
   return router;
 }
 

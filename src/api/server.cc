@@ -378,7 +378,7 @@ awaitable<void> HttpServer::Impl::Session(tcp::socket socket,
         res.body() = r.body;
         res.prepare_payload();
         co_await http::async_write(stream, res, kTuple);
-        linger = !header;
+        linger = true;  // the rest of the header or body may still be arriving
       } else if (ec.category() == beast::http::make_error_code(http::error::bad_target)
                                           .category() &&
                  ec != http::error::end_of_stream && ec != http::error::partial_message) {
@@ -467,8 +467,10 @@ awaitable<void> HttpServer::Impl::Session(tcp::socket socket,
       auto [wec, wn] = co_await http::async_write(stream, res, kTuple);
       ok = !wec;
     }
-    spdlog::info("http out request_id={} method={} route={} sandbox_id={} status={} ms={}{}",
+    spdlog::info("http out request_id={} method={} route={} key_id={} sandbox_id={} status={} "
+                 "ms={}{}",
                  req.request_id, req.method, match.route ? req.route : req.path,
+                 req.key_id.empty() ? "-" : req.key_id,
                  out.sandbox_id.empty() ? "-" : out.sandbox_id, out.status, NowMs() - start,
                  ok ? "" : " (write failed)");
     if (!ok || !keep_alive) break;

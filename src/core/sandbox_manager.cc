@@ -69,6 +69,7 @@ SandboxManager::~SandboxManager() { Stop(); }
 
 Status SandboxManager::Start() {
   ASB_TRY_CTX(Recover(), "recover sandboxes");
+  ASB_TRY_CTX(RecoverSnapshots(), "recover snapshots");
   std::lock_guard l(impl_->reaper_mu);
   if (!impl_->reaper.joinable()) {
     impl_->reaper_stop = false;

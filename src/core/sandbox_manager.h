@@ -159,6 +159,26 @@ struct FileWriteStream {
   std::shared_ptr<void> keepalive;
 };
 
+/// A workspace snapshot as the API shows it (issue 4). Times are Unix epoch milliseconds.
+struct SnapshotInfo {
+  std::string id{};          // "snap_" + 16 hex
+  std::string owner{};
+  std::string sandbox_id{};  // the sandbox it was taken from; "" for an uploaded archive
+  std::string name{};
+  std::string template_name{};
+  int64_t size_bytes = 0;     // bytes of the stored tar.zst
+  int64_t content_bytes = 0;  // sum of regular file sizes in it
+  int64_t created_at_ms = 0;
+};
+
+/// Overrides for a fork; absent fields are inherited from the snapshot's sandbox.
+struct ForkRequest {
+  std::optional<double> cpus{};
+  std::optional<int64_t> memory_mb{};
+  std::optional<bool> network{};
+  std::optional<int64_t> timeout_seconds{};
+};
+
 class SandboxManager {
  public:
   /// `store`, `backend`, `clock` and `templates` must outlive the manager. Call Start() before
@@ -259,6 +279,61 @@ class SandboxManager {
   Result<protocol::FileStat> MoveFile(const std::string& owner, const std::string& id,
                                       const std::string& from, const std::string& to,
                                       bool overwrite);
+
+  // ---- snapshots (core/manager_snapshots.cc; issue 4) ---------------------------------------
+  // Archives live in <data_dir>/snapshots/<id>.tar.zst (core/snapshot_archive.h). Limits come
+  // from the environment (AGENT_SANDBOX_MAX_SNAPSHOT_BYTES, _MAX_SNAPSHOTS_PER_SANDBOX,
+  // _MAX_SNAPSHOTS_PER_OWNER, _MAX_SNAPSHOT_TOTAL_BYTES; see manager_snapshots.cc).
+
+  /// Archives the sandbox's /workspace. Errors: kNotFound, kConflict (not running),
+  /// kLimitExceeded (count limits), kTooLarge (byte limits), kBackend.
+  Result<SnapshotInfo> CreateSnapshot(const std::string& owner, const std::string& sandbox_id,
+                                      const std::string& name);
+  /// Ready snapshots of `owner` (kAnyOwner: all), optionally of one sandbox, oldest first.
+  Result<std::vector<SnapshotInfo>> ListSnapshots(const std::string& owner,
+                                                  const std::optional<std::string>& sandbox_id);
+  /// Errors: kNotFound (unknown, pending, another owner's, malformed id).
+  Result<SnapshotInfo> GetSnapshot(const std::string& owner, const std::string& snapshot_id);
+  /// Deletes record and file. Errors: kNotFound.
+  Status DeleteSnapshot(const std::string& owner, const std::string& snapshot_id);
+  /// Host path of the snapshot's tar.zst (for download). Errors: kNotFound.
+  Result<std::string> SnapshotArchivePath(const std::string& owner,
+                                          const std::string& snapshot_id);
+  /// Restores the sandbox's /workspace to the snapshot exactly, after killing every process
+  /// and emptying /tmp; keeps the id and sets source_snapshot_id. The archive is checked
+  /// before anything is touched, and a failed import puts the previous workspace back, so a
+  /// failed rollback leaves the sandbox as it was (ACCEPTANCE.md S5). Errors: kNotFound
+  /// (sandbox or snapshot), kConflict, kTooLarge (does not fit the workspace), kBackend.
+  Result<SandboxInfo> Rollback(const std::string& owner, const std::string& sandbox_id,
+                               const std::string& snapshot_id);
+  /// Creates a new sandbox from the snapshot's template, env and limits (with `req`'s
+  /// overrides) and fills its workspace from the snapshot. On failure the new sandbox is
+  /// destroyed. Errors: as Create, plus kNotFound for the snapshot.
+  Result<SandboxInfo> Fork(const std::string& owner, const std::string& snapshot_id,
+                           const ForkRequest& req);
+  /// Makes a snapshot from an uploaded archive: `temp_path` must be a file inside
+  /// SnapshotUploadDir(); it is checked (ScanArchive) and renamed into place, or removed.
+  /// Errors: kInvalidArgument (hostile or unreadable archive), kTooLarge, kLimitExceeded.
+  Result<SnapshotInfo> ImportSnapshot(const std::string& owner, const std::string& temp_path,
+                                      const std::string& name, const std::string& template_name);
+  /// Directory in which upload temp files are to be made (same file system as the archives).
+  std::string SnapshotUploadDir() const;
+  /// Deletes pending snapshot records and stray temp files (a crash mid-snapshot), archive
+  /// files no record names, and restores workspaces of interrupted rollbacks. Called by
+  /// Start() after Recover() (so sandboxes are adopted by then).
+  Status RecoverSnapshots();
+  /// Part of RecoverSnapshots: puts the workspace saved by a rollback that a crash cut short
+  /// back into the sandbox (if it still runs). Errors: kBackend.
+  Status RestoreInterruptedRollback(const std::string& sandbox_id, const std::string& backup);
+  /// Streams a tar of a directory of the sandbox (path rules as files) into `sink` chunks.
+  /// Errors: kNotFound, kInvalidArgument (path), kBackend.
+  Status ExportDirectory(const std::string& owner, const std::string& id, const std::string& path,
+                         const std::function<Status(std::string_view)>& sink);
+  /// Extracts a plain tar read from `source` (returns "" at the end) into a directory of the
+  /// sandbox (created if missing). Hostile members are rejected by sandboxd.
+  Result<protocol::TarResult> ImportDirectory(
+      const std::string& owner, const std::string& id, const std::string& path,
+      const std::function<Result<std::string>()>& source);
 
   // ---- maintenance --------------------------------------------------------------------------
 

@@ -45,16 +45,27 @@ class ErrorShapeTest(ServerTestCase):
         self.assertRegex(r.headers["x-request-id"], r"^req_[0-9a-f]{16}$")
 
     def test_garbage_and_oversized_headers_do_not_hurt_the_server(self):
-        for raw in (b"NOT HTTP AT ALL\r\n\r\n",
-                    b"GET / HTTP/1.1\r\nX: " + b"a" * 40000 + b"\r\n\r\n",
-                    b"POST /v1/sandboxes HTTP/1.1\r\nContent-Length: 10\r\n\r\nabc"):
+        cases = ((b"NOT HTTP AT ALL\r\n\r\n", b" 400 "),
+                 (b"GET / HTTP/1.1\r\nX: " + b"a" * 40000 + b"\r\n\r\n", b" 431 "),
+                 (b"POST /v1/sandboxes HTTP/1.1\r\nContent-Length: 10\r\n\r\nabc", None))
+        for raw, status in cases:
             with socket.create_connection(("127.0.0.1", self.server.port), timeout=5) as c:
-                c.sendall(raw)
-                c.shutdown(socket.SHUT_WR)
+                answer = b""
                 try:
-                    c.recv(65536)
+                    c.sendall(raw)
+                    c.shutdown(socket.SHUT_WR)
+                except OSError:
+                    pass  # the server may answer and close before we finish
+                try:
+                    while True:
+                        chunk = c.recv(65536)
+                        if not chunk:
+                            break
+                        answer += chunk
                 except OSError:
                     pass
+                if status:
+                    self.assertIn(status, answer.split(b"\r\n", 1)[0], answer[:200])
         self.assertEqual(self.server.request("GET", "/healthz").status, 200)
 
 

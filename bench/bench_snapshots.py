@@ -1,0 +1,138 @@
+#!/usr/bin/env python3
+"""Snapshot, rollback and fork times over the real server (issue 4, "Benchmark"). Not run by CI.
+
+For workspaces of 1 MiB, 100 MiB and 1 GiB, shaped as many small files or one large file of
+random (incompressible) bytes, it times over HTTP:
+  snapshot  POST /v1/sandboxes/{id}/snapshots
+  rollback  POST /v1/sandboxes/{id}/rollback
+  fork      POST /v1/snapshots/{id}/fork (to the new sandbox answering)
+beside the reference `tar -cf - . | zstd -3` of the same tree on the host, and the copy-on-write
+primitives the fast path would use on the workspace image: `cp --reflink=always` on an XFS loop
+file system (mkfs.xfs -m reflink=1, made and removed here) and a sparse copy on the data dir's
+ext4.
+
+    ASB_BIN=build/bin/agent-sandbox python3 bench/bench_snapshots.py [--sizes 1,100,1024]
+"""
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "e2e"))
+from harness import Server, missing_prerequisite  # noqa: E402
+
+
+def ms(t0):
+    return (time.perf_counter() - t0) * 1000.0
+
+
+def fill(server, sid, mib, shape):
+    if shape == "one":
+        cmd = "head -c %d /dev/urandom > /workspace/big.bin" % (mib << 20)
+    else:
+        size_kib = 4 if mib <= 1 else 64
+        count = (mib << 10) // size_kib
+        cmd = ("mkdir -p /workspace/many && cd /workspace/many && head -c %d /dev/urandom > /tmp/r"
+               " && split -b %dk -a 6 /tmp/r f && rm /tmp/r") % (mib << 20, size_kib)
+        del count
+    r = server.run(sid, cmd, timeout_seconds=600)
+    assert r["exit_code"] == 0, r
+
+
+def timed(server, method, path, body=None):
+    t0 = time.perf_counter()
+    r = server.request(method, path, body=json.dumps(body).encode() if body else None,
+                       timeout=900)
+    t = ms(t0)
+    assert r.status in (200, 201), r
+    return t, r.json()
+
+
+def reference_tar_zstd(ws):
+    t0 = time.perf_counter()
+    subprocess.run("tar -C %s -cf - . | zstd -3 -q -c > /dev/null" % ws, shell=True, check=True)
+    return ms(t0)
+
+
+def cow_figures(mib):
+    """cp --reflink=always of a sparse ext4 image holding `mib` MiB of data, on XFS and ext4."""
+    out = {}
+    base = tempfile.mkdtemp(prefix="asb-bench-cow-", dir="/var/tmp")
+    xfs_file = os.path.join(base, "xfs.img")
+    mnt = os.path.join(base, "xfs")
+    os.mkdir(mnt)
+    mounted = False
+    try:
+        subprocess.run(["truncate", "-s", "8G", xfs_file], check=True)
+        subprocess.run(["mkfs.xfs", "-q", "-m", "reflink=1", xfs_file], check=True)
+        subprocess.run(["mount", "-o", "loop", xfs_file, mnt], check=True)
+        mounted = True
+        for fs, d in (("xfs", mnt), ("ext4", base)):
+            img = os.path.join(d, "ws.img")
+            subprocess.run(["truncate", "-s", "2G", img], check=True)
+            subprocess.run("dd if=/dev/urandom of=%s bs=1M count=%d conv=notrunc status=none"
+                           % (img, mib), shell=True, check=True)
+            os.sync()
+            for mode, args in (("reflink", ["--reflink=always"]),
+                               ("sparse-copy", ["--reflink=never", "--sparse=always"])):
+                dst = img + "." + mode
+                t0 = time.perf_counter()
+                r = subprocess.run(["cp"] + args + [img, dst], capture_output=True)
+                t = ms(t0)
+                out["%s %s" % (fs, mode)] = t if r.returncode == 0 else "unsupported"
+                if os.path.exists(dst):
+                    os.unlink(dst)
+            os.unlink(img)
+    finally:
+        if mounted:
+            subprocess.run(["umount", mnt])
+        subprocess.run(["rm", "-rf", base])
+    return out
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--sizes", default="1,100,1024", help="MiB, comma separated")
+    ap.add_argument("--no-cow", action="store_true")
+    a = ap.parse_args()
+    reason = missing_prerequisite()
+    if reason:
+        print("SKIP: " + reason)
+        return 77
+    server = Server({"AGENT_SANDBOX_MAX_SNAPSHOT_BYTES": str(4 << 30)}).start()
+    rows = []
+    try:
+        for mib in [int(x) for x in a.sizes.split(",")]:
+            for shape in ("many", "one"):
+                sb = server.create(workspace_mb=max(64, mib * 2 + 64), memory_mb=1024)
+                sid = sb["id"]
+                fill(server, sid, mib, shape)
+                ws = os.path.join(server.data_dir, "sandboxes", sid, "ws")
+                ref = reference_tar_zstd(ws) if os.path.isdir(ws) else float("nan")
+                t_snap, snap = timed(server, "POST", "/v1/sandboxes/%s/snapshots" % sid)
+                server.run(sid, "touch /workspace/new")
+                t_rb, _ = timed(server, "POST", "/v1/sandboxes/%s/rollback" % sid,
+                                {"snapshot_id": snap["id"]})
+                t_fork, fork = timed(server, "POST", "/v1/snapshots/%s/fork" % snap["id"])
+                server.request("DELETE", "/v1/sandboxes/" + fork["id"], timeout=120)
+                server.request("DELETE", "/v1/sandboxes/" + sid, timeout=120)
+                server.request("DELETE", "/v1/snapshots/" + snap["id"])
+                rows.append((mib, shape, t_snap, t_rb, t_fork, ref, snap["size_bytes"]))
+                print("%5d MiB %-4s snapshot %8.0f ms  rollback %8.0f ms  fork %8.0f ms  "
+                      "tar|zstd %8.0f ms  archive %d bytes" % rows[-1], flush=True)
+    finally:
+        server.close()
+    if not a.no_cow:
+        for mib in [int(x) for x in a.sizes.split(",")]:
+            for k, v in cow_figures(mib).items():
+                print("cow %5d MiB %-17s %s" % (mib, k, "%.1f ms" % v if isinstance(v, float)
+                                                 else v), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

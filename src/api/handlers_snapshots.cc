@@ -1,0 +1,265 @@
+// Snapshot routes (issue 4; ACCEPTANCE.md S1-S5), seed B's contract:
+//   POST   /v1/sandboxes/{id}/snapshots  {name?}            201 snapshot
+//   POST   /v1/sandboxes/{id}/rollback   {snapshot_id}      200 sandbox (source_snapshot_id)
+//   GET    /v1/snapshots?sandbox_id=                        200 {"snapshots":[...]}
+//   GET    /v1/snapshots/{id}                               200 snapshot
+//   DELETE /v1/snapshots/{id}                               204
+//   POST   /v1/snapshots/{id}/fork  {cpus?, memory_mb?, network?, timeout_seconds?}  201 sandbox
+//   GET    /v1/snapshots/{id}/archive                       200 application/zstd (tar.zst)
+//   POST   /v1/snapshots?name=&template=  (body: tar.zst)   201 snapshot
+//   GET    /v1/sandboxes/{id}/archive?path=                 200 application/x-tar
+//   PUT    /v1/sandboxes/{id}/archive?path=  (body: tar)    200 {"entries","bytes"}
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <boost/json.hpp>
+#include <limits>
+
+#include "api/handlers.h"
+#include "api/json_body.h"
+#include "api/text.h"
+#include "common/ids.h"
+#include "common/unique_fd.h"
+#include "core/sandbox_manager.h"
+
+namespace asb::api {
+
+namespace json = boost::json;
+
+namespace {
+
+constexpr int64_t kMinInt = std::numeric_limits<int64_t>::min() / 2;
+constexpr int64_t kMaxInt = std::numeric_limits<int64_t>::max() / 2;
+
+json::object SnapshotJson(const core::SnapshotInfo& s) {
+  json::object o;
+  o["id"] = s.id;
+  if (s.sandbox_id.empty()) {
+    o["sandbox_id"] = nullptr;
+  } else {
+    o["sandbox_id"] = s.sandbox_id;
+  }
+  if (s.name.empty()) {
+    o["name"] = nullptr;
+  } else {
+    o["name"] = s.name;
+  }
+  o["template"] = s.template_name;
+  o["size_bytes"] = s.size_bytes;
+  o["content_bytes"] = s.content_bytes;
+  o["created_at"] = FormatRfc3339(s.created_at_ms);
+  return o;
+}
+
+// The sandbox as handlers_sandboxes.cc shows it (kept in step with SandboxJson there).
+json::object SandboxJson(const core::SandboxInfo& s) {
+  json::object o;
+  o["id"] = s.id;
+  o["status"] = core::SandboxStateName(s.state);
+  o["template"] = s.template_name;
+  o["cpus"] = s.cpus;
+  o["memory_mb"] = s.memory_mb;
+  o["pids_limit"] = s.pids_limit;
+  o["workspace_mb"] = s.workspace_mb;
+  o["network"] = s.network;
+  o["read_only_rootfs"] = s.read_only_rootfs;
+  json::array keys;
+  for (const auto& kv : s.env) keys.emplace_back(kv.first);
+  o["env_keys"] = std::move(keys);
+  o["created_at"] = FormatRfc3339(s.created_at_ms);
+  o["expires_at"] = FormatRfc3339(s.expires_at_ms);
+  o["timeout_seconds"] = s.timeout_seconds;
+  o["idle_timeout_seconds"] = s.idle_timeout_seconds;
+  if (s.source_snapshot_id) {
+    o["source_snapshot_id"] = *s.source_snapshot_id;
+  } else {
+    o["source_snapshot_id"] = nullptr;
+  }
+  if (!s.error_message.empty()) o["error_message"] = s.error_message;
+  return o;
+}
+
+HttpResponse SandboxResponse(int status, const core::SandboxInfo& s) {
+  HttpResponse r = JsonResponse(status, json::serialize(SandboxJson(s)));
+  r.sandbox_id = s.id;
+  return r;
+}
+
+Result<std::string> SnapshotIdParam(const HttpRequest& req) {
+  const std::string& id = req.Param("id");
+  if (!IsValidId(id, "snap_")) return Fail(Error::NotFound("snapshot not found"));
+  return id;
+}
+
+Result<std::string> ReadWholeFile(const std::string& path) {
+  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!fd) return FailErrno("open " + path);
+  std::string out;
+  char buf[1 << 16];
+  while (true) {
+    ssize_t n = ::read(fd.get(), buf, sizeof buf);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return FailErrno("read " + path);
+    }
+    if (n == 0) break;
+    out.append(buf, static_cast<size_t>(n));
+  }
+  return out;
+}
+
+}  // namespace
+
+void AddSnapshotRoutes(Router& router, ApiContext& ctx) {
+  core::SandboxManager* m = ctx.manager;
+
+  router.Add("POST", "/v1/sandboxes/{id}/snapshots",
+             Wrap([m](HttpRequest& req) -> Result<HttpResponse> {
+               ASB_ASSIGN_OR_RETURN(std::string id, SandboxIdParam(req));
+               std::string name;
+               if (!req.body.empty()) {
+                 ASB_ASSIGN_OR_RETURN(JsonBody body, JsonBody::Parse(req.body));
+                 ASB_ASSIGN_OR_RETURN(auto n, body.String("name"));
+                 ASB_TRY(body.Finish());
+                 if (n) name = *n;
+               }
+               ASB_ASSIGN_OR_RETURN(core::SnapshotInfo s,
+                                    m->CreateSnapshot(OwnerOf(req), id, name));
+               HttpResponse r = JsonResponse(201, json::serialize(SnapshotJson(s)));
+               r.sandbox_id = id;
+               return r;
+             }));
+
+  router.Add("POST", "/v1/sandboxes/{id}/rollback",
+             Wrap([m](HttpRequest& req) -> Result<HttpResponse> {
+               ASB_ASSIGN_OR_RETURN(std::string id, SandboxIdParam(req));
+               ASB_ASSIGN_OR_RETURN(JsonBody body, JsonBody::Parse(req.body));
+               ASB_ASSIGN_OR_RETURN(auto snap, body.String("snapshot_id"));
+               ASB_TRY(body.Finish());
+               if (!snap) return Fail(Error::InvalidArgument("snapshot_id: required"));
+               ASB_ASSIGN_OR_RETURN(core::SandboxInfo s, m->Rollback(OwnerOf(req), id, *snap));
+               return SandboxResponse(200, s);
+             }));
+
+  router.Add("GET", "/v1/snapshots", Wrap([m](HttpRequest& req) -> Result<HttpResponse> {
+               std::optional<std::string> sb;
+               if (const std::string* q = req.Query("sandbox_id")) sb = *q;
+               ASB_ASSIGN_OR_RETURN(auto all, m->ListSnapshots(OwnerOf(req), sb));
+               json::array list;
+               for (const auto& s : all) list.emplace_back(SnapshotJson(s));
+               json::object o;
+               o["snapshots"] = std::move(list);
+               return JsonResponse(200, json::serialize(o));
+             }));
+
+  router.Add("GET", "/v1/snapshots/{id}", Wrap([m](HttpRequest& req) -> Result<HttpResponse> {
+               ASB_ASSIGN_OR_RETURN(std::string id, SnapshotIdParam(req));
+               ASB_ASSIGN_OR_RETURN(core::SnapshotInfo s, m->GetSnapshot(OwnerOf(req), id));
+               return JsonResponse(200, json::serialize(SnapshotJson(s)));
+             }));
+
+  router.Add("DELETE", "/v1/snapshots/{id}",
+             Wrap([m](HttpRequest& req) -> Result<HttpResponse> {
+               ASB_ASSIGN_OR_RETURN(std::string id, SnapshotIdParam(req));
+               ASB_TRY(m->DeleteSnapshot(OwnerOf(req), id));
+               return NoContent();
+             }));
+
+  router.Add("POST", "/v1/snapshots/{id}/fork",
+             Wrap([m](HttpRequest& req) -> Result<HttpResponse> {
+               ASB_ASSIGN_OR_RETURN(std::string id, SnapshotIdParam(req));
+               core::ForkRequest fr;
+               if (!req.body.empty()) {
+                 ASB_ASSIGN_OR_RETURN(JsonBody body, JsonBody::Parse(req.body));
+                 ASB_ASSIGN_OR_RETURN(fr.cpus, body.Number("cpus"));
+                 ASB_ASSIGN_OR_RETURN(fr.memory_mb, body.Integer("memory_mb", kMinInt, kMaxInt));
+                 ASB_ASSIGN_OR_RETURN(fr.network, body.Bool("network"));
+                 ASB_ASSIGN_OR_RETURN(fr.timeout_seconds,
+                                      body.Integer("timeout_seconds", kMinInt, kMaxInt));
+                 ASB_TRY(body.Finish());
+               }
+               ASB_ASSIGN_OR_RETURN(core::SandboxInfo s, m->Fork(OwnerOf(req), id, fr));
+               return SandboxResponse(201, s);
+             }));
+
+  router.Add("GET", "/v1/snapshots/{id}/archive",
+             Wrap([m](HttpRequest& req) -> Result<HttpResponse> {
+               ASB_ASSIGN_OR_RETURN(std::string id, SnapshotIdParam(req));
+               ASB_ASSIGN_OR_RETURN(std::string path, m->SnapshotArchivePath(OwnerOf(req), id));
+               HttpResponse r;
+               r.status = 200;
+               r.content_type = "application/zstd";
+               ASB_ASSIGN_OR_RETURN(r.body, ReadWholeFile(path));
+               r.headers.emplace_back("Content-Disposition",
+                                      "attachment; filename=\"" + id + ".tar.zst\"");
+               return r;
+             }));
+
+  RouteOptions upload;
+  upload.file_body = true;
+  router.Add("POST", "/v1/snapshots",
+             Wrap([m](HttpRequest& req) -> Result<HttpResponse> {
+               if (req.body.empty()) {
+                 return Fail(Error::InvalidArgument("body: a tar.zst archive is required"));
+               }
+               std::string name, tmpl;
+               if (const std::string* q = req.Query("name")) name = *q;
+               if (const std::string* q = req.Query("template")) tmpl = *q;
+               const std::string temp = m->SnapshotUploadDir() + "/.upload-" + NewId("up_");
+               {
+                 UniqueFd fd(::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600));
+                 if (!fd) return FailErrno("create " + temp);
+                 if (!WriteAll(fd.get(), req.body.data(), req.body.size())) {
+                   int err = errno;
+                   ::unlink(temp.c_str());
+                   return Fail(Error::FromErrno(err, "write " + temp));
+                 }
+               }
+               ASB_ASSIGN_OR_RETURN(core::SnapshotInfo s,
+                                    m->ImportSnapshot(OwnerOf(req), temp, name, tmpl));
+               return JsonResponse(201, json::serialize(SnapshotJson(s)));
+             }),
+             upload);
+
+  router.Add("GET", "/v1/sandboxes/{id}/archive",
+             Wrap([m](HttpRequest& req) -> Result<HttpResponse> {
+               ASB_ASSIGN_OR_RETURN(std::string id, SandboxIdParam(req));
+               const std::string* q = req.Query("path");
+               std::string path = q ? *q : "/workspace";
+               HttpResponse r;
+               r.status = 200;
+               r.content_type = "application/x-tar";
+               ASB_TRY(m->ExportDirectory(OwnerOf(req), id, path,
+                                          [&r](std::string_view chunk) -> Status {
+                                            r.body.append(chunk);
+                                            return {};
+                                          }));
+               r.sandbox_id = id;
+               return r;
+             }));
+
+  router.Add("PUT", "/v1/sandboxes/{id}/archive",
+             Wrap([m](HttpRequest& req) -> Result<HttpResponse> {
+               ASB_ASSIGN_OR_RETURN(std::string id, SandboxIdParam(req));
+               const std::string* q = req.Query("path");
+               std::string path = q ? *q : "/workspace";
+               size_t off = 0;
+               auto source = [&req, &off]() -> Result<std::string> {
+                 constexpr size_t kChunk = 1 << 16;
+                 std::string c = req.body.substr(off, kChunk);
+                 off += c.size();
+                 return c;
+               };
+               ASB_ASSIGN_OR_RETURN(protocol::TarResult t,
+                                    m->ImportDirectory(OwnerOf(req), id, path, source));
+               json::object o;
+               o["entries"] = t.entries;
+               o["bytes"] = t.bytes;
+               HttpResponse r = JsonResponse(200, json::serialize(o));
+               r.sandbox_id = id;
+               return r;
+             }),
+             upload);
+}
+
+}  // namespace asb::api

@@ -1,0 +1,505 @@
+// SandboxManager: workspace snapshots, rollback and fork (issue 4), over the portable format
+// of core/snapshot_archive.h. Records go pending -> ready around the archive's rename
+// (store/snapshot_store.h); RecoverSnapshots removes whatever a crash left half-made.
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <set>
+
+#include "common/ids.h"
+#include "common/log.h"
+#include "core/manager_impl.h"
+#include "core/paths.h"
+#include "core/snapshot_archive.h"
+#include "store/snapshot_store.h"
+
+namespace asb::core {
+
+namespace {
+
+constexpr int64_t kAnswerMs = 120'000;
+
+/// Snapshot limits, from the environment (0 or unset = the default shown).
+struct SnapshotLimits {
+  uint64_t max_snapshot_bytes = 10ull << 30;        // AGENT_SANDBOX_MAX_SNAPSHOT_BYTES
+  int64_t max_per_sandbox = 50;                     // AGENT_SANDBOX_MAX_SNAPSHOTS_PER_SANDBOX
+  int64_t max_per_owner = 500;                      // AGENT_SANDBOX_MAX_SNAPSHOTS_PER_OWNER
+  uint64_t max_total_bytes_per_owner = 100ull << 30;  // AGENT_SANDBOX_MAX_SNAPSHOT_TOTAL_BYTES
+};
+
+uint64_t EnvU64(const char* name, uint64_t def) {
+  const char* v = std::getenv(name);
+  if (!v || !*v) return def;
+  char* end = nullptr;
+  unsigned long long x = std::strtoull(v, &end, 10);
+  return (end && *end == 0 && x > 0) ? x : def;
+}
+
+const SnapshotLimits& SnapLimits() {
+  static const SnapshotLimits l = [] {
+    SnapshotLimits s;
+    s.max_snapshot_bytes = EnvU64("AGENT_SANDBOX_MAX_SNAPSHOT_BYTES", s.max_snapshot_bytes);
+    s.max_per_sandbox = static_cast<int64_t>(
+        EnvU64("AGENT_SANDBOX_MAX_SNAPSHOTS_PER_SANDBOX", s.max_per_sandbox));
+    s.max_per_owner =
+        static_cast<int64_t>(EnvU64("AGENT_SANDBOX_MAX_SNAPSHOTS_PER_OWNER", s.max_per_owner));
+    s.max_total_bytes_per_owner =
+        EnvU64("AGENT_SANDBOX_MAX_SNAPSHOT_TOTAL_BYTES", s.max_total_bytes_per_owner);
+    return s;
+  }();
+  return l;
+}
+
+SnapshotInfo ToInfo(const store::SnapshotRecord& r) {
+  SnapshotInfo i;
+  i.id = r.id;
+  i.owner = r.owner;
+  i.sandbox_id = r.sandbox_id;
+  i.name = r.name;
+  i.template_name = r.template_name;
+  i.size_bytes = r.size_bytes;
+  i.content_bytes = r.content_bytes;
+  i.created_at_ms = r.created_at_ms;
+  return i;
+}
+
+std::string FileName(const std::string& id) { return id + ".tar.zst"; }
+
+Error SnapNotFound(const std::string& id) {
+  std::string shown = IsValidId(id, "snap_") ? id : "(invalid id)";
+  return Error::NotFound("snapshot " + shown + " not found");
+}
+
+Status EnsureDir(const std::string& dir) {
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) return Fail(Error::FromErrno(ec.value(), "create directory " + dir));
+  ::chmod(dir.c_str(), 0700);
+  return {};
+}
+
+/// Checks count and byte limits for one more snapshot of `owner` (and of `sandbox_id`).
+Status CheckCounts(store::Store& st, const std::string& owner, const std::string& sandbox_id) {
+  const SnapshotLimits& lim = SnapLimits();
+  ASB_ASSIGN_OR_RETURN(auto mine, store::ListSnapshots(st, {.owner = owner}));
+  if (static_cast<int64_t>(mine.size()) >= lim.max_per_owner) {
+    return Fail(Error::LimitExceeded("snapshot limit reached: " +
+                                     std::to_string(lim.max_per_owner) + " snapshots per owner"));
+  }
+  uint64_t total = 0;
+  int64_t of_sandbox = 0;
+  for (const auto& r : mine) {
+    total += static_cast<uint64_t>(r.size_bytes);
+    if (!sandbox_id.empty() && r.sandbox_id == sandbox_id) ++of_sandbox;
+  }
+  if (of_sandbox >= lim.max_per_sandbox) {
+    return Fail(Error::LimitExceeded("snapshot limit reached: " +
+                                     std::to_string(lim.max_per_sandbox) +
+                                     " snapshots per sandbox"));
+  }
+  if (total >= lim.max_total_bytes_per_owner) {
+    return Fail(Error::TooLarge("snapshot storage limit reached: " +
+                                std::to_string(lim.max_total_bytes_per_owner) + " bytes"));
+  }
+  return {};
+}
+
+Result<std::shared_ptr<protocol::Channel>> OpenExport(protocol::Connection& conn,
+                                                      const std::string& path) {
+  protocol::TarExportRequest req;
+  req.path = path;
+  return conn.Open(protocol::EncodeTarExportRequest(req));
+}
+
+Result<std::shared_ptr<protocol::Channel>> OpenImport(protocol::Connection& conn,
+                                                      const std::string& path, bool clear_first,
+                                                      uint64_t max_bytes) {
+  protocol::TarImportRequest req;
+  req.path = path;
+  req.clear_first = clear_first;
+  req.max_bytes = max_bytes;
+  return conn.Open(protocol::EncodeTarImportRequest(req));
+}
+
+}  // namespace
+
+std::string SandboxManager::SnapshotUploadDir() const { return config_.data_dir + "/snapshots"; }
+
+Result<SnapshotInfo> SandboxManager::CreateSnapshot(const std::string& owner,
+                                                    const std::string& sandbox_id,
+                                                    const std::string& name) {
+  if (name.size() > 200) return Fail(Error::InvalidArgument("name is longer than 200 bytes"));
+  ASB_ASSIGN_OR_RETURN(auto e, impl_->Find(owner, sandbox_id));
+  std::lock_guard op(e->op_mu);
+  ASB_ASSIGN_OR_RETURN(Impl::Active act, impl_->BeginActivity(e));
+  ASB_ASSIGN_OR_RETURN(auto conn, impl_->ConnectionFor(*e, act));
+  const SandboxInfo info = e->Snapshot();
+  ASB_TRY(CheckCounts(impl_->store, info.owner, info.id));
+  const std::string dir = SnapshotUploadDir();
+  ASB_TRY(EnsureDir(dir));
+
+  store::SnapshotRecord rec;
+  rec.id = NewId("snap_");
+  rec.owner = info.owner;
+  rec.sandbox_id = info.id;
+  rec.name = name;
+  rec.template_name = info.template_name;
+  rec.spec_json = EncodeSpecJson(info);
+  rec.state = "pending";
+  rec.created_at_ms = impl_->clock.NowUnixMs();
+  // Before the side effect: a crash from here on leaves "pending", which recovery deletes.
+  ASB_TRY_CTX(store::InsertSnapshot(impl_->store, rec), "snapshot " + info.id);
+  auto drop = [&] { (void)store::DeleteSnapshot(impl_->store, rec.id); };
+
+  auto ch = impl_->Checked(*e, act, OpenExport(*conn, "/workspace"));
+  if (!ch) {
+    drop();
+    return Fail(std::move(ch).error().WithContext("snapshot " + info.id));
+  }
+  auto facts = ReceiveTarZst(**ch, dir, FileName(rec.id), SnapLimits().max_snapshot_bytes);
+  if (!facts) {
+    drop();
+    return Fail(std::move(facts).error().WithContext("snapshot " + info.id));
+  }
+  if (Status st = store::MarkSnapshotReady(impl_->store, rec.id,
+                                           static_cast<int64_t>(facts->file_bytes),
+                                           static_cast<int64_t>(facts->content_bytes));
+      !st) {
+    ::unlink((dir + "/" + FileName(rec.id)).c_str());
+    drop();
+    return Fail(std::move(st).error().WithContext("snapshot " + info.id));
+  }
+  rec.size_bytes = static_cast<int64_t>(facts->file_bytes);
+  rec.content_bytes = static_cast<int64_t>(facts->content_bytes);
+  spdlog::info("sandbox_id={} snapshot {} taken: {} bytes ({} content, {} entries)", info.id,
+               rec.id, facts->file_bytes, facts->content_bytes, facts->entries);
+  return ToInfo(rec);
+}
+
+Result<std::vector<SnapshotInfo>> SandboxManager::ListSnapshots(
+    const std::string& owner, const std::optional<std::string>& sandbox_id) {
+  store::SnapshotFilter f;
+  if (owner != kAnyOwner) f.owner = owner;
+  f.sandbox_id = sandbox_id;
+  f.state = "ready";
+  ASB_ASSIGN_OR_RETURN(auto recs, store::ListSnapshots(impl_->store, f));
+  std::vector<SnapshotInfo> out;
+  for (const auto& r : recs) out.push_back(ToInfo(r));
+  return out;
+}
+
+Result<SnapshotInfo> SandboxManager::GetSnapshot(const std::string& owner,
+                                                 const std::string& snapshot_id) {
+  if (!IsValidId(snapshot_id, "snap_")) return Fail(SnapNotFound(snapshot_id));
+  auto r = store::GetSnapshot(impl_->store, snapshot_id);
+  if (!r) {
+    if (r.error().code() == ErrorCode::kNotFound) return Fail(SnapNotFound(snapshot_id));
+    return Fail(std::move(r).error());
+  }
+  if (r->state != "ready" || (owner != kAnyOwner && r->owner != owner)) {
+    return Fail(SnapNotFound(snapshot_id));
+  }
+  return ToInfo(*r);
+}
+
+Status SandboxManager::DeleteSnapshot(const std::string& owner, const std::string& snapshot_id) {
+  ASB_ASSIGN_OR_RETURN(SnapshotInfo s, GetSnapshot(owner, snapshot_id));
+  // The record goes first: a crash after it leaves an unnamed file, which recovery removes.
+  ASB_TRY(store::DeleteSnapshot(impl_->store, s.id));
+  const std::string path = SnapshotUploadDir() + "/" + FileName(s.id);
+  if (::unlink(path.c_str()) != 0 && errno != ENOENT) {
+    spdlog::warn("snapshot {}: unlink {}: {}", s.id, path, strerror(errno));
+  }
+  spdlog::info("snapshot {} deleted", s.id);
+  return {};
+}
+
+Result<std::string> SandboxManager::SnapshotArchivePath(const std::string& owner,
+                                                        const std::string& snapshot_id) {
+  ASB_ASSIGN_OR_RETURN(SnapshotInfo s, GetSnapshot(owner, snapshot_id));
+  return SnapshotUploadDir() + "/" + FileName(s.id);
+}
+
+Result<SandboxInfo> SandboxManager::Rollback(const std::string& owner,
+                                             const std::string& sandbox_id,
+                                             const std::string& snapshot_id) {
+  ASB_ASSIGN_OR_RETURN(auto e, impl_->Find(owner, sandbox_id));
+  const std::string snap_owner = owner == kAnyOwner ? e->Snapshot().owner : owner;
+  ASB_ASSIGN_OR_RETURN(SnapshotInfo snap, GetSnapshot(snap_owner, snapshot_id));
+  const std::string dir = SnapshotUploadDir();
+  const std::string archive = dir + "/" + FileName(snap.id);
+
+  std::lock_guard op(e->op_mu);
+  ASB_ASSIGN_OR_RETURN(Impl::Active act, impl_->BeginActivity(e));
+  ASB_ASSIGN_OR_RETURN(auto conn, impl_->ConnectionFor(*e, act));
+  const SandboxInfo info = e->Snapshot();
+  // Checks that touch nothing come first.
+  if (snap.content_bytes > (info.workspace_mb << 20)) {
+    return Fail(Error::TooLarge("snapshot " + snap.id + " holds " +
+                                std::to_string(snap.content_bytes) +
+                                " bytes, more than the workspace of " + info.id + " (" +
+                                std::to_string(info.workspace_mb) + " MiB)"));
+  }
+  ASB_TRY_CTX(ScanArchive(archive, 0), "rollback to " + snap.id);
+
+  // The current workspace, kept until the rollback succeeded (S5).
+  const std::string backup_name = ".rollback-" + info.id + ".tar.zst";
+  const std::string backup = dir + "/" + backup_name;
+  {
+    ASB_ASSIGN_OR_RETURN(auto ch, impl_->Checked(*e, act, OpenExport(*conn, "/workspace")));
+    ASB_TRY_CTX(ReceiveTarZst(*ch, dir, backup_name, 0), "rollback: save current workspace");
+  }
+  struct Unlink {
+    std::string p;
+    ~Unlink() { ::unlink(p.c_str()); }
+  } backup_guard{backup};
+
+  ASB_TRY_CTX(impl_->Checked(*e, act, protocol::KillAll(*conn)), "rollback: kill processes");
+  protocol::ExecRequest clear;
+  clear.argv = {"/bin/sh", "-c", "find /tmp -mindepth 1 -delete"};
+  clear.cwd = "/";
+  clear.user = protocol::kUserRoot;
+  clear.timeout_ms = 30'000;
+  auto cleared = protocol::ExecCollect(*conn, clear);
+  if (!cleared || cleared->result.exit_code != 0) {
+    spdlog::warn("sandbox_id={} rollback: clearing /tmp failed: {}", info.id,
+                 cleared ? cleared->stderr_data : cleared.error().ToString());
+  }
+
+  auto restore = [&](const std::string& path) -> Result<protocol::TarResult> {
+    ASB_ASSIGN_OR_RETURN(auto ch, OpenImport(*conn, "/workspace", true, 0));
+    return SendTarZst(path, *ch);
+  };
+  if (auto r = restore(archive); !r) {
+    Error err = std::move(r).error();
+    spdlog::warn("sandbox_id={} rollback to {} failed ({}); restoring the previous workspace",
+                 info.id, snap.id, err.ToString());
+    if (auto back = restore(backup); !back) {
+      spdlog::error("sandbox_id={} restoring the previous workspace failed: {}", info.id,
+                    back.error().ToString());
+    }
+    if (err.code() == ErrorCode::kLimitExceeded) {
+      err = Error::TooLarge(err.message());  // the snapshot does not fit this workspace
+    }
+    return Fail(std::move(err).WithContext("rollback " + info.id + " to " + snap.id));
+  }
+  SandboxInfo updated;
+  {
+    std::lock_guard l(e->info_mu);
+    e->info.source_snapshot_id = snap.id;
+    e->info.updated_at_ms = impl_->clock.NowUnixMs();
+    updated = e->info;
+  }
+  ASB_TRY_CTX(impl_->store.UpdateSandbox(ToRecord(updated)), "rollback " + info.id);
+  spdlog::info("sandbox_id={} rolled back to {}", info.id, snap.id);
+  return updated;
+}
+
+Result<SandboxInfo> SandboxManager::Fork(const std::string& owner, const std::string& snapshot_id,
+                                         const ForkRequest& req) {
+  ASB_ASSIGN_OR_RETURN(SnapshotInfo snap, GetSnapshot(owner, snapshot_id));
+  ASB_ASSIGN_OR_RETURN(store::SnapshotRecord rec, store::GetSnapshot(impl_->store, snap.id));
+  SandboxInfo base;
+  base.cpus = config_.limits.default_cpus;
+  base.memory_mb = config_.limits.default_memory_mb;
+  base.pids_limit = config_.limits.default_pids_limit;
+  base.workspace_mb = config_.limits.default_workspace_mb;
+  base.timeout_seconds = config_.limits.default_timeout_seconds;
+  DecodeSpecJson(rec.spec_json, &base);
+  CreateRequest cr;
+  cr.template_name = rec.template_name;
+  cr.cpus = req.cpus.value_or(base.cpus);
+  cr.memory_mb = req.memory_mb.value_or(base.memory_mb);
+  cr.pids_limit = base.pids_limit;
+  cr.workspace_mb = std::max<int64_t>(base.workspace_mb, (snap.content_bytes >> 20) + 16);
+  cr.timeout_seconds = req.timeout_seconds.value_or(base.timeout_seconds);
+  cr.env = base.env;
+  cr.network = req.network.value_or(base.network);
+  ASB_ASSIGN_OR_RETURN(SandboxInfo created, Create(snap.owner, cr));
+
+  auto fill = [&]() -> Result<SandboxInfo> {
+    ASB_ASSIGN_OR_RETURN(auto e, impl_->Find(kAnyOwner, created.id));
+    std::lock_guard op(e->op_mu);
+    ASB_ASSIGN_OR_RETURN(Impl::Active act, impl_->BeginActivity(e));
+    ASB_ASSIGN_OR_RETURN(auto conn, impl_->ConnectionFor(*e, act));
+    ASB_ASSIGN_OR_RETURN(auto ch, OpenImport(*conn, "/workspace", true, 0));
+    ASB_TRY(SendTarZst(SnapshotUploadDir() + "/" + FileName(snap.id), *ch));
+    SandboxInfo updated;
+    {
+      std::lock_guard l(e->info_mu);
+      e->info.source_snapshot_id = snap.id;
+      updated = e->info;
+    }
+    ASB_TRY(impl_->store.UpdateSandbox(ToRecord(updated)));
+    return updated;
+  };
+  auto r = fill();
+  if (!r) {
+    (void)Destroy(kAnyOwner, created.id);
+    return Fail(std::move(r).error().WithContext("fork " + snap.id));
+  }
+  spdlog::info("sandbox_id={} forked from {}", created.id, snap.id);
+  return r;
+}
+
+Result<SnapshotInfo> SandboxManager::ImportSnapshot(const std::string& owner,
+                                                    const std::string& temp_path,
+                                                    const std::string& name,
+                                                    const std::string& template_name) {
+  struct Unlink {
+    std::string p;
+    ~Unlink() { ::unlink(p.c_str()); }
+  } guard{temp_path};
+  if (name.size() > 200) return Fail(Error::InvalidArgument("name is longer than 200 bytes"));
+  const std::string tname = template_name.empty() ? config_.default_template : template_name;
+  ASB_TRY(impl_->templates.Find(tname));
+  ASB_TRY(CheckCounts(impl_->store, owner, ""));
+  ASB_ASSIGN_OR_RETURN(ArchiveFacts facts, ScanArchive(temp_path, SnapLimits().max_snapshot_bytes));
+  if (facts.content_bytes > static_cast<uint64_t>(config_.limits.max_workspace_mb) << 20) {
+    return Fail(Error::TooLarge("archive expands to more than the largest workspace"));
+  }
+  store::SnapshotRecord rec;
+  rec.id = NewId("snap_");
+  rec.owner = owner;
+  rec.name = name;
+  rec.template_name = tname;
+  rec.state = "pending";
+  rec.created_at_ms = impl_->clock.NowUnixMs();
+  ASB_TRY(store::InsertSnapshot(impl_->store, rec));
+  const std::string dir = SnapshotUploadDir();
+  if (Status st = InstallFile(temp_path, dir, FileName(rec.id)); !st) {
+    (void)store::DeleteSnapshot(impl_->store, rec.id);
+    return Fail(std::move(st).error());
+  }
+  rec.size_bytes = static_cast<int64_t>(facts.file_bytes);
+  rec.content_bytes = static_cast<int64_t>(facts.content_bytes);
+  ASB_TRY(store::MarkSnapshotReady(impl_->store, rec.id, rec.size_bytes, rec.content_bytes));
+  spdlog::info("snapshot {} imported: {} bytes", rec.id, rec.size_bytes);
+  return ToInfo(rec);
+}
+
+Status SandboxManager::RestoreInterruptedRollback(const std::string& sandbox_id,
+                                                  const std::string& backup) {
+  auto e = impl_->Find(kAnyOwner, sandbox_id);
+  if (!e) return {};  // the sandbox is gone; the file is removed below as a stray
+  std::lock_guard op((*e)->op_mu);
+  ASB_ASSIGN_OR_RETURN(Impl::Active act, impl_->BeginActivity(*e));
+  ASB_ASSIGN_OR_RETURN(auto conn, impl_->ConnectionFor(**e, act));
+  ASB_TRY(protocol::KillAll(*conn));
+  ASB_ASSIGN_OR_RETURN(auto ch, OpenImport(*conn, "/workspace", true, 0));
+  ASB_TRY(SendTarZst(backup, *ch));
+  spdlog::info("sandbox_id={} workspace restored after an interrupted rollback", sandbox_id);
+  return {};
+}
+
+Status SandboxManager::RecoverSnapshots() {
+  const std::string dir = SnapshotUploadDir();
+  ASB_TRY(EnsureDir(dir));
+  ASB_ASSIGN_OR_RETURN(auto pending, store::ListSnapshots(impl_->store, {.state = "pending"}));
+  for (const auto& r : pending) {
+    ::unlink((dir + "/" + FileName(r.id)).c_str());
+    ASB_TRY(store::DeleteSnapshot(impl_->store, r.id));
+    spdlog::info("snapshot {}: removed a half-made snapshot", r.id);
+  }
+  // A complete ".rollback-<sandbox>.tar.zst" means a rollback was cut short after it saved
+  // the workspace: the import may have stopped half-way, so the saved workspace goes back.
+  std::error_code dec;
+  for (const auto& de : std::filesystem::directory_iterator(dir, dec)) {
+    const std::string n = de.path().filename().string();
+    constexpr std::string_view kPrefix = ".rollback-", kSuffix = ".tar.zst";
+    if (n.rfind(kPrefix, 0) != 0 || n.size() <= kPrefix.size() + kSuffix.size() ||
+        n.substr(n.size() - kSuffix.size()) != kSuffix) {
+      continue;
+    }
+    const std::string sid =
+        n.substr(kPrefix.size(), n.size() - kPrefix.size() - kSuffix.size());
+    if (Status st = RestoreInterruptedRollback(sid, de.path().string()); !st) {
+      spdlog::warn("sandbox_id={} restoring the workspace of an interrupted rollback: {}", sid,
+                   st.error().ToString());
+    }
+  }
+  ASB_ASSIGN_OR_RETURN(auto ready, store::ListSnapshots(impl_->store, {.state = "ready"}));
+  std::set<std::string> named;
+  for (const auto& r : ready) named.insert(FileName(r.id));
+  std::error_code ec;
+  for (const auto& de : std::filesystem::directory_iterator(dir, ec)) {
+    const std::string n = de.path().filename().string();
+    if (named.count(n)) continue;
+    // Temp files, rollback backups and archives no record names (a crash after a delete).
+    bool ours = n.rfind(kSnapshotTempPrefix, 0) == 0 || n.rfind(".rollback-", 0) == 0 ||
+                n.rfind(".upload-", 0) == 0 ||
+                (n.rfind("snap_", 0) == 0 && n.size() > 8 &&
+                 n.substr(n.size() - 8) == ".tar.zst");
+    if (!ours) continue;
+    ::unlink(de.path().c_str());
+    spdlog::info("snapshots: removed stray file {}", n);
+  }
+  return {};
+}
+
+Status SandboxManager::ExportDirectory(const std::string& owner, const std::string& id,
+                                       const std::string& path,
+                                       const std::function<Status(std::string_view)>& sink) {
+  ASB_ASSIGN_OR_RETURN(auto e, impl_->Find(owner, id));
+  ASB_ASSIGN_OR_RETURN(std::string p, NormalizeWorkspacePath(path));
+  ASB_ASSIGN_OR_RETURN(Impl::Active act, impl_->BeginActivity(e));
+  ASB_ASSIGN_OR_RETURN(auto conn, impl_->ConnectionFor(*e, act));
+  ASB_ASSIGN_OR_RETURN(auto ch, impl_->Checked(*e, act, OpenExport(*conn, p)));
+  while (true) {
+    auto ev = ch->Next(kAnswerMs);
+    if (!ev) {
+      (void)ch->Cancel();
+      return Fail(Error::Backend("tar export: sandboxd did not answer"));
+    }
+    using Kind = protocol::ChannelEvent::Kind;
+    if (ev->kind == Kind::kData) {
+      if (Status st = sink(ev->payload); !st) {
+        (void)ch->Cancel();
+        return st;
+      }
+    } else if (ev->kind == Kind::kResult) {
+      return {};
+    } else if (ev->kind == Kind::kError) {
+      return Fail(ev->error ? *ev->error : Error::Backend("tar export failed"));
+    }
+  }
+}
+
+Result<protocol::TarResult> SandboxManager::ImportDirectory(
+    const std::string& owner, const std::string& id, const std::string& path,
+    const std::function<Result<std::string>()>& source) {
+  ASB_ASSIGN_OR_RETURN(auto e, impl_->Find(owner, id));
+  ASB_ASSIGN_OR_RETURN(std::string p, NormalizeWorkspacePath(path));
+  ASB_ASSIGN_OR_RETURN(Impl::Active act, impl_->BeginActivity(e));
+  ASB_ASSIGN_OR_RETURN(auto conn, impl_->ConnectionFor(*e, act));
+  ASB_ASSIGN_OR_RETURN(auto ch, impl_->Checked(*e, act, OpenImport(*conn, p, false, 0)));
+  while (true) {
+    auto chunk = source();
+    if (!chunk) {
+      (void)ch->Cancel();
+      return Fail(std::move(chunk).error());
+    }
+    if (chunk->empty()) break;
+    if (!ch->Write(*chunk, kAnswerMs)) break;  // sandboxd refused: its ERROR follows
+  }
+  (void)ch->CloseWrite();
+  while (true) {
+    auto ev = ch->Next(kAnswerMs);
+    if (!ev) {
+      (void)ch->Cancel();
+      return Fail(Error::Backend("tar import: sandboxd did not answer"));
+    }
+    using Kind = protocol::ChannelEvent::Kind;
+    if (ev->kind == Kind::kResult) return protocol::DecodeTarResult(ev->payload);
+    if (ev->kind == Kind::kError) {
+      return Fail(ev->error ? *ev->error : Error::Backend("tar import failed"));
+    }
+  }
+}
+
+}  // namespace asb::core
