@@ -28,6 +28,11 @@ struct HttpRequest {
   /// values of its {placeholders}.
   std::string route;
   std::map<std::string, std::string> params;
+  /// Filled in by the auth layer (api/auth.h) before the handler runs: the tenant the request
+  /// acts for ("" = core::kAnyOwner: an admin key, or --insecure-no-auth) and the id of the
+  /// API key that authenticated it ("" when auth is off). Never the key itself.
+  std::string owner;
+  std::string key_id;
 
   /// The value of header `name` (lower-case), or "" when absent.
   std::string_view Header(std::string_view name) const;
