@@ -132,6 +132,36 @@ class ExecTest(ServerTestCase):
         self.assertEqual(after["stdout"], "still here\n")
         self.assertLess(time.time() - t0, 5)
 
+    def test_a_sandbox_destroyed_mid_stream_ends_it_with_one_error_event(self):
+        import threading
+        sid = self.create()["id"]
+        killer = threading.Timer(1.0, lambda: self.server.request("DELETE", "/v1/sandboxes/" + sid))
+        killer.start()
+        try:
+            t0 = time.time()
+            _, status, events = self.server.stream(sid, {"command": "echo started; sleep 60",
+                                                         "timeout": 90})
+        finally:
+            killer.join()
+        self.assertEqual(status, 200)
+        self.assertLess(time.time() - t0, 20)
+        self.assertEqual(events[0], {"type": "stdout", "data": "started\n"})
+        terminal = [e for e in events if e["type"] in ("exit", "error")]
+        self.assertEqual(len(terminal), 1, events)
+        self.assertEqual(events[-1]["type"], "error", events)
+        self.assertIn("code", events[-1])
+        self.assertIn("message", events[-1])
+        # A sync exec on a sandbox destroyed under it answers an error, not a hang.
+        sid2 = self.create()["id"]
+        killer = threading.Timer(1.0, lambda: self.server.request("DELETE", "/v1/sandboxes/" + sid2))
+        killer.start()
+        try:
+            r = self.server.exec(sid2, {"command": "sleep 60", "timeout": 90})
+        finally:
+            killer.join()
+        self.assertGreaterEqual(r.status, 400, r)
+        self.assertIn(r.error_code, ("backend_error", "not_found", "conflict"), r)
+
     def test_sync_exec_longer_than_any_io_timeout_is_not_cut(self):
         # A 3 s command with a 10 s timeout answers normally (no server timeout below it).
         r = self.server.run(self.sid, "sleep 3; echo finished", timeout=10)
