@@ -148,6 +148,69 @@ class ConcurrencyTest(ServerTestCase):
                 self.assertEqual(last["type"], "exit")
 
 
+class CliClientTest(ServerTestCase):
+    """The CLI's client verbs against the real server (issue 3 item 6)."""
+
+    def cli(self, *args, stdin=None):
+        env = dict(os.environ)
+        env["AGENT_SANDBOX_URL"] = "http://127.0.0.1:%d" % self.server.port
+        if self.server.__dict__.get("api_key"):
+            env["AGENT_SANDBOX_API_KEY"] = self.server.api_key
+        return subprocess.run([BIN] + list(args), env=env, capture_output=True, timeout=120,
+                              input=stdin)
+
+    def test_verbs(self):
+        p = self.cli("create", "--memory-mb", "256", "--timeout", "300", "-e", "GREETING=hi")
+        self.assertEqual(p.returncode, 0, p.stderr)
+        sid = p.stdout.decode().strip()
+        self._created.append(sid)
+        self.assertRegex(sid, r"^sb_[0-9a-f]{16}$")
+        ls = self.cli("ls")
+        self.assertEqual(ls.returncode, 0)
+        self.assertIn(sid, ls.stdout.decode())
+        insp = self.cli("inspect", sid)
+        self.assertEqual(json.loads(insp.stdout)["memory_mb"], 256)
+        # exec streams stdout and stderr apart, byte-exact, and passes the exit code through.
+        ex = self.cli("exec", sid, "--", "sh", "-c", 'printf "$GREETING\\377"; echo e >&2; exit 7')
+        self.assertEqual(ex.returncode, 7, ex.stderr)
+        self.assertEqual(ex.stdout, b"hi\xff")
+        self.assertEqual(ex.stderr, b"e\n")
+        self.assertEqual(self.cli("exec", sid, "--", "printf", "%s|", "a b", "$HOME").stdout,
+                         b"a b|$HOME|")
+        self.assertEqual(self.cli("exec", "--timeout", "1", sid, "--", "sleep", "30").returncode,
+                         124)
+        with tempfile.TemporaryDirectory() as d:
+            src = os.path.join(d, "in.bin")
+            data = os.urandom(100000)
+            with open(src, "wb") as f:
+                f.write(data)
+            os.chmod(src, 0o750)
+            self.assertEqual(self.cli("cp", src, sid + ":/workspace/x/in.bin").returncode, 0)
+            self.assertEqual(self.cli("exec", sid, "--", "stat", "-c", "%a", "x/in.bin").stdout,
+                             b"750\n")
+            out = os.path.join(d, "out.bin")
+            self.assertEqual(self.cli("cp", sid + ":x/in.bin", out).returncode, 0)
+            with open(out, "rb") as f:
+                self.assertEqual(f.read(), data)
+            self.assertEqual(self.cli("cp", sid + ":x/in.bin", "-").stdout, data)
+            bad = self.cli("cp", src, os.path.join(d, "also-local"))
+            self.assertEqual(bad.returncode, 125)
+        t = self.cli("timeout", sid, "600")
+        self.assertEqual(t.returncode, 0, t.stderr)
+        self.assertRegex(t.stdout.decode(), r"^\d{4}-\d\d-\d\dT")
+        self.assertEqual(self.cli("rm", sid).returncode, 0)
+        gone = self.cli("inspect", sid)
+        self.assertEqual(gone.returncode, 125)
+        self.assertIn(b"not_found", gone.stderr)
+        self.assertEqual(self.cli("exec", sid, "--", "true").returncode, 125)
+
+    def test_unreachable_server(self):
+        env = dict(os.environ, AGENT_SANDBOX_URL="http://127.0.0.1:1")
+        p = subprocess.run([BIN, "ls"], env=env, capture_output=True, timeout=30)
+        self.assertEqual(p.returncode, 125)
+        self.assertIn(b"cannot connect", p.stderr)
+
+
 class ConfigErrorTest(unittest.TestCase):
     """Start-up refuses bad configuration with "configuration error: ..." and exit code 2,
     before touching the data directory. Needs only the binary."""
