@@ -176,7 +176,29 @@ class Server:
             if self.own_dir:
                 self._remove_data_dir()
 
+    def cgroup_name(self):
+        """The server's cgroup directory name: serve.cc's CgroupNameFor() of the data dir."""
+        h = 1469598103934665603
+        for c in os.path.realpath(self.data_dir).encode():
+            h ^= c
+            h = (h * 1099511628211) & 0xFFFFFFFFFFFFFFFF
+        return "agent-sandbox-%08x" % (h & 0xFFFFFFFF)
+
+    def _remove_cgroup_parents(self):
+        # The backend leaves its (empty) per-server parent cgroup behind; rmdir succeeds only
+        # when it is empty, so nothing that still holds a sandbox is touched.
+        name = self.cgroup_name()
+        for root in ["/sys/fs/cgroup"] + [os.path.join("/sys/fs/cgroup", d)
+                                          for d in os.listdir("/sys/fs/cgroup")]:
+            path = os.path.join(root, name)
+            if os.path.isdir(path) and not os.path.islink(root):
+                try:
+                    os.rmdir(path)
+                except OSError:
+                    pass
+
     def _remove_data_dir(self):
+        self._remove_cgroup_parents()
         # Never follow the templates symlink; unmount anything left below the data dir first.
         try:
             with open("/proc/self/mountinfo") as f:
