@@ -19,6 +19,8 @@ PACKAGES=(
   # run time: template builder, workspace images, namespaces/network tools, comparisons
   bubblewrap mmdebstrap debian-archive-keyring e2fsprogs util-linux mount iproute2 procps
   python3 curl zstd xz-utils ca-certificates
+  # /metrics is parsed with the Prometheus client's text-format parser (tests/e2e/test_auth.py)
+  python3-prometheus-client
 )
 
 missing=()

@@ -31,8 +31,8 @@ struct ApiContext {
 /// Adapts a handler that returns Result<HttpResponse>: errors leave through ErrorResponse().
 Handler Wrap(std::function<Result<HttpResponse>(HttpRequest&)> fn);
 
-/// The owner a request acts for. Until API keys land (auth issue), every request acts for
-/// core::kAnyOwner; the server refuses to start without --insecure-no-auth meanwhile.
+/// The owner a request acts for: req.owner as the auth layer (api/auth.h) set it — a key's
+/// lineage for non-admin keys, core::kAnyOwner for admin keys and --insecure-no-auth.
 std::string OwnerOf(const HttpRequest& req);
 
 /// The {id} path parameter if it is a well-formed sandbox id; kNotFound otherwise (an id such

@@ -15,7 +15,7 @@ Handler Wrap(std::function<Result<HttpResponse>(HttpRequest&)> fn) {
   };
 }
 
-std::string OwnerOf(const HttpRequest& /*req*/) { return ""; }
+std::string OwnerOf(const HttpRequest& req) { return req.owner; }
 
 Result<std::string> SandboxIdParam(const HttpRequest& req) {
   const std::string& id = req.Param("id");

@@ -23,6 +23,7 @@ int main(int argc, char** argv) {
   asb::cli::RegisterRunCommand(app);
   asb::cli::RegisterServeCommand(app);
   asb::cli::RegisterClientCommands(app);
+  asb::cli::RegisterKeysCommand(app);
 
   try {
     app.parse(argc, argv);

@@ -16,7 +16,9 @@
 #include <memory>
 #include <string>
 
+#include "api/auth.h"
 #include "api/config.h"
+#include "api/json_log.h"
 #include "api/handlers.h"
 #include "api/server.h"
 #include "cli/command.h"
@@ -27,6 +29,7 @@
 #include "core/sandbox_manager.h"
 #include "core/templates.h"
 #include "isolation/ns/ns_backend.h"
+#include "store/keys.h"
 #include "store/store.h"
 
 namespace asb::cli {
@@ -65,7 +68,60 @@ int StartupError(const Error& e) {
 struct ServeFlags {
   std::map<std::string, std::string> values;  // flag name -> text, only when given
   bool insecure_no_auth = false;
+  std::string log_format;                     // --log-format, "" when not given
+  std::string event_retention_days;           // --event-retention-days, "" when not given
 };
+
+// Issue 5's settings, read here beside api/config.h's: AGENT_SANDBOX_API_KEYS (comma-separated
+// admin keys; never a flag, so keys stay out of `ps`), AGENT_SANDBOX_LOG_FORMAT / --log-format
+// (text | json), AGENT_SANDBOX_EVENT_RETENTION_DAYS / --event-retention-days (0 = keep).
+struct AuthSettings {
+  std::vector<std::string> env_keys;
+  bool json_logs = false;
+  int64_t retention_days = 30;
+};
+
+Result<AuthSettings> ReadAuthSettings(const ServeFlags& flags) {
+  AuthSettings a;
+  if (const char* keys = std::getenv("AGENT_SANDBOX_API_KEYS")) {
+    std::string cur;
+    for (const char* p = keys;; ++p) {
+      if (*p == ',' || *p == '\0') {
+        while (!cur.empty() && (cur.back() == ' ' || cur.back() == '\n')) cur.pop_back();
+        size_t b = cur.find_first_not_of(" \n");
+        if (b != std::string::npos) a.env_keys.push_back(cur.substr(b));
+        cur.clear();
+        if (*p == '\0') break;
+      } else {
+        cur += *p;
+      }
+    }
+  }
+  std::string format = flags.log_format;
+  std::string where = "--log-format";
+  if (format.empty()) {
+    const char* env = std::getenv("AGENT_SANDBOX_LOG_FORMAT");
+    format = env ? env : "text";
+    where = "AGENT_SANDBOX_LOG_FORMAT";
+  }
+  if (format != "text" && format != "json") {
+    return Fail(Error::InvalidArgument(where + ": must be text or json, got '" + format + "'"));
+  }
+  a.json_logs = format == "json";
+  std::string days = flags.event_retention_days;
+  where = "--event-retention-days";
+  if (days.empty()) {
+    const char* env = std::getenv("AGENT_SANDBOX_EVENT_RETENTION_DAYS");
+    days = env ? env : "";
+    where = "AGENT_SANDBOX_EVENT_RETENTION_DAYS";
+  }
+  if (!days.empty()) {
+    auto n = api::ParseInteger(days, 0, 36500);
+    if (!n) return Fail(Error::InvalidArgument(where + ": " + n.error().message()));
+    a.retention_days = *n;
+  }
+  return a;
+}
 
 int Serve(CLI::App& root, const ServeFlags& flags) {
   api::ServeConfig cfg;
@@ -81,12 +137,19 @@ int Serve(CLI::App& root, const ServeFlags& flags) {
   }
   if (flags.insecure_no_auth) cfg.insecure_no_auth = true;
   if (auto st = api::ValidateServeConfig(cfg); !st) return ConfigError(st.error().message());
-  if (!cfg.insecure_no_auth) {
-    return ConfigError(
-        "no API keys are configured and authentication is not implemented yet; run with "
-        "--insecure-no-auth (or AGENT_SANDBOX_INSECURE_NO_AUTH=true) to serve without "
-        "authentication on a trusted network");
+  auto auth_settings = ReadAuthSettings(flags);
+  if (!auth_settings) return ConfigError(auth_settings.error().message());
+  // Without a key from the environment, a key in an existing database is needed (the check
+  // never creates the data directory: a configuration error leaves no trace).
+  const char kNoKeys[] =
+      "no API keys are configured: set AGENT_SANDBOX_API_KEYS, create one with `agent-sandbox "
+      "keys create NAME --scopes admin`, or run with --insecure-no-auth (or "
+      "AGENT_SANDBOX_INSECURE_NO_AUTH=true) to serve without authentication on a trusted network";
+  bool need_db_key = !cfg.insecure_no_auth && auth_settings->env_keys.empty();
+  if (need_db_key && !std::filesystem::exists(cfg.manager.DatabasePath())) {
+    return ConfigError(kNoKeys);
   }
+  if (auth_settings->json_logs) api::UseJsonLogFormat();
   // The root --log-level wins when given; otherwise serve logs at info (AGENT_SANDBOX_LOG_LEVEL).
   std::string level = cfg.log_level;
   if (CLI::Option* o = root.get_option_no_throw("--log-level"); o && o->count() > 0) {
@@ -95,8 +158,10 @@ int Serve(CLI::App& root, const ServeFlags& flags) {
   // main.cc has set up the logger already (at warn unless told otherwise); serve's default
   // is info, so that every request is logged.
   spdlog::set_level(spdlog::level::from_str(level));
-  spdlog::warn("serving WITHOUT authentication (--insecure-no-auth): anyone who can reach "
-               "{}:{} controls every sandbox", cfg.host, cfg.port);
+  if (cfg.insecure_no_auth) {
+    spdlog::warn("serving WITHOUT authentication (--insecure-no-auth): anyone who can reach "
+                 "{}:{} controls every sandbox", cfg.host, cfg.port);
+  }
 
   // Data directory and its pieces.
   const std::string& data = cfg.manager.data_dir;
@@ -112,6 +177,12 @@ int Serve(CLI::App& root, const ServeFlags& flags) {
   }
   auto store = store::Store::Open(cfg.manager.DatabasePath(), SystemClock::Instance().NowUnixMs());
   if (!store) return StartupError(store.error().WithContext("open database"));
+  if (need_db_key) {
+    store::KeyStore keys(**store);
+    auto usable = keys.CountUsable(SystemClock::Instance().NowUnixMs());
+    if (!usable) return StartupError(usable.error().WithContext("count API keys"));
+    if (*usable == 0) return ConfigError(kNoKeys);
+  }
   core::DirTemplateCatalog templates(cfg.manager.TemplatesDir());
   isolation::ns::NsBackendOptions bo;
   bo.state_dir = data + "/sandboxes";
@@ -129,7 +200,16 @@ int Serve(CLI::App& root, const ServeFlags& flags) {
   core::SandboxManager manager(cfg.manager, **store, **backend, SystemClock::Instance(),
                                templates);
   ctx.manager = &manager;
-  api::Router router = api::BuildRouter(ctx);
+  api::AuthOptions ao;
+  ao.insecure_no_auth = cfg.insecure_no_auth;
+  ao.env_keys = std::move(auth_settings->env_keys);
+  ao.event_retention_days = auth_settings->retention_days;
+  ao.backend_name = std::string((*backend)->name());
+  ao.data_dir = data;
+  api::AuthLayer auth(std::move(ao), **store, manager, backend->get(), SystemClock::Instance());
+  api::Router routes = api::BuildRouter(ctx);
+  auth.AddRoutes(routes);
+  api::Router router = auth.Wrap(routes);
   api::ServerOptions so;
   so.host = cfg.host;
   so.port = cfg.port;
@@ -138,10 +218,12 @@ int Serve(CLI::App& root, const ServeFlags& flags) {
   api::HttpServer server(so, router);
   if (auto st = server.Listen(); !st) return StartupError(st.error());
   if (auto st = manager.Start(); !st) return StartupError(st.error().WithContext("recover"));
+  auth.StartRetention();
   spdlog::info("agent-sandbox {} serving on http://{}:{} (data dir {}, backend {}, max {} "
                "sandboxes)", ASB_VERSION, cfg.host, server.port(), data, (*backend)->name(),
                cfg.manager.limits.max_sandboxes);
   bool clean = server.Run();
+  auth.Stop();
   manager.Stop();
   if (!clean) {
     // Handlers still hold references to the manager; sandboxes are durable and the next start
@@ -169,6 +251,11 @@ void RegisterServeCommand(CLI::App& app) {
   }
   sub->add_flag("--insecure-no-auth", flags->insecure_no_auth,
                 "Serve without API keys (env AGENT_SANDBOX_INSECURE_NO_AUTH=true)");
+  sub->add_option("--log-format", flags->log_format,
+                  "Log lines as text or json (env AGENT_SANDBOX_LOG_FORMAT)");
+  sub->add_option("--event-retention-days", flags->event_retention_days,
+                  "Days the audit trail is kept, 0 = for ever (default 30; env "
+                  "AGENT_SANDBOX_EVENT_RETENTION_DAYS)");
   CLI::App* root = &app;
   SetAction(sub, [root, flags] { return Serve(*root, *flags); });
 }

@@ -13,5 +13,6 @@ namespace asb::cli {
 
 void RegisterServeCommand(CLI::App& app);          // serve.cc
 void RegisterClientCommands(CLI::App& app);        // client_verbs.cc
+void RegisterKeysCommand(CLI::App& app);           // keys.cc (issue 5)
 
 }  // namespace asb::cli

@@ -78,8 +78,12 @@ class Response:
 class Server:
     """One `agent-sandbox serve` process with its own data directory."""
 
-    def __init__(self, env=None, data_dir=None):
+    def __init__(self, env=None, data_dir=None, api_key=None):
         self.extra_env = dict(env or {})
+        # With api_key, every request that names no key of its own sends this one (Bearer),
+        # and the server runs with authentication (the key must be in
+        # AGENT_SANDBOX_API_KEYS or the data dir's database).
+        self.api_key = api_key
         self.own_dir = data_dir is None
         self.data_dir = data_dir or tempfile.mkdtemp(prefix="asb-e2e-", dir="/var/tmp")
         tmpl = os.path.join(self.data_dir, "templates")
@@ -99,6 +103,8 @@ class Server:
             "AGENT_SANDBOX_REAP_INTERVAL_SECONDS": "1",
             "AGENT_SANDBOX_SHUTDOWN_GRACE_SECONDS": "10",
         })
+        if self.api_key:
+            e["AGENT_SANDBOX_INSECURE_NO_AUTH"] = "false"
         e.update(self.extra_env)
         return e
 
@@ -215,13 +221,20 @@ class Server:
 
     # ---- HTTP --------------------------------------------------------------------------------
 
+    def _auth(self, headers):
+        h = dict(headers or {})
+        names = {k.lower() for k in h}
+        if self.api_key and "authorization" not in names and "x-api-key" not in names:
+            h["Authorization"] = "Bearer " + self.api_key
+        return h
+
     def conn(self, timeout=120):
         return http.client.HTTPConnection("127.0.0.1", self.port, timeout=timeout)
 
     def request(self, method, path, body=None, headers=None, timeout=120):
         c = self.conn(timeout)
         try:
-            h = dict(headers or {})
+            h = self._auth(headers)
             if isinstance(body, (dict, list)):
                 body = json.dumps(body)
                 h.setdefault("Content-Type", "application/json")
@@ -255,7 +268,7 @@ class Server:
         c = self.conn(timeout)
         try:
             c.request("POST", "/v1/sandboxes/%s/exec/stream" % sid, body=json.dumps(body),
-                      headers={"Content-Type": "application/json"})
+                      headers=self._auth({"Content-Type": "application/json"}))
             r = c.getresponse()
             headers = {k.lower(): v for k, v in r.getheaders()}
             if r.status != 200:

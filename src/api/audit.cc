@@ -1,0 +1,198 @@
+#include "api/audit.h"
+
+#include <boost/json.hpp>
+
+#include <atomic>
+#include <mutex>
+
+namespace asb::api {
+
+namespace json = boost::json;
+
+namespace {
+
+constexpr size_t kMaxTarget = 1000;
+
+std::string Cut(std::string s) {
+  if (s.size() > kMaxTarget) {
+    s.resize(kMaxTarget);
+    s += "...";
+  }
+  return s;
+}
+
+// A shell-like rendering of argv: words with spaces or quotes are single-quoted.
+std::string JoinArgv(const json::array& argv) {
+  std::string out;
+  for (const auto& a : argv) {
+    if (!a.is_string()) continue;
+    std::string w(a.as_string());
+    if (!out.empty()) out += ' ';
+    if (w.empty() || w.find_first_of(" \t\n'\"\\$`") != std::string::npos) {
+      std::string q = "'";
+      for (char c : w) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+      out += q + "'";
+    } else {
+      out += w;
+    }
+  }
+  return out;
+}
+
+struct Name {
+  const char* method;
+  const char* pattern;
+  const char* action;
+};
+
+constexpr Name kNames[] = {
+    {"POST", "/v1/sandboxes", "sandbox.create"},
+    {"DELETE", "/v1/sandboxes/{id}", "sandbox.destroy"},
+    {"POST", "/v1/sandboxes/{id}/timeout", "sandbox.timeout"},
+    {"POST", "/v1/sandboxes/{id}/exec", "exec"},
+    {"POST", "/v1/sandboxes/{id}/exec/stream", "exec.stream"},
+    {"PUT", "/v1/sandboxes/{id}/files", "file.write"},
+    {"DELETE", "/v1/sandboxes/{id}/files", "file.delete"},
+    {"POST", "/v1/sandboxes/{id}/files/mkdir", "file.mkdir"},
+    {"POST", "/v1/sandboxes/{id}/files/move", "file.move"},
+    {"POST", "/v1/keys", "key.create"},
+    {"DELETE", "/v1/keys/{id}", "key.delete"},
+    {"POST", "/v1/keys/{id}/revoke", "key.revoke"},
+    {"POST", "/v1/keys/{id}/enable", "key.enable"},
+    {"POST", "/v1/keys/{id}/rotate", "key.rotate"},
+};
+
+}  // namespace
+
+CallInfo DescribeCall(const Route& route, const HttpRequest& req) {
+  CallInfo c;
+  // Seed A's /admin/keys routes are the /v1/keys ones under another name.
+  std::string pattern = route.pattern;
+  if (pattern.rfind("/admin/keys", 0) == 0) pattern = "/v1/keys" + pattern.substr(11);
+  for (const Name& n : kNames) {
+    if (route.method == n.method && pattern == n.pattern) c.action = n.action;
+  }
+  if (c.action.empty()) c.action = route.method + " " + route.pattern;
+  c.exec = c.action == "exec" || c.action == "exec.stream";
+  c.stream_exec = c.action == "exec.stream";
+  c.create = c.action == "sandbox.create";
+  c.audited = c.exec || (req.method != "GET" && req.method != "HEAD");
+  if (!c.audited) return c;
+
+  if (pattern.rfind("/v1/keys/{id}", 0) == 0) {
+    c.target = req.Param("id");
+  }
+  if (const std::string* p = req.Query("path")) c.target = Cut(*p);
+  if (route.options.file_body || req.body.empty()) return c;
+  // JSON routes: only these fields, never env, stdin or contents.
+  try {
+    json::value v = json::parse(req.body);
+    if (!v.is_object()) return c;
+    const json::object& o = v.as_object();
+    if (const auto* cmd = o.if_contains("command"); cmd && cmd->is_string()) {
+      c.target = Cut(std::string(cmd->as_string()));
+    } else if (const auto* argv = o.if_contains("argv"); argv && argv->is_array()) {
+      c.target = Cut(JoinArgv(argv->as_array()));
+    } else if (const auto* from = o.if_contains("from"); from && from->is_string()) {
+      const auto* to = o.if_contains("to");
+      c.target = Cut(std::string(from->as_string()) + " -> " +
+                     (to && to->is_string() ? std::string(to->as_string()) : std::string()));
+    } else if (const auto* path = o.if_contains("path"); path && path->is_string()) {
+      c.target = Cut(std::string(path->as_string()));
+    } else if (const auto* tmpl = o.if_contains("template"); tmpl && tmpl->is_string()) {
+      c.target = Cut(std::string(tmpl->as_string()));
+    } else if (const auto* name = o.if_contains("name"); name && name->is_string()) {
+      c.target = Cut(std::string(name->as_string()));
+    }
+  } catch (const std::exception&) {
+    // Not JSON: the handler answered 400; nothing to describe.
+  }
+  return c;
+}
+
+ExecEnd ExecEndOfJson(std::string_view json_text) {
+  ExecEnd end;
+  end.error = true;
+  try {
+    json::value v = json::parse(json_text);
+    if (!v.is_object()) return end;
+    const json::object& o = v.as_object();
+    const auto* type = o.if_contains("type");
+    if (type && type->is_string() && type->as_string() == "error") return end;
+    if (const auto* code = o.if_contains("exit_code"); code && code->is_int64()) {
+      end.exit_code = code->as_int64();
+      end.error = false;
+    }
+    if (const auto* t = o.if_contains("timed_out"); t && t->is_bool()) end.timed_out = t->as_bool();
+  } catch (const std::exception&) {
+  }
+  return end;
+}
+
+namespace {
+
+class ObservedStream final : public StreamBody {
+ public:
+  ObservedStream(std::shared_ptr<StreamBody> inner, bool parse_exec,
+                 std::function<void(uint64_t, const ExecEnd&, bool)> on_end)
+      : inner_(std::move(inner)), parse_exec_(parse_exec), on_end_(std::move(on_end)) {}
+  ~ObservedStream() override { End(true); }
+
+  Chunk Poll() override {
+    Chunk c = inner_->Poll();
+    bytes_ += c.data.size();
+    if (parse_exec_ && !c.data.empty()) Scan(c.data);
+    if (c.done) End(false);
+    return c;
+  }
+  void SetNotify(std::function<void()> notify) override { inner_->SetNotify(std::move(notify)); }
+  void Cancel() override {
+    inner_->Cancel();
+    End(true);
+  }
+
+ private:
+  // Keeps the current partial line; a complete line holding "exit_code" or an error event
+  // decides the end. Output lines are dropped at once (never kept beyond one line).
+  void Scan(const std::string& data) {
+    for (char ch : data) {
+      if (ch == '\n') {
+        if (line_.find("\"type\":\"exit\"") != std::string::npos ||
+            line_.find("\"type\":\"error\"") != std::string::npos) {
+          end_ = ExecEndOfJson(line_);
+          have_end_ = true;
+        }
+        line_.clear();
+      } else if (line_.size() < 4096) {
+        line_ += ch;
+      } else {
+        // a long output line: not an exit event; the rest of it is dropped
+      }
+    }
+  }
+  void End(bool cancelled) {
+    if (ended_.exchange(true)) return;
+    ExecEnd e = end_;
+    if (!have_end_) e.error = true;
+    if (on_end_) on_end_(bytes_, e, cancelled && !have_end_);
+  }
+
+  std::shared_ptr<StreamBody> inner_;
+  bool parse_exec_;
+  std::function<void(uint64_t, const ExecEnd&, bool)> on_end_;
+  uint64_t bytes_ = 0;
+  std::string line_;
+  bool have_end_ = false;
+  ExecEnd end_;
+  std::atomic<bool> ended_{false};
+};
+
+}  // namespace
+
+std::shared_ptr<StreamBody> ObserveStream(
+    std::shared_ptr<StreamBody> inner, bool parse_exec,
+    std::function<void(uint64_t, const ExecEnd&, bool)> on_end) {
+  return std::make_shared<ObservedStream>(std::move(inner), parse_exec, std::move(on_end));
+}
+
+}  // namespace asb::api

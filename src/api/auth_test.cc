@@ -1,0 +1,71 @@
+// Unit tests of the auth layer's pure parts: the sliding-window rate limiter exact at its
+// boundary, expiry parsing, the metrics exposition text, and JSON log lines.
+#include <gtest/gtest.h>
+
+#include "api/auth.h"
+#include "api/json_log.h"
+#include "api/metrics.h"
+
+namespace asb::api {
+namespace {
+
+TEST(RateLimiterTest, ExactlyNPerSixtySeconds) {
+  RateLimiter rl;
+  for (int i = 0; i < 5; ++i) EXPECT_EQ(rl.Admit("k", 5, 1000 + i * 1000), 0) << i;
+  // The 6th inside the window waits until the first (t=1000) leaves it at t=61000.
+  EXPECT_EQ(rl.Admit("k", 5, 6000), 55);
+  EXPECT_EQ(rl.Admit("k", 5, 60'999), 1);
+  EXPECT_EQ(rl.Admit("k", 5, 61'000), 0);  // the first left the window
+  EXPECT_EQ(rl.Admit("k", 5, 61'001), 1);  // the second (t=2000) leaves at 62000
+  EXPECT_EQ(rl.Admit("other", 5, 61'001), 0);
+  EXPECT_EQ(rl.Admit("k", 0, 61'001), 0);  // unlimited
+}
+
+TEST(ParseExpiryTest, DurationsTimesAndErrors) {
+  const int64_t now = 1'700'000'000'000;
+  EXPECT_EQ(*ParseExpiry("", now), 0);
+  EXPECT_EQ(*ParseExpiry("never", now), 0);
+  EXPECT_EQ(*ParseExpiry("30d", now), now + 30 * 86'400'000LL);
+  EXPECT_EQ(*ParseExpiry("12h", now), now + 12 * 3'600'000LL);
+  EXPECT_EQ(*ParseExpiry("45s", now), now + 45'000);
+  EXPECT_EQ(*ParseExpiry("2099-01-01T00:00:00Z", now), 4'070'908'800'000LL);
+  EXPECT_EQ(*ParseRfc3339Ms("2099-01-01T00:00:00.5Z"), 4'070'908'800'500LL);
+  for (const char* bad : {"0d", "-1d", "5x", "2001-01-01T00:00:00Z", "2099-01-01 00:00:00",
+                          "2099-13-01T00:00:00Z", "2099-01-01T00:00:00+01:00", "tomorrow"}) {
+    EXPECT_FALSE(ParseExpiry(bad, now)) << bad;
+  }
+}
+
+TEST(MetricsTest, RendersFamiliesWithEscapedLabels) {
+  Metrics m;
+  m.ObserveHttp("GET", "/v1/sandboxes/{id}", 200, 0.003);
+  m.ObserveHttp("GET", "/v1/sandboxes/{id}", 200, 7);
+  m.ObserveCreate("ns", "we\"ird\\", "ok", 0.05);
+  m.CountAuth("ok");
+  Metrics::Gauges g;
+  g.sandboxes_by_state["running"] = 2;
+  std::string text = m.Render(g);
+  EXPECT_NE(text.find("asb_sandboxes{state=\"running\"} 2\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("asb_http_requests_total{method=\"GET\",route=\"/v1/sandboxes/{id}\","
+                      "status=\"200\"} 2\n"),
+            std::string::npos);
+  EXPECT_NE(text.find("asb_http_request_duration_seconds_bucket{method=\"GET\",route=\"/v1/"
+                      "sandboxes/{id}\",status=\"200\",le=\"0.005\"} 1\n"),
+            std::string::npos);
+  EXPECT_NE(text.find("le=\"+Inf\"} 2\n"), std::string::npos);
+  EXPECT_NE(text.find("template=\"we\\\"ird\\\\\""), std::string::npos) << text;
+  EXPECT_NE(text.find("# TYPE asb_exec_duration_seconds histogram\n"), std::string::npos);
+}
+
+TEST(JsonLogTest, EscapesAndLiftsFields) {
+  std::string line = JsonLogLine("2026-01-01T00:00:00.000Z", "info",
+                                 "http out request_id=req_1 key_id=key_2 sandbox_id=- "
+                                 "status=200 \"quoted\"\n\x01");
+  EXPECT_EQ(line,
+            "{\"ts\":\"2026-01-01T00:00:00.000Z\",\"level\":\"info\",\"msg\":\"http out "
+            "request_id=req_1 key_id=key_2 sandbox_id=- status=200 \\\"quoted\\\"\\n\\u0001\","
+            "\"request_id\":\"req_1\",\"key_id\":\"key_2\",\"status\":\"200\"}");
+}
+
+}  // namespace
+}  // namespace asb::api
