@@ -155,7 +155,11 @@ class HalfCreatedTest(unittest.TestCase):
         os.makedirs(os.path.join(tdir, "broken", "rootfs"))
         from harness import TEMPLATES
         os.symlink(os.path.join(TEMPLATES, "base"), os.path.join(tdir, "base"))
-        self.server.start()
+        try:
+            self.server.start()
+        except Exception:
+            self.server.close()  # tearDown does not run when setUp fails
+            raise
 
     def tearDown(self):
         self.server.close()
