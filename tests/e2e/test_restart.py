@@ -28,7 +28,11 @@ class RestartTest(unittest.TestCase):
             raise unittest.SkipTest(reason)
         self.server = Server()
         self.cleanups = []
-        self.server.start()
+        try:
+            self.server.start()
+        except Exception:
+            self.server.close()  # tearDown does not run when setUp fails
+            raise
 
     def tearDown(self):
         for fn in reversed(self.cleanups):
