@@ -35,11 +35,9 @@ def fill(server, sid, mib, shape):
         cmd = "head -c %d /dev/urandom > /workspace/big.bin" % (mib << 20)
     else:
         size_kib = 4 if mib <= 1 else 64
-        count = (mib << 10) // size_kib
-        cmd = ("mkdir -p /workspace/many && cd /workspace/many && head -c %d /dev/urandom > /tmp/r"
-               " && split -b %dk -a 6 /tmp/r f && rm /tmp/r") % (mib << 20, size_kib)
-        del count
-    r = server.run(sid, cmd, timeout_seconds=600)
+        cmd = ("mkdir -p /workspace/many && cd /workspace/many && "
+               "head -c %d /dev/urandom | split -b %dk -a 6 - f") % (mib << 20, size_kib)
+    r = server.run(sid, cmd, timeout=600)
     assert r["exit_code"] == 0, r
 
 
