@@ -55,6 +55,11 @@ void AddObserveRoutes(Router& router, AuthLayer& auth) {
       if (state == core::SandboxState::kDestroyed) continue;
       g.sandboxes_by_state[std::string(core::SandboxStateName(state))] = n;
     }
+    core::SandboxManager::MaintenanceCounts c = auth.manager().Counts();
+    g.sandboxes_reaped_total = c.reaped;
+    g.recovery = {{"adopted", c.recovered_adopted},
+                  {"dropped", c.recovered_dropped},
+                  {"orphan_destroyed", c.orphans_destroyed}};
     HttpResponse r;
     r.status = 200;
     r.content_type = "text/plain; version=0.0.4; charset=utf-8";

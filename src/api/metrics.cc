@@ -152,10 +152,14 @@ std::string Metrics::Render(const Gauges& g) const {
            "Sandboxes destroyed by the reaper (TTL or idle timeout) since start.", "counter");
     out += "asb_sandboxes_reaped_total " + std::to_string(g.sandboxes_reaped_total) + "\n";
   }
-  if (g.sandboxes_recovered_total >= 0) {
-    Header(out, "asb_sandboxes_recovered_total",
-           "Sandboxes adopted from an earlier server process at start-up.", "counter");
-    out += "asb_sandboxes_recovered_total " + std::to_string(g.sandboxes_recovered_total) + "\n";
+  if (!g.recovery.empty()) {
+    Header(out, "asb_recovery_sandboxes_total",
+           "What start-up recovery did with the sandboxes of an earlier server process.",
+           "counter");
+    for (const auto& [outcome, n] : g.recovery) {
+      out += "asb_recovery_sandboxes_total{" + Label("outcome", outcome) + "} " +
+             std::to_string(n) + "\n";
+    }
   }
   std::lock_guard<std::mutex> lock(mu_);
   RenderCounter(out, "asb_http_requests_total", "HTTP requests by method, route template and status.",

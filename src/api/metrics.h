@@ -39,7 +39,8 @@ class Metrics {
   struct Gauges {
     std::map<std::string, int64_t> sandboxes_by_state;  // every state name, zeros included
     int64_t sandboxes_reaped_total = -1;                // -1: unknown (not rendered)
-    int64_t sandboxes_recovered_total = -1;
+    /// Recover() outcomes ("adopted", "dropped", "orphan_destroyed") since start.
+    std::map<std::string, int64_t> recovery;
   };
   /// The whole exposition text.
   std::string Render(const Gauges& gauges) const;

@@ -65,6 +65,12 @@ class SandboxManager::Impl {
   Clock& clock;
   const TemplateCatalog& templates;
 
+  // ---- counters for metrics (SandboxManager::Counts) ---------------------------------------
+  std::atomic<int64_t> reaped_total{0};
+  std::atomic<int64_t> adopted_total{0};
+  std::atomic<int64_t> dropped_total{0};
+  std::atomic<int64_t> orphans_total{0};
+
   // ---- registry ----------------------------------------------------------------------------
   /// The live entry `id` visible to `owner`, or kNotFound.
   Result<std::shared_ptr<Entry>> Find(const std::string& owner, const std::string& id);

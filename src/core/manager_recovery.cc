@@ -136,7 +136,16 @@ Status SandboxManager::Recover() {
   }
   spdlog::info("recover: {} adopted, {} dropped, {} interrupted finished, {} orphans destroyed",
                adopted, dropped, finished, orphans);
+  m.adopted_total += adopted;
+  m.dropped_total += dropped;
+  m.orphans_total += orphans;
   return {};
+}
+
+SandboxManager::MaintenanceCounts SandboxManager::Counts() const {
+  const Impl& m = *impl_;
+  return {m.reaped_total.load(), m.adopted_total.load(), m.dropped_total.load(),
+          m.orphans_total.load()};
 }
 
 int SandboxManager::ReapOnce() {
@@ -183,7 +192,10 @@ int SandboxManager::ReapOnce() {
          now_info.last_activity_at_ms + now_info.idle_timeout_seconds * 1000 > now)) {
       continue;
     }
-    if (m.DestroyLocked(*e, why)) ++reaped;
+    if (m.DestroyLocked(*e, why)) {
+      ++reaped;
+      ++m.reaped_total;
+    }
   }
   return reaped;
 }

@@ -353,6 +353,15 @@ class SandboxManager {
 
   /// Counts for metrics: sandboxes per state (live ones only).
   std::map<SandboxState, int64_t> CountByState();
+  /// Counts for metrics since this manager was made (issue 5): sandboxes the reaper destroyed
+  /// (TTL, idle timeout, stuck stop), and what Recover() did with the records it found.
+  struct MaintenanceCounts {
+    int64_t reaped = 0;
+    int64_t recovered_adopted = 0;
+    int64_t recovered_dropped = 0;
+    int64_t orphans_destroyed = 0;
+  };
+  MaintenanceCounts Counts() const;
 
   const ManagerConfig& config() const { return config_; }
   const TemplateCatalog& templates() const { return templates_; }

@@ -326,6 +326,12 @@ class AuthTest(ServerTestCase):
         self.as_key(k["key"], "POST", "/v1/sandboxes/%s/exec" % sb["id"],
                     {"command": "echo metrics-cmd-marker"})
         self.as_key(k["key"], "GET", "/v1/sandboxes/sb_0123456789abcdef")
+        short = self.create_as(k["key"], timeout_seconds=1)
+        deadline = time.time() + 20
+        while time.time() < deadline:  # the reaper runs every second here
+            if self.as_key(k["key"], "GET", "/v1/sandboxes/" + short["id"]).status == 404:
+                break
+            time.sleep(0.2)
         r = self.server.request("GET", "/metrics")
         self.assertEqual(r.status, 200, r)
         self.assertTrue(r.headers["content-type"].startswith("text/plain"), r.headers)
@@ -354,6 +360,14 @@ class AuthTest(ServerTestCase):
         self.assertGreaterEqual(running[0], 1)
         execs = sum(s.value for s in families["asb_execs"].samples if s.name == "asb_execs_total")
         self.assertGreaterEqual(execs, 1)
+        reaped = families["asb_sandboxes_reaped"].samples[0].value
+        self.assertGreaterEqual(reaped, 1)
+        outcomes = {s.labels["outcome"] for s in families["asb_recovery_sandboxes"].samples}
+        self.assertEqual(outcomes, {"adopted", "dropped", "orphan_destroyed"})
+        creates = [s for s in families["asb_sandbox_create_duration_seconds"].samples
+                   if s.name.endswith("_count")]
+        self.assertEqual(creates[0].labels["backend"], "ns")
+        self.assertGreaterEqual(sum(s.value for s in creates), 2)
         routes = {s.labels.get("route") for s in families["asb_http_requests"].samples}
         self.assertIn("/v1/sandboxes/{id}", routes)
         self.assertIn("/v1/sandboxes/{id}/exec", routes)
