@@ -1,6 +1,8 @@
 // File routes (issue 3 item 2; ACCEPTANCE.md F1-F5). Paths are under /workspace (relative ones
 // are taken from it); core/paths.h has the rules and sandboxd enforces them again.
 //   GET    /v1/sandboxes/{id}/files?path=            raw bytes, application/octet-stream
+//                                                    (Content-Length up to 1 MiB; larger files
+//                                                    are streamed chunked, never held whole)
 //   PUT    /v1/sandboxes/{id}/files?path=&mode=755   raw bytes in; 200 {path, size, mode}
 //   DELETE /v1/sandboxes/{id}/files?path=&recursive= 204
 //   GET    /v1/sandboxes/{id}/files/list?path=&recursive=  200 {path, entries:[stat...]}
@@ -9,6 +11,8 @@
 //   POST   /v1/sandboxes/{id}/files/move {from, to, overwrite?} 200 stat of the destination
 // A stat is {name, path, type, size, mode ("0644"), uid, gid, mtime, link_target?}.
 #include <boost/json.hpp>
+#include <functional>
+#include <optional>
 
 #include "api/handlers.h"
 #include "api/json_body.h"
@@ -21,6 +25,56 @@ namespace asb::api {
 namespace json = boost::json;
 
 namespace {
+
+// Files up to this size are read whole and answered with a Content-Length; larger ones stream.
+constexpr uint64_t kWholeFileMax = 1 << 20;
+// Bytes handed to the server per Poll(), so one write stays bounded.
+constexpr size_t kMaxPollBytes = 1 << 20;
+
+// The body of a large file download: the DATA frames of a file.read channel, as they come
+// (flow control reaches sandboxd: a slow client holds up only its own channel). A failure after
+// the head was sent aborts the connection (StreamBody::Chunk::abort).
+class FileReadBody final : public StreamBody {
+ public:
+  explicit FileReadBody(core::FileReadStream rs) : rs_(std::move(rs)) {}
+  ~FileReadBody() override {
+    if (!done_) (void)rs_.channel->Cancel();
+    rs_.channel->SetNotify(nullptr);
+  }
+  Chunk Poll() override {
+    Chunk out;
+    while (!done_ && out.data.size() < kMaxPollBytes) {
+      std::optional<protocol::ChannelEvent> ev = rs_.channel->TryNext();
+      if (!ev) break;
+      switch (ev->kind) {
+        case protocol::ChannelEvent::Kind::kData:
+          out.data += ev->payload;
+          break;
+        case protocol::ChannelEvent::Kind::kResult:
+          done_ = true;
+          out.done = true;
+          break;
+        case protocol::ChannelEvent::Kind::kError:
+          done_ = true;
+          out.abort = true;
+          break;
+        default:
+          break;
+      }
+    }
+    return out;
+  }
+  void SetNotify(std::function<void()> notify) override {
+    rs_.channel->SetNotify(std::move(notify));
+  }
+  void Cancel() override {
+    if (!done_) (void)rs_.channel->Cancel();
+  }
+
+ private:
+  core::FileReadStream rs_;
+  bool done_ = false;
+};
 
 json::object StatJson(const protocol::FileStat& s) {
   json::object o;
@@ -73,12 +127,19 @@ void AddFileRoutes(Router& router, ApiContext& ctx) {
              Wrap([m](HttpRequest& req) -> Result<HttpResponse> {
                ASB_ASSIGN_OR_RETURN(std::string id, SandboxIdParam(req));
                ASB_ASSIGN_OR_RETURN(std::string path, RequiredQuery(req, "path"));
-               ASB_ASSIGN_OR_RETURN(std::string data, m->ReadFile(OwnerOf(req), id, path));
+               ASB_ASSIGN_OR_RETURN(protocol::FileStat st, m->StatFile(OwnerOf(req), id, path));
                HttpResponse r;
                r.status = 200;
                r.content_type = "application/octet-stream";
-               r.body = std::move(data);
                r.sandbox_id = id;
+               if (st.type != "file" || st.size <= kWholeFileMax) {
+                 // Small files (and the errors for directories and the like) the simple way.
+                 ASB_ASSIGN_OR_RETURN(r.body, m->ReadFile(OwnerOf(req), id, path));
+                 return r;
+               }
+               ASB_ASSIGN_OR_RETURN(core::FileReadStream rs,
+                                    m->OpenFileRead(OwnerOf(req), id, path));
+               r.stream = std::make_shared<FileReadBody>(std::move(rs));
                return r;
              }));
 

@@ -49,6 +49,10 @@ class StreamBody {
   struct Chunk {
     std::string data;   // bytes to send now (may be empty)
     bool done = false;  // true: the stream has ended after `data`
+    /// true: the stream failed after its head was sent. The server closes the connection
+    /// without the final chunk, so the client sees a truncated body, never a complete-looking
+    /// one. `data` is not sent.
+    bool abort = false;
   };
   virtual ~StreamBody() = default;
   /// Takes whatever is ready. Called again after the notifier fires, and at least once a

@@ -318,6 +318,10 @@ awaitable<bool> HttpServer::Impl::WriteStream(beast::tcp_stream& stream,
     }
     pending->store(false);
     StreamBody::Chunk chunk = body->Poll();
+    if (chunk.abort) {
+      ok = false;
+      break;
+    }
     if (!chunk.data.empty()) {
       stream.expires_after(std::chrono::seconds(options.write_timeout_s));
       auto [wec, wn] = co_await net::async_write(

@@ -51,6 +51,11 @@ class FilesTest(ServerTestCase):
                 self.assertEqual(len(g.body), len(data))
                 self.assertEqual(hashlib.sha256(g.body).hexdigest(),
                                  hashlib.sha256(data).hexdigest())
+        # Small files come with a Content-Length; large ones are streamed, never held whole.
+        small = self.server.get_file(self.sid, "bin/rand.bin")
+        self.assertEqual(small.headers.get("content-length"), str(16 * 1024))
+        big = self.server.get_file(self.sid, "bin/big.bin")
+        self.assertEqual(big.headers.get("transfer-encoding"), "chunked")
         # The sandbox sees the same bytes.
         digest = self.server.run(self.sid, "sha256sum bin/big.bin")["stdout"].split()[0]
         self.assertEqual(digest, hashlib.sha256(cases["big.bin"]).hexdigest())
