@@ -55,6 +55,12 @@ constexpr Name kNames[] = {
     {"DELETE", "/v1/sandboxes/{id}/files", "file.delete"},
     {"POST", "/v1/sandboxes/{id}/files/mkdir", "file.mkdir"},
     {"POST", "/v1/sandboxes/{id}/files/move", "file.move"},
+    {"POST", "/v1/sandboxes/{id}/snapshots", "snapshot.create"},
+    {"POST", "/v1/sandboxes/{id}/rollback", "sandbox.rollback"},
+    {"DELETE", "/v1/snapshots/{id}", "snapshot.delete"},
+    {"POST", "/v1/snapshots/{id}/fork", "snapshot.fork"},
+    {"POST", "/v1/snapshots", "snapshot.import"},
+    {"PUT", "/v1/sandboxes/{id}/archive", "archive.import"},
     {"POST", "/v1/keys", "key.create"},
     {"DELETE", "/v1/keys/{id}", "key.delete"},
     {"POST", "/v1/keys/{id}/revoke", "key.revoke"},
@@ -76,10 +82,11 @@ CallInfo DescribeCall(const Route& route, const HttpRequest& req) {
   c.exec = c.action == "exec" || c.action == "exec.stream";
   c.stream_exec = c.action == "exec.stream";
   c.create = c.action == "sandbox.create";
+  c.fork = c.action == "snapshot.fork";
   c.audited = c.exec || (req.method != "GET" && req.method != "HEAD");
   if (!c.audited) return c;
 
-  if (pattern.rfind("/v1/keys/{id}", 0) == 0) {
+  if (pattern.rfind("/v1/keys/{id}", 0) == 0 || pattern.rfind("/v1/snapshots/{id}", 0) == 0) {
     c.target = req.Param("id");
   }
   if (const std::string* p = req.Query("path")) c.target = Cut(*p);
@@ -99,6 +106,8 @@ CallInfo DescribeCall(const Route& route, const HttpRequest& req) {
                      (to && to->is_string() ? std::string(to->as_string()) : std::string()));
     } else if (const auto* path = o.if_contains("path"); path && path->is_string()) {
       c.target = Cut(std::string(path->as_string()));
+    } else if (const auto* snap = o.if_contains("snapshot_id"); snap && snap->is_string()) {
+      c.target = Cut(std::string(snap->as_string()));
     } else if (const auto* tmpl = o.if_contains("template"); tmpl && tmpl->is_string()) {
       c.target = Cut(std::string(tmpl->as_string()));
     } else if (const auto* name = o.if_contains("name"); name && name->is_string()) {

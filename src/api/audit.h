@@ -22,6 +22,7 @@ struct CallInfo {
   bool exec = false;
   bool stream_exec = false;
   bool create = false;  // POST /v1/sandboxes
+  bool fork = false;    // POST /v1/snapshots/{id}/fork (makes a sandbox too)
 };
 
 /// Describes the call of `route` with `req` (reads only the JSON fields named above, and

@@ -243,8 +243,10 @@ HttpResponse AuthLayer::Handle(const Route& route, HttpRequest& req) {
   HttpResponse out;
   if (refused) {
     out = std::move(*refused);
-  } else if (call.create) {
-    req.owner = p.lineage;  // an admin's sandboxes belong to its lineage too
+  } else if (call.create || call.fork) {
+    // An admin's new sandboxes belong to its lineage too (a fork keeps kAnyOwner, so that an
+    // admin can fork any tenant's snapshot).
+    if (call.create) req.owner = p.lineage;
     if (p.max_sandboxes > 0) {
       std::lock_guard<std::mutex> quota(QuotaLock(p.lineage));
       auto live = manager_.List(p.lineage);

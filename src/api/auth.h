@@ -15,7 +15,8 @@
 //     needs exec; admin holds every scope → else 403 forbidden;
 //  5. req.owner = the key's lineage (non-admin), or kAnyOwner (admin; but a create by an admin
 //     key records the admin's lineage as owner); req.key_id = the key's id;
-//  6. POST /v1/sandboxes over the key's max_sandboxes (live sandboxes of its lineage) → 429;
+//  6. POST /v1/sandboxes or a snapshot fork over the key's max_sandboxes (live sandboxes of
+//     its lineage) → 429;
 //  7. the handler runs; then HTTP metrics, and an audit event for every mutating call and
 //     every exec (streams: when the stream ends, with the exit code it carried).
 //

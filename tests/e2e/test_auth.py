@@ -246,6 +246,39 @@ class AuthTest(ServerTestCase):
         r = self.as_key(a["key"], "POST", base + "/exec", {"command": "echo alive"})
         self.assertEqual(r.json()["stdout"], "alive\n")
 
+    def test_k2_snapshots_follow_their_owner(self):
+        a = self.make_key(scopes=["exec"])
+        b = self.make_key(scopes=["exec"])
+        sa = self.create_as(a["key"])
+        r = self.as_key(a["key"], "POST", "/v1/sandboxes/%s/snapshots" % sa["id"], {"name": "s1"})
+        if r.status in (404, 405) and r.error_code in ("not_found", "method_not_allowed") and \
+                "sandbox" not in r.json()["error"]["message"]:
+            self.skipTest("snapshot routes are not in this build")
+        self.assertEqual(r.status, 201, r)
+        snap = r.json()["id"]
+        for method, path, body in [
+                ("GET", "/v1/snapshots/" + snap, None),
+                ("DELETE", "/v1/snapshots/" + snap, None),
+                ("POST", "/v1/snapshots/%s/fork" % snap, {}),
+                ("GET", "/v1/snapshots/%s/archive" % snap, None),
+                ("POST", "/v1/sandboxes/%s/rollback" % sa["id"], {"snapshot_id": snap}),
+                ("POST", "/v1/sandboxes/%s/snapshots" % sa["id"], {})]:
+            self.assertError(self.as_key(b["key"], method, path, body), 404, "not_found")
+        listed = self.as_key(b["key"], "GET", "/v1/snapshots").json()["snapshots"]
+        self.assertNotIn(snap, [x["id"] for x in listed])
+        listed = self.as_key(a["key"], "GET", "/v1/snapshots").json()["snapshots"]
+        self.assertIn(snap, [x["id"] for x in listed])
+        # A's fork is A's sandbox; B cannot see it.
+        r = self.as_key(a["key"], "POST", "/v1/snapshots/%s/fork" % snap, {})
+        self.assertEqual(r.status, 201, r)
+        self._created.append(r.json()["id"])
+        self.assertError(self.as_key(b["key"], "GET", "/v1/sandboxes/" + r.json()["id"]), 404,
+                         "not_found")
+        actions = [e["action"] for e in
+                   self.as_key(a["key"], "GET", "/v1/events?key_id=" + a["id"]).json()["events"]]
+        self.assertIn("snapshot.create", actions)
+        self.assertIn("snapshot.fork", actions)
+
     # ---- audit trail -----------------------------------------------------------------------
 
     def test_audit_trail_records_calls_and_execs_without_contents(self):
