@@ -5,6 +5,7 @@ import json
 import os
 import re
 import subprocess
+import sys
 import tarfile
 import time
 
@@ -312,7 +313,12 @@ class SnapshotCrashTest(ServerTestCase):
             self.assertEqual(sorted(os.listdir(snaps)), [ok["id"] + ".tar.zst"], action)
             self.assertEqual(self.server.run(sid, "echo alive")["stdout"], "alive\n", action)
             # Whole before or whole after, never half.
-            self.assertIn(self.state(sid)["stdout"], (pre_state, snap_state), action)
+            now = self.state(sid)["stdout"]
+            self.assertIn(now, (pre_state, snap_state), action)
+            print("\n  killed mid-%s: workspace is the %s state%s" % (
+                action, "earlier" if now == pre_state else "snapshot's",
+                " (restored from the saved copy)" if "interrupted rollback" in
+                self.server.log_tail(200) else ""), file=sys.stderr)
         r = self.server.request("POST", "/v1/sandboxes/%s/rollback" % sid,
                                 body=json.dumps({"snapshot_id": ok["id"]}).encode())
         self.assertEqual(r.status, 200, r)
