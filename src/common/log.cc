@@ -7,6 +7,9 @@ namespace asb {
 bool InitLogging(std::string_view level, LogFormat format) {
   auto lvl = spdlog::level::from_str(std::string(level));
   if (lvl == spdlog::level::off && level != "off") return false;
+  // Idempotent: a second call (tests, or serve after a subcommand set a level) replaces the
+  // logger instead of throwing spdlog_ex for the duplicate name.
+  spdlog::drop("agent-sandbox");
   auto logger = spdlog::stderr_logger_mt("agent-sandbox");
   logger->set_level(lvl);
   if (format == LogFormat::kJson) {

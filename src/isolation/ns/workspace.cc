@@ -130,9 +130,11 @@ Result<std::string> MountWorkspace(const std::string& image, const std::string& 
 
 Status ChownWorkspace(const std::string& dir, uint32_t root_uid, uint32_t owner) {
   if (::chown(dir.c_str(), owner, owner) != 0) return FailErrno("chown " + dir);
+  // mkfs.ext4 makes lost+found; only fsck uses it, and we never fsck a workspace. Agents would
+  // see it in every listing and archive, so it goes (rmdir fails harmlessly if it is not empty).
   const std::string lf = dir + "/lost+found";
-  if (::lchown(lf.c_str(), root_uid, root_uid) != 0 && errno != ENOENT) {
-    return FailErrno("chown " + lf);
+  if (::rmdir(lf.c_str()) != 0 && errno != ENOENT) {
+    if (::lchown(lf.c_str(), root_uid, root_uid) != 0) return FailErrno("chown " + lf);
   }
   return {};
 }
