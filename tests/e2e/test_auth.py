@@ -494,5 +494,45 @@ class KeyFromDatabaseTest(unittest.TestCase):
             srv.close()
 
 
+class StartWithoutUsableKeyTest(unittest.TestCase):
+    """serve exits 2 when neither AGENT_SANDBOX_API_KEYS nor the database holds a usable key
+    (here: the only key is revoked), and on a bad --log-format. Needs only the binary."""
+
+    def serve(self, data, env, args=()):
+        e = {k: v for k, v in os.environ.items() if not k.startswith("AGENT_SANDBOX_")}
+        e.update({"AGENT_SANDBOX_DATA_DIR": data, "AGENT_SANDBOX_PORT": "1"})
+        e.update(env)
+        return subprocess.run([BIN, "serve"] + list(args), env=e, capture_output=True,
+                              text=True, timeout=30)
+
+    def test_revoked_only_key_and_bad_log_format_exit_2(self):
+        import shutil
+        import tempfile
+        data = tempfile.mkdtemp(prefix="asb-e2e-auth-", dir="/var/tmp")
+        try:
+            p = subprocess.run([BIN, "keys", "--data-dir", data, "--json", "create", "k"],
+                               capture_output=True, text=True, timeout=30)
+            self.assertEqual(p.returncode, 0, p.stderr)
+            created = json.loads(p.stdout)
+            SEEN_KEYS.append(created["key"])
+            p = subprocess.run([BIN, "keys", "--data-dir", data, "revoke", created["id"]],
+                               capture_output=True, text=True, timeout=30)
+            self.assertEqual(p.returncode, 0, p.stderr)
+            p = self.serve(data, {})
+            self.assertEqual(p.returncode, 2, p.stderr)
+            self.assertIn("no API keys", p.stderr)
+            self.assertIn("insecure-no-auth", p.stderr)
+            p = self.serve(data, {"AGENT_SANDBOX_API_KEYS": "asb_" + "1" * 48},
+                           ("--log-format", "xml"))
+            self.assertEqual(p.returncode, 2, p.stderr)
+            self.assertIn("--log-format", p.stderr)
+            p = self.serve(data, {"AGENT_SANDBOX_INSECURE_NO_AUTH": "true",
+                                  "AGENT_SANDBOX_EVENT_RETENTION_DAYS": "-1"})
+            self.assertEqual(p.returncode, 2, p.stderr)
+            self.assertIn("AGENT_SANDBOX_EVENT_RETENTION_DAYS", p.stderr)
+        finally:
+            shutil.rmtree(data, ignore_errors=True)
+
+
 if __name__ == "__main__":
     main()
