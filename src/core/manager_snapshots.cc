@@ -261,7 +261,11 @@ Result<SandboxInfo> SandboxManager::Rollback(const std::string& owner,
 
   ASB_TRY_CTX(impl_->Checked(*e, act, protocol::KillAll(*conn)), "rollback: kill processes");
   protocol::ExecRequest clear;
-  clear.argv = {"/bin/sh", "-c", "find /tmp -mindepth 1 -delete"};
+  // Only where sandboxd is PID 1 (a real sandbox): a sandboxd run on the host for tests
+  // (--no-pid1) must never empty the host's /tmp.
+  clear.argv = {"/bin/sh", "-c",
+                "[ \"$PPID\" = 1 ] || { echo 'not in a sandbox' >&2; exit 3; }; "
+                "find /tmp -mindepth 1 -delete"};
   clear.cwd = "/";
   clear.user = protocol::kUserRoot;
   clear.timeout_ms = 30'000;
