@@ -15,7 +15,9 @@
 # The template is rebuilt only when the recipe hash changes (or with --force). The build happens
 # in a temporary directory beside the target and is swapped into place atomically
 # (renameat2(RENAME_EXCHANGE)), so a failed build leaves the previous template untouched and a
-# reader never sees a half-built one. Concurrent runs for the same NAME serialise on a lock.
+# reader never sees a half-built one. The previous version is removed, or set aside while
+# running sandboxes still use it (and removed by a later build once they are gone). Concurrent
+# runs for the same NAME serialise on a lock.
 set -euo pipefail
 
 REPO_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -60,13 +62,6 @@ install -d -m 0755 "$TEMPLATES_DIR"
 exec 9>"$TEMPLATES_DIR/.$NAME.lock"
 flock 9
 
-if ((force == 0)) && [[ -f $DEST/.stamp && -x $DEST/rootfs/bin/sh && -f $DEST/manifest.json ]] &&
-  [[ $(cat "$DEST/.stamp") == "$RECIPE_HASH" ]]; then
-  log "up to date ($DEST, recipe ${RECIPE_HASH:0:12})"
-  exit 0
-fi
-
-WORK=$(mktemp -d "$TEMPLATES_DIR/.build-$NAME.XXXXXX")
 # Removes a build directory safely: first every mount below it (mmdebstrap mounts /proc, /sys
 # and /dev into the target while it runs), then the files, never crossing into another
 # filesystem.
@@ -79,6 +74,44 @@ remove_tree() {
   done < <(awk -v d="$dir/" 'index($5, d) == 1 { print $5 }' /proc/self/mountinfo | sort -r)
   rm -rf --one-file-system "$dir"
 }
+
+# True when a mount anywhere on the host (any process's mount namespace: running sandboxes
+# bind-mount their template's rootfs) shows directory $1 or something below it as its root.
+# mountinfo's 4th field is the path within the mounted filesystem, which follows renames.
+in_use() {
+  local dir mnt rel
+  dir=$(realpath "$1")
+  mnt=$(findmnt -n -o TARGET -T "$dir")
+  rel=${dir#"${mnt%/}"}
+  { cat /proc/[0-9]*/mountinfo 2>/dev/null || true; } |
+    awk -v r="$rel" '$4 == r || index($4, r "/") == 1 { found = 1 } END { exit !found }'
+}
+
+# A build killed outright (SIGKILL skips the trap) leaves its directory; we hold the lock, so
+# no build of NAME is running now.
+for stale in "$TEMPLATES_DIR"/.build-"$NAME".*; do
+  [[ -e $stale ]] || continue
+  log "removing the leftover of an interrupted build: $stale"
+  if [[ -d $stale ]]; then remove_tree "$stale"; else rm -f "$stale"; fi
+done
+# Old versions still used by running sandboxes were set aside by earlier builds; remove those
+# that no sandbox uses any more.
+for old in "$TEMPLATES_DIR"/.retired-"$NAME"-*; do
+  [[ -d $old ]] || continue
+  if in_use "$old"; then
+    log "keeping $old: still in use"
+  else
+    remove_tree "$old"
+  fi
+done
+
+if ((force == 0)) && [[ -f $DEST/.stamp && -x $DEST/rootfs/bin/sh && -f $DEST/manifest.json ]] &&
+  [[ $(cat "$DEST/.stamp") == "$RECIPE_HASH" ]]; then
+  log "up to date ($DEST, recipe ${RECIPE_HASH:0:12})"
+  exit 0
+fi
+
+WORK=$(mktemp -d "$TEMPLATES_DIR/.build-$NAME.XXXXXX")
 trap 'remove_tree "$WORK"' EXIT
 
 start=$(date +%s)
@@ -176,5 +209,11 @@ if libc.renameat2(AT_FDCWD, sys.argv[1].encode(), AT_FDCWD, sys.argv[2].encode()
 PY
 else
   mv -T "$WORK" "$DEST"
+fi
+# The previous version is now at $WORK. Sandboxes running from it keep it until they end.
+if [[ -d $WORK/rootfs ]] && in_use "$WORK/rootfs"; then
+  retired="$TEMPLATES_DIR/.retired-$NAME-$(date +%s)"
+  mv -T "$WORK" "$retired"
+  log "the previous version is still used by running sandboxes; kept at $retired"
 fi
 log "installed $DEST ($((size_bytes / 1048576)) MiB, ${#PACKAGES[@]} packages, $(($(date +%s) - start)) s)"

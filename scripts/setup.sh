@@ -39,7 +39,8 @@ step "install to $PREFIX/bin"
 cmake --install "$BUILD_DIR" | grep -v '^-- Up-to-date' || true
 
 step "base template"
-bash scripts/build-template.sh base
+# One retry: the mirror may drop a connection now and then.
+bash scripts/build-template.sh base || { sleep 5; bash scripts/build-template.sh base; }
 
 step "demo"
 PATH="$PREFIX/bin:$PATH" bash scripts/demo.sh

@@ -31,7 +31,8 @@ cmake --build "$BUILD_DIR" -j "$JOBS"
 
 step "base template"
 if [[ $(id -u) -eq 0 ]]; then
-  bash scripts/build-template.sh base
+  # One retry: the mirror may drop a connection now and then.
+  bash scripts/build-template.sh base || { sleep 5; bash scripts/build-template.sh base; }
 else
   echo "not root: skipping the template; privileged tests will skip"
 fi
