@@ -1,0 +1,21 @@
+"""agent_sandbox: Python client of the agent-sandbox server (standard library only).
+
+    from agent_sandbox import SandboxClient
+    client = SandboxClient()            # $AGENT_SANDBOX_URL, $AGENT_SANDBOX_API_KEY
+    with client.create() as sb:
+        print(sb.exec("echo hi").stdout)
+"""
+
+from .client import SandboxClient
+from .errors import NotFoundError, SandboxAPIError, SandboxConnectionError, SandboxError
+from .sandbox import Sandbox
+from .types import (ErrorEvent, ExecResult, ExitEvent, FileInfo, OutputEvent, SandboxInfo,
+                    SnapshotInfo)
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "SandboxClient", "Sandbox", "SandboxError", "SandboxAPIError", "NotFoundError",
+    "SandboxConnectionError", "ExecResult", "OutputEvent", "ExitEvent", "ErrorEvent",
+    "FileInfo", "SandboxInfo", "SnapshotInfo",
+]

@@ -1,0 +1,88 @@
+"""SandboxClient: the entry point of the SDK."""
+
+import os
+
+from ._http import Transport
+from .sandbox import Sandbox
+from .types import SnapshotInfo
+
+DEFAULT_URL = "http://127.0.0.1:8080"
+
+
+class SandboxClient:
+    """A client of one agent-sandbox server.
+
+    base_url: the server, e.g. "http://127.0.0.1:8080"; default $AGENT_SANDBOX_URL, else
+      http://127.0.0.1:8080.
+    api_key: sent as "Authorization: Bearer <key>"; default $AGENT_SANDBOX_API_KEY (none if
+      unset, for a server started with --insecure-no-auth).
+    timeout: socket timeout in seconds per request (connect and each read); long execs need
+      more than their own timeout. Default 300.
+    """
+
+    def __init__(self, base_url=None, api_key=None, timeout=300.0):
+        base_url = base_url or os.environ.get("AGENT_SANDBOX_URL") or DEFAULT_URL
+        if api_key is None:
+            api_key = os.environ.get("AGENT_SANDBOX_API_KEY") or None
+        self._transport = Transport(base_url, api_key, timeout)
+
+    @property
+    def base_url(self):
+        """The server's base URL (str, no trailing slash)."""
+        return self._transport.base_url
+
+    def create(self, template=None, cpus=None, memory_mb=None, pids_limit=None,
+               workspace_mb=None, timeout_seconds=None, idle_timeout_seconds=None, env=None,
+               network=None):
+        """Creates and starts a sandbox (POST /v1/sandboxes); returns its Sandbox handle.
+
+        template: name (default "base"); cpus: cores (float); memory_mb, workspace_mb: MiB;
+        pids_limit: process cap; timeout_seconds: time to live; idle_timeout_seconds; env:
+        dict of variables for every command; network: bool. Omitted values take the server's
+        defaults. Raises SandboxAPIError 400 (invalid_request: out of range, unknown template),
+        429 (limit_exceeded), SandboxConnectionError.
+        """
+        body = {k: v for k, v in (
+            ("template", template), ("cpus", cpus), ("memory_mb", memory_mb),
+            ("pids_limit", pids_limit), ("workspace_mb", workspace_mb),
+            ("timeout_seconds", timeout_seconds), ("idle_timeout_seconds", idle_timeout_seconds),
+            ("env", env), ("network", network)) if v is not None}
+        return Sandbox(self, self._transport.json("POST", "/v1/sandboxes", json_body=body))
+
+    def get(self, sandbox_id):
+        """Returns the Sandbox with this id (GET /v1/sandboxes/{id}).
+        Raises NotFoundError when it does not exist or belongs to another key."""
+        return Sandbox(self, self._transport.json("GET", "/v1/sandboxes/" + sandbox_id))
+
+    def list(self):
+        """Returns a Sandbox handle for every sandbox this key can see (GET /v1/sandboxes)."""
+        o = self._transport.json("GET", "/v1/sandboxes")
+        return [Sandbox(self, s) for s in o.get("sandboxes", [])]
+
+    def fork(self, snapshot, cpus=None, memory_mb=None, network=None, timeout_seconds=None):
+        """Starts a new sandbox whose workspace is a snapshot's (POST /v1/snapshots/{id}/fork).
+        snapshot: SnapshotInfo or its id; other arguments override the source's settings.
+        Returns the new Sandbox. Raises NotFoundError, SandboxAPIError (429 over quota)."""
+        sid = snapshot.id if isinstance(snapshot, SnapshotInfo) else snapshot
+        body = {k: v for k, v in (("cpus", cpus), ("memory_mb", memory_mb), ("network", network),
+                                  ("timeout_seconds", timeout_seconds)) if v is not None}
+        o = self._transport.json("POST", "/v1/snapshots/%s/fork" % sid, json_body=body,
+                                 timeout=max(self._transport.timeout, 600))
+        return Sandbox(self, o)
+
+    def get_snapshot(self, snapshot_id):
+        """Returns the SnapshotInfo with this id (GET /v1/snapshots/{id}); NotFoundError."""
+        return SnapshotInfo.from_json(self._transport.json("GET", "/v1/snapshots/" + snapshot_id))
+
+    def list_snapshots(self, sandbox_id=None):
+        """Returns the SnapshotInfo list (GET /v1/snapshots), of one sandbox if sandbox_id."""
+        o = self._transport.json("GET", "/v1/snapshots", query={"sandbox_id": sandbox_id})
+        return [SnapshotInfo.from_json(s) for s in o.get("snapshots", [])]
+
+    def delete_snapshot(self, snapshot):
+        """Deletes a snapshot (DELETE /v1/snapshots/{id}); snapshot: SnapshotInfo or id.
+        Raises NotFoundError when it does not exist."""
+        sid = snapshot.id if isinstance(snapshot, SnapshotInfo) else snapshot
+        self._transport.request("DELETE", "/v1/snapshots/" + sid)
+
+

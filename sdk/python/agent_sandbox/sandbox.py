@@ -1,0 +1,327 @@
+"""The Sandbox handle: commands, files, snapshots and lifetime of one sandbox."""
+
+import io
+import json
+import os
+import posixpath
+import tarfile
+import http.client
+
+from .errors import NotFoundError, SandboxConnectionError
+from .types import ErrorEvent, ExecResult, ExitEvent, FileInfo, OutputEvent, SandboxInfo, \
+    SnapshotInfo
+
+# run_code(language) -> the interpreter that reads the program from stdin.
+_LANGUAGES = {
+    "python": ["python3", "-"], "python3": ["python3", "-"], "py": ["python3", "-"],
+    "javascript": ["node", "-"], "js": ["node", "-"], "node": ["node", "-"],
+    "typescript": None,
+    "sh": ["sh", "-s"], "shell": ["sh", "-s"], "bash": ["bash", "-s"],
+}
+
+
+def _mode_text(mode):
+    """0o755 or "755"/"0755" -> "755" (the server's octal text); None stays None."""
+    if mode is None:
+        return None
+    if isinstance(mode, int):
+        return "%o" % mode
+    return str(mode)
+
+
+def _exec_body(command, env, workdir, timeout, stdin, max_output_bytes, user):
+    body = {}
+    if isinstance(command, str):
+        body["command"] = command
+    else:
+        body["argv"] = list(command)
+    if env:
+        body["env"] = dict(env)
+    if workdir is not None:
+        body["workdir"] = workdir
+    if timeout is not None:
+        body["timeout"] = timeout
+    if stdin is not None:
+        body["stdin"] = stdin.decode() if isinstance(stdin, bytes) else stdin
+    if max_output_bytes is not None:
+        body["max_output_bytes"] = max_output_bytes
+    if user is not None:
+        body["user"] = user
+    return body
+
+
+class Sandbox:
+    """A handle on one sandbox of a SandboxClient. Obtain it from client.create(), client.get(),
+    client.list() or client.fork(); it holds the id and the last SandboxInfo seen (`info`).
+
+    As a context manager it destroys the sandbox on exit, tolerating one that is already gone:
+
+        with client.create() as sb:
+            print(sb.exec("echo hi").stdout)
+    """
+
+    def __init__(self, client, info):
+        self._client = client
+        self._t = client._transport
+        self.info = info if isinstance(info, SandboxInfo) else SandboxInfo.from_json(info)
+
+    @property
+    def id(self):
+        """The sandbox id, "sb_" + 16 hex digits."""
+        return self.info.id
+
+    def __repr__(self):
+        return "Sandbox(%s, %s)" % (self.id, self.info.status)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        try:
+            self.destroy()
+        except NotFoundError:
+            pass
+        return False
+
+    def _path(self, tail=""):
+        return "/v1/sandboxes/" + self.id + tail
+
+    def refresh(self):
+        """Re-reads the sandbox from the server; returns (and stores) its SandboxInfo.
+        Raises NotFoundError when it no longer exists."""
+        self.info = SandboxInfo.from_json(self._t.json("GET", self._path()))
+        return self.info
+
+    # ---- commands -----------------------------------------------------------------------
+
+    def exec(self, command, env=None, workdir=None, timeout=None, stdin=None,
+             max_output_bytes=None, user=None):
+        """Runs a command to completion (POST /v1/sandboxes/{id}/exec).
+
+        command: a str run by /bin/sh -c, or a list of str run as argv (never shell-expanded).
+        env: dict of extra environment variables; workdir: directory (relative ones are under
+        /workspace); timeout: seconds (float) after which the command is killed (the result
+        then has timed_out True); stdin: str or bytes fed to the command; max_output_bytes:
+        cap on stdout+stderr kept; user: "sandbox" (default) or "root".
+        Returns ExecResult (check .ok). A non-zero exit is not an exception.
+        Raises SandboxAPIError (400 bad request, 404 no such sandbox), SandboxConnectionError.
+        """
+        body = _exec_body(command, env, workdir, timeout, stdin, max_output_bytes, user)
+        return ExecResult.from_json(self._t.json("POST", self._path("/exec"), json_body=body))
+
+    def exec_stream(self, command, env=None, workdir=None, timeout=None, stdin=None,
+                    max_output_bytes=None, user=None):
+        """Runs a command and yields its events as they come
+        (POST /v1/sandboxes/{id}/exec/stream, NDJSON).
+
+        Arguments as for exec(). Yields OutputEvent(stream "stdout"/"stderr", data) in the
+        order written, then exactly one ExitEvent, or an ErrorEvent when the command failed
+        after the stream began (e.g. the sandbox was destroyed). Keepalives are skipped.
+        Closing the generator early closes the connection, which cancels the command.
+        Raises SandboxAPIError for errors found before the stream starts (404, 400), and
+        SandboxConnectionError if the stream breaks without a final event.
+        """
+        body = _exec_body(command, env, workdir, timeout, stdin, max_output_bytes, user)
+        conn, resp = self._t.open("POST", self._path("/exec/stream"), json_body=body,
+                                  headers={"Accept": "application/x-ndjson"})
+        finished = False
+        try:
+            while True:
+                try:
+                    line = resp.readline()
+                except (OSError, http.client.HTTPException) as e:
+                    raise SandboxConnectionError("exec stream of %s broke: %s" % (self.id, e))
+                if not line:
+                    break
+                line = line.strip()
+                if not line:
+                    continue
+                ev = json.loads(line)
+                kind = ev.get("type")
+                if kind in ("stdout", "stderr"):
+                    yield OutputEvent(kind, ev.get("data", ""))
+                elif kind == "exit":
+                    finished = True
+                    yield ExitEvent(exit_code=ev.get("exit_code", -1),
+                                    signal=ev.get("signal", 0) or 0,
+                                    timed_out=bool(ev.get("timed_out")),
+                                    truncated=bool(ev.get("truncated")),
+                                    oom_killed=bool(ev.get("oom_killed")),
+                                    duration_ms=ev.get("duration_ms", 0))
+                    return
+                elif kind == "error":
+                    finished = True
+                    yield ErrorEvent(ev.get("code", "internal"), ev.get("message", ""))
+                    return
+                # "keepalive" and unknown types are skipped.
+            if not finished:
+                raise SandboxConnectionError("exec stream of %s ended without an exit event"
+                                             % self.id)
+        finally:
+            conn.close()
+
+    def run_code(self, code, language="python", timeout=None, env=None):
+        """Runs a program given as text: the interpreter reads it from stdin.
+
+        language: "python"/"python3"/"py" (python3), "javascript"/"js"/"node" (node),
+        "sh"/"shell" (sh), "bash". The interpreter must exist in the sandbox's template.
+        timeout: seconds; env: dict. Returns ExecResult.
+        Raises ValueError for an unknown language; otherwise as exec().
+        """
+        argv = _LANGUAGES.get(language.lower())
+        if argv is None:
+            raise ValueError("run_code: unsupported language %r (use one of %s)"
+                             % (language, ", ".join(k for k, v in _LANGUAGES.items() if v)))
+        return self.exec(argv, stdin=code, timeout=timeout, env=env)
+
+    # ---- files --------------------------------------------------------------------------
+
+    def read_file(self, path):
+        """Returns the bytes of a file (GET /v1/sandboxes/{id}/files?path=). Relative paths
+        are under /workspace. Raises NotFoundError (missing), SandboxAPIError 400 (a directory,
+        or a path outside /workspace)."""
+        return self._t.request("GET", self._path("/files"), query={"path": path})[1]
+
+    def read_text(self, path, encoding="utf-8"):
+        """read_file() decoded as text (encoding, default UTF-8; errors raise UnicodeError)."""
+        return self.read_file(path).decode(encoding)
+
+    def write_file(self, path, data, mode=None):
+        """Writes a whole file, creating parent directories (PUT /v1/sandboxes/{id}/files).
+
+        data: bytes (written as is) or str (written as UTF-8). mode: permission bits as an int
+        (0o755) or octal text ("755"); default 0644. Returns FileInfo-like dict
+        {"path", "size", "mode"} of the server. Raises SandboxAPIError 400 (path outside
+        /workspace, bad mode), 413 (over the server's file limit), NotFoundError.
+        """
+        if isinstance(data, str):
+            data = data.encode("utf-8")
+        return self._t.json("PUT", self._path("/files"),
+                            query={"path": path, "mode": _mode_text(mode)}, body=bytes(data))
+
+    def list_files(self, path="/workspace", recursive=False):
+        """Lists a directory (GET /v1/sandboxes/{id}/files/list), sorted by name, dotfiles
+        included; recursive lists the whole tree. Returns a list of FileInfo.
+        Raises NotFoundError (missing), SandboxAPIError 400 (not a directory)."""
+        o = self._t.json("GET", self._path("/files/list"),
+                         query={"path": path, "recursive": "true" if recursive else None})
+        return [FileInfo.from_json(e) for e in o.get("entries", [])]
+
+    def upload_dir(self, local_dir, remote_dir="/workspace"):
+        """Copies a local directory's contents into remote_dir (created if missing) as one tar
+        (PUT /v1/sandboxes/{id}/archive?path=). Regular files, directories and symlinks are
+        sent with their modes. Returns {"entries": n, "bytes": n} of the server.
+        Raises FileNotFoundError / NotADirectoryError for a bad local_dir, SandboxAPIError."""
+        if not os.path.isdir(local_dir):
+            raise NotADirectoryError(local_dir)
+        buf = io.BytesIO()
+        with tarfile.open(fileobj=buf, mode="w", format=tarfile.PAX_FORMAT) as tar:
+            for root, dirs, files in os.walk(local_dir):
+                dirs.sort()
+                for name in sorted(dirs) + sorted(files):
+                    full = os.path.join(root, name)
+                    arc = os.path.relpath(full, local_dir)
+                    info = tar.gettarinfo(full, arcname=arc)
+                    info.uid = info.gid = 0
+                    info.uname = info.gname = ""
+                    if info.isfile():
+                        with open(full, "rb") as f:
+                            tar.addfile(info, f)
+                    elif info.isdir() or info.issym():
+                        tar.addfile(info)
+        return self._t.json("PUT", self._path("/archive"), query={"path": remote_dir},
+                            body=buf.getvalue(), timeout=max(self._t.timeout, 600))
+
+    def download_dir(self, remote_dir, local_dir):
+        """Copies remote_dir's contents into local_dir (created if missing) from one tar
+        (GET /v1/sandboxes/{id}/archive?path=). Members that would land outside local_dir
+        (absolute names, "..", links pointing out) and device files are refused.
+        Returns the number of entries written. Raises ValueError for an unsafe member,
+        NotFoundError, SandboxAPIError."""
+        data = self._t.request("GET", self._path("/archive"), query={"path": remote_dir},
+                               timeout=max(self._t.timeout, 600))[1]
+        os.makedirs(local_dir, exist_ok=True)
+        root = os.path.realpath(local_dir)
+        count = 0
+        with tarfile.open(fileobj=io.BytesIO(data), mode="r:") as tar:
+            members = tar.getmembers()
+            for m in members:
+                _check_member(root, m)
+            for m in members:
+                if m.name in (".", "./"):
+                    continue
+                target = os.path.join(root, m.name)
+                if m.isdir():
+                    os.makedirs(target, exist_ok=True)
+                    os.chmod(target, (m.mode & 0o7777) | 0o700)
+                elif m.issym():
+                    os.makedirs(os.path.dirname(target), exist_ok=True)
+                    if os.path.lexists(target):
+                        os.unlink(target)
+                    os.symlink(m.linkname, target)
+                elif m.isfile():
+                    os.makedirs(os.path.dirname(target), exist_ok=True)
+                    if os.path.islink(target):
+                        os.unlink(target)
+                    with tar.extractfile(m) as src, open(target, "wb") as dst:
+                        dst.write(src.read())
+                    os.chmod(target, m.mode & 0o7777)
+                else:
+                    continue
+                count += 1
+        return count
+
+    # ---- snapshots and lifetime ---------------------------------------------------------
+
+    def snapshot(self, name=None):
+        """Snapshots the workspace (POST /v1/sandboxes/{id}/snapshots); returns SnapshotInfo.
+        name: optional label (str). Raises SandboxAPIError (e.g. 409 when not running)."""
+        body = {"name": name} if name else None
+        return SnapshotInfo.from_json(self._t.json("POST", self._path("/snapshots"),
+                                                   json_body=body, timeout=max(self._t.timeout, 600)))
+
+    def rollback(self, snapshot):
+        """Restores the workspace to a snapshot of this sandbox (POST .../rollback).
+        snapshot: a SnapshotInfo or its id. Returns (and stores) the new SandboxInfo.
+        Raises NotFoundError (unknown snapshot), SandboxAPIError."""
+        sid = snapshot.id if isinstance(snapshot, SnapshotInfo) else snapshot
+        self.info = SandboxInfo.from_json(self._t.json(
+            "POST", self._path("/rollback"), json_body={"snapshot_id": sid},
+            timeout=max(self._t.timeout, 600)))
+        return self.info
+
+    def fork(self, name=None, **options):
+        """Snapshots this sandbox and starts a new sandbox from the snapshot; returns the new
+        Sandbox. options as for SandboxClient.fork() (cpus, memory_mb, network,
+        timeout_seconds)."""
+        return self._client.fork(self.snapshot(name), **options)
+
+    def set_timeout(self, timeout_seconds):
+        """Sets the sandbox's time to live to timeout_seconds from now (POST .../timeout);
+        returns (and stores) the new SandboxInfo with its new expires_at.
+        Raises SandboxAPIError 400 for a value out of range."""
+        self.info = SandboxInfo.from_json(self._t.json(
+            "POST", self._path("/timeout"), json_body={"timeout_seconds": int(timeout_seconds)}))
+        return self.info
+
+    def destroy(self):
+        """Destroys the sandbox and everything in it (DELETE /v1/sandboxes/{id}).
+        Raises NotFoundError when it is already gone (the context manager tolerates that)."""
+        self._t.request("DELETE", self._path(), timeout=max(self._t.timeout, 120))
+
+
+def _check_member(root, m):
+    name = m.name
+    if name.startswith("/") or name.split("/").count("..") or "\0" in name:
+        raise ValueError("download_dir: unsafe member name %r" % name)
+    if not (m.isfile() or m.isdir() or m.issym()):
+        if m.islnk() or m.isdev() or m.isfifo():
+            raise ValueError("download_dir: refusing member %r (links and devices)" % name)
+    target = os.path.realpath(os.path.join(root, name))
+    if target != root and not target.startswith(root + os.sep):
+        raise ValueError("download_dir: member %r leaves the directory" % name)
+    if m.issym():
+        link = m.linkname
+        dest = posixpath.normpath(posixpath.join(posixpath.dirname(name), link))
+        if link.startswith("/") or dest == ".." or dest.startswith("../"):
+            raise ValueError("download_dir: symlink %r points outside (%r)" % (name, link))

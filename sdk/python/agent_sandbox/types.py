@@ -1,0 +1,162 @@
+"""Value types returned by the SDK (plain dataclasses built from the server's JSON)."""
+
+import base64
+from dataclasses import dataclass, field
+from typing import Dict, List, Optional
+
+
+@dataclass
+class ExecResult:
+    """The outcome of Sandbox.exec().
+
+    stdout, stderr: the output as text (UTF-8, invalid bytes replaced by the server).
+    exit_code: the command's exit status (int; 128+N is not used for signals, see signal).
+    signal: the signal that ended the command, 0 if none.
+    timed_out: True when the exec's timeout killed the command.
+    truncated: True when output beyond max_output_bytes was dropped.
+    oom_killed: True when the sandbox ran out of memory during the command.
+    duration_ms: wall-clock run time in milliseconds.
+    """
+
+    stdout: str
+    stderr: str
+    exit_code: int
+    signal: int = 0
+    timed_out: bool = False
+    truncated: bool = False
+    oom_killed: bool = False
+    duration_ms: int = 0
+
+    @property
+    def ok(self):
+        """True when the command exited 0 and was neither timed out nor killed by a signal."""
+        return self.exit_code == 0 and not self.timed_out and not self.signal
+
+    @classmethod
+    def from_json(cls, o):
+        out, err = o.get("stdout", ""), o.get("stderr", "")
+        if o.get("encoding") == "base64":
+            out = base64.b64decode(out).decode("utf-8", "replace")
+            err = base64.b64decode(err).decode("utf-8", "replace")
+        return cls(stdout=out, stderr=err, exit_code=o.get("exit_code", -1),
+                   signal=o.get("signal", 0) or 0, timed_out=bool(o.get("timed_out")),
+                   truncated=bool(o.get("truncated")), oom_killed=bool(o.get("oom_killed")),
+                   duration_ms=o.get("duration_ms", 0))
+
+
+@dataclass
+class OutputEvent:
+    """A piece of output from Sandbox.exec_stream(): stream is "stdout" or "stderr", data is text
+    (characters are never split across events)."""
+
+    stream: str
+    data: str
+
+
+@dataclass
+class ExitEvent:
+    """The last event of a successful stream: how the command ended (fields as in ExecResult)."""
+
+    exit_code: int
+    signal: int = 0
+    timed_out: bool = False
+    truncated: bool = False
+    oom_killed: bool = False
+    duration_ms: int = 0
+
+    @property
+    def ok(self):
+        """True when the command exited 0 and was neither timed out nor killed by a signal."""
+        return self.exit_code == 0 and not self.timed_out and not self.signal
+
+
+@dataclass
+class ErrorEvent:
+    """The last event of a failed stream (instead of ExitEvent): the server's error code and
+    message, e.g. the sandbox was destroyed while the command ran."""
+
+    code: str
+    message: str
+
+
+@dataclass
+class FileInfo:
+    """One entry of Sandbox.list_files() (the server's stat shape).
+
+    name: last path component; path: absolute path inside the sandbox; type: "file", "dir",
+    "symlink", "fifo", "socket", "char" or "block"; size in bytes; mode: permission bits (int,
+    e.g. 0o644); uid, gid; mtime: RFC 3339 UTC text; link_target for symlinks, else None.
+    """
+
+    name: str
+    path: str
+    type: str
+    size: int
+    mode: int
+    uid: int = 0
+    gid: int = 0
+    mtime: str = ""
+    link_target: Optional[str] = None
+
+    @property
+    def is_dir(self):
+        """True for a directory."""
+        return self.type == "dir"
+
+    @classmethod
+    def from_json(cls, o):
+        return cls(name=o["name"], path=o["path"], type=o["type"], size=o.get("size", 0),
+                   mode=int(o.get("mode", "0"), 8), uid=o.get("uid", 0), gid=o.get("gid", 0),
+                   mtime=o.get("mtime", ""), link_target=o.get("link_target"))
+
+
+@dataclass
+class SnapshotInfo:
+    """A snapshot of a sandbox's workspace.
+
+    id ("snap_..."), sandbox_id it was taken from (None for imported ones), name (or None),
+    template, size_bytes (archive size), content_bytes (files' total), created_at (RFC 3339).
+    """
+
+    id: str
+    sandbox_id: Optional[str]
+    name: Optional[str]
+    template: str
+    size_bytes: int = 0
+    content_bytes: int = 0
+    created_at: str = ""
+
+    @classmethod
+    def from_json(cls, o):
+        return cls(id=o["id"], sandbox_id=o.get("sandbox_id"), name=o.get("name"),
+                   template=o.get("template", ""), size_bytes=o.get("size_bytes", 0),
+                   content_bytes=o.get("content_bytes", 0), created_at=o.get("created_at", ""))
+
+
+@dataclass
+class SandboxInfo:
+    """The server's view of a sandbox (GET /v1/sandboxes/{id}); times are RFC 3339 UTC text,
+    cpus in cores, memory_mb and workspace_mb in MiB, timeouts in seconds."""
+
+    id: str
+    status: str
+    template: str = ""
+    cpus: float = 0.0
+    memory_mb: int = 0
+    pids_limit: int = 0
+    workspace_mb: int = 0
+    network: bool = False
+    read_only_rootfs: bool = True
+    env_keys: List[str] = field(default_factory=list)
+    created_at: str = ""
+    expires_at: str = ""
+    timeout_seconds: int = 0
+    idle_timeout_seconds: int = 0
+    source_snapshot_id: Optional[str] = None
+    error_message: Optional[str] = None
+    raw: Dict = field(default_factory=dict, repr=False)
+
+    @classmethod
+    def from_json(cls, o):
+        known = {k: o[k] for k in cls.__dataclass_fields__ if k in o and k != "raw"}
+        return cls(raw=dict(o), **known)
