@@ -315,7 +315,7 @@ class SdkTest(unittest.TestCase):
         """`pip install --no-index --no-build-isolation sdk/python` works without network
         (Debian's python3-setuptools and python3-wheel build it) and installs the package."""
         py = "/usr/bin/python3"
-        probe = subprocess.run([py, "-c", "import pip, setuptools, wheel, venv"],
+        probe = subprocess.run([py, "-c", "import setuptools, wheel, venv, pip"],
                                capture_output=True)
         if probe.returncode != 0:
             self.skipTest("%s lacks pip/setuptools/wheel/venv" % py)
