@@ -1,0 +1,621 @@
+// Tool definitions and implementations (see tools.h). Each tool is one REST call (sandbox_exec
+// uses the NDJSON stream route so it can report progress and stop when cancelled).
+#include "mcp/tools.h"
+
+#include <cstdint>
+#include <string>
+#include <utility>
+
+#include "api/text.h"
+#include "api/url.h"
+
+namespace asb::mcp {
+
+namespace json = boost::json;
+
+namespace {
+
+// ---- schema helpers -----------------------------------------------------------------------------
+
+json::object Prop(std::string_view type, std::string_view description) {
+  json::object o;
+  o["type"] = type;
+  if (!description.empty()) o["description"] = description;
+  return o;
+}
+
+json::object ObjectSchema(json::object props, std::initializer_list<std::string_view> required) {
+  json::object o;
+  o["type"] = "object";
+  o["properties"] = std::move(props);
+  json::array req;
+  for (auto r : required) req.emplace_back(r);
+  if (!req.empty()) o["required"] = std::move(req);
+  return o;
+}
+
+json::object EnvProp() {
+  json::object o = Prop("object", "Environment variables, name to value.");
+  json::object s;
+  s["type"] = "string";
+  o["additionalProperties"] = std::move(s);
+  return o;
+}
+
+// The sandbox as the REST API shows it.
+json::object SandboxSchema() {
+  json::object p;
+  p["id"] = Prop("string", "Sandbox id (sb_...).");
+  p["status"] = Prop("string", "creating, running, stopped, error, ...");
+  p["template"] = Prop("string", "");
+  p["cpus"] = Prop("number", "");
+  p["memory_mb"] = Prop("integer", "");
+  p["network"] = Prop("boolean", "");
+  p["created_at"] = Prop("string", "RFC 3339 UTC.");
+  p["expires_at"] = Prop("string", "RFC 3339 UTC.");
+  return ObjectSchema(std::move(p), {"id", "status"});
+}
+
+json::object SnapshotSchema() {
+  json::object p;
+  p["id"] = Prop("string", "Snapshot id.");
+  p["name"] = Prop("string", "");
+  p["name"].as_object()["type"] = json::array{"string", "null"};
+  p["sandbox_id"] = Prop("string", "");
+  p["sandbox_id"].as_object()["type"] = json::array{"string", "null"};
+  p["size_bytes"] = Prop("integer", "");
+  return ObjectSchema(std::move(p), {"id"});
+}
+
+json::object ArrayOf(json::object item, std::string_view description) {
+  json::object o = Prop("array", description);
+  o["items"] = std::move(item);
+  return o;
+}
+
+json::object Tool(std::string_view name, std::string_view title, std::string_view description,
+                  json::object input, json::object output) {
+  json::object t;
+  t["name"] = name;
+  t["title"] = title;
+  t["description"] = description;
+  t["inputSchema"] = std::move(input);
+  t["outputSchema"] = std::move(output);
+  return t;
+}
+
+json::array BuildDefinitions() {
+  json::array tools;
+  {
+    json::object p;
+    p["template"] = Prop("string", "Template name (see sandbox_list_templates); default base.");
+    p["cpus"] = Prop("number", "CPU limit in cores.");
+    p["memory_mb"] = Prop("integer", "Memory limit in MiB.");
+    p["timeout_seconds"] = Prop("integer", "Lifetime in seconds before it is reaped.");
+    p["network"] = Prop("boolean", "Give the sandbox network access (default false).");
+    p["env"] = EnvProp();
+    tools.emplace_back(Tool("sandbox_create", "Create sandbox",
+                            "Create a new isolated Linux sandbox. Work in /workspace inside it.",
+                            ObjectSchema(std::move(p), {}), SandboxSchema()));
+  }
+  {
+    json::object out;
+    out["sandboxes"] = ArrayOf(SandboxSchema(), "Your sandboxes.");
+    tools.emplace_back(Tool("sandbox_list", "List sandboxes", "List your sandboxes.",
+                            ObjectSchema({}, {}), ObjectSchema(std::move(out), {"sandboxes"})));
+  }
+  {
+    json::object item;
+    item["name"] = Prop("string", "");
+    json::object out;
+    out["templates"] = ArrayOf(ObjectSchema(std::move(item), {"name"}), "");
+    tools.emplace_back(Tool("sandbox_list_templates", "List templates",
+                            "List the templates sandboxes can be created from.",
+                            ObjectSchema({}, {}), ObjectSchema(std::move(out), {"templates"})));
+  }
+  {
+    json::object p;
+    p["sandbox_id"] = Prop("string", "");
+    p["command"] = Prop("string", "Shell command, run by /bin/sh -c.");
+    p["workdir"] = Prop("string", "Working directory (default /workspace).");
+    p["env"] = EnvProp();
+    p["timeout"] = Prop("number", "Seconds before the command is killed (exit code 124-style "
+                                  "timed_out: true).");
+    p["stdin"] = Prop("string", "Text given on standard input.");
+    json::object o;
+    o["exit_code"] = Prop("integer", "");
+    o["stdout"] = Prop("string", "");
+    o["stderr"] = Prop("string", "");
+    o["timed_out"] = Prop("boolean", "");
+    o["truncated"] = Prop("boolean", "Output was cut; stdout_bytes/stderr_bytes give the size.");
+    o["stdout_bytes"] = Prop("integer", "Full size of stdout as received.");
+    o["stderr_bytes"] = Prop("integer", "Full size of stderr as received.");
+    o["signal"] = Prop("integer", "");
+    o["duration_ms"] = Prop("integer", "");
+    tools.emplace_back(Tool(
+        "sandbox_exec", "Run a command",
+        "Run a shell command in a sandbox and return its exit code and output. Long commands "
+        "report progress; cancelling the request kills the command.",
+        ObjectSchema(std::move(p), {"sandbox_id", "command"}),
+        ObjectSchema(std::move(o), {"exit_code", "stdout", "stderr", "timed_out"})));
+  }
+  {
+    json::object p;
+    p["sandbox_id"] = Prop("string", "");
+    p["path"] = Prop("string", "File path; relative paths are under /workspace.");
+    json::object o;
+    o["path"] = Prop("string", "");
+    o["size"] = Prop("integer", "Full size in bytes.");
+    o["encoding"] = Prop("string", "utf8 when the content is text, base64 otherwise.");
+    o["encoding"].as_object()["enum"] = json::array{"utf8", "base64"};
+    o["content"] = Prop("string", "");
+    o["truncated"] = Prop("boolean", "");
+    tools.emplace_back(Tool("sandbox_read_file", "Read a file",
+                            "Read a file. Non-UTF-8 content is returned as base64 "
+                            "(encoding: base64).",
+                            ObjectSchema(std::move(p), {"sandbox_id", "path"}),
+                            ObjectSchema(std::move(o), {"path", "size", "encoding", "content"})));
+  }
+  {
+    json::object p;
+    p["sandbox_id"] = Prop("string", "");
+    p["path"] = Prop("string", "File path; relative paths are under /workspace.");
+    p["content"] = Prop("string", "");
+    p["encoding"] = Prop("string", "utf8 (default) or base64 for binary content.");
+    p["encoding"].as_object()["enum"] = json::array{"utf8", "base64"};
+    p["mode"] = Prop("string", "Octal permission bits, e.g. 0755.");
+    json::object o;
+    o["path"] = Prop("string", "");
+    o["size"] = Prop("integer", "");
+    o["mode"] = Prop("string", "");
+    tools.emplace_back(Tool("sandbox_write_file", "Write a file",
+                            "Create or replace a file (parent directories are created).",
+                            ObjectSchema(std::move(p), {"sandbox_id", "path", "content"}),
+                            ObjectSchema(std::move(o), {"path", "size"})));
+  }
+  {
+    json::object p;
+    p["sandbox_id"] = Prop("string", "");
+    p["path"] = Prop("string", "Directory (default /workspace).");
+    p["recursive"] = Prop("boolean", "");
+    json::object e;
+    e["name"] = Prop("string", "");
+    e["path"] = Prop("string", "");
+    e["type"] = Prop("string", "file, dir, symlink, ...");
+    e["size"] = Prop("integer", "");
+    e["mode"] = Prop("string", "");
+    json::object o;
+    o["path"] = Prop("string", "");
+    o["entries"] = ArrayOf(ObjectSchema(std::move(e), {"path", "type"}), "");
+    tools.emplace_back(Tool("sandbox_list_files", "List files", "List a directory.",
+                            ObjectSchema(std::move(p), {"sandbox_id"}),
+                            ObjectSchema(std::move(o), {"path", "entries"})));
+  }
+  {
+    json::object p;
+    p["sandbox_id"] = Prop("string", "");
+    p["name"] = Prop("string", "Optional label.");
+    tools.emplace_back(Tool("sandbox_snapshot", "Snapshot",
+                            "Save the sandbox's /workspace as a snapshot; take one before risky "
+                            "changes.",
+                            ObjectSchema(std::move(p), {"sandbox_id"}), SnapshotSchema()));
+  }
+  {
+    json::object p;
+    p["sandbox_id"] = Prop("string", "");
+    p["snapshot_id"] = Prop("string", "");
+    tools.emplace_back(Tool("sandbox_rollback", "Roll back",
+                            "Restore a sandbox's /workspace to one of its snapshots.",
+                            ObjectSchema(std::move(p), {"sandbox_id", "snapshot_id"}),
+                            SandboxSchema()));
+  }
+  {
+    json::object p;
+    p["snapshot_id"] = Prop("string", "");
+    p["timeout_seconds"] = Prop("integer", "Lifetime of the new sandbox.");
+    tools.emplace_back(Tool("sandbox_fork", "Fork",
+                            "Create a new sandbox whose /workspace starts as the snapshot's, to "
+                            "explore an alternative.",
+                            ObjectSchema(std::move(p), {"snapshot_id"}), SandboxSchema()));
+  }
+  {
+    json::object p;
+    p["sandbox_id"] = Prop("string", "");
+    json::object o;
+    o["id"] = Prop("string", "");
+    o["destroyed"] = Prop("boolean", "");
+    tools.emplace_back(Tool("sandbox_destroy", "Destroy",
+                            "Destroy a sandbox and everything in it. Do this when done.",
+                            ObjectSchema(std::move(p), {"sandbox_id"}),
+                            ObjectSchema(std::move(o), {"id", "destroyed"})));
+  }
+  return tools;
+}
+
+// ---- results ------------------------------------------------------------------------------------
+
+std::string Cut(std::string_view text, size_t max, bool* cut) {
+  if (text.size() <= max) return std::string(text);
+  *cut = true;
+  size_t n = max;
+  while (n > 0 && (static_cast<unsigned char>(text[n]) & 0xC0) == 0x80) --n;  // whole chars
+  return std::string(text.substr(0, n));
+}
+
+json::object TextContent(std::string text) {
+  json::object c;
+  c["type"] = "text";
+  c["text"] = std::move(text);
+  return c;
+}
+
+json::object ErrorResult(std::string_view code, std::string_view message) {
+  json::object r;
+  r["content"] = json::array{TextContent(std::string(code) + ": " + std::string(message))};
+  r["isError"] = true;
+  return r;
+}
+
+json::object OkResult(json::object structured, std::string text) {
+  bool cut = false;
+  std::string shown = Cut(text, kMaxTextBytes, &cut);
+  if (cut) {
+    shown += "\n[text truncated: " + std::to_string(text.size()) + " bytes in full]";
+  }
+  json::object r;
+  r["content"] = json::array{TextContent(std::move(shown))};
+  r["structuredContent"] = std::move(structured);
+  return r;
+}
+
+// A tool-level failure: code + message, turned into an isError result by Call.
+struct ToolError {
+  std::string code;
+  std::string message;
+};
+
+const json::string* StringArg(const json::object& a, std::string_view key) {
+  auto it = a.find(key);
+  if (it == a.end() || !it->value().is_string()) return nullptr;
+  return &it->value().as_string();
+}
+
+std::string Id(const json::object& a, std::string_view key, ToolError* err) {
+  const json::string* s = StringArg(a, key);
+  if (!s || s->empty()) {
+    *err = {"invalid_request", std::string(key) + ": required string"};
+    return {};
+  }
+  return api::PercentEncode(*s);
+}
+
+// Copies the listed optional fields of `a` into `o` unchanged.
+void CopyFields(const json::object& a, json::object& o,
+                std::initializer_list<std::string_view> keys) {
+  for (auto k : keys) {
+    auto it = a.find(k);
+    if (it != a.end() && !it->value().is_null()) o[k] = it->value();
+  }
+}
+
+std::string Q(const json::string* s) { return s ? api::PercentEncode(*s) : std::string(); }
+
+}  // namespace
+
+// ---- encodings ----------------------------------------------------------------------------------
+
+bool Base64Decode(std::string_view in, std::string* out) {
+  auto val = [](char c) -> int {
+    if (c >= 'A' && c <= 'Z') return c - 'A';
+    if (c >= 'a' && c <= 'z') return c - 'a' + 26;
+    if (c >= '0' && c <= '9') return c - '0' + 52;
+    if (c == '+') return 62;
+    if (c == '/') return 63;
+    return -1;
+  };
+  out->clear();
+  uint32_t acc = 0;
+  int bits = 0;
+  size_t pad = 0;
+  for (char c : in) {
+    if (c == '\n' || c == '\r') continue;
+    if (c == '=') {
+      ++pad;
+      continue;
+    }
+    if (pad > 0) return false;  // data after padding
+    int v = val(c);
+    if (v < 0) return false;
+    acc = (acc << 6) | static_cast<uint32_t>(v);
+    bits += 6;
+    if (bits >= 8) {
+      bits -= 8;
+      out->push_back(static_cast<char>((acc >> bits) & 0xFF));
+    }
+  }
+  return pad <= 2 && bits < 6;
+}
+
+bool IsValidUtf8(std::string_view in) { return api::SanitizeUtf8(in) == in; }
+
+// ---- tools --------------------------------------------------------------------------------------
+
+json::array Tools::Definitions() {
+  static const json::array defs = BuildDefinitions();
+  return defs;
+}
+
+bool Tools::Exists(std::string_view name) {
+  for (const auto& t : Definitions()) {
+    if (t.as_object().at("name").as_string() == name) return true;
+  }
+  return false;
+}
+
+json::object Tools::Call(std::string_view name, const json::object& a,
+                         const CallContext& ctx) const {
+  ToolError err;
+  // One REST call whose 2xx JSON body is returned; on failure fills `err`.
+  auto rest = [&](std::string_view method, const std::string& target,
+                  std::string_view body = {},
+                  std::string_view type = "application/json") -> std::optional<json::value> {
+    auto r = client_.Request(method, target, body, type);
+    if (!r) {
+      err = {std::string(r.error().code_name()), r.error().message()};
+      return std::nullopt;
+    }
+    if (r->status >= 300) {
+      err = {r->error_code.empty() ? "http_" + std::to_string(r->status) : r->error_code,
+             r->error_message.empty() ? r->body : r->error_message};
+      return std::nullopt;
+    }
+    if (r->body.empty()) return json::value(json::object{});
+    json::error_code ec;
+    json::value v = json::parse(r->body, ec);
+    if (ec) {
+      if (type == "raw") return json::value(json::string(r->body));
+      err = {"backend_error", "server answered invalid JSON"};
+      return std::nullopt;
+    }
+    return v;
+  };
+  auto fail = [&]() { return ErrorResult(err.code, err.message); };
+
+  if (name == "sandbox_create") {
+    json::object body;
+    CopyFields(a, body, {"template", "cpus", "memory_mb", "timeout_seconds", "network", "env"});
+    auto v = rest("POST", "/v1/sandboxes", json::serialize(body));
+    if (!v || !v->is_object()) return fail();
+    std::string text = "created sandbox " + std::string(v->as_object().at("id").as_string());
+    return OkResult(v->as_object(), text);
+  }
+  if (name == "sandbox_list") {
+    auto v = rest("GET", "/v1/sandboxes");
+    if (!v || !v->is_object()) return fail();
+    std::string text;
+    for (const auto& s : v->as_object().at("sandboxes").as_array()) {
+      const auto& o = s.as_object();
+      text += std::string(o.at("id").as_string()) + " " +
+              std::string(o.at("status").as_string()) + "\n";
+    }
+    if (text.empty()) text = "no sandboxes\n";
+    return OkResult(v->as_object(), text);
+  }
+  if (name == "sandbox_list_templates") {
+    auto v = rest("GET", "/v1/templates");
+    if (!v || !v->is_object()) {
+      if (err.code == "not_found" || err.code == "http_404") {
+        err.message = "this server has no /v1/templates route (" + err.message +
+                      "); create sandboxes from template \"base\"";
+      }
+      return fail();
+    }
+    return OkResult(v->as_object(), json::serialize(*v));
+  }
+  if (name == "sandbox_exec") {
+    std::string id = Id(a, "sandbox_id", &err);
+    const json::string* cmd = StringArg(a, "command");
+    if (id.empty()) return fail();
+    if (!cmd) return ErrorResult("invalid_request", "command: required string");
+    json::object body;
+    body["command"] = *cmd;
+    CopyFields(a, body, {"workdir", "env", "timeout", "stdin"});
+    std::string out, errs, partial;
+    json::object exit;
+    std::string stream_error;
+    double progress = 0;
+    bool stopped = false;
+    auto on_data = [&](std::string_view chunk) -> bool {
+      if (ctx.cancelled && ctx.cancelled->load()) {
+        stopped = true;
+        return false;  // closes the connection: the server cancels the command
+      }
+      partial.append(chunk);
+      size_t nl;
+      while ((nl = partial.find('\n')) != std::string::npos) {
+        std::string line = partial.substr(0, nl);
+        partial.erase(0, nl + 1);
+        json::error_code ec;
+        json::value ev = json::parse(line, ec);
+        if (ec || !ev.is_object()) continue;
+        const auto& o = ev.as_object();
+        std::string type(o.at("type").as_string());
+        if (type == "stdout" || type == "stderr") {
+          std::string_view data = o.at("data").as_string();
+          (type == "stdout" ? out : errs).append(data);
+          if (ctx.progress) {
+            bool cut = false;
+            ctx.progress(++progress, type + ": " + Cut(data, 200, &cut));
+          }
+        } else if (type == "exit") {
+          exit = o;
+        } else if (type == "error") {
+          stream_error = std::string(o.at("code").as_string()) + ": " +
+                         std::string(o.at("message").as_string());
+        }
+      }
+      return true;
+    };
+    auto r = client_.Stream("POST", "/v1/sandboxes/" + id + "/exec/stream",
+                            json::serialize(body), "application/json", on_data);
+    if (stopped) return ErrorResult("cancelled", "the request was cancelled; command killed");
+    if (!r) return ErrorResult(r.error().code_name(), r.error().message());
+    if (r->status >= 300) {
+      return ErrorResult(r->error_code.empty() ? "http_" + std::to_string(r->status)
+                                               : r->error_code,
+                         r->error_message.empty() ? r->body : r->error_message);
+    }
+    if (!stream_error.empty()) {
+      size_t colon = stream_error.find(": ");
+      return ErrorResult(stream_error.substr(0, colon), stream_error.substr(colon + 2));
+    }
+    if (exit.empty()) return ErrorResult("backend_error", "exec stream ended without an exit");
+    bool cut = false;
+    json::object s;
+    s["exit_code"] = exit["exit_code"];
+    s["signal"] = exit["signal"];
+    s["timed_out"] = exit["timed_out"];
+    s["duration_ms"] = exit["duration_ms"];
+    s["stdout_bytes"] = out.size();
+    s["stderr_bytes"] = errs.size();
+    s["stdout"] = Cut(out, kMaxTextBytes, &cut);
+    s["stderr"] = Cut(errs, kMaxTextBytes, &cut);
+    bool server_cut = exit["truncated"].is_bool() && exit["truncated"].as_bool();
+    s["truncated"] = cut || server_cut;
+    std::string text = "exit " + json::serialize(exit["exit_code"]);
+    if (exit["timed_out"].is_bool() && exit["timed_out"].as_bool()) text += " (timed out)";
+    text += "\n";
+    if (!out.empty()) text += "--- stdout\n" + out + (out.back() == '\n' ? "" : "\n");
+    if (!errs.empty()) text += "--- stderr\n" + errs;
+    if (cut || server_cut) {
+      text += "\n[output truncated; stdout " + std::to_string(out.size()) + " bytes, stderr " +
+              std::to_string(errs.size()) + " bytes received]";
+    }
+    return OkResult(std::move(s), std::move(text));
+  }
+  if (name == "sandbox_read_file") {
+    std::string id = Id(a, "sandbox_id", &err);
+    const json::string* path = StringArg(a, "path");
+    if (id.empty()) return fail();
+    if (!path) return ErrorResult("invalid_request", "path: required string");
+    auto r = client_.Request("GET", "/v1/sandboxes/" + id + "/files?path=" + Q(path));
+    if (!r) return ErrorResult(r.error().code_name(), r.error().message());
+    if (r->status >= 300) {
+      return ErrorResult(r->error_code.empty() ? "http_" + std::to_string(r->status)
+                                               : r->error_code,
+                         r->error_message);
+    }
+    const std::string& data = r->body;
+    bool cut = false;
+    std::string shown = Cut(data, kMaxTextBytes, &cut);
+    json::object s;
+    s["path"] = *path;
+    s["size"] = data.size();
+    s["truncated"] = cut;
+    std::string text;
+    if (IsValidUtf8(data)) {
+      s["encoding"] = "utf8";
+      s["content"] = shown;
+      text = shown;
+    } else {
+      if (cut) shown = data.substr(0, kMaxTextBytes);
+      s["encoding"] = "base64";
+      s["content"] = api::Base64Encode(shown);
+      text = "binary file, " + std::to_string(data.size()) +
+             " bytes (base64 in structuredContent.content)";
+    }
+    if (cut) text += "\n[truncated: " + std::to_string(data.size()) + " bytes in full]";
+    return OkResult(std::move(s), std::move(text));
+  }
+  if (name == "sandbox_write_file") {
+    std::string id = Id(a, "sandbox_id", &err);
+    const json::string* path = StringArg(a, "path");
+    const json::string* content = StringArg(a, "content");
+    const json::string* enc = StringArg(a, "encoding");
+    const json::string* mode = StringArg(a, "mode");
+    if (id.empty()) return fail();
+    if (!path) return ErrorResult("invalid_request", "path: required string");
+    if (!content) return ErrorResult("invalid_request", "content: required string");
+    std::string data;
+    if (enc && *enc == "base64") {
+      if (!Base64Decode(*content, &data)) {
+        return ErrorResult("invalid_request", "content: not valid base64");
+      }
+    } else if (!enc || *enc == "utf8") {
+      data = std::string(*content);
+    } else {
+      return ErrorResult("invalid_request", "encoding: must be \"utf8\" or \"base64\"");
+    }
+    std::string target = "/v1/sandboxes/" + id + "/files?path=" + Q(path);
+    if (mode) target += "&mode=" + Q(mode);
+    auto v = rest("PUT", target, data, "application/octet-stream");
+    if (!v || !v->is_object()) return fail();
+    return OkResult(v->as_object(), "wrote " + std::to_string(data.size()) + " bytes to " +
+                                        std::string(v->as_object().at("path").as_string()));
+  }
+  if (name == "sandbox_list_files") {
+    std::string id = Id(a, "sandbox_id", &err);
+    if (id.empty()) return fail();
+    std::string target = "/v1/sandboxes/" + id + "/files/list?path=";
+    const json::string* path = StringArg(a, "path");
+    target += path ? Q(path) : std::string("/workspace");
+    auto rec = a.find("recursive");
+    if (rec != a.end() && rec->value().is_bool() && rec->value().as_bool()) {
+      target += "&recursive=true";
+    }
+    auto v = rest("GET", target);
+    if (!v || !v->is_object()) return fail();
+    std::string text;
+    for (const auto& e : v->as_object().at("entries").as_array()) {
+      const auto& o = e.as_object();
+      text += std::string(o.at("type").as_string()) + " " +
+              std::string(o.at("path").as_string()) + "\n";
+    }
+    if (text.empty()) text = "(empty)\n";
+    return OkResult(v->as_object(), text);
+  }
+  if (name == "sandbox_snapshot") {
+    std::string id = Id(a, "sandbox_id", &err);
+    if (id.empty()) return fail();
+    json::object body;
+    CopyFields(a, body, {"name"});
+    auto v = rest("POST", "/v1/sandboxes/" + id + "/snapshots", json::serialize(body));
+    if (!v || !v->is_object()) return fail();
+    return OkResult(v->as_object(),
+                    "snapshot " + std::string(v->as_object().at("id").as_string()));
+  }
+  if (name == "sandbox_rollback") {
+    std::string id = Id(a, "sandbox_id", &err);
+    if (id.empty()) return fail();
+    const json::string* snap = StringArg(a, "snapshot_id");
+    if (!snap) return ErrorResult("invalid_request", "snapshot_id: required string");
+    json::object body;
+    body["snapshot_id"] = *snap;
+    auto v = rest("POST", "/v1/sandboxes/" + id + "/rollback", json::serialize(body));
+    if (!v || !v->is_object()) return fail();
+    return OkResult(v->as_object(), "rolled back to " + std::string(*snap));
+  }
+  if (name == "sandbox_fork") {
+    std::string snap = Id(a, "snapshot_id", &err);
+    if (snap.empty()) return fail();
+    json::object body;
+    CopyFields(a, body, {"timeout_seconds"});
+    auto v = rest("POST", "/v1/snapshots/" + snap + "/fork", json::serialize(body));
+    if (!v || !v->is_object()) return fail();
+    return OkResult(v->as_object(),
+                    "forked into sandbox " + std::string(v->as_object().at("id").as_string()));
+  }
+  if (name == "sandbox_destroy") {
+    std::string id = Id(a, "sandbox_id", &err);
+    if (id.empty()) return fail();
+    auto v = rest("DELETE", "/v1/sandboxes/" + id);
+    if (!v) return fail();
+    json::object s;
+    s["id"] = *StringArg(a, "sandbox_id");
+    s["destroyed"] = true;
+    return OkResult(std::move(s), "destroyed");
+  }
+  return ErrorResult("invalid_request", "unknown tool " + std::string(name));
+}
+
+}  // namespace asb::mcp

@@ -1,0 +1,58 @@
+// The MCP tools of agent-sandbox (issue 6 item 2): their definitions (name, description,
+// inputSchema, outputSchema as JSON Schema objects, MCP spec 2025-06-18 "server/tools") and
+// their implementations as calls to the REST API of a running server through
+// api::HttpClient. A tool that fails answers a result with isError: true whose text starts
+// with the error code ("not_found: ..."), never a JSON-RPC error (the spec's "tool execution
+// errors"); only an unknown tool name is a protocol error (see McpSession).
+#pragma once
+
+#include <atomic>
+#include <boost/json.hpp>
+#include <functional>
+#include <string>
+#include <string_view>
+
+#include "api/http_client.h"
+
+namespace asb::mcp {
+
+/// What a running tool call may use besides its arguments.
+struct CallContext {
+  /// Set by notifications/cancelled; long tools stop early when they see it.
+  const std::atomic<bool>* cancelled = nullptr;
+  /// Reports progress (MCP "notifications/progress"): `progress` grows with every call;
+  /// `message` is a short human text. Empty when the client gave no progressToken.
+  std::function<void(double progress, std::string message)> progress;
+};
+
+/// Text longer than this in a tool's text rendering or output field is cut, with a note that
+/// gives the full size (issue 6 item 3).
+inline constexpr size_t kMaxTextBytes = 256 * 1024;
+
+class Tools {
+ public:
+  explicit Tools(api::HttpClient client) : client_(std::move(client)) {}
+
+  /// The "tools" array of a tools/list result.
+  static boost::json::array Definitions();
+
+  /// True when `name` is one of Definitions().
+  static bool Exists(std::string_view name);
+
+  /// Runs tool `name` with `args` (the "arguments" object, may be empty) and returns the
+  /// CallToolResult object: {content:[{type:"text",text}], structuredContent} or
+  /// {content:[...], isError:true}.
+  boost::json::object Call(std::string_view name, const boost::json::object& args,
+                           const CallContext& ctx) const;
+
+ private:
+  api::HttpClient client_;
+};
+
+/// Standard base64 (RFC 4648 section 4) decoding; nullopt-like false on bad input.
+bool Base64Decode(std::string_view in, std::string* out);
+
+/// True when `in` is well-formed UTF-8 (RFC 3629).
+bool IsValidUtf8(std::string_view in);
+
+}  // namespace asb::mcp
