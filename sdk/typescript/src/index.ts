@@ -1,0 +1,30 @@
+/**
+ * @agent-sandbox/sdk: TypeScript client of the agent-sandbox server. Zero runtime
+ * dependencies; native fetch (Node >= 18).
+ *
+ *   import { Sandbox } from "@agent-sandbox/sdk";
+ *   const session = new Sandbox().create();      // $AGENT_SANDBOX_URL, $AGENT_SANDBOX_API_KEY
+ *   console.log((await session.exec("echo hi")).stdout);
+ *   await session.destroy();
+ */
+export { Sandbox, type SandboxOptions } from "./sandbox.js";
+export { Session } from "./session.js";
+export {
+  NotFoundError,
+  SandboxAPIError,
+  SandboxConnectionError,
+  SandboxError,
+} from "./errors.js";
+export type {
+  CreateOptions,
+  ExecEvent,
+  ExecOptions,
+  ExecResult,
+  ExitInfo,
+  FileInfo,
+  ForkOptions,
+  OutputChunk,
+  SandboxInfo,
+  SnapshotInfo,
+  WriteResult,
+} from "./types.js";

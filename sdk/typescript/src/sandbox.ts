@@ -1,0 +1,107 @@
+// Sandbox: the client of one agent-sandbox server (seed A's entry point).
+import { Transport } from "./http.js";
+import { Session } from "./session.js";
+import {
+  sandboxInfo,
+  snapshotInfo,
+  type CreateOptions,
+  type ForkOptions,
+  type SnapshotInfo,
+} from "./types.js";
+
+/** Options of `new Sandbox()`. */
+export interface SandboxOptions {
+  /** Server URL; default $AGENT_SANDBOX_URL, else http://127.0.0.1:8080. */
+  baseUrl?: string;
+  /** API key, sent as "Authorization: Bearer <key>"; default $AGENT_SANDBOX_API_KEY. */
+  apiKey?: string;
+}
+
+function env(name: string): string | undefined {
+  const p = (globalThis as { process?: { env?: Record<string, string | undefined> } }).process;
+  const v = p?.env?.[name];
+  return v ? v : undefined;
+}
+
+/** The client of one server: creates and finds sessions (sandboxes) and snapshots. */
+export class Sandbox {
+  #t: Transport;
+
+  /** Throws TypeError for a baseUrl that is not http(s). */
+  constructor(options: SandboxOptions = {}) {
+    this.#t = new Transport(
+      options.baseUrl ?? env("AGENT_SANDBOX_URL") ?? "http://127.0.0.1:8080",
+      options.apiKey ?? env("AGENT_SANDBOX_API_KEY"),
+    );
+  }
+
+  /** The server's base URL (no trailing slash). */
+  get baseUrl(): string {
+    return this.#t.baseUrl;
+  }
+
+  /**
+   * Creates and starts a sandbox (POST /v1/sandboxes). Returns the Session at once; the
+   * creation runs in the background and its error (SandboxAPIError 400 invalid_request,
+   * 429 limit_exceeded, ...) rejects the session's first call or `await session.ready()`.
+   */
+  create(options: CreateOptions = {}): Session {
+    const body: Record<string, unknown> = {};
+    const map: [keyof CreateOptions, string][] = [
+      ["template", "template"],
+      ["cpus", "cpus"],
+      ["memoryMb", "memory_mb"],
+      ["pidsLimit", "pids_limit"],
+      ["workspaceMb", "workspace_mb"],
+      ["timeoutSeconds", "timeout_seconds"],
+      ["idleTimeoutSeconds", "idle_timeout_seconds"],
+      ["env", "env"],
+      ["network", "network"],
+    ];
+    for (const [k, wire] of map) if (options[k] !== undefined) body[wire] = options[k];
+    return new Session(this.#t, this.#t.json("POST", "/v1/sandboxes", { json: body }).then(sandboxInfo));
+  }
+
+  /** The session of an existing sandbox (GET /v1/sandboxes/{id}); NotFoundError if none. */
+  async get(id: string): Promise<Session> {
+    return new Session(this.#t, sandboxInfo(await this.#t.json("GET", `/v1/sandboxes/${id}`)));
+  }
+
+  /** Every sandbox this key can see (GET /v1/sandboxes). */
+  async list(): Promise<Session[]> {
+    // eslint-disable-next-line @typescript-eslint/no-explicit-any
+    const o: any = await this.#t.json("GET", "/v1/sandboxes");
+    return (o.sandboxes ?? []).map((s: unknown) => new Session(this.#t, sandboxInfo(s)));
+  }
+
+  /** Starts a new sandbox whose workspace is a snapshot's (POST /v1/snapshots/{id}/fork);
+   * options override the source's settings. Rejects with NotFoundError, SandboxAPIError. */
+  async fork(snapshot: SnapshotInfo | string, options: ForkOptions = {}): Promise<Session> {
+    const id = typeof snapshot === "string" ? snapshot : snapshot.id;
+    const body: Record<string, unknown> = {};
+    if (options.cpus !== undefined) body.cpus = options.cpus;
+    if (options.memoryMb !== undefined) body.memory_mb = options.memoryMb;
+    if (options.network !== undefined) body.network = options.network;
+    if (options.timeoutSeconds !== undefined) body.timeout_seconds = options.timeoutSeconds;
+    const o = await this.#t.json("POST", `/v1/snapshots/${id}/fork`, { json: body });
+    return new Session(this.#t, sandboxInfo(o));
+  }
+
+  /** One snapshot (GET /v1/snapshots/{id}); NotFoundError if none. */
+  async getSnapshot(id: string): Promise<SnapshotInfo> {
+    return snapshotInfo(await this.#t.json("GET", `/v1/snapshots/${id}`));
+  }
+
+  /** Snapshots (GET /v1/snapshots), of one sandbox when sandboxId is given. */
+  async listSnapshots(sandboxId?: string): Promise<SnapshotInfo[]> {
+    // eslint-disable-next-line @typescript-eslint/no-explicit-any
+    const o: any = await this.#t.json("GET", "/v1/snapshots", { query: { sandbox_id: sandboxId } });
+    return (o.snapshots ?? []).map(snapshotInfo);
+  }
+
+  /** Deletes a snapshot (DELETE /v1/snapshots/{id}); NotFoundError if none. */
+  async deleteSnapshot(snapshot: SnapshotInfo | string): Promise<void> {
+    const id = typeof snapshot === "string" ? snapshot : snapshot.id;
+    await this.#t.bytes("DELETE", `/v1/snapshots/${id}`);
+  }
+}

@@ -1,0 +1,370 @@
+// Session: the handle on one sandbox (commands, files, snapshots, lifetime).
+import type { Transport } from "./http.js";
+import { readTar, writeTar, type TarEntry } from "./tar.js";
+import {
+  exitInfo,
+  fileInfo,
+  isOk,
+  sandboxInfo,
+  snapshotInfo,
+  type ExecEvent,
+  type ExecOptions,
+  type ExecResult,
+  type FileInfo,
+  type OutputChunk,
+  type SandboxInfo,
+  type SnapshotInfo,
+  type WriteResult,
+} from "./types.js";
+import { SandboxConnectionError } from "./errors.js";
+
+/** runCode languages -> the interpreter that reads the program from stdin. */
+const LANGUAGES: Record<string, string[]> = {
+  python: ["python3", "-"],
+  python3: ["python3", "-"],
+  py: ["python3", "-"],
+  javascript: ["node", "-"],
+  js: ["node", "-"],
+  node: ["node", "-"],
+  sh: ["sh", "-s"],
+  shell: ["sh", "-s"],
+  bash: ["bash", "-s"],
+};
+
+function execBody(command: string | string[], o: ExecOptions): Record<string, unknown> {
+  const body: Record<string, unknown> = {};
+  if (Array.isArray(command)) body.argv = [...command, ...(o.args ?? [])];
+  else if (o.args) body.argv = [command, ...o.args];
+  else body.command = command;
+  if (o.env) body.env = o.env;
+  if (o.cwd !== undefined) body.workdir = o.cwd;
+  if (o.timeoutSeconds !== undefined) body.timeout = o.timeoutSeconds;
+  if (o.stdin !== undefined) body.stdin = o.stdin;
+  if (o.maxOutputBytes !== undefined) body.max_output_bytes = o.maxOutputBytes;
+  if (o.user !== undefined) body.user = o.user;
+  return body;
+}
+
+function modeText(mode: number | string | undefined): string | undefined {
+  if (mode === undefined) return undefined;
+  return typeof mode === "number" ? mode.toString(8) : mode;
+}
+
+/** A handle on one sandbox. Sandbox.create() returns it at once and creates the sandbox in
+ * the background (seed A's shape); every method waits for the creation and rejects with its
+ * error if it failed. `await session.ready()` waits explicitly. */
+export class Session {
+  #t: Transport;
+  #ready: Promise<SandboxInfo>;
+  #info: SandboxInfo | undefined;
+
+  /** @internal */
+  constructor(t: Transport, info: Promise<SandboxInfo> | SandboxInfo) {
+    this.#t = t;
+    if (info instanceof Promise) {
+      this.#ready = info.then((i) => (this.#info = i));
+      this.#ready.catch(() => {}); // reported by the first call that needs it
+    } else {
+      this.#info = info;
+      this.#ready = Promise.resolve(info);
+    }
+  }
+
+  /** The sandbox id ("sb_" + 16 hex), or undefined while it is being created. */
+  get id(): string | undefined {
+    return this.#info?.id;
+  }
+
+  /** The last SandboxInfo seen (undefined while it is being created). */
+  get info(): SandboxInfo | undefined {
+    return this.#info;
+  }
+
+  /** Waits until the sandbox exists; resolves with this session. Rejects with the create
+   * error (SandboxAPIError 400 invalid_request, 429 limit_exceeded, ...). */
+  async ready(): Promise<this> {
+    await this.#ready;
+    return this;
+  }
+
+  async #path(tail = ""): Promise<string> {
+    const info = await this.#ready;
+    return `/v1/sandboxes/${info.id}${tail}`;
+  }
+
+  /** Re-reads the sandbox (GET /v1/sandboxes/{id}); NotFoundError when it is gone. */
+  async refresh(): Promise<SandboxInfo> {
+    this.#info = sandboxInfo(await this.#t.json("GET", await this.#path()));
+    return this.#info;
+  }
+
+  /**
+   * Runs a command to completion (POST /v1/sandboxes/{id}/exec).
+   * command: a string run by /bin/sh -c, or an argv array (never shell-expanded); with
+   * options.args, command is the program and args its arguments.
+   * Resolves with ExecResult (check `ok`); a non-zero exit does not reject.
+   * Rejects with SandboxAPIError (400 bad request), NotFoundError, SandboxConnectionError.
+   */
+  async exec(command: string | string[], options: ExecOptions = {}): Promise<ExecResult> {
+    // eslint-disable-next-line @typescript-eslint/no-explicit-any
+    const o: any = await this.#t.json("POST", await this.#path("/exec"), {
+      json: execBody(command, options),
+    });
+    const exit = exitInfo(o);
+    const output: OutputChunk[] = [];
+    if (o.stdout) output.push({ type: "stdout", data: o.stdout });
+    if (o.stderr) output.push({ type: "stderr", data: o.stderr });
+    return { ...exit, stdout: o.stdout, stderr: o.stderr, ok: isOk(exit), output };
+  }
+
+  /** Seed A's name for exec(): same arguments and result. */
+  run(command: string | string[], options: ExecOptions = {}): Promise<ExecResult> {
+    return this.exec(command, options);
+  }
+
+  /**
+   * Runs a command and yields its events as they come (POST .../exec/stream, NDJSON):
+   * {type:"stdout"|"stderr", data} in write order (characters never split), then exactly one
+   * {type:"exit", exitCode, ok, ...} or {type:"error", code, message} (e.g. the sandbox was
+   * destroyed mid-run). Keepalives are skipped. Breaking out of the loop closes the
+   * connection, which cancels the command.
+   * Rejects with SandboxAPIError for errors found before the stream starts (404, 400) and
+   * SandboxConnectionError if the stream ends without a final event.
+   */
+  async *execStream(
+    command: string | string[],
+    options: ExecOptions = {},
+  ): AsyncGenerator<ExecEvent, void, undefined> {
+    const res = await this.#t.send("POST", await this.#path("/exec/stream"), {
+      json: execBody(command, options),
+      accept: "application/x-ndjson",
+    });
+    const reader = res.body!.getReader();
+    const decoder = new TextDecoder();
+    let buf = "";
+    let finished = false;
+    try {
+      for (;;) {
+        let chunk: ReadableStreamReadResult<Uint8Array>;
+        try {
+          chunk = await reader.read();
+        } catch (e) {
+          throw new SandboxConnectionError(`exec stream broke: ${(e as Error).message}`, {
+            cause: e,
+          });
+        }
+        if (chunk.done) break;
+        buf += decoder.decode(chunk.value, { stream: true });
+        let nl: number;
+        while ((nl = buf.indexOf("\n")) >= 0) {
+          const line = buf.slice(0, nl).trim();
+          buf = buf.slice(nl + 1);
+          if (!line) continue;
+          const ev = JSON.parse(line);
+          if (ev.type === "stdout" || ev.type === "stderr") {
+            yield { type: ev.type, data: ev.data ?? "" };
+          } else if (ev.type === "exit") {
+            finished = true;
+            const exit = exitInfo(ev);
+            yield { type: "exit", ok: isOk(exit), ...exit };
+            return;
+          } else if (ev.type === "error") {
+            finished = true;
+            yield { type: "error", code: ev.code ?? "internal", message: ev.message ?? "" };
+            return;
+          }
+        }
+      }
+      if (!finished) throw new SandboxConnectionError("exec stream ended without an exit event");
+    } finally {
+      await reader.cancel().catch(() => {});
+    }
+  }
+
+  /**
+   * Runs a program given as text; the interpreter reads it from stdin. language: "python"
+   * (python3), "javascript"/"node", "sh", "bash". It must exist in the template.
+   * Resolves with ExecResult; throws TypeError for an unknown language.
+   */
+  async runCode(
+    code: string,
+    language = "python",
+    options: Omit<ExecOptions, "stdin" | "args"> = {},
+  ): Promise<ExecResult> {
+    const argv = LANGUAGES[language.toLowerCase()];
+    if (!argv) {
+      throw new TypeError(
+        `runCode: unsupported language ${JSON.stringify(language)} ` +
+          `(use one of ${Object.keys(LANGUAGES).join(", ")})`,
+      );
+    }
+    return this.exec(argv, { ...options, stdin: code });
+  }
+
+  /**
+   * Writes a whole file, creating parent directories (PUT .../files?path=&mode=).
+   * data: bytes as is, or a string written as UTF-8 (empty is fine). mode: permission bits,
+   * a number (0o755) or octal text ("755"); default 0644. Relative paths are under
+   * /workspace. Rejects with SandboxAPIError 400 (outside /workspace, bad mode), 413 (too big).
+   */
+  async writeFile(
+    path: string,
+    data: Uint8Array | string,
+    options: { mode?: number | string } = {},
+  ): Promise<WriteResult> {
+    const body = typeof data === "string" ? new TextEncoder().encode(data) : data;
+    return this.#t.json("PUT", await this.#path("/files"), {
+      query: { path, mode: modeText(options.mode) },
+      body,
+    });
+  }
+
+  /** Reads a whole file (GET .../files?path=): resolves with {path, content} where content is
+   * the exact bytes. Rejects with NotFoundError (missing), SandboxAPIError 400 (a directory). */
+  async readFile(path: string): Promise<{ path: string; content: Uint8Array }> {
+    const content = await this.#t.bytes("GET", await this.#path("/files"), { query: { path } });
+    return { path, content };
+  }
+
+  /** readFile() decoded as UTF-8 text (invalid bytes become U+FFFD). */
+  async readText(path: string): Promise<string> {
+    return new TextDecoder().decode((await this.readFile(path)).content);
+  }
+
+  /** Lists a directory sorted by name, dotfiles included (GET .../files/list); recursive lists
+   * the whole tree. Rejects with NotFoundError, SandboxAPIError 400 (not a directory). */
+  async listFiles(path = "/workspace", options: { recursive?: boolean } = {}): Promise<FileInfo[]> {
+    // eslint-disable-next-line @typescript-eslint/no-explicit-any
+    const o: any = await this.#t.json("GET", await this.#path("/files/list"), {
+      query: { path, recursive: options.recursive ? "true" : undefined },
+    });
+    return (o.entries ?? []).map(fileInfo);
+  }
+
+  /**
+   * Node only: copies a local directory's contents (files, directories, symlinks, modes)
+   * into remoteDir, created if missing, as one tar (PUT .../archive?path=).
+   * Resolves with {entries, bytes} of the server.
+   */
+  async uploadDir(
+    localDir: string,
+    remoteDir = "/workspace",
+  ): Promise<{ entries: number; bytes: number }> {
+    const fs = await import("node:fs/promises");
+    const nodePath = await import("node:path");
+    const entries: TarEntry[] = [];
+    const walk = async (dir: string, rel: string): Promise<void> => {
+      const names = (await fs.readdir(dir)).sort();
+      for (const name of names) {
+        const full = nodePath.join(dir, name);
+        const r = rel ? `${rel}/${name}` : name;
+        const st = await fs.lstat(full);
+        if (st.isSymbolicLink()) {
+          entries.push({ name: r, type: "symlink", mode: 0o777, linkname: await fs.readlink(full) });
+        } else if (st.isDirectory()) {
+          entries.push({ name: r, type: "dir", mode: st.mode & 0o7777 });
+          await walk(full, r);
+        } else if (st.isFile()) {
+          entries.push({ name: r, type: "file", mode: st.mode & 0o7777, data: await fs.readFile(full) });
+        }
+      }
+    };
+    await walk(localDir, "");
+    return this.#t.json("PUT", await this.#path("/archive"), {
+      query: { path: remoteDir },
+      body: writeTar(entries),
+    });
+  }
+
+  /**
+   * Node only: copies remoteDir's contents into localDir (created if missing) from one tar
+   * (GET .../archive?path=). Members that would land outside localDir (absolute, "..",
+   * symlinks pointing out), hard links and devices are refused (Error) before anything is
+   * written. Resolves with the number of entries written.
+   */
+  async downloadDir(remoteDir: string, localDir: string): Promise<number> {
+    const fs = await import("node:fs/promises");
+    const nodePath = await import("node:path");
+    const tar = await this.#t.bytes("GET", await this.#path("/archive"), {
+      query: { path: remoteDir },
+    });
+    const members = readTar(tar).filter((m) => m.name !== "" && m.name !== ".");
+    const root = nodePath.resolve(localDir);
+    for (const m of members) {
+      const parts = m.name.split("/");
+      if (m.name.startsWith("/") || parts.includes("..") || m.name.includes("\0")) {
+        throw new Error(`downloadDir: unsafe member name ${JSON.stringify(m.name)}`);
+      }
+      if (m.type === "hardlink" || m.type === "other") {
+        throw new Error(`downloadDir: refusing member ${JSON.stringify(m.name)} (${m.type})`);
+      }
+      if (m.type === "symlink") {
+        const dest = nodePath.posix.normalize(nodePath.posix.join(nodePath.posix.dirname(m.name), m.linkname));
+        if (m.linkname.startsWith("/") || dest === ".." || dest.startsWith("../")) {
+          throw new Error(`downloadDir: symlink ${JSON.stringify(m.name)} points outside`);
+        }
+      }
+    }
+    await fs.mkdir(root, { recursive: true });
+    let count = 0;
+    for (const m of members) {
+      const target = nodePath.join(root, ...m.name.split("/"));
+      if (m.type === "dir") {
+        await fs.mkdir(target, { recursive: true });
+        await fs.chmod(target, (m.mode & 0o7777) | 0o700);
+      } else if (m.type === "symlink") {
+        await fs.mkdir(nodePath.dirname(target), { recursive: true });
+        await fs.rm(target, { force: true });
+        await fs.symlink(m.linkname, target);
+      } else {
+        await fs.mkdir(nodePath.dirname(target), { recursive: true });
+        await fs.rm(target, { force: true });
+        await fs.writeFile(target, m.data, { mode: m.mode & 0o7777 });
+        await fs.chmod(target, m.mode & 0o7777);
+      }
+      count++;
+    }
+    return count;
+  }
+
+  /** Snapshots the workspace (POST .../snapshots); name is an optional label. */
+  async snapshot(name?: string): Promise<SnapshotInfo> {
+    return snapshotInfo(
+      await this.#t.json("POST", await this.#path("/snapshots"), {
+        json: name ? { name } : undefined,
+      }),
+    );
+  }
+
+  /** Restores the workspace to one of this sandbox's snapshots (POST .../rollback); resolves
+   * with the new SandboxInfo. Rejects with NotFoundError for an unknown snapshot. */
+  async rollback(snapshot: SnapshotInfo | string): Promise<SandboxInfo> {
+    const id = typeof snapshot === "string" ? snapshot : snapshot.id;
+    this.#info = sandboxInfo(
+      await this.#t.json("POST", await this.#path("/rollback"), { json: { snapshot_id: id } }),
+    );
+    return this.#info;
+  }
+
+  /** Sets the time to live to `seconds` from now (POST .../timeout); resolves with the new
+   * SandboxInfo (its new expiresAt). Rejects with SandboxAPIError 400 when out of range. */
+  async setTimeout(seconds: number): Promise<SandboxInfo> {
+    this.#info = sandboxInfo(
+      await this.#t.json("POST", await this.#path("/timeout"), {
+        json: { timeout_seconds: Math.round(seconds) },
+      }),
+    );
+    return this.#info;
+  }
+
+  /** Destroys the sandbox (DELETE /v1/sandboxes/{id}). Rejects with NotFoundError when it is
+   * already gone, unless options.missingOk. */
+  async destroy(options: { missingOk?: boolean } = {}): Promise<void> {
+    try {
+      await this.#t.bytes("DELETE", await this.#path());
+    } catch (e) {
+      if (options.missingOk && (e as { statusCode?: number }).statusCode === 404) return;
+      throw e;
+    }
+  }
+}

@@ -1,0 +1,203 @@
+// Shapes returned by the SDK (camelCase views of the server's JSON).
+
+/** The server's view of a sandbox. Times are RFC 3339 UTC text; cpus in cores; memoryMb and
+ * workspaceMb in MiB; timeouts in seconds. */
+export interface SandboxInfo {
+  id: string;
+  status: string;
+  template: string;
+  cpus: number;
+  memoryMb: number;
+  pidsLimit: number;
+  workspaceMb: number;
+  network: boolean;
+  readOnlyRootfs: boolean;
+  envKeys: string[];
+  createdAt: string;
+  expiresAt: string;
+  timeoutSeconds: number;
+  idleTimeoutSeconds: number;
+  sourceSnapshotId: string | null;
+  errorMessage?: string;
+}
+
+/** Options of Sandbox.create(); omitted values take the server's defaults. */
+export interface CreateOptions {
+  /** Template name (default "base"). */
+  template?: string;
+  /** CPU cores, e.g. 0.5. */
+  cpus?: number;
+  /** Memory limit in MiB. */
+  memoryMb?: number;
+  /** Process limit. */
+  pidsLimit?: number;
+  /** Workspace size in MiB. */
+  workspaceMb?: number;
+  /** Time to live in seconds. */
+  timeoutSeconds?: number;
+  /** Idle time after which the sandbox is reaped, in seconds. */
+  idleTimeoutSeconds?: number;
+  /** Variables set for every command. */
+  env?: Record<string, string>;
+  /** Network access (default false). */
+  network?: boolean;
+}
+
+/** Options of Sandbox.fork(): overrides of the source sandbox's settings. */
+export interface ForkOptions {
+  cpus?: number;
+  memoryMb?: number;
+  network?: boolean;
+  timeoutSeconds?: number;
+}
+
+/** Options of exec / execStream / run. */
+export interface ExecOptions {
+  /** Arguments: with args, `command` is the program and nothing is shell-expanded. */
+  args?: string[];
+  /** Extra environment variables. */
+  env?: Record<string, string>;
+  /** Working directory; relative paths are under /workspace. */
+  cwd?: string;
+  /** Kill the command after this many seconds (the result then has timedOut true). */
+  timeoutSeconds?: number;
+  /** Text fed to the command's stdin. */
+  stdin?: string;
+  /** Cap on stdout+stderr bytes kept. */
+  maxOutputBytes?: number;
+  /** "sandbox" (default) or "root". */
+  user?: "sandbox" | "root";
+}
+
+/** One piece of output, in the order the command wrote it. */
+export interface OutputChunk {
+  type: "stdout" | "stderr";
+  data: string;
+}
+
+/** How a command ended. */
+export interface ExitInfo {
+  exitCode: number;
+  /** The signal that ended it, 0 if none. */
+  signal: number;
+  timedOut: boolean;
+  truncated: boolean;
+  oomKilled: boolean;
+  /** Wall-clock run time in milliseconds. */
+  durationMs: number;
+}
+
+/** The result of exec / run / runCode. A non-zero exit is not an error: check `ok`. */
+export interface ExecResult extends ExitInfo {
+  stdout: string;
+  stderr: string;
+  /** exitCode 0, not timed out, no signal. */
+  ok: boolean;
+  /** The output as chunks (stdout then stderr; seed A's `result.output[0].data`). */
+  output: OutputChunk[];
+}
+
+/** Events of execStream: output chunks, then exactly one "exit" or "error". */
+export type ExecEvent =
+  | OutputChunk
+  | ({ type: "exit"; ok: boolean } & ExitInfo)
+  | { type: "error"; code: string; message: string };
+
+/** An entry of listFiles (the server's stat shape). mode is the permission bits as a number
+ * (e.g. 0o644); mtime is RFC 3339 text; linkTarget only for symlinks. */
+export interface FileInfo {
+  name: string;
+  path: string;
+  type: "file" | "dir" | "symlink" | "fifo" | "socket" | "char" | "block";
+  size: number;
+  mode: number;
+  uid: number;
+  gid: number;
+  mtime: string;
+  linkTarget?: string;
+}
+
+/** The answer of writeFile: the absolute path, size in bytes and mode as octal text. */
+export interface WriteResult {
+  path: string;
+  size: number;
+  mode: string;
+}
+
+/** A snapshot of a workspace; sizes in bytes. */
+export interface SnapshotInfo {
+  id: string;
+  sandboxId: string | null;
+  name: string | null;
+  template: string;
+  sizeBytes: number;
+  contentBytes: number;
+  createdAt: string;
+}
+
+// ---- conversions from the wire (snake_case) ------------------------------------------------
+
+/* eslint-disable @typescript-eslint/no-explicit-any */
+export function sandboxInfo(o: any): SandboxInfo {
+  const info: SandboxInfo = {
+    id: o.id,
+    status: o.status,
+    template: o.template,
+    cpus: o.cpus,
+    memoryMb: o.memory_mb,
+    pidsLimit: o.pids_limit,
+    workspaceMb: o.workspace_mb,
+    network: o.network,
+    readOnlyRootfs: o.read_only_rootfs,
+    envKeys: o.env_keys ?? [],
+    createdAt: o.created_at,
+    expiresAt: o.expires_at,
+    timeoutSeconds: o.timeout_seconds,
+    idleTimeoutSeconds: o.idle_timeout_seconds,
+    sourceSnapshotId: o.source_snapshot_id ?? null,
+  };
+  if (o.error_message) info.errorMessage = o.error_message;
+  return info;
+}
+
+export function snapshotInfo(o: any): SnapshotInfo {
+  return {
+    id: o.id,
+    sandboxId: o.sandbox_id ?? null,
+    name: o.name ?? null,
+    template: o.template,
+    sizeBytes: o.size_bytes,
+    contentBytes: o.content_bytes,
+    createdAt: o.created_at,
+  };
+}
+
+export function fileInfo(o: any): FileInfo {
+  const f: FileInfo = {
+    name: o.name,
+    path: o.path,
+    type: o.type,
+    size: o.size,
+    mode: parseInt(o.mode, 8),
+    uid: o.uid,
+    gid: o.gid,
+    mtime: o.mtime,
+  };
+  if (o.link_target !== undefined) f.linkTarget = o.link_target;
+  return f;
+}
+
+export function exitInfo(o: any): ExitInfo {
+  return {
+    exitCode: o.exit_code,
+    signal: o.signal ?? 0,
+    timedOut: Boolean(o.timed_out),
+    truncated: Boolean(o.truncated),
+    oomKilled: Boolean(o.oom_killed),
+    durationMs: o.duration_ms ?? 0,
+  };
+}
+
+export function isOk(e: ExitInfo): boolean {
+  return e.exitCode === 0 && !e.timedOut && !e.signal;
+}
