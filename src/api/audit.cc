@@ -1,8 +1,7 @@
 #include "api/audit.h"
 
-#include <boost/json.hpp>
-
 #include <atomic>
+#include <boost/json.hpp>
 #include <mutex>
 
 namespace asb::api {

@@ -16,9 +16,9 @@
 namespace asb::api {
 
 struct CallInfo {
-  std::string action;   // "sandbox.create", ..., or "<METHOD> <route>" for routes without a name
-  std::string target;   // command line, path, "from -> to", template, key id; "" if none
-  bool audited = false; // a mutating call (not GET/HEAD) or an exec
+  std::string action;    // "sandbox.create", ..., or "<METHOD> <route>" for routes without a name
+  std::string target;    // command line, path, "from -> to", template, key id; "" if none
+  bool audited = false;  // a mutating call (not GET/HEAD) or an exec
   bool exec = false;
   bool stream_exec = false;
   bool create = false;  // POST /v1/sandboxes

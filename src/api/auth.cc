@@ -62,7 +62,8 @@ std::string WireResult(int status, const std::string& body) {
     auto pos = body.find("\"code\":\"");
     if (pos != std::string::npos) {
       auto end = body.find('"', pos + 8);
-      if (end != std::string::npos && end - pos - 8 < 40) return body.substr(pos + 8, end - pos - 8);
+      if (end != std::string::npos && end - pos - 8 < 40)
+        return body.substr(pos + 8, end - pos - 8);
     }
   } catch (...) {
   }
@@ -120,8 +121,9 @@ void AuthLayer::AddRoutes(Router& router) {
 Router AuthLayer::Wrap(const Router& inner) {
   Router out;
   for (const Route& r : inner.routes()) {
-    out.Add(r.method, r.pattern, [this, route = r](HttpRequest& req) { return Handle(route, req); },
-            r.options);
+    out.Add(
+        r.method, r.pattern, [this, route = r](HttpRequest& req) { return Handle(route, req); },
+        r.options);
   }
   return out;
 }
@@ -224,8 +226,8 @@ HttpResponse AuthLayer::Handle(const Route& route, HttpRequest& req) {
       metrics_.CountAuth("rate_limited");
       refused = ErrorResponse(
           Error::LimitExceeded("rate limit of " + std::to_string(p.rate_limit_per_minute) +
-                               " requests per minute exceeded; retry in " +
-                               std::to_string(wait) + " s"),
+                               " requests per minute exceeded; retry in " + std::to_string(wait) +
+                               " s"),
           req.request_id);
       refused->headers.emplace_back("Retry-After", std::to_string(wait));
     } else if (std::string_view scope = RequiredScope(route.pattern); !p.HasScope(scope)) {
@@ -252,10 +254,10 @@ HttpResponse AuthLayer::Handle(const Route& route, HttpRequest& req) {
       auto live = manager_.List(p.lineage);
       if (live && static_cast<int64_t>(live->size()) >= p.max_sandboxes) {
         metrics_.CountAuth("quota");
-        out = ErrorResponse(Error::LimitExceeded("this API key may have at most " +
-                                                 std::to_string(p.max_sandboxes) +
-                                                 " sandboxes at once"),
-                            req.request_id);
+        out = ErrorResponse(
+            Error::LimitExceeded("this API key may have at most " +
+                                 std::to_string(p.max_sandboxes) + " sandboxes at once"),
+            req.request_id);
       } else {
         out = route.handler(req);
       }
@@ -307,28 +309,28 @@ HttpResponse AuthLayer::Handle(const Route& route, HttpRequest& req) {
     std::string pattern = route.pattern;
     std::string method = route.method;
     int status = out.status;
-    out.stream = ObserveStream(
-        out.stream, exec,
-        [this, ev, exec, audited, pattern, method, status, start](
-            uint64_t bytes, const ExecEnd& end, bool cancelled) mutable {
-          int64_t ms = clock_.MonotonicMs() - start;
-          metrics_.AddStreamBytes(pattern, bytes);
-          metrics_.ObserveHttp(method, pattern, status, Seconds(ms));
-          if (exec) metrics_.ObserveExec("stream", ExecResultWord(end), Seconds(ms));
-          if (!audited) return;
-          ev.duration_ms = ms;
-          if (exec) {
-            ev.exit_code = end.exit_code;
-            if (cancelled) {
-              ev.result = "cancelled";
-            } else if (end.error) {
-              ev.result = "error";
-            } else if (end.timed_out) {
-              ev.result = "timed_out";
-            }
-          }
-          Audit(std::move(ev));
-        });
+    out.stream = ObserveStream(out.stream, exec,
+                               [this, ev, exec, audited, pattern, method, status, start](
+                                   uint64_t bytes, const ExecEnd& end, bool cancelled) mutable {
+                                 int64_t ms = clock_.MonotonicMs() - start;
+                                 metrics_.AddStreamBytes(pattern, bytes);
+                                 metrics_.ObserveHttp(method, pattern, status, Seconds(ms));
+                                 if (exec)
+                                   metrics_.ObserveExec("stream", ExecResultWord(end), Seconds(ms));
+                                 if (!audited) return;
+                                 ev.duration_ms = ms;
+                                 if (exec) {
+                                   ev.exit_code = end.exit_code;
+                                   if (cancelled) {
+                                     ev.result = "cancelled";
+                                   } else if (end.error) {
+                                     ev.result = "error";
+                                   } else if (end.timed_out) {
+                                     ev.result = "timed_out";
+                                   }
+                                 }
+                                 Audit(std::move(ev));
+                               });
     return out;
   }
 

@@ -153,9 +153,9 @@ class AuthLayer {
 };
 
 /// Route handlers of this issue (one file per resource).
-void AddKeyRoutes(Router& router, AuthLayer& auth);       // handlers_keys.cc
-void AddEventRoutes(Router& router, AuthLayer& auth);     // handlers_events.cc
-void AddObserveRoutes(Router& router, AuthLayer& auth);   // handlers_observe.cc
+void AddKeyRoutes(Router& router, AuthLayer& auth);      // handlers_keys.cc
+void AddEventRoutes(Router& router, AuthLayer& auth);    // handlers_events.cc
+void AddObserveRoutes(Router& router, AuthLayer& auth);  // handlers_observe.cc
 
 }  // namespace asb::api
 

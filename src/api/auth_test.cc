@@ -1,8 +1,9 @@
 // Unit tests of the auth layer's pure parts: the sliding-window rate limiter exact at its
 // boundary, expiry parsing, the metrics exposition text, and JSON log lines.
+#include "api/auth.h"
+
 #include <gtest/gtest.h>
 
-#include "api/auth.h"
 #include "api/json_log.h"
 #include "api/metrics.h"
 

@@ -58,10 +58,13 @@ Result<int64_t> ParseExpiry(std::string_view text, int64_t now_ms) {
   if (text.empty() || text == "never") return 0;
   std::string s(text);
   char unit = s.back();
-  int64_t mult = unit == 'd' ? 86'400'000 : unit == 'h' ? 3'600'000 : unit == 'm' ? 60'000
-               : unit == 's' ? 1000 : 0;
-  if (mult != 0 && s.size() > 1 &&
-      s.find_first_not_of("0123456789", 0) == s.size() - 1 && s.size() <= 10) {
+  int64_t mult = unit == 'd'   ? 86'400'000
+                 : unit == 'h' ? 3'600'000
+                 : unit == 'm' ? 60'000
+                 : unit == 's' ? 1000
+                               : 0;
+  if (mult != 0 && s.size() > 1 && s.find_first_not_of("0123456789", 0) == s.size() - 1 &&
+      s.size() <= 10) {
     int64_t n = std::stoll(s.substr(0, s.size() - 1));
     if (n <= 0) return Fail(Error::InvalidArgument("expires: the duration must be > 0"));
     return now_ms + n * mult;
@@ -70,7 +73,8 @@ Result<int64_t> ParseExpiry(std::string_view text, int64_t now_ms) {
   if (!t) {
     return Fail(Error::InvalidArgument(
         "expires: must be 'never', a duration such as 30d, 12h, 45m, 90s, or an RFC 3339 UTC "
-        "time such as 2027-01-31T00:00:00Z; got '" + s + "'"));
+        "time such as 2027-01-31T00:00:00Z; got '" +
+        s + "'"));
   }
   int64_t ms = *t;
   if (ms <= now_ms) return Fail(Error::InvalidArgument("expires: must be in the future"));

@@ -82,7 +82,7 @@ void AddObserveRoutes(Router& router, AuthLayer& auth) {
       all &= static_cast<bool>(st);
       checks["backend"] = Check(bool(st), st ? std::string(b->name()) : st.error().message());
     }
-    struct statvfs vfs{};
+    struct statvfs vfs {};
     const std::string& dir = auth.options().data_dir;
     if (!dir.empty()) {
       if (::statvfs(dir.c_str(), &vfs) == 0) {
@@ -96,7 +96,8 @@ void AddObserveRoutes(Router& router, AuthLayer& auth) {
       }
     }
     int64_t mem = MemAvailableBytes();
-    bool mem_ok = mem < 0 || static_cast<uint64_t>(mem) >= auth.options().min_available_memory_bytes;
+    bool mem_ok =
+        mem < 0 || static_cast<uint64_t>(mem) >= auth.options().min_available_memory_bytes;
     all &= mem_ok;
     checks["memory"] =
         Check(mem_ok, mem < 0 ? "unknown" : std::to_string(mem >> 20) + " MiB available");
@@ -110,12 +111,15 @@ void AddObserveRoutes(Router& router, AuthLayer& auth) {
 
   RouteOptions fast;
   fast.blocking = false;
-  router.Add("GET", "/health", [](HttpRequest&) {
-    json::object o;
-    o["status"] = "ok";
-    o["version"] = ASB_VERSION;
-    return JsonResponse(200, json::serialize(o));
-  }, fast);
+  router.Add(
+      "GET", "/health",
+      [](HttpRequest&) {
+        json::object o;
+        o["status"] = "ok";
+        o["version"] = ASB_VERSION;
+        return JsonResponse(200, json::serialize(o));
+      },
+      fast);
 }
 
 }  // namespace asb::api

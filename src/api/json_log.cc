@@ -18,11 +18,21 @@ void Escape(std::string& out, std::string_view s) {
   for (char ch : s) {
     auto c = static_cast<unsigned char>(ch);
     switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\r': out += "\\r"; break;
-      case '\t': out += "\\t"; break;
+      case '"':
+        out += "\\\"";
+        break;
+      case '\\':
+        out += "\\\\";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      case '\r':
+        out += "\\r";
+        break;
+      case '\t':
+        out += "\\t";
+        break;
       default:
         if (c < 0x20 || c == 0x7f) {
           out += "\\u00";
@@ -38,8 +48,8 @@ void Escape(std::string& out, std::string_view s) {
 class JsonFormatter final : public spdlog::formatter {
  public:
   void format(const spdlog::details::log_msg& msg, spdlog::memory_buf_t& dest) override {
-    auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(msg.time.time_since_epoch())
-                  .count();
+    auto ms =
+        std::chrono::duration_cast<std::chrono::milliseconds>(msg.time.time_since_epoch()).count();
     std::time_t secs = static_cast<std::time_t>(ms / 1000);
     std::tm tm{};
     gmtime_r(&secs, &tm);
@@ -96,6 +106,8 @@ std::string JsonLogLine(std::string_view ts, std::string_view level, std::string
   return out;
 }
 
-void UseJsonLogFormat() { spdlog::default_logger()->set_formatter(std::make_unique<JsonFormatter>()); }
+void UseJsonLogFormat() {
+  spdlog::default_logger()->set_formatter(std::make_unique<JsonFormatter>());
+}
 
 }  // namespace asb::api

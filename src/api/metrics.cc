@@ -9,7 +9,7 @@ namespace {
 
 // Upper bounds in seconds, shared by every latency histogram: 1 ms .. 5 min.
 constexpr double kBuckets[] = {0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25,
-                               0.5,   1,      2.5,   5,    10,    30,    60,  300};
+                               0.5,   1,      2.5,   5,    10,    30,   60,  300};
 constexpr size_t kNumBuckets = sizeof(kBuckets) / sizeof(kBuckets[0]);
 
 std::string Label(std::string_view name, std::string_view value) {
@@ -24,8 +24,7 @@ std::string Num(double v) {
   return buf;
 }
 
-void Header(std::string& out, std::string_view name, std::string_view help,
-            std::string_view type) {
+void Header(std::string& out, std::string_view name, std::string_view help, std::string_view type) {
   out += "# HELP ";
   out += name;
   out += ' ';
@@ -92,8 +91,8 @@ void Metrics::RenderHistogram(std::string& out, std::string_view name, std::stri
       out += std::string(name) + "_bucket{" + labels + ",le=\"" + Num(kBuckets[i]) + "\"} " +
              std::to_string(cum) + "\n";
     }
-    out += std::string(name) + "_bucket{" + labels + ",le=\"+Inf\"} " + std::to_string(h.count) +
-           "\n";
+    out +=
+        std::string(name) + "_bucket{" + labels + ",le=\"+Inf\"} " + std::to_string(h.count) + "\n";
     out += std::string(name) + "_sum{" + labels + "} " + Num(h.sum) + "\n";
     out += std::string(name) + "_count{" + labels + "} " + std::to_string(h.count) + "\n";
   }
@@ -162,8 +161,8 @@ std::string Metrics::Render(const Gauges& g) const {
     }
   }
   std::lock_guard<std::mutex> lock(mu_);
-  RenderCounter(out, "asb_http_requests_total", "HTTP requests by method, route template and status.",
-                http_requests_);
+  RenderCounter(out, "asb_http_requests_total",
+                "HTTP requests by method, route template and status.", http_requests_);
   RenderHistogram(out, "asb_http_request_duration_seconds",
                   "HTTP request latency by method, route template and status.", http_seconds_);
   RenderCounter(out, "asb_auth_results_total", "Authentication and authorization outcomes.",

@@ -9,6 +9,8 @@
 //   keys list | revoke ID | enable ID | rotate ID | delete ID
 // --data-dir (env AGENT_SANDBOX_DATA_DIR, default /var/lib/agent-sandbox); --json for
 // machine-readable output. Exit 0, or 125 with "agent-sandbox: <message>".
+#include "store/keys.h"
+
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -21,7 +23,6 @@
 #include "cli/server_commands.h"
 #include "common/clock.h"
 #include "core/config.h"
-#include "store/keys.h"
 #include "store/store.h"
 
 namespace asb::cli {
@@ -140,8 +141,9 @@ int OnKey(const KeysFlags& f, const std::string& verb) {
 void RegisterKeysCommand(CLI::App& app) {
   auto f = std::make_shared<KeysFlags>();
   CLI::App* keys = app.add_subcommand(
-      "keys", "Manage API keys in the data directory's database (works with or without a "
-              "running server)");
+      "keys",
+      "Manage API keys in the data directory's database (works with or without a "
+      "running server)");
   keys->require_subcommand(1);
   keys->add_option("--data-dir", f->data_dir,
                    "data directory (env AGENT_SANDBOX_DATA_DIR, default /var/lib/agent-sandbox)");

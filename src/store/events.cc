@@ -11,9 +11,16 @@ Result<int64_t> EventStore::Append(const EventRecord& e) {
                    "INSERT INTO events (time_ms, request_id, key_id, owner, sandbox_id, action, "
                    "target, status, result, exit_code, duration_ms) "
                    "VALUES (?,?,?,?,?,?,?,?,?,?,?)"));
-  st.Bind(1, e.time_ms).Bind(2, e.request_id).Bind(3, e.key_id).Bind(4, e.owner)
-      .Bind(5, e.sandbox_id).Bind(6, e.action).Bind(7, e.target).Bind(8, e.status)
-      .Bind(9, e.result).Bind(11, e.duration_ms);
+  st.Bind(1, e.time_ms)
+      .Bind(2, e.request_id)
+      .Bind(3, e.key_id)
+      .Bind(4, e.owner)
+      .Bind(5, e.sandbox_id)
+      .Bind(6, e.action)
+      .Bind(7, e.target)
+      .Bind(8, e.status)
+      .Bind(9, e.result)
+      .Bind(11, e.duration_ms);
   if (e.exit_code) {
     st.Bind(10, *e.exit_code);
   } else {

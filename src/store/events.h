@@ -18,16 +18,16 @@
 namespace asb::store {
 
 struct EventRecord {
-  int64_t seq = 0;               // assigned by Append: increasing, the paging cursor
+  int64_t seq = 0;  // assigned by Append: increasing, the paging cursor
   int64_t time_ms = 0;
   std::string request_id;
-  std::string key_id;            // "" when auth is off
-  std::string owner;             // the key's lineage (tenant); "" when auth is off
-  std::string sandbox_id;        // "" for calls about no sandbox (keys)
-  std::string action;            // "sandbox.create", "exec", "file.write", ...
-  std::string target;            // command line or path; "" if none
-  int64_t status = 0;            // HTTP status of the answer
-  std::string result;            // "ok" or the wire error code
+  std::string key_id;      // "" when auth is off
+  std::string owner;       // the key's lineage (tenant); "" when auth is off
+  std::string sandbox_id;  // "" for calls about no sandbox (keys)
+  std::string action;      // "sandbox.create", "exec", "file.write", ...
+  std::string target;      // command line or path; "" if none
+  int64_t status = 0;      // HTTP status of the answer
+  std::string result;      // "ok" or the wire error code
   std::optional<int64_t> exit_code;
   int64_t duration_ms = 0;
 };
@@ -37,9 +37,9 @@ struct EventFilter {
   std::optional<std::string> sandbox_id;
   std::optional<std::string> key_id;
   std::optional<std::string> owner;
-  int64_t since_ms = 0;          // time_ms >= since_ms
-  int64_t after_seq = 0;         // cursor: seq > after_seq
-  int64_t limit = 100;           // at most this many (1..1000)
+  int64_t since_ms = 0;   // time_ms >= since_ms
+  int64_t after_seq = 0;  // cursor: seq > after_seq
+  int64_t limit = 100;    // at most this many (1..1000)
 };
 
 class EventStore {

@@ -85,8 +85,8 @@ Result<std::vector<std::string>> ParseScopes(std::string_view text) {
   auto flush = [&]() -> Status {
     if (cur.empty()) return {};
     if (cur != kScopeExec && cur != kScopeAdmin && cur != kScopeMetrics) {
-      return Fail(Error::InvalidArgument("unknown scope '" + cur +
-                                         "' (scopes are exec, admin, metrics)"));
+      return Fail(
+          Error::InvalidArgument("unknown scope '" + cur + "' (scopes are exec, admin, metrics)"));
     }
     out.push_back(cur);
     cur.clear();
@@ -119,11 +119,21 @@ Result<CreatedKey> KeyStore::InsertLocked(KeyRecord r, std::string raw) {
   std::string sql = "INSERT INTO api_keys (" + std::string(kKeyColumns) +
                     ") VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)";
   ASB_ASSIGN_OR_RETURN(Stmt st, store_.db().Prepare(sql));
-  st.Bind(1, r.id).Bind(2, r.name).Bind(3, r.key_prefix).Bind(4, r.key_hash)
-      .Bind(5, JoinScopes(r.scopes)).Bind(6, r.rate_limit_per_minute).Bind(7, r.max_sandboxes)
-      .Bind(8, r.created_at_ms).Bind(9, r.last_used_at_ms).Bind(10, r.expires_at_ms)
-      .Bind(11, int64_t{r.enabled ? 1 : 0}).Bind(12, r.revoked_at_ms).Bind(13, r.lineage)
-      .Bind(14, r.rotated_at_ms).Bind(15, r.replaced_by);
+  st.Bind(1, r.id)
+      .Bind(2, r.name)
+      .Bind(3, r.key_prefix)
+      .Bind(4, r.key_hash)
+      .Bind(5, JoinScopes(r.scopes))
+      .Bind(6, r.rate_limit_per_minute)
+      .Bind(7, r.max_sandboxes)
+      .Bind(8, r.created_at_ms)
+      .Bind(9, r.last_used_at_ms)
+      .Bind(10, r.expires_at_ms)
+      .Bind(11, int64_t{r.enabled ? 1 : 0})
+      .Bind(12, r.revoked_at_ms)
+      .Bind(13, r.lineage)
+      .Bind(14, r.rotated_at_ms)
+      .Bind(15, r.replaced_by);
   ASB_TRY_CTX(st.Run(), "insert api key");
   return CreatedKey{std::move(r), std::move(raw)};
 }
@@ -206,8 +216,8 @@ Result<int64_t> KeyStore::CountUsable(int64_t now_ms) {
 
 Status KeyStore::SetEnabled(std::string_view id, bool enabled, int64_t now_ms) {
   std::lock_guard<std::mutex> lock(store_.lock());
-  ASB_ASSIGN_OR_RETURN(Stmt st, store_.db().Prepare(
-                                    "UPDATE api_keys SET enabled = ?, revoked_at = ? WHERE id = ?"));
+  ASB_ASSIGN_OR_RETURN(
+      Stmt st, store_.db().Prepare("UPDATE api_keys SET enabled = ?, revoked_at = ? WHERE id = ?"));
   st.Bind(1, int64_t{enabled ? 1 : 0}).Bind(2, enabled ? int64_t{0} : now_ms).Bind(3, id);
   ASB_TRY_CTX(st.Run(), "update api key");
   if (store_.db().Changes() == 0) {
@@ -221,8 +231,8 @@ Result<CreatedKey> KeyStore::Rotate(std::string_view id, int64_t now_ms) {
   ASB_ASSIGN_OR_RETURN(Transaction tx, Transaction::Begin(store_.db()));
   ASB_ASSIGN_OR_RETURN(KeyRecord old, GetLocked(id));
   if (old.rotated_at_ms != 0) {
-    return Fail(Error::Conflict("key " + old.id + " was already rotated (to " + old.replaced_by +
-                                ")"));
+    return Fail(
+        Error::Conflict("key " + old.id + " was already rotated (to " + old.replaced_by + ")"));
   }
   if (!old.enabled) return Fail(Error::Conflict("key " + old.id + " is revoked"));
   KeyRecord r = old;
@@ -236,9 +246,9 @@ Result<CreatedKey> KeyStore::Rotate(std::string_view id, int64_t now_ms) {
   r.rotated_at_ms = 0;
   r.replaced_by.clear();
   ASB_ASSIGN_OR_RETURN(CreatedKey created, InsertLocked(r, std::move(raw)));
-  ASB_ASSIGN_OR_RETURN(Stmt st, store_.db().Prepare(
-                                    "UPDATE api_keys SET rotated_at = ?, replaced_by = ? "
-                                    "WHERE id = ?"));
+  ASB_ASSIGN_OR_RETURN(Stmt st,
+                       store_.db().Prepare("UPDATE api_keys SET rotated_at = ?, replaced_by = ? "
+                                           "WHERE id = ?"));
   st.Bind(1, now_ms).Bind(2, created.record.id).Bind(3, old.id);
   ASB_TRY_CTX(st.Run(), "mark api key rotated");
   ASB_TRY_CTX(tx.Commit(), "rotate api key");

@@ -30,21 +30,22 @@ inline constexpr std::string_view kScopeMetrics = "metrics";
 
 /// One row of api_keys. `scopes` is a sorted list without duplicates.
 struct KeyRecord {
-  std::string id;            // "key_" + 16 hex
+  std::string id;  // "key_" + 16 hex
   std::string name;
-  std::string key_prefix;    // the first 12 characters of the raw key ("asb_1a2b3c4d"), to tell keys apart
-  std::string key_hash;      // lowercase hex SHA-256 of the raw key
+  std::string
+      key_prefix;  // the first 12 characters of the raw key ("asb_1a2b3c4d"), to tell keys apart
+  std::string key_hash;  // lowercase hex SHA-256 of the raw key
   std::vector<std::string> scopes;
   int64_t rate_limit_per_minute = 0;  // 0 = unlimited
   int64_t max_sandboxes = 0;          // 0 = unlimited (the server's global limit still applies)
   int64_t created_at_ms = 0;
   int64_t last_used_at_ms = 0;
-  int64_t expires_at_ms = 0;          // 0 = never
-  bool enabled = true;                // false after revoke
+  int64_t expires_at_ms = 0;  // 0 = never
+  bool enabled = true;        // false after revoke
   int64_t revoked_at_ms = 0;
-  std::string lineage;                // id of the first key of the rotation chain
-  int64_t rotated_at_ms = 0;          // set when a successor replaced this key
-  std::string replaced_by;            // the successor's id, "" if none
+  std::string lineage;        // id of the first key of the rotation chain
+  int64_t rotated_at_ms = 0;  // set when a successor replaced this key
+  std::string replaced_by;    // the successor's id, "" if none
 
   bool HasScope(std::string_view s) const;
   /// Usable at `now_ms`: enabled, not rotated out, not expired.

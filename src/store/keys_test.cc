@@ -1,9 +1,10 @@
 // KeyStore and EventStore on an in-memory database: keys stored hashed and found by the raw
 // key only, revoke/rotate/expiry states, events filtered, paged and purged.
+#include "store/keys.h"
+
 #include <gtest/gtest.h>
 
 #include "store/events.h"
-#include "store/keys.h"
 
 namespace asb::store {
 namespace {
@@ -31,8 +32,9 @@ TEST(KeysTest, CreatedKeyIsHashedAndFoundOnlyByItsRawKey) {
   EXPECT_EQ(c->record.scopes, (std::vector<std::string>{"exec", "metrics"}));
   EXPECT_EQ(c->record.lineage, c->record.id);
   // Nothing in the table holds the raw key.
-  auto st = store->db().Prepare("SELECT count(*) FROM api_keys WHERE id || name || key_prefix || "
-                                "key_hash || scopes LIKE ?");
+  auto st = store->db().Prepare(
+      "SELECT count(*) FROM api_keys WHERE id || name || key_prefix || "
+      "key_hash || scopes LIKE ?");
   ASSERT_TRUE(st);
   st->Bind(1, "%" + c->raw_key.substr(12) + "%");
   ASSERT_TRUE(*st->Step());
@@ -92,8 +94,7 @@ TEST(KeysTest, RevokeRotateExpireDelete) {
   EXPECT_EQ(keys.Get(r->record.id)->Status(5000), "active");
   ASSERT_TRUE(keys.Delete(r->record.id));
   EXPECT_EQ(keys.Delete(r->record.id).error().code(), ErrorCode::kNotFound);
-  EXPECT_EQ(keys.SetEnabled("key_0000000000000000", false, 1).error().code(),
-            ErrorCode::kNotFound);
+  EXPECT_EQ(keys.SetEnabled("key_0000000000000000", false, 1).error().code(), ErrorCode::kNotFound);
   EXPECT_EQ(keys.List()->size(), 1u);
 }
 
