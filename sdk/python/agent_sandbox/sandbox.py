@@ -107,7 +107,10 @@ class Sandbox:
         Raises SandboxAPIError (400 bad request, 404 no such sandbox), SandboxConnectionError.
         """
         body = _exec_body(command, env, workdir, timeout, stdin, max_output_bytes, user)
-        return ExecResult.from_json(self._t.json("POST", self._path("/exec"), json_body=body))
+        # The answer comes when the command ends: wait at least its own timeout.
+        wait = self._t.timeout if timeout is None else max(self._t.timeout, timeout + 30)
+        return ExecResult.from_json(self._t.json("POST", self._path("/exec"), json_body=body,
+                                                 timeout=wait))
 
     def exec_stream(self, command, env=None, workdir=None, timeout=None, stdin=None,
                     max_output_bytes=None, user=None):

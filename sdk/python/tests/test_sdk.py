@@ -16,6 +16,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 SDK_DIR = os.path.dirname(HERE)
 REPO = os.path.dirname(os.path.dirname(SDK_DIR))
 sys.path.insert(0, SDK_DIR)
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 sys.path.insert(0, os.path.join(REPO, "tests", "e2e"))
 
 import harness  # noqa: E402
