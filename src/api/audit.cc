@@ -119,21 +119,27 @@ CallInfo DescribeCall(const Route& route, const HttpRequest& req) {
 }
 
 ExecEnd ExecEndOfJson(std::string_view json_text) {
+  // A scan, not a parse: a sync exec answer can hold megabytes of output. Inside JSON strings
+  // every quote is escaped, so an unescaped "exit_code": can only be the member itself.
   ExecEnd end;
   end.error = true;
-  try {
-    json::value v = json::parse(json_text);
-    if (!v.is_object()) return end;
-    const json::object& o = v.as_object();
-    const auto* type = o.if_contains("type");
-    if (type && type->is_string() && type->as_string() == "error") return end;
-    if (const auto* code = o.if_contains("exit_code"); code && code->is_int64()) {
-      end.exit_code = code->as_int64();
-      end.error = false;
-    }
-    if (const auto* t = o.if_contains("timed_out"); t && t->is_bool()) end.timed_out = t->as_bool();
-  } catch (const std::exception&) {
+  if (json_text.find("\"type\":\"error\"") != std::string_view::npos) return end;
+  constexpr std::string_view kCode = "\"exit_code\":";
+  size_t pos = json_text.find(kCode);
+  if (pos == std::string_view::npos) return end;
+  pos += kCode.size();
+  bool neg = pos < json_text.size() && json_text[pos] == '-';
+  if (neg) ++pos;
+  int64_t v = 0;
+  size_t digits = 0;
+  while (pos < json_text.size() && digits < 12 && json_text[pos] >= '0' && json_text[pos] <= '9') {
+    v = v * 10 + (json_text[pos++] - '0');
+    ++digits;
   }
+  if (digits == 0) return end;
+  end.exit_code = neg ? -v : v;
+  end.error = false;
+  end.timed_out = json_text.find("\"timed_out\":true") != std::string_view::npos;
   return end;
 }
 

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include "api/audit.h"
 #include "api/json_log.h"
 #include "api/metrics.h"
 
@@ -66,6 +67,20 @@ TEST(JsonLogTest, EscapesAndLiftsFields) {
             "{\"ts\":\"2026-01-01T00:00:00.000Z\",\"level\":\"info\",\"msg\":\"http out "
             "request_id=req_1 key_id=key_2 sandbox_id=- status=200 \\\"quoted\\\"\\n\\u0001\","
             "\"request_id\":\"req_1\",\"key_id\":\"key_2\",\"status\":\"200\"}");
+}
+
+TEST(AuditTest, ExecEndIsFoundWithoutBeingFooledByOutput) {
+  ExecEnd e =
+      ExecEndOfJson(R"({"stdout":"\"exit_code\":99 \"timed_out\":true","stderr":"","exit_code":-3,)"
+                    R"("signal":0,"timed_out":false})");
+  EXPECT_FALSE(e.error);
+  EXPECT_EQ(e.exit_code, -3);
+  EXPECT_FALSE(e.timed_out);
+  e = ExecEndOfJson(R"({"type":"exit","exit_code":0,"timed_out":true})");
+  EXPECT_EQ(e.exit_code, 0);
+  EXPECT_TRUE(e.timed_out);
+  EXPECT_TRUE(ExecEndOfJson(R"({"type":"error","code":"backend_error"})").error);
+  EXPECT_TRUE(ExecEndOfJson("{}").error);
 }
 
 }  // namespace
