@@ -235,5 +235,61 @@ TEST_F(AdversarialTest, FileApiSymlinkRaceStaysInWorkspace) {
   EXPECT_EQ(in_ws.stdout_data, "0\n");
 }
 
+// The file API runs in sandboxd, PID 1 of the sandbox, which holds every capability of the
+// sandbox's user namespace and no seccomp filter: "/proc/self" there is sandboxd itself. With
+// the scope outside the workspace, no magic link (/proc/*/fd, root, cwd, exe) may be followed,
+// sandboxd's memory and environment stay out of the sandbox user's reach, and the
+// environment it has holds nothing of the host server's.
+TEST_F(AdversarialTest, FileApiProcSelfTricks) {
+  ASSERT_EQ(::setenv("ASB_ADV_HOST_CANARY", "host-secret-canary", 1), 0);
+  auto sb = MustCreate(Spec());
+  ::unsetenv("ASB_ADV_HOST_CANARY");
+  ASSERT_TRUE(sb);
+  auto read = [&](const std::string& path, const char* user, uint64_t offset = 0) {
+    protocol::FileReadRequest r;
+    r.path = path;
+    r.offset = offset;
+    r.scope.user = user;
+    r.scope.beneath_workspace = false;
+    return protocol::ReadFile(*sb->connection(), r);
+  };
+  for (const char* user : {protocol::kUserSandbox, protocol::kUserRoot}) {
+    for (const std::string p :
+         {"/proc/self/root/etc/hostname", "/proc/1/root/etc/hostname", "/proc/self/cwd",
+          "/proc/self/exe", "/proc/self/fd/0", "/proc/self/fd/3", "/proc/self/fd/4",
+          "/proc/thread-self/root/etc/hostname", "/proc/1/map_files"}) {
+      auto r = read(p, user);
+      EXPECT_FALSE(r) << user << " read " << p << " through the file API";
+      std::printf("file-api %-6s read %-36s -> %s\n", user, p.c_str(),
+                  r ? "READ" : r.error().ToString().c_str());
+    }
+    // Writing through a magic link or into sandboxd's memory.
+    protocol::FileWriteRequest w;
+    w.path = "/proc/self/fd/1";
+    w.append = true;
+    w.scope.user = user;
+    w.scope.beneath_workspace = false;
+    EXPECT_FALSE(protocol::WriteFile(*sb->connection(), w, "x")) << user;
+    w.path = "/proc/self/mem";
+    EXPECT_FALSE(protocol::WriteFile(*sb->connection(), w, "x")) << user;
+    w.path = "/proc/1/mem";
+    w.append = false;
+    EXPECT_FALSE(protocol::WriteFile(*sb->connection(), w, "x")) << user;
+  }
+  // The sandbox user may not read sandboxd's environment or memory.
+  EXPECT_FALSE(read("/proc/self/environ", protocol::kUserSandbox));
+  EXPECT_FALSE(read("/proc/1/mem", protocol::kUserSandbox, 0x400000));
+  // Root may read sandboxd's environment: it holds nothing of the host server's.
+  auto env = read("/proc/1/environ", protocol::kUserRoot);
+  std::printf("file-api root   read /proc/1/environ -> %s\n",
+              env ? "read (checked for host values)" : env.error().ToString().c_str());
+  if (env) {
+    EXPECT_EQ(env->find("host-secret-canary"), std::string::npos) << *env;
+    EXPECT_EQ(env->find(state_dir_), std::string::npos) << *env;
+  }
+  // And the sandbox still answers.
+  EXPECT_EQ(Sh(*sb, "echo alive").stdout_data, "alive\n");
+}
+
 }  // namespace
 }  // namespace asb::isolation::ns::testing

@@ -212,6 +212,11 @@ static void OtherProcesses(void) {
   }
   Report("proc1_fd_reopen", "EACCES|EPERM|no_fd_opened", seen);
 
+  // sandboxd's environment and memory: its credentials are not ours to read or write.
+  Report("proc1_environ_read", "EACCES|EPERM", Rc(open("/proc/1/environ", O_RDONLY | O_CLOEXEC)));
+  Report("proc1_mem_write", "EACCES|EPERM", Rc(open("/proc/1/mem", O_RDWR | O_CLOEXEC)));
+  Report("proc1_cwd", "EACCES|EPERM", Rc(open("/proc/1/cwd/.", O_RDONLY | O_CLOEXEC)));
+
   // Our own descriptors: only stdio (nothing of the host's inherited).
   d = opendir("/proc/self/fd");
   seen = "only_stdio";
