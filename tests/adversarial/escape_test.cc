@@ -6,9 +6,17 @@
 // swapping the directory being written for a symlink out of the workspace.
 //
 // Needs root and the template (skips with the reason otherwise): see README.md.
+#include <netinet/in.h>
+#include <sys/ipc.h>
+#include <sys/shm.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include <atomic>
+#include <cerrno>
+#include <cstddef>
+#include <cstring>
 #include <cstdio>
 #include <fstream>
 #include <map>
@@ -18,6 +26,7 @@
 #include <thread>
 #include <vector>
 
+#include "common/unique_fd.h"
 #include "isolation/ns/ns_test_support.h"
 
 namespace asb::isolation::ns::testing {
@@ -100,6 +109,31 @@ TEST_F(AdversarialTest, EscapeAttemptsFailAsUserAndAsRoot) {
   ASSERT_NO_FATAL_FAILURE(InstallProbe(*a));
   const std::string marker = state_dir_ + "-host-marker";
   { std::ofstream(marker) << "host"; }
+  // Host-side objects the sandbox must not reach: a loopback TCP listener, an abstract unix
+  // socket and a SysV shared memory segment.
+  UniqueFd tcp(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  sockaddr_in sa{};
+  sa.sin_family = AF_INET;
+  sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t sa_len = sizeof(sa);
+  ASSERT_EQ(::bind(tcp.get(), reinterpret_cast<sockaddr*>(&sa), sizeof(sa)), 0);
+  ASSERT_EQ(::listen(tcp.get(), 4), 0);
+  ASSERT_EQ(::getsockname(tcp.get(), reinterpret_cast<sockaddr*>(&sa), &sa_len), 0);
+  const std::string abstract = "asb-adv-" + a->id();
+  UniqueFd unix_listener(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  sockaddr_un un{};
+  un.sun_family = AF_UNIX;
+  std::memcpy(un.sun_path + 1, abstract.data(), abstract.size());
+  const auto un_len = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + 1 + abstract.size());
+  ASSERT_EQ(::bind(unix_listener.get(), reinterpret_cast<sockaddr*>(&un), un_len), 0);
+  ASSERT_EQ(::listen(unix_listener.get(), 4), 0);
+  const key_t shm_key = static_cast<key_t>(0x5a000000 | (::getpid() & 0xffffff));
+  const int shm_id = ::shmget(shm_key, 4096, IPC_CREAT | IPC_EXCL | 0666);
+  ASSERT_GE(shm_id, 0) << std::strerror(errno);
+  struct ShmRemover {
+    int id;
+    ~ShmRemover() { ::shmctl(id, IPC_RMID, nullptr); }
+  } shm_remover{shm_id};
   const std::vector<std::string> argv = {
       "/workspace/probe",           "--secret",
       secret,                       "--host-path",
@@ -108,7 +142,10 @@ TEST_F(AdversarialTest, EscapeAttemptsFailAsUserAndAsRoot) {
       marker,                       "--host-path",
       "/work/main",                 "--host-path",
       rootfs_,                      "--host-path",
-      "/run/agent-sandbox/uid-ranges"};
+      "/run/agent-sandbox/uid-ranges",
+      "--tcp-port",                 std::to_string(ntohs(sa.sin_port)),
+      "--abstract",                 abstract,
+      "--shm-key",                  std::to_string(shm_key)};
 
   std::map<std::string, Attempt> seen[2];
   for (int as_root = 0; as_root < 2; ++as_root) {
@@ -159,7 +196,8 @@ TEST_F(AdversarialTest, EscapeAttemptsFailAsUserAndAsRoot) {
         "hardlink_outside_workspace", "clone3_newuser", "personality_addr_no_randomize",
         "kexec_load", "reboot_cad_off", "swapon", "settimeofday", "acct", "quotactl",
         "name_to_handle_at", "open_by_handle_at", "iopl", "ioperm", "process_vm_readv_pid1",
-        "x32_abi_mount", "i386_abi_mount"}) {
+        "x32_abi_mount", "i386_abi_mount", "host_loopback_tcp", "host_abstract_unix",
+        "host_sysv_shm", "proc1_environ_read", "proc1_mem_write"}) {
     EXPECT_TRUE(names.count(must)) << "attempt missing from the probe: " << must;
   }
   // B is untouched, and nothing the probe tried left a file on the host's side of A.

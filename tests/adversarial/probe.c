@@ -37,7 +37,10 @@
 #include <sys/mount.h>
 #include <sys/personality.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/shm.h>
 #include <sys/socket.h>
+#include <sys/un.h>
 #include <sys/stat.h>
 #include <sys/swap.h>
 #include <sys/syscall.h>
@@ -60,6 +63,9 @@ static const char* g_only;
 static const char* g_host_paths[8];
 static int g_n_host_paths;
 static const char* g_secret;
+static int g_tcp_port;
+static const char* g_abstract;
+static long g_shm_key;
 
 static char g_buf[256];
 
@@ -459,6 +465,49 @@ static void Sockets(void) {
   seen = Rc(connect(fd, (struct sockaddr*)&sa, sizeof(sa)));
   close(fd);
   Report("connect_outside", "ENETUNREACH", seen);
+  // The host's loopback and abstract unix sockets belong to the host's network namespace.
+  if (g_tcp_port > 0) {
+    fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sa.sin_port = htons((uint16_t)g_tcp_port);
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    seen = Rc(connect(fd, (struct sockaddr*)&sa, sizeof(sa)));
+    close(fd);
+    Report("host_loopback_tcp", "ECONNREFUSED", seen);
+  }
+  if (g_abstract) {
+    struct sockaddr_un un = {0};
+    un.sun_family = AF_UNIX;
+    size_t n = strlen(g_abstract);
+    if (n > sizeof(un.sun_path) - 1) n = sizeof(un.sun_path) - 1;
+    memcpy(un.sun_path + 1, g_abstract, n);
+    fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    seen = Rc(connect(fd, (struct sockaddr*)&un, (socklen_t)(offsetof(struct sockaddr_un,
+                                                                        sun_path) + 1 + n)));
+    close(fd);
+    Report("host_abstract_unix", "ECONNREFUSED", seen);
+  }
+  // Net sysctls belong to the sandbox's network namespace, yet /proc/sys stays read-only.
+  Report("proc_sys_net_ip_forward", "EACCES|EROFS",
+         TryWrite("/proc/sys/net/ipv4/ip_forward", "1"));
+}
+
+// SysV IPC objects of the host live in the host's IPC namespace.
+static void Ipc(void) {
+  if (g_shm_key == 0 || !Wanted("host_sysv_shm")) return;
+  Report("host_sysv_shm", "ENOENT", Rc(shmget((key_t)g_shm_key, 0, 0)));
+}
+
+// Limits the sandbox's root cannot lift (CAP_SYS_RESOURCE counts only in the host's namespace).
+static void Limits(void) {
+  Report("oom_score_adj_lower", "EACCES|EPERM", TryWrite("/proc/self/oom_score_adj", "-1000"));
+  struct rlimit rl;
+  const char* seen = "no_limit";
+  if (getrlimit(RLIMIT_NPROC, &rl) == 0 && rl.rlim_max != RLIM_INFINITY) {
+    rl.rlim_max = RLIM_INFINITY;
+    rl.rlim_cur = RLIM_INFINITY;
+    seen = Rc(setrlimit(RLIMIT_NPROC, &rl));
+  }
+  Report("rlimit_nproc_raise", "EPERM", seen);
 }
 
 // ---- file system -----------------------------------------------------------------------------
@@ -579,6 +628,12 @@ int main(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     if (strcmp(argv[i], "--host-path") == 0 && i + 1 < argc && g_n_host_paths < 8) {
       g_host_paths[g_n_host_paths++] = argv[++i];
+    } else if (strcmp(argv[i], "--tcp-port") == 0 && i + 1 < argc) {
+      g_tcp_port = atoi(argv[++i]);
+    } else if (strcmp(argv[i], "--abstract") == 0 && i + 1 < argc) {
+      g_abstract = argv[++i];
+    } else if (strcmp(argv[i], "--shm-key") == 0 && i + 1 < argc) {
+      g_shm_key = strtol(argv[++i], NULL, 0);
     } else if (strcmp(argv[i], "--secret") == 0 && i + 1 < argc) {
       g_secret = argv[++i];
     } else {
@@ -597,6 +652,8 @@ int main(int argc, char** argv) {
   Kernel();
   Abis();
   Sockets();
+  Ipc();
+  Limits();
   FileSystem();
   SetuidBinary();
   OtherSandbox();
