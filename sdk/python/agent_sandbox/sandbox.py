@@ -280,8 +280,9 @@ class Sandbox:
         """Snapshots the workspace (POST /v1/sandboxes/{id}/snapshots); returns SnapshotInfo.
         name: optional label (str). Raises SandboxAPIError (e.g. 409 when not running)."""
         body = {"name": name} if name else None
-        return SnapshotInfo.from_json(self._t.json("POST", self._path("/snapshots"),
-                                                   json_body=body, timeout=max(self._t.timeout, 600)))
+        o = self._t.json("POST", self._path("/snapshots"), json_body=body,
+                         timeout=max(self._t.timeout, 600))
+        return SnapshotInfo.from_json(o)
 
     def rollback(self, snapshot):
         """Restores the workspace to a snapshot of this sandbox (POST .../rollback).

@@ -59,7 +59,8 @@ export class Sandbox {
       ["network", "network"],
     ];
     for (const [k, wire] of map) if (options[k] !== undefined) body[wire] = options[k];
-    return new Session(this.#t, this.#t.json("POST", "/v1/sandboxes", { json: body }).then(sandboxInfo));
+    const info = this.#t.json("POST", "/v1/sandboxes", { json: body }).then(sandboxInfo);
+    return new Session(this.#t, info);
   }
 
   /** The session of an existing sandbox (GET /v1/sandboxes/{id}); NotFoundError if none. */

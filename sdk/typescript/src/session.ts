@@ -260,12 +260,14 @@ export class Session {
         const r = rel ? `${rel}/${name}` : name;
         const st = await fs.lstat(full);
         if (st.isSymbolicLink()) {
-          entries.push({ name: r, type: "symlink", mode: 0o777, linkname: await fs.readlink(full) });
+          const linkname = await fs.readlink(full);
+          entries.push({ name: r, type: "symlink", mode: 0o777, linkname });
         } else if (st.isDirectory()) {
           entries.push({ name: r, type: "dir", mode: st.mode & 0o7777 });
           await walk(full, r);
         } else if (st.isFile()) {
-          entries.push({ name: r, type: "file", mode: st.mode & 0o7777, data: await fs.readFile(full) });
+          const data = await fs.readFile(full);
+          entries.push({ name: r, type: "file", mode: st.mode & 0o7777, data });
         }
       }
     };
@@ -299,7 +301,8 @@ export class Session {
         throw new Error(`downloadDir: refusing member ${JSON.stringify(m.name)} (${m.type})`);
       }
       if (m.type === "symlink") {
-        const dest = nodePath.posix.normalize(nodePath.posix.join(nodePath.posix.dirname(m.name), m.linkname));
+        const posix = nodePath.posix;
+        const dest = posix.normalize(posix.join(posix.dirname(m.name), m.linkname));
         if (m.linkname.startsWith("/") || dest === ".." || dest.startsWith("../")) {
           throw new Error(`downloadDir: symlink ${JSON.stringify(m.name)} points outside`);
         }

@@ -37,7 +37,8 @@ after(async () => {
 });
 
 test("create, get, list, setTimeout, destroy", async () => {
-  const s = await session({ cpus: 0.5, memoryMb: 256, timeoutSeconds: 60, env: { G: "1" } }).ready();
+  const spec = { cpus: 0.5, memoryMb: 256, timeoutSeconds: 60, env: { G: "1" } };
+  const s = await session(spec).ready();
   assert.match(s.id, /^sb_[0-9a-f]{16}$/);
   assert.equal(s.info.status, "running");
   const got = await client.get(s.id);
@@ -48,7 +49,10 @@ test("create, get, list, setTimeout, destroy", async () => {
   const info = await s.setTimeout(600);
   assert.ok(Date.parse(info.expiresAt) > before + 500_000);
   await s.destroy();
-  await assert.rejects(client.get(s.id), (e) => e instanceof NotFoundError && e.code === "not_found" && e.statusCode === 404);
+  await assert.rejects(
+    client.get(s.id),
+    (e) => e instanceof NotFoundError && e.code === "not_found" && e.statusCode === 404,
+  );
   await assert.rejects(s.destroy(), NotFoundError);
   await s.destroy({ missingOk: true });
 });
@@ -86,8 +90,9 @@ test("execStream: typed events in order, split UTF-8 whole, error event on destr
   assert.equal(last.ok, false);
   const outs = events.slice(0, -1);
   assert.ok(outs.every((e) => e.type === "stdout" || e.type === "stderr"));
-  assert.equal(outs.filter((e) => e.type === "stdout").map((e) => e.data).join(""), "one\nh\u00e9\n");
-  assert.equal(outs.filter((e) => e.type === "stderr").map((e) => e.data).join(""), "two\n");
+  const text = (type) => outs.filter((e) => e.type === type).map((e) => e.data).join("");
+  assert.equal(text("stdout"), "one\nh\u00e9\n");
+  assert.equal(text("stderr"), "two\n");
   assert.deepEqual(outs.slice(0, 2).map((e) => e.type), ["stdout", "stderr"]);
 
   const s2 = await session().ready();
@@ -150,7 +155,10 @@ test("files: binary round trip, empty, modes, listing, errors", async () => {
   const deep = (await s.listFiles("/workspace", { recursive: true })).map((f) => f.path);
   assert.ok(deep.includes("/workspace/data/blob.bin"));
   await assert.rejects(s.readFile("missing.txt"), NotFoundError);
-  await assert.rejects(s.writeFile("/etc/x", "no"), (e) => e instanceof SandboxAPIError && e.statusCode === 400 && e.code === "invalid_request");
+  await assert.rejects(
+    s.writeFile("/etc/x", "no"),
+    (e) => e instanceof SandboxAPIError && e.statusCode === 400 && e.code === "invalid_request",
+  );
   await assert.rejects(s.readFile("data"), (e) => e.statusCode === 400);
 });
 
@@ -161,21 +169,23 @@ test("uploadDir / downloadDir", async () => {
   try {
     await fs.mkdir(path.join(src, "pkg", "sub"), { recursive: true });
     await fs.writeFile(path.join(src, "pkg", "a.bin"), Buffer.from([0, 1, 0x62, 0xff]));
-    await fs.writeFile(path.join(src, "pkg", "sub", "run.sh"), "#!/bin/sh\necho sub\n", { mode: 0o755 });
+    const script = path.join(src, "pkg", "sub", "run.sh");
+    await fs.writeFile(script, "#!/bin/sh\necho sub\n", { mode: 0o755 });
     await fs.writeFile(path.join(src, ".env"), "K=V\n");
     const long = "d".repeat(60) + "/" + "f".repeat(70) + ".txt"; // > 100 bytes: a pax name
     await fs.mkdir(path.join(src, "d".repeat(60)));
     await fs.writeFile(path.join(src, long), "long name");
     await fs.symlink("pkg/a.bin", path.join(src, "link"));
     await s.uploadDir(src, "/workspace/proj");
-    assert.deepEqual((await s.readFile("proj/pkg/a.bin")).content, new Uint8Array([0, 1, 0x62, 0xff]));
+    const abin = new Uint8Array([0, 1, 0x62, 0xff]);
+    assert.deepEqual((await s.readFile("proj/pkg/a.bin")).content, abin);
     assert.equal((await s.exec("./proj/pkg/sub/run.sh")).stdout, "sub\n");
     assert.equal((await s.exec("readlink proj/link")).stdout, "pkg/a.bin\n");
     assert.equal(await s.readText("proj/" + long), "long name");
     await s.writeFile("proj/made-inside.txt", "inside");
     const n = await s.downloadDir("/workspace/proj", dst);
     assert.ok(n >= 7, String(n));
-    assert.deepEqual(new Uint8Array(await fs.readFile(path.join(dst, "pkg", "a.bin"))), new Uint8Array([0, 1, 0x62, 0xff]));
+    assert.deepEqual(new Uint8Array(await fs.readFile(path.join(dst, "pkg", "a.bin"))), abin);
     assert.equal(await fs.readFile(path.join(dst, "made-inside.txt"), "utf8"), "inside");
     assert.equal(await fs.readFile(path.join(dst, ".env"), "utf8"), "K=V\n");
     assert.equal(await fs.readFile(path.join(dst, long), "utf8"), "long name");
@@ -223,10 +233,19 @@ test("typed errors", async () => {
     e instanceof SandboxAPIError && !(e instanceof NotFoundError) && e instanceof SandboxError &&
     e.statusCode === 400 && e.code === "invalid_request" && e.message.includes("cpus"));
   await assert.rejects(bad.exec("true"), SandboxAPIError); // the create error, again
-  await assert.rejects(client.create({ template: "no-such-template" }).ready(), (e) => e.statusCode === 400);
-  await assert.rejects(client.get("sb_0123456789abcdef"), (e) => e instanceof NotFoundError && e.code === "not_found");
+  await assert.rejects(
+    client.create({ template: "no-such-template" }).ready(),
+    (e) => e.statusCode === 400,
+  );
+  await assert.rejects(
+    client.get("sb_0123456789abcdef"),
+    (e) => e instanceof NotFoundError && e.code === "not_found",
+  );
   const wrongKey = new Sandbox({ baseUrl: URL_, apiKey: "asb_" + "0".repeat(48) });
-  await assert.rejects(wrongKey.list(), (e) => e instanceof SandboxAPIError && e.statusCode === 401 && e.code.length > 0);
+  await assert.rejects(
+    wrongKey.list(),
+    (e) => e instanceof SandboxAPIError && e.statusCode === 401 && e.code.length > 0,
+  );
   const down = new Sandbox({ baseUrl: "http://127.0.0.1:1", apiKey: KEY });
   await assert.rejects(down.list(), SandboxConnectionError);
   assert.throws(() => new Sandbox({ baseUrl: "ftp://x" }), TypeError);
@@ -271,5 +290,7 @@ test("README examples run as written", async () => {
   } finally {
     await fs.rm(dir, { recursive: true, force: true });
   }
-  assert.deepEqual(await client.list().then((l) => l.filter((x) => !created.some((c) => c.id === x.id)).map((x) => x.id)), [], "README examples left sandboxes behind");
+  const ours = new Set(created.map((c) => c.id));
+  const left = (await client.list()).map((x) => x.id).filter((id) => !ours.has(id));
+  assert.deepEqual(left, [], "README examples left sandboxes behind");
 });
