@@ -1,0 +1,174 @@
+// The auth layer through the routing table without sockets, over the real SandboxManager with
+// core's FakeBackend and an in-memory store: answers 401/403/429, tenancy (404 and absent from
+// lists), rotation keeping the lineage's sandboxes, the per-key quota, the audit trail and
+// the metrics text. Runs without root (the e2e tests repeat this over HTTP).
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <boost/json.hpp>
+#include <filesystem>
+
+#include "api/auth.h"
+#include "api/handlers.h"
+#include "common/clock.h"
+#include "core/sandbox_manager.h"
+#include "core/testing/fake_backend.h"
+#include "store/store.h"
+
+namespace asb::api {
+namespace {
+
+namespace json = boost::json;
+namespace fs = std::filesystem;
+
+constexpr char kAdmin[] = "asb_0123456789abcdef0123456789abcdef0123456789abcdef";
+
+class AuthLayerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/asb_auth_layer_test.XXXXXX";
+    ASSERT_NE(::mkdtemp(tmpl), nullptr);
+    dir_ = tmpl;
+    fs::create_directories(dir_ + "/templates/base/rootfs");
+    core::ManagerConfig cfg;
+    cfg.data_dir = dir_;
+    auto store = store::Store::Open(":memory:", SystemClock::Instance().NowUnixMs());
+    ASSERT_TRUE(store) << store.error().ToString();
+    store_ = std::move(*store);
+    backend_ = std::make_unique<core::testing::FakeBackend>("");
+    templates_ = std::make_unique<core::DirTemplateCatalog>(dir_ + "/templates");
+    manager_ = std::make_unique<core::SandboxManager>(cfg, *store_, *backend_,
+                                                      SystemClock::Instance(), *templates_);
+    ASSERT_TRUE(manager_->Start());
+    ctx_.manager = manager_.get();
+    AuthOptions ao;
+    ao.env_keys = {kAdmin};
+    ao.backend_name = "fake";
+    ao.data_dir = dir_;
+    auth_ = std::make_unique<AuthLayer>(ao, *store_, *manager_, backend_.get(),
+                                        SystemClock::Instance());
+    Router inner = BuildRouter(ctx_);
+    auth_->AddRoutes(inner);
+    router_ = auth_->Wrap(inner);
+  }
+
+  void TearDown() override {
+    auth_.reset();
+    manager_.reset();
+    backend_.reset();
+    std::error_code ec;
+    fs::remove_all(dir_, ec);
+  }
+
+  HttpResponse Call(const std::string& key, std::string method, std::string path,
+                    std::string body = "") {
+    HttpRequest req;
+    req.method = std::move(method);
+    req.target = path;
+    size_t q = path.find('?');
+    req.path = path.substr(0, q);
+    if (q != std::string::npos) {
+      std::string kv = path.substr(q + 1);
+      size_t eq = kv.find('=');
+      req.query[kv.substr(0, eq)] = kv.substr(eq + 1);
+    }
+    if (!key.empty()) req.headers["authorization"] = "Bearer " + key;
+    req.body = std::move(body);
+    req.request_id = "req_test";
+    return router_.Dispatch(req);
+  }
+
+  store::CreatedKey Key(std::vector<std::string> scopes, int64_t max_sandboxes = 0) {
+    store::NewKey nk;
+    nk.name = "k";
+    nk.scopes = std::move(scopes);
+    nk.max_sandboxes = max_sandboxes;
+    auto c = auth_->keys().Create(nk, SystemClock::Instance().NowUnixMs());
+    EXPECT_TRUE(c) << c.error().ToString();
+    return *c;
+  }
+
+  static std::string Code(const HttpResponse& r) {
+    return std::string(json::parse(r.body).at("error").at("code").as_string());
+  }
+
+  std::string dir_;
+  std::unique_ptr<store::Store> store_;
+  std::unique_ptr<core::testing::FakeBackend> backend_;
+  std::unique_ptr<core::DirTemplateCatalog> templates_;
+  std::unique_ptr<core::SandboxManager> manager_;
+  ApiContext ctx_;
+  std::unique_ptr<AuthLayer> auth_;
+  Router router_;
+};
+
+TEST_F(AuthLayerTest, AnswersWithoutAValidKeyOrScope) {
+  HttpResponse r = Call("", "GET", "/v1/sandboxes");
+  EXPECT_EQ(r.status, 401);
+  EXPECT_EQ(Code(r), "unauthorized");
+  ASSERT_EQ(r.headers.size(), 1u);
+  EXPECT_EQ(r.headers[0].first, "WWW-Authenticate");
+  EXPECT_EQ(r.headers[0].second, "Bearer");
+  EXPECT_EQ(Call("asb_nope", "GET", "/v1/sandboxes").status, 401);
+  EXPECT_EQ(Call("", "GET", "/readyz").status, 200) << Call("", "GET", "/readyz").body;
+  auto metrics_only = Key({"metrics"});
+  EXPECT_EQ(Call(metrics_only.raw_key, "GET", "/v1/sandboxes").status, 403);
+  EXPECT_EQ(Call(metrics_only.raw_key, "GET", "/metrics").status, 200);
+  auto exec = Key({"exec"});
+  EXPECT_EQ(Call(exec.raw_key, "GET", "/metrics").status, 403);
+  EXPECT_EQ(Call(exec.raw_key, "GET", "/v1/keys").status, 403);
+  EXPECT_EQ(Call(kAdmin, "GET", "/v1/keys").status, 200);
+}
+
+TEST_F(AuthLayerTest, TenancyRotationQuotaAuditAndMetrics) {
+  auto a = Key({"exec"}, /*max_sandboxes=*/1);
+  auto b = Key({"exec"});
+  HttpResponse created = Call(a.raw_key, "POST", "/v1/sandboxes", "{}");
+  ASSERT_EQ(created.status, 201) << created.body;
+  std::string id(json::parse(created.body).at("id").as_string());
+  EXPECT_EQ(Call(a.raw_key, "POST", "/v1/sandboxes", "{}").status, 429);
+
+  EXPECT_EQ(Call(b.raw_key, "GET", "/v1/sandboxes/" + id).status, 404);
+  EXPECT_EQ(Call(b.raw_key, "DELETE", "/v1/sandboxes/" + id).status, 404);
+  EXPECT_EQ(Call(b.raw_key, "GET", "/v1/sandboxes/" + id + "/events").status, 404);
+  EXPECT_EQ(
+      json::parse(Call(b.raw_key, "GET", "/v1/sandboxes").body).at("sandboxes").as_array().size(),
+      0u);
+  EXPECT_EQ(
+      json::parse(Call(kAdmin, "GET", "/v1/sandboxes").body).at("sandboxes").as_array().size(), 1u);
+
+  HttpResponse rotated = Call(kAdmin, "POST", "/v1/keys/" + a.record.id + "/rotate");
+  ASSERT_EQ(rotated.status, 201) << rotated.body;
+  std::string a2(json::parse(rotated.body).at("key").as_string());
+  EXPECT_EQ(Call(a.raw_key, "GET", "/v1/sandboxes/" + id).status, 401);
+  EXPECT_EQ(Call(a2, "GET", "/v1/sandboxes/" + id).status, 200);
+
+  HttpResponse events = Call(a2, "GET", "/v1/sandboxes/" + id + "/events");
+  ASSERT_EQ(events.status, 200) << events.body;
+  json::value parsed = json::parse(events.body);
+  const json::array& ev = parsed.at("events").as_array();
+  ASSERT_GE(ev.size(), 1u);
+  EXPECT_EQ(ev[0].at("action").as_string(), "sandbox.create");
+  EXPECT_EQ(ev[0].at("key_id").as_string(), a.record.id);
+  EXPECT_EQ(ev[0].at("status").as_int64(), 201);
+
+  EXPECT_EQ(Call(a2, "DELETE", "/v1/sandboxes/" + id).status, 204);
+  // The trail of a destroyed sandbox stays readable by its lineage.
+  EXPECT_EQ(Call(a2, "GET", "/v1/sandboxes/" + id + "/events").status, 200);
+  EXPECT_EQ(Call(b.raw_key, "GET", "/v1/sandboxes/" + id + "/events").status, 404);
+
+  std::string text = Call(kAdmin, "GET", "/metrics").body;
+  EXPECT_NE(text.find("asb_http_requests_total{method=\"POST\",route=\"/v1/sandboxes\","
+                      "status=\"201\"} 1\n"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("asb_auth_results_total{result=\"quota\"} 1\n"), std::string::npos);
+  EXPECT_NE(text.find("asb_sandbox_creates_total{backend=\"fake\",template=\"base\","
+                      "result=\"ok\"} 1\n"),
+            std::string::npos);
+  EXPECT_EQ(text.find(id), std::string::npos);
+  EXPECT_EQ(text.find("key_"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace asb::api
