@@ -10,4 +10,4 @@ python3 scripts/with_server.py --check || rc=$?
 if [[ $rc -ne 0 ]]; then exit "$rc"; fi
 npm ci --no-audit --no-fund --prefer-offline
 npm run build
-exec python3 scripts/with_server.py -- node --test --test-concurrency=1 test/
+exec python3 scripts/with_server.py -- node --test test/sdk.test.mjs
