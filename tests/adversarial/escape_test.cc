@@ -200,6 +200,10 @@ TEST_F(AdversarialTest, EscapeAttemptsFailAsUserAndAsRoot) {
         "host_sysv_shm", "proc1_environ_read", "proc1_mem_write"}) {
     EXPECT_TRUE(names.count(must)) << "attempt missing from the probe: " << must;
   }
+  // The probe can fail: a path that does exist inside is reported as a failed attempt.
+  auto neg = Run(*a, {"/workspace/probe", "--host-path", "/workspace", "host_path_0"}, false);
+  EXPECT_EQ(neg.stdout_data, "attempt host_path_0 expected=ENOENT seen=success FAIL\n");
+  EXPECT_EQ(neg.result.exit_code, 1);
   // B is untouched, and nothing the probe tried left a file on the host's side of A.
   EXPECT_EQ(Sh(*b, "cat /workspace/" + secret).stdout_data, "s\n");
 }

@@ -10,10 +10,17 @@
 // capability over its own namespaces (Docker's default set; see exec_child.cc), e.g. a raw
 // socket that can only ever see the sandbox's own loopback.
 //
-// Usage: probe [--host-path P]... [--secret NAME] [ONLY_ATTEMPT]
+// Usage: probe [--host-path P]... [--secret NAME] [--tcp-port N] [--abstract NAME]
+//              [--shm-key K] [ONLY_ATTEMPT]
 //   --host-path P  a path that exists on the host; it must not exist here (repeatable)
 //   --secret NAME  a file name that exists only in another sandbox's workspace
-// Exit status: 0 when every attempt is ok, 1 otherwise.
+//   --tcp-port N   a TCP port the host listens on at 127.0.0.1
+//   --abstract N   an abstract unix socket name the host listens on
+//   --shm-key K    the key of a host SysV shared memory segment
+//   ONLY_ATTEMPT   print only this attempt (most attempts still run; inside a sandbox every
+//                  one of them is refused or confined)
+// Exit status: 0 when every attempt is ok, 1 otherwise, 2 when not run inside a sandbox
+// (PID 1 is not sandboxd: the attempts would act on the host).
 //
 // Built static (no dependency on the template's libc). Single-threaded; children forked here
 // only make raw system calls or exec.
@@ -639,6 +646,18 @@ int main(int argc, char** argv) {
     } else {
       g_only = argv[i];
     }
+  }
+  // Interlock: these attempts are harmless only inside a sandbox (outside, as host root,
+  // settimeofday or swapon would act on the machine). Refuse to run unless PID 1 is sandboxd.
+  char comm1[32] = "";
+  FILE* f = fopen("/proc/1/comm", "r");
+  if (f) {
+    if (!fgets(comm1, sizeof(comm1), f)) comm1[0] = 0;
+    fclose(f);
+  }
+  if (strncmp(comm1, "sandboxd", 8) != 0) {
+    fprintf(stderr, "probe: PID 1 is not sandboxd; run me only inside a sandbox\n");
+    return 2;
   }
   g_root = geteuid() == 0;
   setvbuf(stdout, NULL, _IOLBF, 0);
