@@ -243,11 +243,18 @@ void AddSnapshotRoutes(Router& router, ApiContext& ctx) {
                HttpResponse r;
                r.status = 200;
                r.content_type = "application/x-tar";
-               ASB_TRY(m->ExportDirectory(OwnerOf(req), id, path,
-                                          [&r](std::string_view chunk) -> Status {
-                                            r.body.append(chunk);
-                                            return {};
-                                          }));
+               // Built in memory, so bounded like a file download (max_file_bytes).
+               const uint64_t cap = m->config().limits.max_file_bytes;
+               ASB_TRY(m->ExportDirectory(
+                   OwnerOf(req), id, path, [&r, cap](std::string_view chunk) -> Status {
+                     if (r.body.size() + chunk.size() > cap) {
+                       return Fail(Error::TooLarge("the archive of this directory is larger "
+                                                   "than the download limit of " +
+                                                   std::to_string(cap) + " bytes"));
+                     }
+                     r.body.append(chunk);
+                     return {};
+                   }));
                r.sandbox_id = id;
                return r;
              }));

@@ -62,7 +62,8 @@ def member(name, data=b"x", type_=tarfile.REGTYPE, **kw):
 
 class SnapshotsTest(ServerTestCase):
     SERVER_ENV = {"AGENT_SANDBOX_MAX_SNAPSHOT_BYTES": str(200 << 20),
-                  "AGENT_SANDBOX_MAX_SNAPSHOTS_PER_SANDBOX": "5"}
+                  "AGENT_SANDBOX_MAX_SNAPSHOTS_PER_SANDBOX": "5",
+                  "AGENT_SANDBOX_MAX_FILE_BYTES": str(8 << 20)}
 
     def snapshot(self, sid, name=None):
         body = json.dumps({"name": name}).encode() if name else None
@@ -265,6 +266,11 @@ class SnapshotsTest(ServerTestCase):
         self.assertEqual(r.status, 200, r)
         self.assertEqual(self.sh(sid, "cat target/x/y.txt; stat -c %a target/x/z")["stdout"],
                          "uploaded755\n")
+        # Over the download limit (AGENT_SANDBOX_MAX_FILE_BYTES here: 8 MiB): 413, not a
+        # server holding the whole tar in memory.
+        self.sh(sid, "head -c 9000000 /dev/urandom > /workspace/d/big")
+        r = self.server.request("GET", "/v1/sandboxes/%s/archive?path=d" % sid)
+        self.assertError(r, 413, "payload_too_large")
         bad = tar_with([member("../escape")])
         r = self.server.request("PUT", "/v1/sandboxes/%s/archive?path=target" % sid, body=bad)
         self.assertError(r, 400, "invalid_request")
