@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <chrono>
 #include <cerrno>
 #include <cstddef>
 #include <cstring>
@@ -331,6 +332,104 @@ TEST_F(AdversarialTest, FileApiProcSelfTricks) {
   }
   // And the sandbox still answers.
   EXPECT_EQ(Sh(*sb, "echo alive").stdout_data, "alive\n");
+}
+
+// Removal and moves through the same race: victims planted outside the workspace (in /tmp,
+// by root inside) must survive removes, recursive removes and moves aimed at /workspace/d
+// while d keeps flipping to a symlink to /tmp; a recursive remove of d itself may take the
+// symlink, never what it points to.
+TEST_F(AdversarialTest, FileApiRemoveAndMoveRaceSparesOutside) {
+  auto sb = MustCreate(Spec());
+  ASSERT_TRUE(sb);
+  protocol::ExecRequest plant;
+  plant.command =
+      "mkdir -p /tmp/vdir && echo v > /tmp/vdir/inner && echo v > /tmp/victim && "
+      "chmod -R a+rwX /tmp/vdir /tmp/victim && echo ok";
+  plant.user = protocol::kUserRoot;
+  auto planted = protocol::ExecCollect(*sb->connection(), plant);
+  ASSERT_TRUE(planted && planted->stdout_data == "ok\n");
+  std::atomic<bool> done{false};
+  protocol::CollectedExec loop;
+  std::thread swapper([&] {
+    protocol::ExecRequest req;
+    req.command =
+        "cd /workspace; n=0; while [ ! -e stop ]; do "
+        "rm -rf d; mkdir -p d/vdir; echo w > d/victim; echo w > d/vdir/inner; rm -rf d; "
+        "ln -s /tmp d; rm -f d; ln -s ../tmp d; rm -f d; n=$((n+1)); done; echo $n";
+    req.timeout_ms = 60'000;
+    auto r = protocol::ExecCollect(*sb->connection(), req);
+    if (r) loop = *r;
+    done = true;
+  });
+  for (int i = 0; i < 100 && Sh(*sb, "test -e /workspace/d && echo y").stdout_data != "y\n";
+       ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  int ok_ops = 0, refused = 0;
+  const auto t0 = std::chrono::steady_clock::now();
+  for (int i = 0; i < 400 || std::chrono::steady_clock::now() - t0 < std::chrono::seconds(3);
+       ++i) {
+    const char* user = (i % 2) ? protocol::kUserRoot : protocol::kUserSandbox;
+    Status st;
+    switch (i % 4) {
+      case 0: {
+        protocol::FileRemoveRequest r;
+        r.path = "/workspace/d/victim";
+        r.scope.user = user;
+        st = protocol::RemoveFile(*sb->connection(), r);
+        break;
+      }
+      case 1: {
+        protocol::FileRemoveRequest r;
+        r.path = (i % 8 == 1) ? "/workspace/d/vdir" : "/workspace/d";
+        r.recursive = true;
+        r.scope.user = user;
+        st = protocol::RemoveFile(*sb->connection(), r);
+        break;
+      }
+      case 2: {
+        protocol::FileMoveRequest m;
+        m.from = "/workspace/d/victim";
+        m.to = "/workspace/moved-" + std::to_string(i);
+        m.scope.user = user;
+        auto r = protocol::MoveFile(*sb->connection(), m);
+        st = r ? Status{} : Status(tl::unexpected(r.error()));
+        break;
+      }
+      default: {
+        protocol::FileMoveRequest m;
+        m.from = "/workspace/d/vdir";
+        m.to = "/workspace/moved-dir-" + std::to_string(i);
+        m.overwrite = true;
+        m.scope.user = user;
+        auto r = protocol::MoveFile(*sb->connection(), m);
+        st = r ? Status{} : Status(tl::unexpected(r.error()));
+        break;
+      }
+    }
+    st ? ++ok_ops : ++refused;
+  }
+  protocol::FileWriteRequest stop;
+  stop.path = "/workspace/stop";
+  ASSERT_TRUE(protocol::WriteFile(*sb->connection(), stop, ""));
+  swapper.join();
+  ASSERT_TRUE(done);
+  const int swaps = std::atoi(loop.stdout_data.c_str());
+  std::printf("remove/move race: %d swap rounds, %d operations done, %d refused\n", swaps,
+              ok_ops, refused);
+  EXPECT_GT(swaps, 10) << loop.stderr_data;
+  EXPECT_GT(ok_ops, 0);
+  // The victims outside the workspace are intact, with their contents.
+  protocol::ExecRequest check;
+  check.command = "cat /tmp/victim /tmp/vdir/inner; ls /tmp/vdir";
+  check.user = protocol::kUserRoot;
+  auto r = protocol::ExecCollect(*sb->connection(), check);
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->stdout_data, "v\nv\ninner\n") << r->stderr_data;
+  // Whatever was moved came from inside the workspace (its content is the loop's "w").
+  auto moved = Sh(*sb, "cat /workspace/moved-* /workspace/moved-dir-*/inner 2>/dev/null | "
+                       "grep -vc '^w$'");
+  EXPECT_EQ(moved.stdout_data, "0\n");
 }
 
 }  // namespace
