@@ -14,11 +14,11 @@
 #include <unistd.h>
 
 #include <atomic>
-#include <chrono>
 #include <cerrno>
+#include <chrono>
 #include <cstddef>
-#include <cstring>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <map>
 #include <set>
@@ -104,9 +104,13 @@ TEST_F(AdversarialTest, EscapeAttemptsFailAsUserAndAsRoot) {
   auto a = MustCreate(Spec());
   auto b = MustCreate(Spec());
   ASSERT_TRUE(a && b);
-  // A secret in B's workspace, and a marker on the host: neither may be visible from A.
+  // A secret in B's workspace, /tmp and /dev/shm, and a marker on the host: neither may be visible
+  // from A.
   const std::string secret = "adv-secret-" + b->id();
-  EXPECT_EQ(Sh(*b, "echo s > /workspace/" + secret + " && echo ok").stdout_data, "ok\n");
+  EXPECT_EQ(Sh(*b, "echo s > /workspace/" + secret + " && echo s > /tmp/" + secret +
+                       " && echo s > /dev/shm/" + secret + " && echo ok")
+                .stdout_data,
+            "ok\n");
   ASSERT_NO_FATAL_FAILURE(InstallProbe(*a));
   const std::string marker = state_dir_ + "-host-marker";
   { std::ofstream(marker) << "host"; }
@@ -135,18 +139,27 @@ TEST_F(AdversarialTest, EscapeAttemptsFailAsUserAndAsRoot) {
     int id;
     ~ShmRemover() { ::shmctl(id, IPC_RMID, nullptr); }
   } shm_remover{shm_id};
-  const std::vector<std::string> argv = {
-      "/workspace/probe",           "--secret",
-      secret,                       "--host-path",
-      state_dir_,                   "--host-path",
-      state_dir_ + "/" + b->id(),   "--host-path",
-      marker,                       "--host-path",
-      "/work/main",                 "--host-path",
-      rootfs_,                      "--host-path",
-      "/run/agent-sandbox/uid-ranges",
-      "--tcp-port",                 std::to_string(ntohs(sa.sin_port)),
-      "--abstract",                 abstract,
-      "--shm-key",                  std::to_string(shm_key)};
+  const std::vector<std::string> argv = {"/workspace/probe",
+                                         "--secret",
+                                         secret,
+                                         "--host-path",
+                                         state_dir_,
+                                         "--host-path",
+                                         state_dir_ + "/" + b->id(),
+                                         "--host-path",
+                                         marker,
+                                         "--host-path",
+                                         "/work/main",
+                                         "--host-path",
+                                         rootfs_,
+                                         "--host-path",
+                                         "/run/agent-sandbox/uid-ranges",
+                                         "--tcp-port",
+                                         std::to_string(ntohs(sa.sin_port)),
+                                         "--abstract",
+                                         abstract,
+                                         "--shm-key",
+                                         std::to_string(shm_key)};
 
   std::map<std::string, Attempt> seen[2];
   for (int as_root = 0; as_root < 2; ++as_root) {
@@ -154,8 +167,7 @@ TEST_F(AdversarialTest, EscapeAttemptsFailAsUserAndAsRoot) {
     std::string noise;
     seen[as_root] = ParseAttempts(r.stdout_data, &noise);
     EXPECT_EQ(noise, "") << "unparsed probe output";
-    EXPECT_EQ(r.result.exit_code, 0) << (as_root ? "root" : "user") << " stderr: "
-                                     << r.stderr_data;
+    EXPECT_EQ(r.result.exit_code, 0) << (as_root ? "root" : "user") << " stderr: " << r.stderr_data;
     // The sandbox must still answer after every attempt (none may have taken sandboxd down).
     EXPECT_EQ(Sh(*a, "echo alive").stdout_data, "alive\n");
   }
@@ -172,33 +184,73 @@ TEST_F(AdversarialTest, EscapeAttemptsFailAsUserAndAsRoot) {
   for (const auto& name : names) {
     const Attempt* u = seen[0].count(name) ? &seen[0].at(name) : nullptr;
     const Attempt* r = seen[1].count(name) ? &seen[1].at(name) : nullptr;
-    std::printf("%-32s %-24s %-22s %-24s %-22s %s\n", name.c_str(),
-                u ? u->expected.c_str() : "-", u ? u->seen.c_str() : "MISSING",
-                r ? r->expected.c_str() : "-", r ? r->seen.c_str() : "MISSING",
-                (u && u->ok && r && r->ok) ? "ok" : "FAIL");
+    std::printf("%-32s %-24s %-22s %-24s %-22s %s\n", name.c_str(), u ? u->expected.c_str() : "-",
+                u ? u->seen.c_str() : "MISSING", r ? r->expected.c_str() : "-",
+                r ? r->seen.c_str() : "MISSING", (u && u->ok && r && r->ok) ? "ok" : "FAIL");
     EXPECT_TRUE(u && u->ok) << name << " as uid 1000: expected " << (u ? u->expected : "")
                             << ", seen " << (u ? u->seen : "nothing");
-    EXPECT_TRUE(r && r->ok) << name << " as root: expected " << (r ? r->expected : "")
-                            << ", seen " << (r ? r->seen : "nothing");
+    EXPECT_TRUE(r && r->ok) << name << " as root: expected " << (r ? r->expected : "") << ", seen "
+                            << (r ? r->seen : "nothing");
     failures += !(u && u->ok && r && r->ok);
   }
   std::printf("%zu attempts, %d failed\n", names.size(), failures);
   EXPECT_GE(names.size(), 40u);
   // The list, each by at least one attempt (a renamed attempt must not drop silently).
-  for (const char* must :
-       {"mount_tmpfs", "umount_workspace", "unshare_user", "unshare_mnt", "setns_proc1_mnt",
-        "ptrace_attach_pid1", "proc1_root", "proc1_fd_reopen", "proc_sys_core_pattern",
-        "sys_uevent_helper", "proc_sysrq_trigger", "init_module", "finit_module",
-        "keyctl_join_session", "bpf_map_create", "perf_event_open", "userfaultfd",
-        "io_uring_setup", "raw_socket", "packet_socket", "mknod_char_mem", "mknod_block_sda",
-        "chroot_breakout", "setuid_binary_su", "cgroup_release_agent_file",
-        "cgroup_mount_v1_release_agent", "dev_mem_open", "dev_kmsg_open", "tiocsti_stdin",
-        "other_sandbox_workspace", "host_path_0", "host_processes_visible",
-        "hardlink_outside_workspace", "clone3_newuser", "personality_addr_no_randomize",
-        "kexec_load", "reboot_cad_off", "swapon", "settimeofday", "acct", "quotactl",
-        "name_to_handle_at", "open_by_handle_at", "iopl", "ioperm", "process_vm_readv_pid1",
-        "x32_abi_mount", "i386_abi_mount", "host_loopback_tcp", "host_abstract_unix",
-        "host_sysv_shm", "proc1_environ_read", "proc1_mem_write"}) {
+  for (const char* must : {"mount_tmpfs",
+                           "umount_workspace",
+                           "unshare_user",
+                           "unshare_mnt",
+                           "setns_proc1_mnt",
+                           "ptrace_attach_pid1",
+                           "proc1_root",
+                           "proc1_fd_reopen",
+                           "proc_sys_core_pattern",
+                           "sys_uevent_helper",
+                           "proc_sysrq_trigger",
+                           "init_module",
+                           "finit_module",
+                           "keyctl_join_session",
+                           "bpf_map_create",
+                           "perf_event_open",
+                           "userfaultfd",
+                           "io_uring_setup",
+                           "raw_socket",
+                           "packet_socket",
+                           "mknod_char_mem",
+                           "mknod_block_sda",
+                           "chroot_breakout",
+                           "setuid_binary_su",
+                           "cgroup_release_agent_file",
+                           "cgroup_mount_v1_release_agent",
+                           "dev_mem_open",
+                           "dev_kmsg_open",
+                           "tiocsti_stdin",
+                           "other_sandbox_workspace",
+                           "host_path_0",
+                           "host_processes_visible",
+                           "hardlink_outside_workspace",
+                           "clone3_newuser",
+                           "personality_addr_no_randomize",
+                           "kexec_load",
+                           "reboot_cad_off",
+                           "swapon",
+                           "settimeofday",
+                           "acct",
+                           "quotactl",
+                           "name_to_handle_at",
+                           "open_by_handle_at",
+                           "iopl",
+                           "ioperm",
+                           "process_vm_readv_pid1",
+                           "x32_abi_mount",
+                           "i386_abi_mount",
+                           "host_loopback_tcp",
+                           "host_abstract_unix",
+                           "host_sysv_shm",
+                           "proc1_environ_read",
+                           "proc1_mem_write",
+                           "core_dump_on_crash",
+                           "uid_map_rewrite"}) {
     EXPECT_TRUE(names.count(must)) << "attempt missing from the probe: " << must;
   }
   // The probe can fail: a path that does exist inside is reported as a failed attempt.
@@ -230,8 +282,7 @@ TEST_F(AdversarialTest, FileApiSymlinkRaceStaysInWorkspace) {
     loop_done = true;
   });
   // Let the loop start before writing.
-  for (int i = 0; i < 100 && Sh(*sb, "test -e /workspace/d && echo y").stdout_data != "y\n";
-       ++i) {
+  for (int i = 0; i < 100 && Sh(*sb, "test -e /workspace/d && echo y").stdout_data != "y\n"; ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
   int written = 0, refused = 0;
@@ -267,8 +318,9 @@ TEST_F(AdversarialTest, FileApiSymlinkRaceStaysInWorkspace) {
   EXPECT_GT(written + refused, 0);
   // Nothing outside the workspace, as seen by root inside (everything it can see).
   protocol::ExecRequest find;
-  find.command = "find / -xdev -name 'race-*' 2>/dev/null; find /tmp /dev/shm -name 'race-*'; "
-                 "echo done";
+  find.command =
+      "find / -xdev -name 'race-*' 2>/dev/null; find /tmp /dev/shm -name 'race-*'; "
+      "echo done";
   find.user = protocol::kUserRoot;
   auto r = protocol::ExecCollect(*sb->connection(), find);
   ASSERT_TRUE(r) << r.error().ToString();
@@ -361,14 +413,12 @@ TEST_F(AdversarialTest, FileApiRemoveAndMoveRaceSparesOutside) {
     if (r) loop = *r;
     done = true;
   });
-  for (int i = 0; i < 100 && Sh(*sb, "test -e /workspace/d && echo y").stdout_data != "y\n";
-       ++i) {
+  for (int i = 0; i < 100 && Sh(*sb, "test -e /workspace/d && echo y").stdout_data != "y\n"; ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
   int ok_ops = 0, refused = 0;
   const auto t0 = std::chrono::steady_clock::now();
-  for (int i = 0; i < 400 || std::chrono::steady_clock::now() - t0 < std::chrono::seconds(3);
-       ++i) {
+  for (int i = 0; i < 400 || std::chrono::steady_clock::now() - t0 < std::chrono::seconds(3); ++i) {
     const char* user = (i % 2) ? protocol::kUserRoot : protocol::kUserSandbox;
     Status st;
     switch (i % 4) {
@@ -415,8 +465,8 @@ TEST_F(AdversarialTest, FileApiRemoveAndMoveRaceSparesOutside) {
   swapper.join();
   ASSERT_TRUE(done);
   const int swaps = std::atoi(loop.stdout_data.c_str());
-  std::printf("remove/move race: %d swap rounds, %d operations done, %d refused\n", swaps,
-              ok_ops, refused);
+  std::printf("remove/move race: %d swap rounds, %d operations done, %d refused\n", swaps, ok_ops,
+              refused);
   EXPECT_GT(swaps, 10) << loop.stderr_data;
   EXPECT_GT(ok_ops, 0);
   // The victims outside the workspace are intact, with their contents.
@@ -427,8 +477,9 @@ TEST_F(AdversarialTest, FileApiRemoveAndMoveRaceSparesOutside) {
   ASSERT_TRUE(r);
   EXPECT_EQ(r->stdout_data, "v\nv\ninner\n") << r->stderr_data;
   // Whatever was moved came from inside the workspace (its content is the loop's "w").
-  auto moved = Sh(*sb, "cat /workspace/moved-* /workspace/moved-dir-*/inner 2>/dev/null | "
-                       "grep -vc '^w$'");
+  auto moved = Sh(*sb,
+                  "cat /workspace/moved-* /workspace/moved-dir-*/inner 2>/dev/null | "
+                  "grep -vc '^w$'");
   EXPECT_EQ(moved.stdout_data, "0\n");
 }
 

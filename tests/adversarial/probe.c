@@ -29,11 +29,11 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/bpf.h>
+#include <linux/if_ether.h>
 #include <linux/perf_event.h>
 #include <linux/reboot.h>
 #include <net/if.h>
 #include <netinet/in.h>
-#include <linux/if_ether.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdint.h>
@@ -47,7 +47,6 @@
 #include <sys/resource.h>
 #include <sys/shm.h>
 #include <sys/socket.h>
-#include <sys/un.h>
 #include <sys/stat.h>
 #include <sys/swap.h>
 #include <sys/syscall.h>
@@ -55,6 +54,7 @@
 #include <sys/time.h>
 #include <sys/types.h>
 #include <sys/uio.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <termios.h>
 #include <time.h>
@@ -89,7 +89,7 @@ static void Report(const char* name, const char* expected, const char* seen) {
   char list[256];
   snprintf(list, sizeof(list), "%s", expected);
   int ok = 0;
-  for (char* save = NULL, *t = strtok_r(list, "|", &save); t; t = strtok_r(NULL, "|", &save)) {
+  for (char *save = NULL, *t = strtok_r(list, "|", &save); t; t = strtok_r(NULL, "|", &save)) {
     if (strcmp(t, seen) == 0) ok = 1;
   }
   if (!ok) ++g_failures;
@@ -141,9 +141,9 @@ static void Unshares(void) {
   static const struct {
     const char* name;
     int flag;
-  } kNs[] = {{"unshare_user", CLONE_NEWUSER}, {"unshare_mnt", CLONE_NEWNS},
-             {"unshare_pid", CLONE_NEWPID},   {"unshare_net", CLONE_NEWNET},
-             {"unshare_ipc", CLONE_NEWIPC},   {"unshare_uts", CLONE_NEWUTS},
+  } kNs[] = {{"unshare_user", CLONE_NEWUSER},     {"unshare_mnt", CLONE_NEWNS},
+             {"unshare_pid", CLONE_NEWPID},       {"unshare_net", CLONE_NEWNET},
+             {"unshare_ipc", CLONE_NEWIPC},       {"unshare_uts", CLONE_NEWUTS},
              {"unshare_cgroup", CLONE_NEWCGROUP}, {"unshare_time", CLONE_NEWTIME}};
   for (size_t i = 0; i < sizeof(kNs) / sizeof(kNs[0]); ++i) {
     if (Wanted(kNs[i].name)) Report(kNs[i].name, "EPERM", Rc(unshare(kNs[i].flag)));
@@ -255,8 +255,8 @@ static void OtherProcesses(void) {
     snprintf(p, sizeof(p), "/proc/%s/comm", e->d_name);
     FILE* f = fopen(p, "r");
     if (f) {
-      if (fgets(comm, sizeof(comm), f) && (strncmp(comm, "kthreadd", 8) == 0 ||
-                                           strncmp(comm, "systemd", 7) == 0)) {
+      if (fgets(comm, sizeof(comm), f) &&
+          (strncmp(comm, "kthreadd", 8) == 0 || strncmp(comm, "systemd", 7) == 0)) {
         kthread = 1;
       }
       fclose(f);
@@ -333,12 +333,10 @@ static void Devices(void) {
   Report("dev_mem_open", "ENOENT|EACCES|EPERM", Rc(open("/dev/mem", O_RDONLY | O_CLOEXEC)));
   Report("dev_kmsg_open", "ENOENT|EACCES|EPERM", Rc(open("/dev/kmsg", O_RDONLY | O_CLOEXEC)));
   Report("syslog_read", "EPERM", Rc(syscall(SYS_syslog, 3 /* READ_ALL */, g_buf, 16)));
-  Report("dev_loop_control", "ENOENT|EACCES",
-         Rc(open("/dev/loop-control", O_RDWR | O_CLOEXEC)));
+  Report("dev_loop_control", "ENOENT|EACCES", Rc(open("/dev/loop-control", O_RDWR | O_CLOEXEC)));
   Report("mknod_char_mem", "EPERM",
          Rc(mknod("/workspace/.adv-mem", S_IFCHR | 0666, makedev(1, 1))));
-  Report("mknod_block_sda", "EPERM",
-         Rc(mknod("/tmp/.adv-sda", S_IFBLK | 0666, makedev(8, 0))));
+  Report("mknod_block_sda", "EPERM", Rc(mknod("/tmp/.adv-sda", S_IFBLK | 0666, makedev(8, 0))));
   // No block device nodes anywhere in /dev.
   DIR* d = opendir("/dev");
   const char* seen = "none";
@@ -399,8 +397,8 @@ static void Kernel(void) {
   Report("personality_addr_no_randomize", "EPERM", Rc(personality(ADDR_NO_RANDOMIZE)));
   Report("personality_read_implies_exec", "EPERM", Rc(personality(READ_IMPLIES_EXEC)));
   Report("reboot_cad_off", "EPERM",
-         Rc(syscall(SYS_reboot, LINUX_REBOOT_MAGIC1, LINUX_REBOOT_MAGIC2,
-                    LINUX_REBOOT_CMD_CAD_OFF, NULL)));
+         Rc(syscall(SYS_reboot, LINUX_REBOOT_MAGIC1, LINUX_REBOOT_MAGIC2, LINUX_REBOOT_CMD_CAD_OFF,
+                    NULL)));
   Report("swapon", "EPERM", Rc(swapon("/workspace/swap", 0)));
   struct timeval tv = {1, 0};
   Report("settimeofday", "EPERM", Rc(settimeofday(&tv, NULL)));
@@ -422,8 +420,7 @@ static void Kernel(void) {
   fh.handle_bytes = 8;
   fh.handle_type = 1;  // FILEID_INO32_GEN, inode 2 (an ext4 root) generation 0
   fh.f_handle[0] = 2;
-  Report("open_by_handle_at", "EPERM",
-         Rc(syscall(SYS_open_by_handle_at, AT_FDCWD, &fh, O_RDONLY)));
+  Report("open_by_handle_at", "EPERM", Rc(syscall(SYS_open_by_handle_at, AT_FDCWD, &fh, O_RDONLY)));
 }
 
 // Other system call ABIs: the filter kills the process rather than let a call through.
@@ -488,20 +485,24 @@ static void Sockets(void) {
     if (n > sizeof(un.sun_path) - 1) n = sizeof(un.sun_path) - 1;
     memcpy(un.sun_path + 1, g_abstract, n);
     fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    seen = Rc(connect(fd, (struct sockaddr*)&un, (socklen_t)(offsetof(struct sockaddr_un,
-                                                                        sun_path) + 1 + n)));
+    seen = Rc(connect(fd, (struct sockaddr*)&un,
+                      (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + n)));
     close(fd);
     Report("host_abstract_unix", "ECONNREFUSED", seen);
   }
   // Net sysctls belong to the sandbox's network namespace, yet /proc/sys stays read-only.
-  Report("proc_sys_net_ip_forward", "EACCES|EROFS",
-         TryWrite("/proc/sys/net/ipv4/ip_forward", "1"));
+  Report("proc_sys_net_ip_forward", "EACCES|EROFS", TryWrite("/proc/sys/net/ipv4/ip_forward", "1"));
 }
 
 // SysV IPC objects of the host live in the host's IPC namespace.
 static void Ipc(void) {
   if (g_shm_key == 0 || !Wanted("host_sysv_shm")) return;
   Report("host_sysv_shm", "ENOENT", Rc(shmget((key_t)g_shm_key, 0, 0)));
+}
+
+static void Crash(void) {
+  if (chdir("/workspace") != 0) _exit(3);
+  raise(SIGSEGV);
 }
 
 // Limits the sandbox's root cannot lift (CAP_SYS_RESOURCE counts only in the host's namespace).
@@ -515,6 +516,20 @@ static void Limits(void) {
     seen = Rc(setrlimit(RLIMIT_NPROC, &rl));
   }
   Report("rlimit_nproc_raise", "EPERM", seen);
+  // Core dumps: RLIMIT_CORE is 0 (hard), so a crash writes nothing (the host's core_pattern
+  // is the host's; a dump must not be how a sandbox reaches it).
+  rl.rlim_cur = rl.rlim_max = RLIM_INFINITY;
+  Report("rlimit_core_raise", "EPERM", Rc(setrlimit(RLIMIT_CORE, &rl)));
+  if (Wanted("core_dump_on_crash")) {
+    unlink("/workspace/core");
+    const char* how = InChild(Crash);
+    struct stat st;
+    seen = stat("/workspace/core", &st) == 0 ? "core_written" : how;
+    Report("core_dump_on_crash", "killed_SIGSEGV", seen);
+  }
+  // The id maps were written once by the host; they cannot be rewritten from inside.
+  Report("uid_map_rewrite", "EPERM|EACCES", TryWrite("/proc/self/uid_map", "0 0 1\n"));
+  Report("setgroups_map_allow", "EPERM|EACCES", TryWrite("/proc/self/setgroups", "allow"));
 }
 
 // ---- file system -----------------------------------------------------------------------------
@@ -542,8 +557,7 @@ static void FileSystem(void) {
     Report("chroot_breakout", ByUser("exit_10", "exit_0"), r);
     rmdir("/tmp/.adv-jail");
   }
-  Report("hardlink_outside_workspace", "EXDEV",
-         Rc(link("/etc/passwd", "/workspace/.adv-passwd")));
+  Report("hardlink_outside_workspace", "EXDEV", Rc(link("/etc/passwd", "/workspace/.adv-passwd")));
   Report("root_fs_write", ByUser("EACCES|EROFS", "EROFS"),
          Rc(open("/etc/.adv-probe", O_WRONLY | O_CREAT | O_CLOEXEC, 0644)));
   for (int i = 0; i < g_n_host_paths; ++i) {
