@@ -145,6 +145,7 @@ void RegisterKeysCommand(CLI::App& app) {
       "Manage API keys in the data directory's database (works with or without a "
       "running server)");
   keys->require_subcommand(1);
+  keys->fallthrough();  // --data-dir and --json also after the verb
   keys->add_option("--data-dir", f->data_dir,
                    "data directory (env AGENT_SANDBOX_DATA_DIR, default /var/lib/agent-sandbox)");
   keys->add_flag("--json", f->json, "print JSON objects, one per line");
