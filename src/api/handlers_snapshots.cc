@@ -125,22 +125,21 @@ class FileStreamBody : public StreamBody {
 void AddSnapshotRoutes(Router& router, ApiContext& ctx) {
   core::SandboxManager* m = ctx.manager;
 
-  router.Add("POST", "/v1/sandboxes/{id}/snapshots",
-             Wrap([m](HttpRequest& req) -> Result<HttpResponse> {
-               ASB_ASSIGN_OR_RETURN(std::string id, SandboxIdParam(req));
-               std::string name;
-               if (!req.body.empty()) {
-                 ASB_ASSIGN_OR_RETURN(JsonBody body, JsonBody::Parse(req.body));
-                 ASB_ASSIGN_OR_RETURN(auto n, body.String("name"));
-                 ASB_TRY(body.Finish());
-                 if (n) name = *n;
-               }
-               ASB_ASSIGN_OR_RETURN(core::SnapshotInfo s,
-                                    m->CreateSnapshot(OwnerOf(req), id, name));
-               HttpResponse r = JsonResponse(201, json::serialize(SnapshotJson(s)));
-               r.sandbox_id = id;
-               return r;
-             }));
+  router.Add(
+      "POST", "/v1/sandboxes/{id}/snapshots", Wrap([m](HttpRequest& req) -> Result<HttpResponse> {
+        ASB_ASSIGN_OR_RETURN(std::string id, SandboxIdParam(req));
+        std::string name;
+        if (!req.body.empty()) {
+          ASB_ASSIGN_OR_RETURN(JsonBody body, JsonBody::Parse(req.body));
+          ASB_ASSIGN_OR_RETURN(auto n, body.String("name"));
+          ASB_TRY(body.Finish());
+          if (n) name = *n;
+        }
+        ASB_ASSIGN_OR_RETURN(core::SnapshotInfo s, m->CreateSnapshot(OwnerOf(req), id, name));
+        HttpResponse r = JsonResponse(201, json::serialize(SnapshotJson(s)));
+        r.sandbox_id = id;
+        return r;
+      }));
 
   router.Add("POST", "/v1/sandboxes/{id}/rollback",
              Wrap([m](HttpRequest& req) -> Result<HttpResponse> {
@@ -170,15 +169,13 @@ void AddSnapshotRoutes(Router& router, ApiContext& ctx) {
                return JsonResponse(200, json::serialize(SnapshotJson(s)));
              }));
 
-  router.Add("DELETE", "/v1/snapshots/{id}",
-             Wrap([m](HttpRequest& req) -> Result<HttpResponse> {
+  router.Add("DELETE", "/v1/snapshots/{id}", Wrap([m](HttpRequest& req) -> Result<HttpResponse> {
                ASB_ASSIGN_OR_RETURN(std::string id, SnapshotIdParam(req));
                ASB_TRY(m->DeleteSnapshot(OwnerOf(req), id));
                return NoContent();
              }));
 
-  router.Add("POST", "/v1/snapshots/{id}/fork",
-             Wrap([m](HttpRequest& req) -> Result<HttpResponse> {
+  router.Add("POST", "/v1/snapshots/{id}/fork", Wrap([m](HttpRequest& req) -> Result<HttpResponse> {
                ASB_ASSIGN_OR_RETURN(std::string id, SnapshotIdParam(req));
                core::ForkRequest fr;
                if (!req.body.empty()) {
@@ -211,8 +208,7 @@ void AddSnapshotRoutes(Router& router, ApiContext& ctx) {
 
   RouteOptions upload;
   upload.file_body = true;
-  router.Add("POST", "/v1/snapshots",
-             Wrap([m](HttpRequest& req) -> Result<HttpResponse> {
+  router.Add("POST", "/v1/snapshots", Wrap([m](HttpRequest& req) -> Result<HttpResponse> {
                if (req.body.empty()) {
                  return Fail(Error::InvalidArgument("body: a tar.zst archive is required"));
                }
@@ -235,29 +231,30 @@ void AddSnapshotRoutes(Router& router, ApiContext& ctx) {
              }),
              upload);
 
-  router.Add("GET", "/v1/sandboxes/{id}/archive",
-             Wrap([m](HttpRequest& req) -> Result<HttpResponse> {
-               ASB_ASSIGN_OR_RETURN(std::string id, SandboxIdParam(req));
-               const std::string* q = req.Query("path");
-               std::string path = q ? *q : "/workspace";
-               HttpResponse r;
-               r.status = 200;
-               r.content_type = "application/x-tar";
-               // Built in memory, so bounded like a file download (max_file_bytes).
-               const uint64_t cap = m->config().limits.max_file_bytes;
-               ASB_TRY(m->ExportDirectory(
-                   OwnerOf(req), id, path, [&r, cap](std::string_view chunk) -> Status {
-                     if (r.body.size() + chunk.size() > cap) {
-                       return Fail(Error::TooLarge("the archive of this directory is larger "
-                                                   "than the download limit of " +
-                                                   std::to_string(cap) + " bytes"));
-                     }
-                     r.body.append(chunk);
-                     return {};
-                   }));
-               r.sandbox_id = id;
-               return r;
-             }));
+  router.Add(
+      "GET", "/v1/sandboxes/{id}/archive", Wrap([m](HttpRequest& req) -> Result<HttpResponse> {
+        ASB_ASSIGN_OR_RETURN(std::string id, SandboxIdParam(req));
+        const std::string* q = req.Query("path");
+        std::string path = q ? *q : "/workspace";
+        HttpResponse r;
+        r.status = 200;
+        r.content_type = "application/x-tar";
+        // Built in memory, so bounded like a file download (max_file_bytes).
+        const uint64_t cap = m->config().limits.max_file_bytes;
+        ASB_TRY(
+            m->ExportDirectory(OwnerOf(req), id, path, [&r, cap](std::string_view chunk) -> Status {
+              if (r.body.size() + chunk.size() > cap) {
+                return Fail(
+                    Error::TooLarge("the archive of this directory is larger "
+                                    "than the download limit of " +
+                                    std::to_string(cap) + " bytes"));
+              }
+              r.body.append(chunk);
+              return {};
+            }));
+        r.sandbox_id = id;
+        return r;
+      }));
 
   router.Add("PUT", "/v1/sandboxes/{id}/archive",
              Wrap([m](HttpRequest& req) -> Result<HttpResponse> {

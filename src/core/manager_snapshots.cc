@@ -26,9 +26,9 @@ constexpr int64_t kAnswerMs = 120'000;
 
 /// Snapshot limits, from the environment (0 or unset = the default shown).
 struct SnapshotLimits {
-  uint64_t max_snapshot_bytes = 10ull << 30;        // AGENT_SANDBOX_MAX_SNAPSHOT_BYTES
-  int64_t max_per_sandbox = 50;                     // AGENT_SANDBOX_MAX_SNAPSHOTS_PER_SANDBOX
-  int64_t max_per_owner = 500;                      // AGENT_SANDBOX_MAX_SNAPSHOTS_PER_OWNER
+  uint64_t max_snapshot_bytes = 10ull << 30;          // AGENT_SANDBOX_MAX_SNAPSHOT_BYTES
+  int64_t max_per_sandbox = 50;                       // AGENT_SANDBOX_MAX_SNAPSHOTS_PER_SANDBOX
+  int64_t max_per_owner = 500;                        // AGENT_SANDBOX_MAX_SNAPSHOTS_PER_OWNER
   uint64_t max_total_bytes_per_owner = 100ull << 30;  // AGENT_SANDBOX_MAX_SNAPSHOT_TOTAL_BYTES
 };
 
@@ -44,8 +44,8 @@ const SnapshotLimits& SnapLimits() {
   static const SnapshotLimits l = [] {
     SnapshotLimits s;
     s.max_snapshot_bytes = EnvU64("AGENT_SANDBOX_MAX_SNAPSHOT_BYTES", s.max_snapshot_bytes);
-    s.max_per_sandbox = static_cast<int64_t>(
-        EnvU64("AGENT_SANDBOX_MAX_SNAPSHOTS_PER_SANDBOX", s.max_per_sandbox));
+    s.max_per_sandbox =
+        static_cast<int64_t>(EnvU64("AGENT_SANDBOX_MAX_SNAPSHOTS_PER_SANDBOX", s.max_per_sandbox));
     s.max_per_owner =
         static_cast<int64_t>(EnvU64("AGENT_SANDBOX_MAX_SNAPSHOTS_PER_OWNER", s.max_per_owner));
     s.max_total_bytes_per_owner =
@@ -88,8 +88,8 @@ Status CheckCounts(store::Store& st, const std::string& owner, const std::string
   const SnapshotLimits& lim = SnapLimits();
   ASB_ASSIGN_OR_RETURN(auto mine, store::ListSnapshots(st, {.owner = owner}));
   if (static_cast<int64_t>(mine.size()) >= lim.max_per_owner) {
-    return Fail(Error::LimitExceeded("snapshot limit reached: " +
-                                     std::to_string(lim.max_per_owner) + " snapshots per owner"));
+    return Fail(Error::LimitExceeded(
+        "snapshot limit reached: " + std::to_string(lim.max_per_owner) + " snapshots per owner"));
   }
   uint64_t total = 0;
   int64_t of_sandbox = 0;
@@ -98,9 +98,9 @@ Status CheckCounts(store::Store& st, const std::string& owner, const std::string
     if (!sandbox_id.empty() && r.sandbox_id == sandbox_id) ++of_sandbox;
   }
   if (of_sandbox >= lim.max_per_sandbox) {
-    return Fail(Error::LimitExceeded("snapshot limit reached: " +
-                                     std::to_string(lim.max_per_sandbox) +
-                                     " snapshots per sandbox"));
+    return Fail(
+        Error::LimitExceeded("snapshot limit reached: " + std::to_string(lim.max_per_sandbox) +
+                             " snapshots per sandbox"));
   }
   if (total >= lim.max_total_bytes_per_owner) {
     return Fail(Error::TooLarge("snapshot storage limit reached: " +
@@ -166,9 +166,9 @@ Result<SnapshotInfo> SandboxManager::CreateSnapshot(const std::string& owner,
     drop();
     return Fail(std::move(facts).error().WithContext("snapshot " + info.id));
   }
-  if (Status st = store::MarkSnapshotReady(impl_->store, rec.id,
-                                           static_cast<int64_t>(facts->file_bytes),
-                                           static_cast<int64_t>(facts->content_bytes));
+  if (Status st =
+          store::MarkSnapshotReady(impl_->store, rec.id, static_cast<int64_t>(facts->file_bytes),
+                                   static_cast<int64_t>(facts->content_bytes));
       !st) {
     ::unlink((dir + "/" + FileName(rec.id)).c_str());
     drop();
@@ -420,8 +420,7 @@ Status SandboxManager::RecoverSnapshots() {
         n.substr(n.size() - kSuffix.size()) != kSuffix) {
       continue;
     }
-    const std::string sid =
-        n.substr(kPrefix.size(), n.size() - kPrefix.size() - kSuffix.size());
+    const std::string sid = n.substr(kPrefix.size(), n.size() - kPrefix.size() - kSuffix.size());
     if (Status st = RestoreInterruptedRollback(sid, de.path().string()); !st) {
       spdlog::warn("sandbox_id={} restoring the workspace of an interrupted rollback: {}", sid,
                    st.error().ToString());
@@ -437,8 +436,7 @@ Status SandboxManager::RecoverSnapshots() {
     // Temp files, rollback backups and archives no record names (a crash after a delete).
     bool ours = n.rfind(kSnapshotTempPrefix, 0) == 0 || n.rfind(".rollback-", 0) == 0 ||
                 n.rfind(".upload-", 0) == 0 ||
-                (n.rfind("snap_", 0) == 0 && n.size() > 8 &&
-                 n.substr(n.size() - 8) == ".tar.zst");
+                (n.rfind("snap_", 0) == 0 && n.size() > 8 && n.substr(n.size() - 8) == ".tar.zst");
     if (!ours) continue;
     ::unlink(de.path().c_str());
     spdlog::info("snapshots: removed stray file {}", n);

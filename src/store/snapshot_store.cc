@@ -27,8 +27,7 @@ SnapshotRecord Read(const Stmt& s) {
 
 Status InsertSnapshot(Store& store, const SnapshotRecord& r) {
   std::lock_guard lock(store.lock());
-  ASB_ASSIGN_OR_RETURN(Stmt s, store.db().Prepare("INSERT INTO snapshots(" +
-                                                  std::string(kColumns) +
+  ASB_ASSIGN_OR_RETURN(Stmt s, store.db().Prepare("INSERT INTO snapshots(" + std::string(kColumns) +
                                                   ") VALUES (?,?,?,?,?,?,?,?,?,?)"));
   s.Bind(1, r.id)
       .Bind(2, r.owner)
@@ -76,9 +75,9 @@ Result<std::vector<SnapshotRecord>> ListSnapshots(Store& store, const SnapshotFi
 Status MarkSnapshotReady(Store& store, std::string_view id, int64_t size_bytes,
                          int64_t content_bytes) {
   std::lock_guard lock(store.lock());
-  ASB_ASSIGN_OR_RETURN(Stmt s, store.db().Prepare(
-                                   "UPDATE snapshots SET state = 'ready', size_bytes = ?, "
-                                   "content_bytes = ? WHERE id = ?"));
+  ASB_ASSIGN_OR_RETURN(Stmt s,
+                       store.db().Prepare("UPDATE snapshots SET state = 'ready', size_bytes = ?, "
+                                          "content_bytes = ? WHERE id = ?"));
   s.Bind(1, size_bytes).Bind(2, content_bytes).Bind(3, id);
   ASB_TRY(s.Run());
   if (store.db().Changes() == 0) return Fail(Error::NotFound("no snapshot " + std::string(id)));

@@ -113,8 +113,8 @@ TEST(WorkspaceSnapshotTest, QuiesceThenReflinkOnXfsIsConsistentAndFast) {
   ASSERT_EQ(Sh("truncate -s 2G " + ws + " && mkfs.ext4 -q -m 0 -E lazy_itable_init=1," +
                "lazy_journal_init=1,nodiscard " + ws + " && mount -o loop " + ws + " " + wsm),
             0);
-  ASSERT_EQ(Sh("head -c 1073741824 /dev/zero | tr '\\0' 'x' > " + wsm + "/big && echo hi > " +
-               wsm + "/small"),
+  ASSERT_EQ(Sh("head -c 1073741824 /dev/zero | tr '\\0' 'x' > " + wsm + "/big && echo hi > " + wsm +
+               "/small"),
             0);
   auto t0 = std::chrono::steady_clock::now();
   ASSERT_TRUE(QuiesceWorkspace(wsm).has_value());
