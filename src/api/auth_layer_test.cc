@@ -6,7 +6,9 @@
 #include <unistd.h>
 
 #include <boost/json.hpp>
+#include <chrono>
 #include <filesystem>
+#include <thread>
 
 #include "api/auth.h"
 #include "api/handlers.h"
@@ -168,6 +170,27 @@ TEST_F(AuthLayerTest, TenancyRotationQuotaAuditAndMetrics) {
             std::string::npos);
   EXPECT_EQ(text.find(id), std::string::npos);
   EXPECT_EQ(text.find("key_"), std::string::npos);
+}
+
+TEST_F(AuthLayerTest, RetentionPurgesOldEventsAtStart) {
+  int64_t now = SystemClock::Instance().NowUnixMs();
+  store::EventRecord old_event;
+  old_event.time_ms = now - 31LL * 86'400'000;
+  old_event.action = "exec";
+  old_event.status = 200;
+  old_event.result = "ok";
+  store::EventRecord recent = old_event;
+  recent.time_ms = now - 29LL * 86'400'000;
+  ASSERT_TRUE(auth_->events().Append(old_event));
+  ASSERT_TRUE(auth_->events().Append(recent));
+  auth_->StartRetention();  // default 30 days; purges once at start
+  for (int i = 0; i < 200 && auth_->events().List({})->size() != 1; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  auth_->Stop();
+  auto left = *auth_->events().List({});
+  ASSERT_EQ(left.size(), 1u);
+  EXPECT_EQ(left[0].time_ms, recent.time_ms);
 }
 
 }  // namespace
