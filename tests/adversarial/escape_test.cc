@@ -483,5 +483,58 @@ TEST_F(AdversarialTest, FileApiRemoveAndMoveRaceSparesOutside) {
   EXPECT_EQ(moved.stdout_data, "0\n");
 }
 
+// The same attacks as an agent would type them, with the template's own tools; each must
+// fail (non-zero exit) as the sandbox user and as sandbox root.
+TEST_F(AdversarialTest, ShellOneLinersFail) {
+  auto sb = MustCreate(Spec());
+  ASSERT_TRUE(sb);
+  const char* kCommands[] = {
+      "unshare -r true",
+      "unshare -m true",
+      "unshare -n true",
+      "nsenter -t 1 -m -u -n -i -p true",
+      "mount -t tmpfs none /mnt",
+      "mount -o remount,rw /",
+      "mount --bind /proc/1/root /mnt",
+      "umount -l /workspace",
+      "umount -l /proc/sys",
+      "sysctl -w kernel.hostname=x",
+      "sysctl -w net.ipv4.ip_forward=1",
+      "swapon /workspace/nothing",
+      "losetup -f",
+      "dmesg",
+      "ip link add dummy0 type dummy",
+      "echo b > /proc/sysrq-trigger",
+      "echo '|/workspace/x' > /proc/sys/kernel/core_pattern",
+      "cat /sys/fs/cgroup/release_agent",
+      "setpriv --inh-caps=+sys_admin --ambient-caps=+sys_admin true",
+      "python3 -c 'import ctypes,sys; l=ctypes.CDLL(None); "
+      "sys.exit(0 if l.unshare(0x10000000)==0 else 1)'",
+      "perl -e 'exit(syscall(272, 0x10000000) == 0 ? 0 : 1)'",
+  };
+  std::printf("%-64s %-10s %-10s\n", "shell attempt", "uid 1000", "root");
+  for (const char* cmd : kCommands) {
+    int codes[2];
+    for (int as_root = 0; as_root < 2; ++as_root) {
+      protocol::ExecRequest req;
+      req.command = std::string(cmd) + " >/dev/null 2>&1";
+      req.user = as_root ? protocol::kUserRoot : protocol::kUserSandbox;
+      req.timeout_ms = 20'000;
+      auto r = protocol::ExecCollect(*sb->connection(), req);
+      ASSERT_TRUE(r) << r.error().ToString();
+      codes[as_root] = r->result.exit_code;
+      EXPECT_NE(r->result.exit_code, 0) << cmd << (as_root ? " as root" : " as uid 1000");
+    }
+    std::printf("%-64s exit %-5d exit %-5d %s\n", cmd, codes[0], codes[1],
+                codes[0] != 0 && codes[1] != 0 ? "ok" : "FAIL");
+  }
+  // Still the same sandbox afterwards: hostname, read-only root, workspace in place.
+  EXPECT_EQ(Sh(*sb,
+               "hostname; touch /etc/x 2>/dev/null || echo ro; test -d /workspace && "
+               "echo ws")
+                .stdout_data,
+            "sandbox\nro\nws\n");
+}
+
 }  // namespace
 }  // namespace asb::isolation::ns::testing
