@@ -24,6 +24,7 @@ int main(int argc, char** argv) {
   asb::cli::RegisterServeCommand(app);
   asb::cli::RegisterClientCommands(app);
   asb::cli::RegisterKeysCommand(app);
+  asb::cli::RegisterMcpCommand(app);
 
   try {
     app.parse(argc, argv);

@@ -14,5 +14,6 @@ namespace asb::cli {
 void RegisterServeCommand(CLI::App& app);          // serve.cc
 void RegisterClientCommands(CLI::App& app);        // client_verbs.cc
 void RegisterKeysCommand(CLI::App& app);           // keys.cc (issue 5)
+void RegisterMcpCommand(CLI::App& app);            // mcp.cc (issue 6): MCP on stdio
 
 }  // namespace asb::cli

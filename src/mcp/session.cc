@@ -193,32 +193,45 @@ json::value McpSession::Dispatch(const json::value& id, std::string_view method,
       return ErrorResponse(id, kInvalidParams, "params.arguments must be an object");
     }
     if (!async_ok) return RunToolCall(id, params, std::make_shared<std::atomic<bool>>(false));
-    StartToolCall(id, params);
+    if (!StartToolCall(id, params)) {
+      return ErrorResponse(id, kInvalidRequest, "a request with this id is still running");
+    }
     return nullptr;
   }
   return ErrorResponse(id, kMethodNotFound, "method not found: " + std::string(method));
 }
 
-void McpSession::StartToolCall(const json::value& id, const json::object& params) {
+bool McpSession::StartToolCall(const json::value& id, const json::object& params) {
   auto cancelled = std::make_shared<std::atomic<bool>>(false);
+  auto done = std::make_shared<std::atomic<bool>>(false);
   std::string key = json::serialize(id);
-  std::lock_guard<std::mutex> lock(mu_);
-  if (running_.count(key)) {
-    // Duplicate id of a running request: answer at once, do not start a second one.
-    threads_.emplace_back([this, id] {
-      SendValue(ErrorResponse(id, kInvalidRequest, "a request with this id is running"));
-    });
-    return;
-  }
-  running_[key] = Running{cancelled};
-  threads_.emplace_back([this, id, params, cancelled, key] {
-    json::value r = RunToolCall(id, params, cancelled);
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      running_.erase(key);
+  std::vector<Worker> finished;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (running_.count(key)) return false;
+    running_[key] = Running{cancelled};
+    // Reap the threads of calls that have ended, so a long session does not pile them up.
+    for (auto it = workers_.begin(); it != workers_.end();) {
+      if (it->done->load()) {
+        finished.push_back(std::move(*it));
+        it = workers_.erase(it);
+      } else {
+        ++it;
+      }
     }
-    if (!cancelled->load()) SendValue(r);
-  });
+    workers_.push_back(Worker{std::thread([this, id, params, cancelled, done, key] {
+                                json::value r = RunToolCall(id, params, cancelled);
+                                {
+                                  std::lock_guard<std::mutex> l(mu_);
+                                  running_.erase(key);
+                                }
+                                if (!cancelled->load()) SendValue(r);
+                                done->store(true);
+                              }),
+                              done});
+  }
+  for (auto& w : finished) w.thread.join();
+  return true;
 }
 
 json::value McpSession::RunToolCall(const json::value& id, const json::object& params,
@@ -263,13 +276,13 @@ void McpSession::CancelAll() {
 
 void McpSession::WaitIdle() {
   for (;;) {
-    std::vector<std::thread> threads;
+    std::vector<Worker> workers;
     {
       std::lock_guard<std::mutex> lock(mu_);
-      threads.swap(threads_);
+      workers.swap(workers_);
     }
-    if (threads.empty()) return;
-    for (auto& t : threads) t.join();
+    if (workers.empty()) return;
+    for (auto& w : workers) w.thread.join();
   }
 }
 

@@ -59,13 +59,18 @@ class McpSession {
   struct Running {
     std::shared_ptr<std::atomic<bool>> cancelled;
   };
+  struct Worker {
+    std::thread thread;
+    std::shared_ptr<std::atomic<bool>> done;  // set as the thread's last action
+  };
 
   // Handles one message object; returns the response (null value for none). `async_ok` lets
   // tools/call run on a thread (not inside a batch, whose answers are collected).
   boost::json::value HandleMessage(const boost::json::value& msg, bool async_ok);
   boost::json::value Dispatch(const boost::json::value& id, std::string_view method,
                               const boost::json::object& params, bool async_ok);
-  void StartToolCall(const boost::json::value& id, const boost::json::object& params);
+  // Runs tools/call on a thread; false when a request with this id is already running.
+  bool StartToolCall(const boost::json::value& id, const boost::json::object& params);
   boost::json::value RunToolCall(const boost::json::value& id, const boost::json::object& params,
                                  const std::shared_ptr<std::atomic<bool>>& cancelled);
   void SendValue(const boost::json::value& v);
@@ -77,7 +82,7 @@ class McpSession {
   std::string version_;
   bool initialized_ = false;  // notifications/initialized seen (or any call after initialize)
   std::map<std::string, Running> running_;  // by serialized request id
-  std::vector<std::thread> threads_;
+  std::vector<Worker> workers_;
 };
 
 }  // namespace asb::mcp
