@@ -323,7 +323,9 @@ void ExecOp::OnTimer() {
   switch (timer_stage_) {
     case TimerStage::kTimeout:
       timed_out_ = true;
+      NoteEscapedSessions();
       kill(-pid_, SIGTERM);
+      for (pid_t sid : escaped_sessions_) SignalSession(sid, SIGTERM);
       if (leader_exited_) {
         KillSessionNow();
       } else {
@@ -341,14 +343,25 @@ void ExecOp::OnTimer() {
 
 // SIGKILL the group and every process of the session; re-arm until nothing is left.
 void ExecOp::KillSessionNow() {
+  NoteEscapedSessions();
   kill(-pid_, SIGKILL);
   int left = SignalSession(pid_, SIGKILL);
+  for (pid_t sid : escaped_sessions_) left += SignalSession(sid, SIGKILL);
   if (left == 0 && leader_exited_) {
     session_gone_ = true;
     timer_stage_ = TimerStage::kNone;
     TryFinish();
   } else {
     ArmTimer(kRescanMs, TimerStage::kRescan);
+  }
+}
+
+void ExecOp::NoteEscapedSessions() {
+  if (pid_ <= 0 || leader_exited_) return;
+  for (pid_t sid : DescendantSessions(pid_, pid_)) {
+    bool known = false;
+    for (pid_t s : escaped_sessions_) known = known || s == sid;
+    if (!known) escaped_sessions_.push_back(sid);
   }
 }
 
@@ -412,9 +425,11 @@ void ExecOp::TryFinish() {
 
 void ExecOp::KillAndDetach() {
   if (pid_ > 0) {
+    NoteEscapedSessions();
     if (!leader_exited_) daemon_.ForgetChild(pid_);
     leader_exited_ = true;  // no callback will come any more
     daemon_.KillSessionUntilGone(pid_);
+    for (pid_t sid : escaped_sessions_) daemon_.KillSessionUntilGone(sid);
   }
   for (int i = 1; i <= 2; ++i) {
     if (out_[i] && !out_[i]->closed()) daemon_.DrainIntoVoid(out_[i]->Detach());

@@ -10,7 +10,10 @@
 //   finishing  once the leader is reaped and the output it left in the pipes is sent, EOF both
 //              streams and send RESULT. Pipes still held open by background children are
 //              drained into the void by the daemon (closing them would SIGPIPE a server).
-// CANCEL or a lost connection SIGKILLs the whole session.
+// CANCEL or a lost connection SIGKILLs the whole session. Both kills also reach the sessions
+// that the command's still-attached descendants created with setsid(2) (found by walking the
+// leader's process tree while it lives); an orphan that left the tree before the kill (double
+// fork + setsid) is not reached.
 #pragma once
 
 #include <sys/types.h>
@@ -55,6 +58,9 @@ class ExecOp final : public Operation, public OutputPipe::Owner {
   void OnTimer();
   void ArmTimer(uint64_t ms, TimerStage stage);
   void KillSessionNow();
+  /// Adds the sessions the leader's descendants created (setsid) to escaped_sessions_; only
+  /// while the leader lives (afterwards its tree is gone).
+  void NoteEscapedSessions();
   void TryFinish();
   /// TryFinish after the current batch (at most one pending).
   void ScheduleTryFinish();
@@ -71,6 +77,7 @@ class ExecOp final : public Operation, public OutputPipe::Owner {
   int wait_status_ = 0;
   bool timed_out_ = false;
   bool session_gone_ = false;
+  std::vector<pid_t> escaped_sessions_;  // killed together with the exec's own session
   TimerStage timer_stage_ = TimerStage::kNone;
 
   UniqueFd error_fd_;

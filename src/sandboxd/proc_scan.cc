@@ -95,6 +95,29 @@ int SignalDescendants(pid_t root, int sig, std::vector<pid_t>* signalled) {
   return count;
 }
 
+std::vector<pid_t> DescendantSessions(pid_t root, pid_t sid) {
+  std::vector<ProcEntry> all = ScanProcesses();
+  std::unordered_multimap<pid_t, const ProcEntry*> children;
+  for (const ProcEntry& e : all) children.emplace(e.ppid, &e);
+  std::vector<pid_t> sessions;
+  std::vector<pid_t> todo{root};
+  while (!todo.empty()) {
+    pid_t p = todo.back();
+    todo.pop_back();
+    auto [b, e] = children.equal_range(p);
+    for (auto it = b; it != e; ++it) {
+      const ProcEntry* c = it->second;
+      if (c->pid == root) continue;
+      todo.push_back(c->pid);
+      if (c->state == 'Z' || c->session == sid || c->session <= 1) continue;
+      bool known = false;
+      for (pid_t s : sessions) known = known || s == c->session;
+      if (!known) sessions.push_back(c->session);
+    }
+  }
+  return sessions;
+}
+
 }  // namespace asb::sandboxd
 
 namespace asb::sandboxd {

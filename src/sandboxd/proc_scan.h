@@ -25,6 +25,11 @@ std::vector<ProcEntry> ScanProcesses();
 /// were signalled.
 int SignalSession(pid_t sid, int sig);
 
+/// The distinct session ids (other than `sid`, 0 and 1) of the live descendants of `root`: the
+/// sessions that processes started under `root` created with setsid(2). An exec's kill must
+/// reach them too, or `setsid sleep 300 &` would outlive the exec's timeout.
+std::vector<pid_t> DescendantSessions(pid_t root, pid_t sid);
+
 /// Sends `sig` to every live descendant of `root` (not `root` itself). Returns how many were
 /// signalled; `signalled` (optional) collects their pids.
 int SignalDescendants(pid_t root, int sig, std::vector<pid_t>* signalled = nullptr);

@@ -145,6 +145,24 @@ TEST_F(SandboxdTest, TimeoutEscalatesToSigkillAfterGrace) {
   EXPECT_EQ(CountProcessesMatching("sleep 3008"), 0);
 }
 
+// Found by the breaker: a child that calls setsid(2) leaves the exec's session, and the
+// timeout kill (which signals the session) left it running. The kill now also reaches the
+// sessions created by the leader's descendants.
+TEST_F(SandboxdTest, TimeoutAlsoKillsSessionsTheCommandCreated) {
+  ExecRequest req = ShellRequest(
+      "setsid sleep $((3000+31)) & sh -c 'setsid sleep $((3000+32)) & sleep $((3000+33))' & "
+      "sleep $((3000+30)); echo never");
+  req.timeout_ms = 700;
+  int64_t t0 = NowMs();
+  auto r = Run(req);
+  EXPECT_TRUE(r.result.timed_out);
+  EXPECT_EQ(r.stdout_data, "");
+  EXPECT_LT(NowMs() - t0, 4000);
+  for (const char* p : {"sleep 3030", "sleep 3031", "sleep 3032", "sleep 3033"}) {
+    EXPECT_EQ(CountProcessesMatching(p), 0) << p;
+  }
+}
+
 TEST_F(SandboxdTest, OutputCapKeepsExactlyTheCapInArrivalOrder) {
   ExecRequest req = ShellRequest(
       "head -c 80 /dev/zero | tr '\\0' a; head -c 80 /dev/zero | tr '\\0' b >&2; echo done >&2");
@@ -373,6 +391,25 @@ TEST_F(SandboxdTest, ConnectionLossKillsItsExecsAndReconnectWorks) {
   ASSERT_TRUE(c) << c.error().ToString();
   conn_ = *c;
   EXPECT_EQ(Sh("echo again").stdout_data, "again\n");
+}
+
+TEST_F(SandboxdTest, ConnectionLossAlsoKillsSessionsTheCommandCreated) {
+  ExecRequest req = ShellRequest("setsid sleep $((3000+36)) & sleep $((3000+37))");
+  auto ch = conn_->Open(protocol::EncodeExecRequest(req));
+  ASSERT_TRUE(ch);
+  for (int i = 0; i < 500 && CountProcessesMatching("sleep 3036") == 0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  ASSERT_EQ(CountProcessesMatching("sleep 3036"), 1);  // its own session, still in the tree
+  conn_->Close();
+  for (int i = 0; i < 300 && CountProcessesMatching("sleep 303") > 0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_EQ(CountProcessesMatching("sleep 3036"), 0);
+  EXPECT_EQ(CountProcessesMatching("sleep 3037"), 0);
+  auto c = proc_->Connect();
+  ASSERT_TRUE(c) << c.error().ToString();
+  conn_ = *c;
 }
 
 TEST_F(SandboxdTest, SigtermIsIgnoredOnlyAsPid1) {
