@@ -1,0 +1,176 @@
+"""Hostile use of the server, as found by the breaker (issues 2 and 3): code inside a sandbox
+that tries to outlive its command or fill its disks, symlink and FIFO tricks against the file
+API, malformed HTTP framing, and a SIGKILL of the server while commands run. Each test states
+what a hostile user did and what must hold."""
+
+import socket
+import time
+
+from harness import ServerTestCase, main, sandbox_pids
+
+
+def host_cmdlines(sid):
+    """The command lines of the sandbox's processes, as seen from the host."""
+    out = []
+    for pid in sandbox_pids(sid):
+        try:
+            with open("/proc/%d/cmdline" % pid, "rb") as f:
+                out.append(f.read().replace(b"\0", b" ").decode(errors="replace"))
+        except OSError:
+            pass
+    return out
+
+
+def raw_http(port, data, timeout=5):
+    """Sends raw bytes; returns what the server answered before closing (or timing out)."""
+    s = socket.create_connection(("127.0.0.1", port), timeout=timeout)
+    try:
+        s.sendall(data)
+        out = b""
+        while True:
+            try:
+                b = s.recv(65536)
+            except (socket.timeout, ConnectionResetError):
+                break
+            if not b:
+                break
+            out += b
+        return out
+    finally:
+        s.close()
+
+
+class BreakerTest(ServerTestCase):
+    @classmethod
+    def setUpClass(cls):
+        super().setUpClass()
+        cls.sid = cls.server.create(pids_limit=64, memory_mb=128, workspace_mb=64)["id"]
+
+    def sh(self, command, **kw):
+        return self.server.run(self.sid, command, **kw)
+
+    def test_setsid_children_do_not_outlive_a_timed_out_command(self):
+        # `setsid` leaves the exec's session; the timeout kill used to miss such children.
+        # ($((...)) keeps the numbers out of the shell's own command line.)
+        r = self.sh("setsid sleep $((3000+41)) & "
+                    "sh -c 'setsid sleep $((3000+42)) & sleep $((3000+43))' & "
+                    "sleep $((3000+40)); echo never", timeout=1)
+        self.assertIs(r["timed_out"], True, r)
+        self.assertNotIn("never", r["stdout"])
+        left = [c for c in host_cmdlines(self.sid) if "sleep 304" in c]
+        self.assertEqual(left, [])
+        self.assertEqual(self.sh("echo alive")["stdout"], "alive\n")
+
+    def test_background_children_of_a_finished_command_still_survive(self):
+        # The timeout fix must not change the normal case: a command that ends on its own may
+        # leave servers running (ARCHITECTURE.md "Exec semantics").
+        r = self.sh("setsid sleep $((3000+44)) > /dev/null 2>&1 & echo started")
+        self.assertEqual(r["stdout"], "started\n")
+        deadline = time.time() + 5
+        while time.time() < deadline and not any("sleep 3044" in c
+                                                 for c in host_cmdlines(self.sid)):
+            time.sleep(0.05)
+        time.sleep(0.3)
+        self.assertEqual(len([c for c in host_cmdlines(self.sid) if "sleep 3044" in c]), 1)
+        self.sh("pkill -x sleep; true")
+
+    def test_symlinks_never_lead_the_file_api_outside_the_workspace(self):
+        self.sh("cd /workspace && rm -rf trick && mkdir -p trick/d && cd trick && "
+                "ln -s /etc/passwd pw && ln -s /proc/1/root pr && ln -s / root && "
+                "ln -s /tmp t && ln -s ../../.. d/up")
+        for path in ("trick/pw", "trick/pr/etc/passwd", "trick/root/etc/passwd",
+                     "trick/t/x", "trick/d/up/etc/passwd", "/proc/1/environ",
+                     "../etc/passwd", "/workspace/..", "/workspacex/a"):
+            with self.subTest(path=path):
+                self.assertEqual(self.server.get_file(self.sid, path).status, 400)
+        for path in ("trick/pr/etc/x", "trick/root/tmp/x", "trick/t/x", "trick/d/up/tmp/x"):
+            with self.subTest(put=path):
+                self.assertEqual(self.server.put_file(self.sid, path, b"evil").status, 400)
+        # A PUT onto a final symlink replaces the link; it never writes through it.
+        r = self.server.put_file(self.sid, "trick/pw", b"mine")
+        self.assertEqual(r.status, 200, r)
+        r = self.sh("test -L /workspace/trick/pw && echo link; cat /workspace/trick/pw; "
+                    "echo; head -c 5 /etc/passwd")
+        self.assertEqual(r["stdout"], "mine\nroot:")
+
+    def test_a_fifo_does_not_hang_the_file_api(self):
+        self.sh("rm -f /workspace/fifo; mkfifo /workspace/fifo")
+        t0 = time.time()
+        r = self.server.get_file(self.sid, "fifo")
+        self.assertError(r, 400, "invalid_request")
+        self.assertLess(time.time() - t0, 5)
+        self.assertEqual(self.sh("echo alive")["stdout"], "alive\n")
+        self.sh("rm -f /workspace/fifo")
+
+    def test_full_disks_are_refused_cleanly_and_recoverable(self):
+        r = self.sh("dd if=/dev/zero of=/workspace/fill bs=1M count=200 2>/dev/null; "
+                    "dd if=/dev/zero of=/tmp/fill bs=1M count=2000 2>/dev/null; "
+                    "df -P /workspace /tmp | tail -2 | awk '{print $5}'", timeout=60)
+        self.assertEqual(r["stdout"].split(), ["100%", "100%"], r)  # both full
+        r = self.server.put_file(self.sid, "after.txt", b"x" * (4 << 20))
+        self.assertGreaterEqual(r.status, 400, r)
+        self.assertLess(r.status, 500, r)
+        self.sh("rm -f /workspace/fill /tmp/fill")
+        self.assertEqual(self.server.put_file(self.sid, "after.txt", b"ok").status, 200)
+
+    def test_fork_bomb_and_memory_bomb_leave_the_sandbox_usable(self):
+        # A self-sustaining bomb outlives a command that ends on its own (background children
+        # survive, and it keeps the pids limit exhausted; see the breaker's report). The
+        # command's timeout must eradicate it, however fast it respawns.
+        r = self.sh("b(){ b | b & }; b; sleep 300", timeout=2)
+        self.assertIs(r["timed_out"], True, r)
+        r = self.sh("python3 -c 'a = []\nwhile True: a.append(bytearray(1 << 20))'", timeout=30)
+        self.assertIs(r["oom_killed"], True, r)
+        r = self.sh("echo alive")
+        self.assertEqual(r["stdout"], "alive\n")
+
+    def test_malformed_http_framing_is_answered_400(self):
+        port = self.server.port
+        for name, data in (
+                ("negative length", b"POST /v1/sandboxes HTTP/1.1\r\nHost: x\r\n"
+                                    b"Content-Length: -5\r\n\r\n{}"),
+                ("huge length", b"POST /v1/sandboxes HTTP/1.1\r\nHost: x\r\n"
+                                b"Content-Length: 99999999999999999999999\r\n\r\n{}"),
+                ("two lengths", b"POST /v1/sandboxes HTTP/1.1\r\nHost: x\r\n"
+                                b"Content-Length: 2\r\nContent-Length: 5\r\n\r\n{}"),
+                ("length and chunked", b"POST /v1/sandboxes HTTP/1.1\r\nHost: x\r\n"
+                                       b"Content-Length: 2\r\nTransfer-Encoding: chunked"
+                                       b"\r\n\r\n0\r\n\r\n"),
+                ("NUL in target", b"GET /v1/sandboxes/sb_\x00 HTTP/1.1\r\nHost: x\r\n\r\n"),
+                ("binary garbage", bytes(range(256)) * 4)):
+            with self.subTest(name):
+                self.assertTrue(raw_http(port, data).startswith(b"HTTP/1.1 400 "), name)
+        # Nothing was created by any of it.
+        ids = [s["id"] for s in self.server.request("GET", "/v1/sandboxes").json()["sandboxes"]]
+        self.assertEqual(ids, [self.sid])
+
+
+class BreakerKillTest(ServerTestCase):
+    """A server SIGKILLed while commands run (its own server: this class kills it)."""
+
+    def test_sigkill_mid_exec_kills_the_commands_and_restart_adopts(self):
+        s = self.server
+        sid = s.create()["id"]
+        c = s.conn(30)
+        c.request("POST", "/v1/sandboxes/%s/exec" % sid,
+                  body='{"command": "setsid sleep $((3000+50)) & sleep $((3000+51))"}',
+                  headers={"Content-Type": "application/json"})
+        deadline = time.time() + 10
+        while time.time() < deadline and not any("sleep 3051" in x for x in host_cmdlines(sid)):
+            time.sleep(0.05)
+        self.assertTrue(any("sleep 3051" in x for x in host_cmdlines(sid)))
+        s.kill9()
+        c.close()
+        # sandboxd kills the commands of a lost connection, sessions they created included.
+        deadline = time.time() + 10
+        while time.time() < deadline and any("sleep 305" in x for x in host_cmdlines(sid)):
+            time.sleep(0.05)
+        self.assertEqual([x for x in host_cmdlines(sid) if "sleep 305" in x], [])
+        s.start()
+        r = s.run(sid, "echo back")
+        self.assertEqual(r["stdout"], "back\n")
+        self.assertEqual(s.request("DELETE", "/v1/sandboxes/" + sid).status, 204)
+
+
+if __name__ == "__main__":
+    main()
