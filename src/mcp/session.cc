@@ -3,7 +3,6 @@
 
 #include <utility>
 
-
 namespace asb::mcp {
 
 namespace json = boost::json;
@@ -115,8 +114,8 @@ json::value McpSession::HandleMessage(const json::value& msg, bool async_ok) {
   if (pit != o.end()) {
     if (!pit->value().is_object()) {
       auto idit = o.find("id");
-      return ErrorResponse(idit == o.end() ? json::value(nullptr) : idit->value(),
-                           kInvalidParams, "params must be an object");
+      return ErrorResponse(idit == o.end() ? json::value(nullptr) : idit->value(), kInvalidParams,
+                           "params must be an object");
     }
     params = &pit->value().as_object();
   }

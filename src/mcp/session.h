@@ -27,8 +27,7 @@
 namespace asb::mcp {
 
 /// The revisions this server speaks, newest first.
-inline constexpr std::string_view kProtocolVersions[] = {"2025-06-18", "2025-03-26",
-                                                         "2024-11-05"};
+inline constexpr std::string_view kProtocolVersions[] = {"2025-06-18", "2025-03-26", "2024-11-05"};
 
 /// The server's `instructions` in the initialize result.
 std::string_view ServerInstructions();

@@ -8,6 +8,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <condition_variable>
 #include <mutex>
 #include <string>
@@ -36,13 +37,13 @@ int DeadPort() {
 class SessionTest : public ::testing::Test {
  protected:
   SessionTest()
-      : session_(Tools(*api::HttpClient::Create(
-                     "http://127.0.0.1:" + std::to_string(DeadPort()), "k")),
-                 [this](const std::string& text) {
-                   std::lock_guard<std::mutex> lock(mu_);
-                   out_.push_back(json::parse(text));
-                   cv_.notify_all();
-                 }) {}
+      : session_(
+            Tools(*api::HttpClient::Create("http://127.0.0.1:" + std::to_string(DeadPort()), "k")),
+            [this](const std::string& text) {
+              std::lock_guard<std::mutex> lock(mu_);
+              out_.push_back(json::parse(text));
+              cv_.notify_all();
+            }) {}
 
   // Sends `text` and returns the next message sent back (waits for async answers).
   json::value Ask(std::string_view text) {
@@ -64,7 +65,8 @@ class SessionTest : public ::testing::Test {
 
   void Init(std::string_view version = "2025-06-18") {
     json::value r = Ask(R"({"jsonrpc":"2.0","id":1,"method":"initialize","params":)"
-                        R"({"protocolVersion":")" + std::string(version) +
+                        R"({"protocolVersion":")" +
+                        std::string(version) +
                         R"(","capabilities":{},"clientInfo":{"name":"t","version":"1"}}})");
     ASSERT_TRUE(r.as_object().contains("result")) << json::serialize(r);
     session_.HandleText(R"({"jsonrpc":"2.0","method":"notifications/initialized"})");
@@ -90,7 +92,8 @@ TEST_F(SessionTest, InitializeNegotiatesTheRevision) {
   EXPECT_NE(std::string(r.at("result").at("instructions").as_string()).find("/workspace"),
             std::string::npos);
   // An unknown revision gets the newest one.
-  r = Ask(R"({"jsonrpc":"2.0","id":2,"method":"initialize","params":{"protocolVersion":"1999-01-01"}})");
+  r = Ask(
+      R"({"jsonrpc":"2.0","id":2,"method":"initialize","params":{"protocolVersion":"1999-01-01"}})");
   EXPECT_EQ(r.at("result").at("protocolVersion").as_string(), "2025-06-18");
 }
 
@@ -103,8 +106,9 @@ TEST_F(SessionTest, JsonRpcErrors) {
   EXPECT_EQ(ErrorCode(Ask(R"({"jsonrpc":"2.0","id":1,"method":"tools/list"})")), -32600);
   Init();
   EXPECT_EQ(ErrorCode(Ask(R"({"jsonrpc":"2.0","id":3,"method":"nope"})")), -32601);
-  EXPECT_EQ(ErrorCode(Ask(R"({"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"x"}})")),
-            -32602);
+  EXPECT_EQ(
+      ErrorCode(Ask(R"({"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"x"}})")),
+      -32602);
   // Notifications are never answered.
   size_t n = Sent();
   session_.HandleText(R"({"jsonrpc":"2.0","method":"notifications/whatever"})");
@@ -135,12 +139,10 @@ TEST_F(SessionTest, ToolsHaveInputAndOutputSchemas) {
     EXPECT_EQ(t.at("inputSchema").at("type").as_string(), "object");
     EXPECT_EQ(t.at("outputSchema").at("type").as_string(), "object");
   }
-  std::vector<std::string> want = {"sandbox_create",     "sandbox_list",
-                                   "sandbox_list_templates", "sandbox_exec",
-                                   "sandbox_read_file",  "sandbox_write_file",
-                                   "sandbox_list_files", "sandbox_snapshot",
-                                   "sandbox_rollback",   "sandbox_fork",
-                                   "sandbox_destroy"};
+  std::vector<std::string> want = {
+      "sandbox_create",    "sandbox_list",       "sandbox_list_templates", "sandbox_exec",
+      "sandbox_read_file", "sandbox_write_file", "sandbox_list_files",     "sandbox_snapshot",
+      "sandbox_rollback",  "sandbox_fork",       "sandbox_destroy"};
   EXPECT_EQ(names, want);
 }
 

@@ -3,6 +3,7 @@
 #include "mcp/tools.h"
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <utility>
 
@@ -119,8 +120,9 @@ json::array BuildDefinitions() {
     p["command"] = Prop("string", "Shell command, run by /bin/sh -c.");
     p["workdir"] = Prop("string", "Working directory (default /workspace).");
     p["env"] = EnvProp();
-    p["timeout"] = Prop("number", "Seconds before the command is killed (exit code 124-style "
-                                  "timed_out: true).");
+    p["timeout"] = Prop("number",
+                        "Seconds before the command is killed (exit code 124-style "
+                        "timed_out: true).");
     p["stdin"] = Prop("string", "Text given on standard input.");
     json::object o;
     o["exit_code"] = Prop("integer", "");
@@ -132,12 +134,12 @@ json::array BuildDefinitions() {
     o["stderr_bytes"] = Prop("integer", "Full size of stderr as received.");
     o["signal"] = Prop("integer", "");
     o["duration_ms"] = Prop("integer", "");
-    tools.emplace_back(Tool(
-        "sandbox_exec", "Run a command",
-        "Run a shell command in a sandbox and return its exit code and output. Long commands "
-        "report progress; cancelling the request kills the command.",
-        ObjectSchema(std::move(p), {"sandbox_id", "command"}),
-        ObjectSchema(std::move(o), {"exit_code", "stdout", "stderr", "timed_out"})));
+    tools.emplace_back(
+        Tool("sandbox_exec", "Run a command",
+             "Run a shell command in a sandbox and return its exit code and output. Long commands "
+             "report progress; cancelling the request kills the command.",
+             ObjectSchema(std::move(p), {"sandbox_id", "command"}),
+             ObjectSchema(std::move(o), {"exit_code", "stdout", "stderr", "timed_out"})));
   }
   {
     json::object p;
@@ -204,10 +206,9 @@ json::array BuildDefinitions() {
     json::object p;
     p["sandbox_id"] = Prop("string", "");
     p["snapshot_id"] = Prop("string", "");
-    tools.emplace_back(Tool("sandbox_rollback", "Roll back",
-                            "Restore a sandbox's /workspace to one of its snapshots.",
-                            ObjectSchema(std::move(p), {"sandbox_id", "snapshot_id"}),
-                            SandboxSchema()));
+    tools.emplace_back(Tool(
+        "sandbox_rollback", "Roll back", "Restore a sandbox's /workspace to one of its snapshots.",
+        ObjectSchema(std::move(p), {"sandbox_id", "snapshot_id"}), SandboxSchema()));
   }
   {
     json::object p;
@@ -356,8 +357,7 @@ json::object Tools::Call(std::string_view name, const json::object& a,
                          const CallContext& ctx) const {
   ToolError err;
   // One REST call whose 2xx JSON body is returned; on failure fills `err`.
-  auto rest = [&](std::string_view method, const std::string& target,
-                  std::string_view body = {},
+  auto rest = [&](std::string_view method, const std::string& target, std::string_view body = {},
                   std::string_view type = "application/json") -> std::optional<json::value> {
     auto r = client_.Request(method, target, body, type);
     if (!r) {
@@ -395,8 +395,8 @@ json::object Tools::Call(std::string_view name, const json::object& a,
     std::string text;
     for (const auto& s : v->as_object().at("sandboxes").as_array()) {
       const auto& o = s.as_object();
-      text += std::string(o.at("id").as_string()) + " " +
-              std::string(o.at("status").as_string()) + "\n";
+      text += std::string(o.at("id").as_string()) + " " + std::string(o.at("status").as_string()) +
+              "\n";
     }
     if (text.empty()) text = "no sandboxes\n";
     return OkResult(v->as_object(), text);
@@ -456,14 +456,14 @@ json::object Tools::Call(std::string_view name, const json::object& a,
       }
       return true;
     };
-    auto r = client_.Stream("POST", "/v1/sandboxes/" + id + "/exec/stream",
-                            json::serialize(body), "application/json", on_data);
+    auto r = client_.Stream("POST", "/v1/sandboxes/" + id + "/exec/stream", json::serialize(body),
+                            "application/json", on_data);
     if (stopped) return ErrorResult("cancelled", "the request was cancelled; command killed");
     if (!r) return ErrorResult(r.error().code_name(), r.error().message());
     if (r->status >= 300) {
-      return ErrorResult(r->error_code.empty() ? "http_" + std::to_string(r->status)
-                                               : r->error_code,
-                         r->error_message.empty() ? r->body : r->error_message);
+      return ErrorResult(
+          r->error_code.empty() ? "http_" + std::to_string(r->status) : r->error_code,
+          r->error_message.empty() ? r->body : r->error_message);
     }
     if (!stream_error.empty()) {
       size_t colon = stream_error.find(": ");
@@ -501,9 +501,9 @@ json::object Tools::Call(std::string_view name, const json::object& a,
     auto r = client_.Request("GET", "/v1/sandboxes/" + id + "/files?path=" + Q(path));
     if (!r) return ErrorResult(r.error().code_name(), r.error().message());
     if (r->status >= 300) {
-      return ErrorResult(r->error_code.empty() ? "http_" + std::to_string(r->status)
-                                               : r->error_code,
-                         r->error_message);
+      return ErrorResult(
+          r->error_code.empty() ? "http_" + std::to_string(r->status) : r->error_code,
+          r->error_message);
     }
     const std::string& data = r->body;
     bool cut = false;
@@ -568,8 +568,8 @@ json::object Tools::Call(std::string_view name, const json::object& a,
     std::string text;
     for (const auto& e : v->as_object().at("entries").as_array()) {
       const auto& o = e.as_object();
-      text += std::string(o.at("type").as_string()) + " " +
-              std::string(o.at("path").as_string()) + "\n";
+      text += std::string(o.at("type").as_string()) + " " + std::string(o.at("path").as_string()) +
+              "\n";
     }
     if (text.empty()) text = "(empty)\n";
     return OkResult(v->as_object(), text);
@@ -581,8 +581,7 @@ json::object Tools::Call(std::string_view name, const json::object& a,
     CopyFields(a, body, {"name"});
     auto v = rest("POST", "/v1/sandboxes/" + id + "/snapshots", json::serialize(body));
     if (!v || !v->is_object()) return fail();
-    return OkResult(v->as_object(),
-                    "snapshot " + std::string(v->as_object().at("id").as_string()));
+    return OkResult(v->as_object(), "snapshot " + std::string(v->as_object().at("id").as_string()));
   }
   if (name == "sandbox_rollback") {
     std::string id = Id(a, "sandbox_id", &err);
