@@ -516,7 +516,7 @@ static void Limits(void) {
     seen = Rc(setrlimit(RLIMIT_NPROC, &rl));
   }
   Report("rlimit_nproc_raise", "EPERM", seen);
-  // Core dumps: RLIMIT_CORE is 0 (hard), so a crash writes nothing (the host's core_pattern
+  // Core dumps: RLIMIT_CORE is 1 (hard; the "never dump" value, see ns/rlimits.cc), so a crash writes nothing (the host's core_pattern
   // is the host's; a dump must not be how a sandbox reaches it).
   rl.rlim_cur = rl.rlim_max = RLIM_INFINITY;
   Report("rlimit_core_raise", "EPERM", Rc(setrlimit(RLIMIT_CORE, &rl)));
