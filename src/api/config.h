@@ -26,7 +26,6 @@ struct ServeConfig {
   /// Path of the sandboxd binary; "" = "sandboxd" beside /proc/self/exe.
   std::string sandboxd_path;
   std::string log_level = "info";
-  bool log_json = false;
   /// Longest wait for in-flight requests at shutdown, seconds.
   int64_t shutdown_grace_seconds = 30;
   /// Quiet time before a stream keepalive, seconds.
