@@ -15,6 +15,7 @@
 
 namespace asb::core {
 class SandboxManager;
+struct SandboxInfo;
 }
 
 namespace asb::api {
@@ -34,6 +35,11 @@ Handler Wrap(std::function<Result<HttpResponse>(HttpRequest&)> fn);
 /// The owner a request acts for: req.owner as the auth layer (api/auth.h) set it — a key's
 /// lineage for non-admin keys, core::kAnyOwner for admin keys and --insecure-no-auth.
 std::string OwnerOf(const HttpRequest& req);
+
+/// A sandbox as every route shows it (id, status, template, limits, env_keys — names only,
+/// values may be secrets — RFC 3339 times, source_snapshot_id), as a JSON response with
+/// `status` and the sandbox id attached for the request log.
+HttpResponse SandboxResponse(int status, const core::SandboxInfo& s);
 
 /// The {id} path parameter if it is a well-formed sandbox id; kNotFound otherwise (an id such
 /// as "../x" never reaches the manager).

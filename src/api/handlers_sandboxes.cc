@@ -21,7 +21,31 @@ namespace {
 constexpr int64_t kMinInt = std::numeric_limits<int64_t>::min() / 2;
 constexpr int64_t kMaxInt = std::numeric_limits<int64_t>::max() / 2;
 
+Result<core::CreateRequest> ParseCreate(std::string_view text) {
+  ASB_ASSIGN_OR_RETURN(JsonBody body, JsonBody::Parse(text));
+  core::CreateRequest req;
+  ASB_ASSIGN_OR_RETURN(auto tmpl, body.String("template"));
+  if (tmpl) req.template_name = *tmpl;
+  ASB_ASSIGN_OR_RETURN(req.cpus, body.Number("cpus"));
+  ASB_ASSIGN_OR_RETURN(req.memory_mb, body.Integer("memory_mb", kMinInt, kMaxInt));
+  ASB_ASSIGN_OR_RETURN(req.pids_limit, body.Integer("pids_limit", kMinInt, kMaxInt));
+  ASB_ASSIGN_OR_RETURN(req.workspace_mb, body.Integer("workspace_mb", kMinInt, kMaxInt));
+  ASB_ASSIGN_OR_RETURN(req.timeout_seconds, body.Integer("timeout_seconds", kMinInt, kMaxInt));
+  ASB_ASSIGN_OR_RETURN(req.idle_timeout_seconds,
+                       body.Integer("idle_timeout_seconds", kMinInt, kMaxInt));
+  ASB_ASSIGN_OR_RETURN(auto env, body.StringMap("env"));
+  if (env) req.env = std::move(*env);
+  ASB_ASSIGN_OR_RETURN(auto network, body.Bool("network"));
+  if (network) req.network = *network;
+  ASB_TRY(body.Finish());
+  return req;
+}
+
+}  // namespace
+
 // The sandbox as the API shows it. Env values are not echoed, only their names.
+namespace {
+
 json::object SandboxJson(const core::SandboxInfo& s) {
   json::object o;
   o["id"] = s.id;
@@ -49,33 +73,14 @@ json::object SandboxJson(const core::SandboxInfo& s) {
   return o;
 }
 
+}  // namespace
+
 HttpResponse SandboxResponse(int status, const core::SandboxInfo& s) {
   HttpResponse r = JsonResponse(status, json::serialize(SandboxJson(s)));
   r.sandbox_id = s.id;
   return r;
 }
 
-Result<core::CreateRequest> ParseCreate(std::string_view text) {
-  ASB_ASSIGN_OR_RETURN(JsonBody body, JsonBody::Parse(text));
-  core::CreateRequest req;
-  ASB_ASSIGN_OR_RETURN(auto tmpl, body.String("template"));
-  if (tmpl) req.template_name = *tmpl;
-  ASB_ASSIGN_OR_RETURN(req.cpus, body.Number("cpus"));
-  ASB_ASSIGN_OR_RETURN(req.memory_mb, body.Integer("memory_mb", kMinInt, kMaxInt));
-  ASB_ASSIGN_OR_RETURN(req.pids_limit, body.Integer("pids_limit", kMinInt, kMaxInt));
-  ASB_ASSIGN_OR_RETURN(req.workspace_mb, body.Integer("workspace_mb", kMinInt, kMaxInt));
-  ASB_ASSIGN_OR_RETURN(req.timeout_seconds, body.Integer("timeout_seconds", kMinInt, kMaxInt));
-  ASB_ASSIGN_OR_RETURN(req.idle_timeout_seconds,
-                       body.Integer("idle_timeout_seconds", kMinInt, kMaxInt));
-  ASB_ASSIGN_OR_RETURN(auto env, body.StringMap("env"));
-  if (env) req.env = std::move(*env);
-  ASB_ASSIGN_OR_RETURN(auto network, body.Bool("network"));
-  if (network) req.network = *network;
-  ASB_TRY(body.Finish());
-  return req;
-}
-
-}  // namespace
 
 void AddSandboxRoutes(Router& router, ApiContext& ctx) {
   core::SandboxManager* m = ctx.manager;

@@ -52,40 +52,6 @@ json::object SnapshotJson(const core::SnapshotInfo& s) {
   return o;
 }
 
-// The sandbox as handlers_sandboxes.cc shows it (kept in step with SandboxJson there).
-json::object SandboxJson(const core::SandboxInfo& s) {
-  json::object o;
-  o["id"] = s.id;
-  o["status"] = core::SandboxStateName(s.state);
-  o["template"] = s.template_name;
-  o["cpus"] = s.cpus;
-  o["memory_mb"] = s.memory_mb;
-  o["pids_limit"] = s.pids_limit;
-  o["workspace_mb"] = s.workspace_mb;
-  o["network"] = s.network;
-  o["read_only_rootfs"] = s.read_only_rootfs;
-  json::array keys;
-  for (const auto& kv : s.env) keys.emplace_back(kv.first);
-  o["env_keys"] = std::move(keys);
-  o["created_at"] = FormatRfc3339(s.created_at_ms);
-  o["expires_at"] = FormatRfc3339(s.expires_at_ms);
-  o["timeout_seconds"] = s.timeout_seconds;
-  o["idle_timeout_seconds"] = s.idle_timeout_seconds;
-  if (s.source_snapshot_id) {
-    o["source_snapshot_id"] = *s.source_snapshot_id;
-  } else {
-    o["source_snapshot_id"] = nullptr;
-  }
-  if (!s.error_message.empty()) o["error_message"] = s.error_message;
-  return o;
-}
-
-HttpResponse SandboxResponse(int status, const core::SandboxInfo& s) {
-  HttpResponse r = JsonResponse(status, json::serialize(SandboxJson(s)));
-  r.sandbox_id = s.id;
-  return r;
-}
-
 Result<std::string> SnapshotIdParam(const HttpRequest& req) {
   const std::string& id = req.Param("id");
   if (!IsValidId(id, "snap_")) return Fail(Error::NotFound("snapshot not found"));
