@@ -16,7 +16,7 @@
 namespace asb::core {
 class SandboxManager;
 struct SandboxInfo;
-}
+}  // namespace asb::core
 
 namespace asb::api {
 

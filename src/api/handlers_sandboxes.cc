@@ -81,7 +81,6 @@ HttpResponse SandboxResponse(int status, const core::SandboxInfo& s) {
   return r;
 }
 
-
 void AddSandboxRoutes(Router& router, ApiContext& ctx) {
   core::SandboxManager* m = ctx.manager;
 
@@ -106,8 +105,7 @@ void AddSandboxRoutes(Router& router, ApiContext& ctx) {
                return SandboxResponse(200, s);
              }));
 
-  router.Add("DELETE", "/v1/sandboxes/{id}",
-             Wrap([m](HttpRequest& req) -> Result<HttpResponse> {
+  router.Add("DELETE", "/v1/sandboxes/{id}", Wrap([m](HttpRequest& req) -> Result<HttpResponse> {
                ASB_ASSIGN_OR_RETURN(std::string id, SandboxIdParam(req));
                ASB_TRY(m->Destroy(OwnerOf(req), id));
                HttpResponse r = NoContent();
