@@ -2,6 +2,7 @@
 // (cli/command.h); this file only wires them up, parses, and runs the chosen one.
 #include <cstdlib>
 #include <string>
+#include <string_view>
 
 #include <CLI/CLI.hpp>
 
@@ -29,7 +30,20 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    return app.exit(e);
+    const int code = app.exit(e);  // prints the help text, or the usage error
+    if (code == 0) return 0;       // --help
+    // A usage error is agent-sandbox failing, not the command: docker's 125 (docs/adr/0005),
+    // except for `serve`, whose bad settings exit 2 like its configuration errors (issue 3).
+    for (int i = 1; i < argc; ++i) {
+      std::string_view arg = argv[i];
+      if (arg == "--log-level") {
+        ++i;
+        continue;
+      }
+      if (!arg.empty() && arg[0] == '-') continue;
+      return arg == "serve" ? 2 : asb::cli::kExitRuntimeError;
+    }
+    return asb::cli::kExitRuntimeError;
   }
   if (!asb::InitLogging(log_level, asb::LogFormat::kText)) {
     return asb::cli::ReportError(asb::Error::InvalidArgument("unknown log level '" + log_level +
