@@ -1,10 +1,9 @@
 // agent-sandbox: the host binary. Each subcommand registers itself from its own file
 // (cli/command.h); this file only wires them up, parses, and runs the chosen one.
+#include <CLI/CLI.hpp>
 #include <cstdlib>
 #include <string>
 #include <string_view>
-
-#include <CLI/CLI.hpp>
 
 #include "cli/command.h"
 #include "cli/server_commands.h"
@@ -46,8 +45,8 @@ int main(int argc, char** argv) {
     return asb::cli::kExitRuntimeError;
   }
   if (!asb::InitLogging(log_level, asb::LogFormat::kText)) {
-    return asb::cli::ReportError(asb::Error::InvalidArgument("unknown log level '" + log_level +
-                                                             "'"));
+    return asb::cli::ReportError(
+        asb::Error::InvalidArgument("unknown log level '" + log_level + "'"));
   }
   return asb::cli::RunSelectedAction(app);
 }
