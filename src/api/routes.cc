@@ -30,6 +30,7 @@ Router BuildRouter(ApiContext& ctx) {
   AddExecRoutes(router, ctx);
   AddFileRoutes(router, ctx);
   AddSnapshotRoutes(router, ctx);
+  AddSeedARoutes(router, ctx);
   return router;
 }
 
