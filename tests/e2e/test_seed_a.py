@@ -225,10 +225,13 @@ class SeedATest(ServerTestCase):
                          400, "invalid_request")
         self.assertError(self.server.request("GET", "/exec/%s/files?path=nope" % name),
                          404, "not_found")
-        r = self.execute(name, {"command": "/no/such/binary"})
-        self.assertGreaterEqual(r.status, 200)
-        if r.status == 200:
-            self.assertNotEqual(r.json()["exitCode"], 0, r)
+        # A command that cannot start is a result (exit 127, as a shell says), not a 200
+        # with an empty answer.
+        r = self.execute(name, {"command": "/no/such/binary"}).json()
+        self.assertEqual(r["exitCode"], 127, r)
+        self.assertIn("not found", r["output"][0]["data"])
+        self.assertError(self.execute(name, {"command": "true", "cwd": "nodir"}), 404,
+                         "not_found")
         self.assertError(self.execute(name, {"args": ["x"]}), 400, "invalid_request")
         self.assertError(self.execute(name, {"command": "true", "bogus": 1}), 400,
                          "invalid_request")
