@@ -21,6 +21,9 @@ PACKAGES=(
   python3 curl zstd xz-utils ca-certificates
   # /metrics is parsed with the Prometheus client's text-format parser (tests/e2e/test_auth.py)
   python3-prometheus-client
+  # every e2e response is validated against api/openapi.json (tests/e2e/openapi_check.py);
+  # scripts/openapi-yaml.py writes api/openapi.yaml from it
+  python3-jsonschema python3-yaml
 )
 
 missing=()

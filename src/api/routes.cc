@@ -1,5 +1,6 @@
 #include "api/errors.h"
 #include "api/handlers.h"
+#include "api/openapi.h"
 #include "common/ids.h"
 
 namespace asb::api {
@@ -30,6 +31,7 @@ Router BuildRouter(ApiContext& ctx) {
   AddExecRoutes(router, ctx);
   AddFileRoutes(router, ctx);
   AddSnapshotRoutes(router, ctx);
+  AddOpenApiRoutes(router);
   AddSeedARoutes(router, ctx);
   return router;
 }

@@ -25,6 +25,7 @@ int main(int argc, char** argv) {
   asb::cli::RegisterClientCommands(app);
   asb::cli::RegisterKeysCommand(app);
   asb::cli::RegisterMcpCommand(app);
+  asb::cli::RegisterOpenApiCommand(app);
 
   try {
     app.parse(argc, argv);

@@ -15,5 +15,6 @@ void RegisterServeCommand(CLI::App& app);          // serve.cc
 void RegisterClientCommands(CLI::App& app);        // client_verbs.cc
 void RegisterKeysCommand(CLI::App& app);           // keys.cc (issue 5)
 void RegisterMcpCommand(CLI::App& app);            // mcp.cc (issue 6): MCP on stdio
+void RegisterOpenApiCommand(CLI::App& app);        // openapi.cc (issue 7): the API document
 
 }  // namespace asb::cli
