@@ -21,6 +21,8 @@ import tempfile
 import time
 import unittest
 
+import openapi_check
+
 BIN = os.environ.get("ASB_BIN", "agent-sandbox")
 TEMPLATES = os.environ.get("ASB_TEMPLATES", "/var/lib/agent-sandbox/templates")
 ID_RE = re.compile(r"^sb_[0-9a-f]{16}$")
@@ -158,9 +160,9 @@ class Server:
         if not self.running():
             return
         try:
-            r = self.request("GET", "/v1/sandboxes", timeout=30)
+            r = self.request("GET", "/v1/sandboxes", timeout=30, check=False)
             for s in r.json().get("sandboxes", []):
-                self.request("DELETE", "/v1/sandboxes/" + s["id"], timeout=60)
+                self.request("DELETE", "/v1/sandboxes/" + s["id"], timeout=60, check=False)
         except Exception as e:  # cleanup must go on
             print("cleanup: destroy_all: %s" % e, file=sys.stderr)
 
@@ -231,7 +233,9 @@ class Server:
     def conn(self, timeout=120):
         return http.client.HTTPConnection("127.0.0.1", self.port, timeout=timeout)
 
-    def request(self, method, path, body=None, headers=None, timeout=120):
+    def request(self, method, path, body=None, headers=None, timeout=120, check=True):
+        """One HTTP exchange. With check (the default) an answer that does not match
+        api/openapi.json raises AssertionError (openapi_check.py); cleanup passes False."""
         c = self.conn(timeout)
         try:
             h = self._auth(headers)
@@ -241,7 +245,11 @@ class Server:
             c.request(method, path, body=body, headers=h)
             r = c.getresponse()
             data = r.read()
-            return Response(r.status, {k.lower(): v for k, v in r.getheaders()}, data)
+            resp = Response(r.status, {k.lower(): v for k, v in r.getheaders()}, data)
+            if check and openapi_check.ENABLED:  # every answer must match api/openapi.json
+                openapi_check.enforce(
+                    openapi_check.check(method, path, resp.status, resp.headers, data))
+            return resp
         finally:
             c.close()
 
@@ -271,14 +279,22 @@ class Server:
                       headers=self._auth({"Content-Type": "application/json"}))
             r = c.getresponse()
             headers = {k.lower(): v for k, v in r.getheaders()}
+            path = "/v1/sandboxes/%s/exec/stream" % sid
             if r.status != 200:
-                return headers, r.status, Response(r.status, headers, r.read())
+                data = r.read()
+                if openapi_check.ENABLED:
+                    openapi_check.enforce(openapi_check.check("POST", path, r.status, headers, data))
+                return headers, r.status, Response(r.status, headers, data)
+            if openapi_check.ENABLED:
+                openapi_check.enforce(openapi_check.check("POST", path, 200, headers, b""))
             events = []
             while True:
                 line = r.readline()
                 if not line:
                     break
                 events.append(json.loads(line))
+                if openapi_check.ENABLED:
+                    openapi_check.enforce(openapi_check.check_stream_event(events[-1]))
             return headers, r.status, events
         finally:
             c.close()
@@ -363,7 +379,7 @@ class ServerTestCase(unittest.TestCase):
     def tearDown(self):
         for sid in self._created:
             try:
-                self.server.request("DELETE", "/v1/sandboxes/" + sid, timeout=60)
+                self.server.request("DELETE", "/v1/sandboxes/" + sid, timeout=60, check=False)
             except Exception:
                 pass
 
