@@ -44,6 +44,23 @@ Status CheckMode(const std::optional<uint32_t>& mode) {
   return {};
 }
 
+// A whole-file write over max_file_bytes is refused before anything reaches the sandbox.
+Status CheckFileSize(uint64_t size, uint64_t max_file_bytes) {
+  if (size <= max_file_bytes) return {};
+  return Fail(Error::TooLarge("file of " + std::to_string(size) + " bytes is over the limit of " +
+                              std::to_string(max_file_bytes)));
+}
+
+// The sandboxd request of a whole-file write to the normalized path `p`.
+protocol::FileWriteRequest WriteRequestFor(std::string p, const std::optional<uint32_t>& mode,
+                                           uint64_t max_file_bytes) {
+  protocol::FileWriteRequest req;
+  req.path = std::move(p);
+  req.mode = mode.value_or(0644);
+  req.max_bytes = max_file_bytes;
+  return req;
+}
+
 }  // namespace
 
 // ---- activity -------------------------------------------------------------------------------
@@ -229,8 +246,8 @@ Result<FileReadStream> SandboxManager::OpenFileRead(const std::string& owner, co
   auto first = channel->Next(kSandboxdAnswerMs);
   if (!first) {
     (void)channel->Cancel();
-    return Fail(Error::Backend("read " + p + ": sandboxd did not answer: " +
-                               first.error().message()));
+    return Fail(
+        Error::Backend("read " + p + ": sandboxd did not answer: " + first.error().message()));
   }
   protocol::ChannelEvent ev = std::move(*first);
   if (ev.kind != protocol::ChannelEvent::Kind::kInfo) {
@@ -264,8 +281,8 @@ Result<std::string> SandboxManager::ReadFile(const std::string& owner, const std
     auto next = rs.channel->Next(kSandboxdAnswerMs);
     if (!next) {
       (void)rs.channel->Cancel();
-      return Fail(Error::Backend("read " + rs.stat.path + ": sandboxd stalled: " +
-                                 next.error().message()));
+      return Fail(
+          Error::Backend("read " + rs.stat.path + ": sandboxd stalled: " + next.error().message()));
     }
     protocol::ChannelEvent ev = std::move(*next);
     switch (ev.kind) {
@@ -295,17 +312,10 @@ Result<FileWriteStream> SandboxManager::OpenFileWrite(const std::string& owner,
   ASB_ASSIGN_OR_RETURN(auto e, impl_->Find(owner, id));
   ASB_ASSIGN_OR_RETURN(std::string p, NormalizeWorkspacePath(path));
   ASB_TRY(CheckMode(mode));
-  if (size_hint && *size_hint > config_.limits.max_file_bytes) {
-    return Fail(Error::TooLarge("file of " + std::to_string(*size_hint) +
-                                " bytes is over the limit of " +
-                                std::to_string(config_.limits.max_file_bytes)));
-  }
+  if (size_hint) ASB_TRY(CheckFileSize(*size_hint, config_.limits.max_file_bytes));
   ASB_ASSIGN_OR_RETURN(Impl::Active act, impl_->BeginActivity(e));
   ASB_ASSIGN_OR_RETURN(auto conn, impl_->ConnectionFor(*e, act));
-  protocol::FileWriteRequest req;
-  req.path = p;
-  req.mode = mode.value_or(0644);
-  req.max_bytes = config_.limits.max_file_bytes;
+  const auto req = WriteRequestFor(std::move(p), mode, config_.limits.max_file_bytes);
   ASB_ASSIGN_OR_RETURN(auto channel,
                        impl_->Checked(*e, act, conn->Open(protocol::EncodeFileWriteRequest(req))));
   FileWriteStream out;
@@ -321,17 +331,10 @@ Result<protocol::FileStat> SandboxManager::WriteFile(const std::string& owner,
   ASB_ASSIGN_OR_RETURN(auto e, impl_->Find(owner, id));
   ASB_ASSIGN_OR_RETURN(std::string p, NormalizeWorkspacePath(path));
   ASB_TRY(CheckMode(mode));
-  if (data.size() > config_.limits.max_file_bytes) {
-    return Fail(Error::TooLarge("file of " + std::to_string(data.size()) +
-                                " bytes is over the limit of " +
-                                std::to_string(config_.limits.max_file_bytes)));
-  }
+  ASB_TRY(CheckFileSize(data.size(), config_.limits.max_file_bytes));
   ASB_ASSIGN_OR_RETURN(Impl::Active act, impl_->BeginActivity(e));
   ASB_ASSIGN_OR_RETURN(auto conn, impl_->ConnectionFor(*e, act));
-  protocol::FileWriteRequest req;
-  req.path = p;
-  req.mode = mode.value_or(0644);
-  req.max_bytes = config_.limits.max_file_bytes;
+  const auto req = WriteRequestFor(std::move(p), mode, config_.limits.max_file_bytes);
   return impl_->Checked(*e, act, protocol::WriteFile(*conn, req, data));
 }
 
