@@ -204,6 +204,11 @@ class Applier {
       return Fail(Refused(name, "hard link to missing '" + link + "'"));
     }
     if (S_ISDIR(st.st_mode)) return Fail(Refused(name, "hard link to a directory"));
+    struct stat cur;
+    if (::fstatat(dirfd, leaf.c_str(), &cur, AT_SYMLINK_NOFOLLOW) == 0 && cur.st_dev == st.st_dev &&
+        cur.st_ino == st.st_ino) {
+      return {};  // the same file reached through a symlinked directory ("lib" -> "usr/lib")
+    }
     ASB_TRY(ClearFor(dirfd, leaf, false));
     if (::linkat(tdir.get(), tleaf.c_str(), dirfd, leaf.c_str(), 0) != 0) {
       return FailErrno("link " + name);

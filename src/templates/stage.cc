@@ -1,0 +1,80 @@
+#include "templates/stage.h"
+
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "common/unique_fd.h"
+#include "core/template_install.h"
+
+extern char** environ;
+
+namespace asb::templates {
+
+namespace {
+
+Result<int> Wait(pid_t pid) {
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0) {
+    if (errno != EINTR) return FailErrno("waitpid");
+  }
+  if (WIFEXITED(status)) return WEXITSTATUS(status);
+  return 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+}
+
+}  // namespace
+
+Status CopyRootfs(const std::string& src, const std::string& dst) {
+  std::string a0 = "cp", a1 = "-a", a2 = "--reflink=auto", a3 = "-T", a4 = src, a5 = dst;
+  char* argv[] = {a0.data(), a1.data(), a2.data(), a3.data(), a4.data(), a5.data(), nullptr};
+  pid_t pid;
+  if (int e = ::posix_spawnp(&pid, "cp", nullptr, nullptr, argv, environ); e != 0) {
+    return Fail(Error::FromErrno(e, "spawn cp"));
+  }
+  ASB_ASSIGN_OR_RETURN(int code, Wait(pid));
+  if (code != 0) {
+    return Fail(
+        Error::Internal("cp -a " + src + " " + dst + " exited with " + std::to_string(code)));
+  }
+  return {};
+}
+
+Status FinishUntrustedRootfs(const std::string& rootfs) {
+  UniqueFd rd, wr;
+  if (!MakePipe(&rd, &wr)) return FailErrno("pipe");
+  pid_t pid = ::fork();
+  if (pid < 0) return FailErrno("fork");
+  if (pid == 0) {
+    rd.Reset();
+    std::string msg;
+    if (::chdir(rootfs.c_str()) != 0 || ::chroot(".") != 0 || ::chdir("/") != 0) {
+      msg = "K" + std::string("chroot ") + rootfs + ": " + std::strerror(errno);
+    } else if (auto st = core::FinishRootfs("/."); !st) {
+      msg = std::to_string(static_cast<int>(st.error().code())) + ":" + st.error().message();
+    }
+    (void)WriteAll(wr.get(), msg.data(), msg.size());
+    ::_exit(msg.empty() ? 0 : 1);
+  }
+  wr.Reset();
+  std::string msg;
+  char buf[4096];
+  for (;;) {
+    ssize_t n = ::read(rd.get(), buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    msg.append(buf, static_cast<size_t>(n));
+  }
+  ASB_ASSIGN_OR_RETURN(int code, Wait(pid));
+  if (code == 0 && msg.empty()) return {};
+  if (msg.empty())
+    return Fail(Error::Internal("finishing the rootfs: child exited " + std::to_string(code)));
+  if (msg[0] == 'K') return Fail(Error::Internal(msg.substr(1)));
+  size_t colon = msg.find(':');
+  int c = std::atoi(msg.substr(0, colon).c_str());
+  return Fail(Error(static_cast<ErrorCode>(c), msg.substr(colon + 1)));
+}
+
+}  // namespace asb::templates
