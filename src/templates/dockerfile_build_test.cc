@@ -134,15 +134,15 @@ TEST_F(DockerfileBuildTest, UnsupportedInstructionNamesItself) {
 // FROM scratch + ADD of a rootfs archive (dash and its libraries from the base template, made
 // here with tar): cheap builds, so a failing rebuild costs no copy of base.
 TEST_F(DockerfileBuildTest, ScratchBuildsAndAFailedRunKeepsThePreviousTemplate) {
-  const std::string cmd =
-      "set -e; R=" + BaseDir() +
-      "/rootfs; cd $R; "
-      "libs=$(ldd usr/bin/dash | grep -o '/[^ ]*' | sed 's|^/||'); "
-      "real=$(for l in $libs; do realpath --relative-to=$R $R/$l; done); "
-      "tar --no-recursion -cf " +
-      ctx_ +
-      "/mini.tar usr usr/bin usr/lib usr/lib64 usr/lib/x86_64-linux-gnu bin lib lib64 "
-      "usr/bin/dash usr/bin/sh $real $libs";
+  const std::string cmd = "set -e; R=" + BaseDir() +
+                          "/rootfs; cd $R; "
+                          "libs=$(ldd usr/bin/dash | grep -o '/[^ ]*' | sed 's|^/||'); "
+                          "real=$(for l in $libs; do chroot $R realpath /$l | sed 's|^/||'; done); "
+                          "dirs=$(dirname $real | sort -u); "
+                          "tar --no-recursion -cf " +
+                          ctx_ +
+                          "/mini.tar usr usr/bin usr/lib usr/lib64 $dirs bin lib lib64 "
+                          "usr/bin/dash usr/bin/sh $real $libs";
   ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
   auto first = Build(
       "FROM scratch\nADD mini.tar /\nRUN echo v1 > /version\n"
