@@ -1,0 +1,202 @@
+"""Issue 9 item 4 end to end: `agent-sandbox template build --dockerfile` and `template import`
+through the real binary, then sandboxes from the results through the real server.
+
+Everything happens in a private data directory whose templates/ holds a symlink to the real
+base template (read only: FROM copies it) and the templates these tests build; nothing is
+written to the shared templates directory. The OCI archive is made here with tarfile from the
+base template's dash and its libraries; nothing is downloaded.
+"""
+
+import gzip
+import hashlib
+import io
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tarfile
+import tempfile
+import unittest
+
+import harness
+from harness import BIN, TEMPLATES, Server, main
+
+
+def mini_rootfs_tar():
+    """A plain tar of dash + the libraries it needs, taken from the base template."""
+    r = os.path.realpath(os.path.join(TEMPLATES, "base", "rootfs"))
+    libs = subprocess.run("cd %s && ldd usr/bin/dash | grep -o '/[^ ]*'" % r, shell=True,
+                          check=True, stdout=subprocess.PIPE, text=True).stdout.split()
+    real = [subprocess.run(["chroot", r, "realpath", l], check=True, stdout=subprocess.PIPE,
+                           text=True).stdout.strip().lstrip("/") for l in libs]
+    names = ["usr", "usr/bin", "usr/lib", "usr/lib64"]
+    names += sorted({os.path.dirname(p) for p in real} - set(names))
+    names += ["bin", "lib", "lib64", "usr/bin/dash", "usr/bin/sh"] + real
+    names += [l.lstrip("/") for l in libs]
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w") as t:
+        for n in names:
+            if os.path.lexists(os.path.join(r, n)):
+                t.add(os.path.join(r, n), arcname=n, recursive=False)
+    return buf.getvalue()
+
+
+def layer(files):
+    """A gzip'd tar layer from {name: bytes or None (a whiteout marker file)}."""
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w:gz") as t:
+        for name, data in files.items():
+            info = tarfile.TarInfo(name)
+            info.size = len(data or b"")
+            info.mode = 0o755 if name.endswith("tool") else 0o644
+            t.addfile(info, io.BytesIO(data or b""))
+    return buf.getvalue()
+
+
+def oci_archive(path, layers, config):
+    blobs = {}
+
+    def blob(data):
+        d = hashlib.sha256(data).hexdigest()
+        blobs[d] = data
+        return {"digest": "sha256:" + d, "size": len(data)}
+
+    cfg = blob(json.dumps(config).encode())
+    manifest = {"schemaVersion": 2, "mediaType": "application/vnd.oci.image.manifest.v1+json",
+                "config": dict(cfg, mediaType="application/vnd.oci.image.config.v1+json"),
+                "layers": [dict(blob(l), mediaType="application/vnd.oci.image.layer.v1.tar+gzip")
+                           for l in layers]}
+    m = blob(json.dumps(manifest).encode())
+    index = {"schemaVersion": 2, "manifests": [dict(m, mediaType=manifest["mediaType"],
+                                                    annotations={
+                                                        "org.opencontainers.image.ref.name":
+                                                            "e2e-mini:1"})]}
+    with tarfile.open(path, "w") as t:
+        for name, data in [("oci-layout", b'{"imageLayoutVersion":"1.0.0"}'),
+                           ("index.json", json.dumps(index).encode())] + \
+                [("blobs/sha256/" + d, b) for d, b in blobs.items()]:
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            t.addfile(info, io.BytesIO(data))
+
+
+class CustomTemplatesTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.data_dir = tempfile.mkdtemp(prefix="asb-e2e-custom-", dir="/var/tmp")
+        cls.templates = os.path.join(cls.data_dir, "templates")
+        os.mkdir(cls.templates)
+        os.symlink(os.path.join(TEMPLATES, "base"), os.path.join(cls.templates, "base"))
+        cls.ctx = os.path.join(cls.data_dir, "ctx")
+        os.mkdir(cls.ctx)
+        cls.mini = mini_rootfs_tar()
+        cls.server = None
+
+    @classmethod
+    def tearDownClass(cls):
+        if cls.server is not None:
+            cls.server.close()
+        shutil.rmtree(cls.data_dir, ignore_errors=True)
+
+    def cli(self, *args):
+        return subprocess.run([BIN, "template"] + list(args) + ["--data-dir", self.data_dir],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                              timeout=600)
+
+    def build(self, dockerfile, name):
+        with open(os.path.join(self.ctx, "Dockerfile"), "w") as f:
+            f.write(dockerfile)
+        return self.cli("build", "--dockerfile", os.path.join(self.ctx, "Dockerfile"),
+                        "--name", name)
+
+    def srv(self):
+        cls = type(self)
+        if cls.server is None or not cls.server.running():
+            cls.server = Server(data_dir=self.data_dir).start()
+        return cls.server
+
+    def sandbox_run(self, template, command):
+        s = self.srv()
+        sb = s.create(template=template)
+        try:
+            return s.run(sb["id"], command)
+        finally:
+            s.request("DELETE", "/v1/sandboxes/" + sb["id"], check=False)
+
+    def test_1_dockerfile_with_every_supported_instruction(self):
+        with open(os.path.join(self.ctx, "hello.txt"), "w") as f:
+            f.write("hello from the context\n")
+        with open(os.path.join(self.ctx, "tool.tar.gz"), "wb") as f:
+            f.write(layer({"opt/tool": b"#!/bin/sh\necho tool-ran\n"}))
+        r = self.build(
+            "FROM base\n"
+            "ARG GREETING=hi\n"
+            "ENV APP_HOME=/srv/app MODE=e2e\n"
+            "RUN mkdir -p $APP_HOME && echo \"$GREETING $MODE\" > $APP_HOME/run.txt\n"
+            "COPY hello.txt ${APP_HOME}/\n"
+            "ADD tool.tar.gz /\n"
+            "WORKDIR $APP_HOME\n"
+            "USER sandbox\n"
+            "RUN id -un > /tmp/who; cat /tmp/who\n"
+            "USER root\n"
+            "RUN [\"/bin/sh\", \"-c\", \"pwd > where\"]\n"
+            "LABEL template.displayName=\"E2E custom\" template.tools=\"tool,sh\" "
+            "template.description=\"from a Dockerfile\"\n",
+            "e2ecustom")
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        self.assertIn("Step 2/12 : ARG", r.stdout)
+        self.assertIn("sandbox\n", r.stdout)  # RUN output is streamed
+        # The API lists it with its labels (seed A's manifest fields).
+        s = self.srv()
+        listing = s.request("GET", "/v1/templates").json()
+        mine = [t for t in listing["templates"] if t["name"] == "e2ecustom"]
+        self.assertEqual(len(mine), 1, listing)
+        self.assertEqual(mine[0]["display_name"], "E2E custom")
+        self.assertEqual(mine[0]["tools"], ["tool", "sh"])
+        self.assertEqual(mine[0]["description"], "from a Dockerfile")
+        one = s.request("GET", "/v1/templates/e2ecustom").json()
+        self.assertEqual(one["base"], "base")
+        # A sandbox from it sees every step's effect, and the ENV.
+        out = self.sandbox_run("e2ecustom",
+                               "cat /srv/app/run.txt /srv/app/hello.txt /srv/app/where; "
+                               "/opt/tool; echo \"$APP_HOME $MODE\"; id -u")
+        self.assertEqual(out["exit_code"], 0, out)
+        self.assertEqual(out["stdout"],
+                         "hi e2e\nhello from the context\n/srv/app\ntool-ran\n/srv/app e2e\n1000\n")
+
+    def test_2_unsupported_instruction_is_a_clear_error(self):
+        r = self.build("FROM base\nRUN true\nEXPOSE 8080\n", "e2ebad")
+        self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
+        self.assertIn("Dockerfile line 3: EXPOSE is not supported", r.stderr)
+        self.assertFalse(os.path.exists(os.path.join(self.templates, "e2ebad")))
+
+    def test_3_oci_import_runs_a_command_and_a_failed_build_keeps_it(self):
+        archive = os.path.join(self.data_dir, "image.tar")
+        oci_archive(archive, [
+            gzip.compress(self.mini),
+            layer({"etc/motd-e2e": b"imported\n", "junk": b"x"}),
+            layer({".wh.junk": None}),
+        ], {"architecture": "amd64", "os": "linux",
+            "config": {"Env": ["PATH=/usr/bin:/bin", "IMPORTED=yes"],
+                       "Labels": {"template.displayName": "E2E import"}},
+            "rootfs": {"type": "layers", "diff_ids": []}})
+        r = self.cli("import", archive, "--name", "e2eimport")
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        run = "read line < /etc/motd-e2e; echo \"$line $IMPORTED\"; test -e /junk || echo gone"
+        out = self.sandbox_run("e2eimport", run)
+        self.assertEqual(out["stdout"], "imported yes\ngone\n", out)
+        t = self.srv().request("GET", "/v1/templates/e2eimport").json()
+        self.assertEqual(t["display_name"], "E2E import")
+        # A Dockerfile build of the same name whose RUN fails leaves it usable.
+        with open(os.path.join(self.ctx, "mini.tar"), "wb") as f:
+            f.write(self.mini)
+        r = self.build("FROM scratch\nADD mini.tar /\nRUN exit 3\n", "e2eimport")
+        self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
+        self.assertIn("line 3: RUN exit 3: exit status 3", r.stderr)
+        out = self.sandbox_run("e2eimport", run)
+        self.assertEqual(out["stdout"], "imported yes\ngone\n", out)
+
+
+if __name__ == "__main__":
+    main()
