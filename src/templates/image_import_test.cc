@@ -151,6 +151,24 @@ TEST_F(ImageImportTest, OciLayoutWithWhiteoutsAndConfig) {
   EXPECT_EQ(m->recipe_hash, "sha256:" + Sha256(config_));
 }
 
+// FinishRootfs runs chroot'ed: symlinks in the image aimed at host files change nothing there.
+TEST_F(ImageImportTest, SymlinksInTheImageNeverReachHostFiles) {
+  std::ofstream(dir_ + "/victim") << "host file";
+  fs::create_directories(dir_ + "/victimdir");
+  std::ofstream(dir_ + "/victimdir/keep") << "keep";
+  testing::WriteTar(dir_ + "/l2", {{"etc/", TarEntry::kDir, "", 0755},
+                                   {"etc/hostname", TarEntry::kSymlink, dir_ + "/victim"},
+                                   {"etc/resolv.conf", TarEntry::kSymlink, dir_ + "/victim"},
+                                   {"var/", TarEntry::kDir, "", 0755},
+                                   {"var/log", TarEntry::kSymlink, dir_ + "/victimdir"}});
+  layers_[2] = Slurp(dir_ + "/l2");
+  auto m = Import(OciArchive(), "hostile");
+  ASSERT_TRUE(m) << m.error().message();
+  EXPECT_EQ(Slurp(dir_ + "/victim"), "host file");
+  EXPECT_TRUE(fs::exists(dir_ + "/victimdir/keep"));
+  EXPECT_EQ(Slurp(templates_ + "/hostile/rootfs/etc/hostname"), "sandbox\n");
+}
+
 TEST_F(ImageImportTest, DockerSaveArchive) {
   std::vector<TarEntry> e = {{"cfg.json", TarEntry::kFile, config_}};
   std::string layers;

@@ -1,6 +1,8 @@
 #include "templates/stage.h"
 
+#include <fcntl.h>
 #include <spawn.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -9,6 +11,7 @@
 
 #include "common/unique_fd.h"
 #include "core/template_install.h"
+#include "templates/rooted_dir.h"
 
 extern char** environ;
 
@@ -43,6 +46,18 @@ Status CopyRootfs(const std::string& src, const std::string& dst) {
 }
 
 Status FinishUntrustedRootfs(const std::string& rootfs) {
+  // The files FinishRootfs rewrites in place: a symlink there (even one that stays inside the
+  // tree under the chroot) is replaced by the file itself, as resolv.conf already is.
+  ASB_ASSIGN_OR_RETURN(RootedDir root, RootedDir::Open(rootfs));
+  if (auto etc = root.OpenDir("etc", /*create=*/false)) {
+    for (const char* name : {"hostname", "hosts"}) {
+      struct stat st;
+      if (::fstatat(etc->get(), name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK(st.st_mode) &&
+          ::unlinkat(etc->get(), name, 0) != 0) {
+        return FailErrno(std::string("unlink /etc/") + name);
+      }
+    }
+  }
   UniqueFd rd, wr;
   if (!MakePipe(&rd, &wr)) return FailErrno("pipe");
   pid_t pid = ::fork();
