@@ -16,6 +16,7 @@
 
 #include "api/handlers.h"
 #include "api/json_body.h"
+#include "api/resource_json.h"
 #include "api/text.h"
 #include "core/paths.h"
 #include "core/sandbox_manager.h"
@@ -76,6 +77,8 @@ class FileReadBody final : public StreamBody {
   bool done_ = false;
 };
 
+}  // namespace
+
 json::object StatJson(const protocol::FileStat& s) {
   json::object o;
   o["name"] = s.name;
@@ -89,6 +92,8 @@ json::object StatJson(const protocol::FileStat& s) {
   if (s.type == "symlink") o["link_target"] = s.link_target;
   return o;
 }
+
+namespace {
 
 HttpResponse StatResponse(const std::string& id, const protocol::FileStat& s) {
   HttpResponse r = JsonResponse(200, json::serialize(StatJson(s)));

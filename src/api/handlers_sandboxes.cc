@@ -9,6 +9,7 @@
 
 #include "api/handlers.h"
 #include "api/json_body.h"
+#include "api/resource_json.h"
 #include "api/text.h"
 #include "core/sandbox_manager.h"
 
@@ -43,9 +44,7 @@ Result<core::CreateRequest> ParseCreate(std::string_view text) {
 
 }  // namespace
 
-// The sandbox as the API shows it. Env values are not echoed, only their names.
-namespace {
-
+// The sandbox as the API shows it (api/resource_json.h).
 json::object SandboxJson(const core::SandboxInfo& s) {
   json::object o;
   o["id"] = s.id;
@@ -72,8 +71,6 @@ json::object SandboxJson(const core::SandboxInfo& s) {
   if (!s.error_message.empty()) o["error_message"] = s.error_message;
   return o;
 }
-
-}  // namespace
 
 HttpResponse SandboxResponse(int status, const core::SandboxInfo& s) {
   HttpResponse r = JsonResponse(status, json::serialize(SandboxJson(s)));

@@ -18,6 +18,7 @@
 
 #include "api/handlers.h"
 #include "api/json_body.h"
+#include "api/resource_json.h"
 #include "api/text.h"
 #include "common/ids.h"
 #include "common/unique_fd.h"
@@ -31,6 +32,8 @@ namespace {
 
 constexpr int64_t kMinInt = std::numeric_limits<int64_t>::min() / 2;
 constexpr int64_t kMaxInt = std::numeric_limits<int64_t>::max() / 2;
+
+}  // namespace
 
 json::object SnapshotJson(const core::SnapshotInfo& s) {
   json::object o;
@@ -51,6 +54,8 @@ json::object SnapshotJson(const core::SnapshotInfo& s) {
   o["created_at"] = FormatRfc3339(s.created_at_ms);
   return o;
 }
+
+namespace {
 
 Result<std::string> SnapshotIdParam(const HttpRequest& req) {
   const std::string& id = req.Param("id");

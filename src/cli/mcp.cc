@@ -3,10 +3,12 @@
 // the Bearer token. stdout carries only MCP messages; errors and logs go to stderr.
 #include <cstdio>
 #include <cstdlib>
+#include <memory>
 
 #include "api/http_client.h"
 #include "cli/command.h"
 #include "cli/server_commands.h"
+#include "mcp/rest_backend.h"
 #include "mcp/stdio.h"
 
 namespace asb::cli {
@@ -20,7 +22,8 @@ void RegisterMcpCommand(CLI::App& app) {
     auto client =
         api::HttpClient::Create(url && *url ? url : "http://127.0.0.1:8080", key ? key : "");
     if (!client) return ReportError(client.error());
-    return mcp::ServeStdio(mcp::Tools(std::move(*client)), stdin, stdout);
+    return mcp::ServeStdio(mcp::Tools(std::make_shared<mcp::RestBackend>(std::move(*client))),
+                           stdin, stdout);
   });
 }
 

@@ -29,6 +29,7 @@
 #include "core/sandbox_manager.h"
 #include "core/templates.h"
 #include "isolation/ns/ns_backend.h"
+#include "mcp/http_transport.h"
 #include "store/keys.h"
 #include "store/store.h"
 
@@ -123,6 +124,26 @@ Result<AuthSettings> ReadAuthSettings(const ServeFlags& flags) {
   return a;
 }
 
+// AGENT_SANDBOX_MCP_ALLOWED_ORIGINS: comma-separated browser origins allowed to use /mcp
+// besides loopback ones (mcp/http_transport.h).
+std::vector<std::string> McpAllowedOrigins() {
+  std::vector<std::string> out;
+  const char* env = std::getenv("AGENT_SANDBOX_MCP_ALLOWED_ORIGINS");
+  std::string cur;
+  for (const char* p = env ? env : "";; ++p) {
+    if (*p == ',' || *p == '\0') {
+      size_t b = cur.find_first_not_of(' ');
+      size_t e = cur.find_last_not_of(' ');
+      if (b != std::string::npos) out.push_back(cur.substr(b, e - b + 1));
+      cur.clear();
+      if (*p == '\0') break;
+    } else {
+      cur += *p;
+    }
+  }
+  return out;
+}
+
 int Serve(CLI::App& root, const ServeFlags& flags) {
   api::ServeConfig cfg;
   if (auto st = api::ApplyEnvironment(cfg, [](const char* n) { return std::getenv(n); }); !st) {
@@ -209,6 +230,12 @@ int Serve(CLI::App& root, const ServeFlags& flags) {
   api::AuthLayer auth(std::move(ao), **store, manager, backend->get(), SystemClock::Instance());
   api::Router routes = api::BuildRouter(ctx);
   auth.AddRoutes(routes);
+  // MCP over Streamable HTTP at /mcp (issue 6), behind the same auth layer.
+  mcp::McpHttpOptions mo;
+  mo.allowed_origins = McpAllowedOrigins();
+  mo.keepalive_ms = ctx.stream_keepalive_ms;
+  mcp::McpHttpEndpoint mcp_http(manager, &auth, std::move(mo));
+  mcp_http.AddRoutes(routes);
   api::Router router = auth.Wrap(routes);
   api::ServerOptions so;
   so.host = cfg.host;

@@ -58,24 +58,39 @@ std::string McpSession::protocol_version() const {
   return version_;
 }
 
-void McpSession::SendValue(const json::value& v) {
-  std::string text = json::serialize(v);
+void McpSession::SendValue(const ReplyPtr& reply, Outgoing kind, const json::value& v) {
+  std::string text = kind == Outgoing::kNoResponse ? std::string() : json::serialize(v);
   std::lock_guard<std::mutex> lock(send_mu_);
-  send_(text);
+  (*reply)(kind, text);
 }
 
 void McpSession::HandleText(std::string_view text) {
+  HandleText(text, [this](Outgoing kind, const std::string& t) {
+    if (kind != Outgoing::kNoResponse) send_(t);
+  });
+}
+
+void McpSession::Cancel(const json::value& id) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = running_.find(json::serialize(id));
+  if (it != running_.end()) it->second.cancelled->store(true);
+}
+
+void McpSession::HandleText(std::string_view text, Reply reply_fn) {
+  auto reply = std::make_shared<const Reply>(std::move(reply_fn));
   json::error_code ec;
   json::value msg = json::parse(text, ec);
   if (ec) {
-    SendValue(ErrorResponse(nullptr, kParseError, "parse error: " + ec.message()));
+    SendValue(reply, Outgoing::kResponse,
+              ErrorResponse(nullptr, kParseError, "parse error: " + ec.message()));
     return;
   }
   if (msg.is_array()) {
     std::string v = protocol_version();
     bool batching = v == "2025-03-26" || v == "2024-11-05";
     if (!batching || msg.as_array().empty()) {
-      SendValue(ErrorResponse(nullptr, kInvalidRequest,
+      SendValue(reply, Outgoing::kResponse,
+                ErrorResponse(nullptr, kInvalidRequest,
                               batching ? "empty batch"
                                        : "JSON-RPC batches are not supported in this protocol "
                                          "revision"));
@@ -83,17 +98,18 @@ void McpSession::HandleText(std::string_view text) {
     }
     json::array answers;
     for (const auto& m : msg.as_array()) {
-      json::value r = HandleMessage(m, /*async_ok=*/false);
+      json::value r = HandleMessage(m, /*async_ok=*/false, reply);
       if (!r.is_null()) answers.push_back(std::move(r));
     }
-    if (!answers.empty()) SendValue(answers);
+    if (!answers.empty()) SendValue(reply, Outgoing::kResponse, answers);
     return;
   }
-  json::value r = HandleMessage(msg, /*async_ok=*/true);
-  if (!r.is_null()) SendValue(r);
+  json::value r = HandleMessage(msg, /*async_ok=*/true, reply);
+  if (!r.is_null()) SendValue(reply, Outgoing::kResponse, r);
 }
 
-json::value McpSession::HandleMessage(const json::value& msg, bool async_ok) {
+json::value McpSession::HandleMessage(const json::value& msg, bool async_ok,
+                                      const ReplyPtr& reply) {
   if (!msg.is_object()) return ErrorResponse(nullptr, kInvalidRequest, "not a JSON object");
   const json::object& o = msg.as_object();
   auto jv = o.find("jsonrpc");
@@ -137,11 +153,11 @@ json::value McpSession::HandleMessage(const json::value& msg, bool async_ok) {
   if (!ValidId(idit->value())) {  // MCP: "the ID MUST NOT be null", string or integer
     return ErrorResponse(nullptr, kInvalidRequest, "id must be a string or an integer");
   }
-  return Dispatch(idit->value(), method, *params, async_ok);
+  return Dispatch(idit->value(), method, *params, async_ok, reply);
 }
 
 json::value McpSession::Dispatch(const json::value& id, std::string_view method,
-                                 const json::object& params, bool async_ok) {
+                                 const json::object& params, bool async_ok, const ReplyPtr& reply) {
   if (method == "initialize") {
     std::string requested;
     auto pv = params.find("protocolVersion");
@@ -191,8 +207,10 @@ json::value McpSession::Dispatch(const json::value& id, std::string_view method,
     if (args != params.end() && !args->value().is_object() && !args->value().is_null()) {
       return ErrorResponse(id, kInvalidParams, "params.arguments must be an object");
     }
-    if (!async_ok) return RunToolCall(id, params, std::make_shared<std::atomic<bool>>(false));
-    if (!StartToolCall(id, params)) {
+    if (!async_ok) {
+      return RunToolCall(id, params, std::make_shared<std::atomic<bool>>(false), reply);
+    }
+    if (!StartToolCall(id, params, reply)) {
       return ErrorResponse(id, kInvalidRequest, "a request with this id is still running");
     }
     return nullptr;
@@ -200,7 +218,8 @@ json::value McpSession::Dispatch(const json::value& id, std::string_view method,
   return ErrorResponse(id, kMethodNotFound, "method not found: " + std::string(method));
 }
 
-bool McpSession::StartToolCall(const json::value& id, const json::object& params) {
+bool McpSession::StartToolCall(const json::value& id, const json::object& params,
+                               const ReplyPtr& reply) {
   auto cancelled = std::make_shared<std::atomic<bool>>(false);
   auto done = std::make_shared<std::atomic<bool>>(false);
   std::string key = json::serialize(id);
@@ -218,23 +237,25 @@ bool McpSession::StartToolCall(const json::value& id, const json::object& params
         ++it;
       }
     }
-    workers_.push_back(Worker{std::thread([this, id, params, cancelled, done, key] {
-                                json::value r = RunToolCall(id, params, cancelled);
-                                {
-                                  std::lock_guard<std::mutex> l(mu_);
-                                  running_.erase(key);
-                                }
-                                if (!cancelled->load()) SendValue(r);
-                                done->store(true);
-                              }),
-                              done});
+    workers_.push_back(Worker{
+        std::thread([this, id, params, cancelled, done, key, reply] {
+          json::value r = RunToolCall(id, params, cancelled, reply);
+          {
+            std::lock_guard<std::mutex> l(mu_);
+            running_.erase(key);
+          }
+          SendValue(reply, cancelled->load() ? Outgoing::kNoResponse : Outgoing::kResponse, r);
+          done->store(true);
+        }),
+        done});
   }
   for (auto& w : finished) w.thread.join();
   return true;
 }
 
 json::value McpSession::RunToolCall(const json::value& id, const json::object& params,
-                                    const std::shared_ptr<std::atomic<bool>>& cancelled) {
+                                    const std::shared_ptr<std::atomic<bool>>& cancelled,
+                                    const ReplyPtr& reply) {
   std::string name(params.at("name").as_string());
   static const json::object kEmpty;
   auto ait = params.find("arguments");
@@ -248,7 +269,7 @@ json::value McpSession::RunToolCall(const json::value& id, const json::object& p
     if (tok != meta->value().as_object().end() &&
         (tok->value().is_string() || tok->value().is_int64() || tok->value().is_uint64())) {
       json::value token = tok->value();
-      ctx.progress = [this, token, cancelled](double progress, std::string message) {
+      ctx.progress = [this, token, cancelled, reply](double progress, std::string message) {
         if (cancelled->load()) return;
         json::object p;
         p["progressToken"] = token;
@@ -258,7 +279,7 @@ json::value McpSession::RunToolCall(const json::value& id, const json::object& p
         n["jsonrpc"] = "2.0";
         n["method"] = "notifications/progress";
         n["params"] = std::move(p);
-        SendValue(n);
+        SendValue(reply, Outgoing::kNotification, n);
       };
     }
   }

@@ -7,8 +7,10 @@
 //
 // tools/call runs on its own thread so that notifications/cancelled and ping are handled while
 // a long exec runs; a cancelled request gets no response (spec: "receivers ... SHOULD NOT send
-// a response for the cancelled request"). Every outgoing message goes through `send`, one
-// complete JSON text per call, from any thread (calls are serialized by the session).
+// a response for the cancelled request"). Every outgoing message goes through a sink, one
+// complete JSON text per call, from any thread (calls are serialized by the session): the
+// session's `send` (stdio: one stream for everything), or the `reply` given with the incoming
+// text (Streamable HTTP: the answers and progress of one POST go back on that POST's response).
 #pragma once
 
 #include <atomic>
@@ -32,10 +34,19 @@ inline constexpr std::string_view kProtocolVersions[] = {"2025-06-18", "2025-03-
 /// The server's `instructions` in the initialize result.
 std::string_view ServerInstructions();
 
+/// What an outgoing message is, for transports that route answers per request.
+enum class Outgoing {
+  kNotification,  // notifications/progress of a running request
+  kResponse,      // the answer to a request (or a batch's array of answers)
+  kNoResponse,    // a request ended without an answer (it was cancelled); text is ""
+};
+
 class McpSession {
  public:
   using Send = std::function<void(const std::string&)>;
+  using Reply = std::function<void(Outgoing kind, const std::string& text)>;
 
+  /// `send` receives every message of HandleText(text) calls (never kNoResponse ones).
   McpSession(Tools tools, Send send);
   ~McpSession();  // waits for running tool calls (WaitIdle)
   McpSession(const McpSession&) = delete;
@@ -44,6 +55,14 @@ class McpSession {
   /// Handles one incoming JSON text (a message, or a batch where allowed). Responses to
   /// everything but tools/call are sent before this returns; tools/call answers later.
   void HandleText(std::string_view text);
+  /// The same, but the answers to this text's requests and their progress notifications go to
+  /// `reply` (also from tool-call threads, after this returns), and a request that ends without
+  /// an answer is reported as kNoResponse. A parse error is answered to `reply` too.
+  void HandleText(std::string_view text, Reply reply);
+
+  /// Cancels the running tool call with request id `id` (as notifications/cancelled does);
+  /// no-op when none runs.
+  void Cancel(const boost::json::value& id);
 
   /// Cancels every running tool call and waits for them (the client went away).
   void CancelAll();
@@ -65,14 +84,19 @@ class McpSession {
 
   // Handles one message object; returns the response (null value for none). `async_ok` lets
   // tools/call run on a thread (not inside a batch, whose answers are collected).
-  boost::json::value HandleMessage(const boost::json::value& msg, bool async_ok);
+  using ReplyPtr = std::shared_ptr<const Reply>;
+  boost::json::value HandleMessage(const boost::json::value& msg, bool async_ok,
+                                   const ReplyPtr& reply);
   boost::json::value Dispatch(const boost::json::value& id, std::string_view method,
-                              const boost::json::object& params, bool async_ok);
+                              const boost::json::object& params, bool async_ok,
+                              const ReplyPtr& reply);
   // Runs tools/call on a thread; false when a request with this id is already running.
-  bool StartToolCall(const boost::json::value& id, const boost::json::object& params);
+  bool StartToolCall(const boost::json::value& id, const boost::json::object& params,
+                     const ReplyPtr& reply);
   boost::json::value RunToolCall(const boost::json::value& id, const boost::json::object& params,
-                                 const std::shared_ptr<std::atomic<bool>>& cancelled);
-  void SendValue(const boost::json::value& v);
+                                 const std::shared_ptr<std::atomic<bool>>& cancelled,
+                                 const ReplyPtr& reply);
+  void SendValue(const ReplyPtr& reply, Outgoing kind, const boost::json::value& v);
 
   Tools tools_;
   Send send_;

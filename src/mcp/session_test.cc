@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "mcp/rest_backend.h"
 #include "mcp/tools.h"
 
 namespace asb::mcp {
@@ -37,13 +38,13 @@ int DeadPort() {
 class SessionTest : public ::testing::Test {
  protected:
   SessionTest()
-      : session_(
-            Tools(*api::HttpClient::Create("http://127.0.0.1:" + std::to_string(DeadPort()), "k")),
-            [this](const std::string& text) {
-              std::lock_guard<std::mutex> lock(mu_);
-              out_.push_back(json::parse(text));
-              cv_.notify_all();
-            }) {}
+      : session_(Tools(std::make_shared<RestBackend>(*api::HttpClient::Create(
+                     "http://127.0.0.1:" + std::to_string(DeadPort()), "k"))),
+                 [this](const std::string& text) {
+                   std::lock_guard<std::mutex> lock(mu_);
+                   out_.push_back(json::parse(text));
+                   cv_.notify_all();
+                 }) {}
 
   // Sends `text` and returns the next message sent back (waits for async answers).
   json::value Ask(std::string_view text) {

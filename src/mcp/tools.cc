@@ -1,5 +1,5 @@
-// Tool definitions and implementations (see tools.h). Each tool is one REST call (sandbox_exec
-// uses the NDJSON stream route so it can report progress and stop when cancelled).
+// Tool definitions and implementations (see tools.h). Each tool is one ToolBackend call; this
+// file validates the arguments and renders the results (text + structuredContent).
 #include "mcp/tools.h"
 
 #include <cstdint>
@@ -8,7 +8,6 @@
 #include <utility>
 
 #include "api/text.h"
-#include "api/url.h"
 
 namespace asb::mcp {
 
@@ -107,7 +106,10 @@ json::array BuildDefinitions() {
   }
   {
     json::object item;
-    item["name"] = Prop("string", "");
+    item["name"] = Prop("string", "What sandbox_create's template takes.");
+    item["display_name"] = Prop("string", "");
+    item["description"] = Prop("string", "");
+    item["tools"] = ArrayOf(Prop("string", ""), "Programs the template offers.");
     json::object out;
     out["templates"] = ArrayOf(ObjectSchema(std::move(item), {"name"}), "");
     tools.emplace_back(Tool("sandbox_list_templates", "List templates",
@@ -269,25 +271,10 @@ json::object OkResult(json::object structured, std::string text) {
   return r;
 }
 
-// A tool-level failure: code + message, turned into an isError result by Call.
-struct ToolError {
-  std::string code;
-  std::string message;
-};
-
 const json::string* StringArg(const json::object& a, std::string_view key) {
   auto it = a.find(key);
   if (it == a.end() || !it->value().is_string()) return nullptr;
   return &it->value().as_string();
-}
-
-std::string Id(const json::object& a, std::string_view key, ToolError* err) {
-  const json::string* s = StringArg(a, key);
-  if (!s || s->empty()) {
-    *err = {"invalid_request", std::string(key) + ": required string"};
-    return {};
-  }
-  return api::PercentEncode(*s);
 }
 
 // Copies the listed optional fields of `a` into `o` unchanged.
@@ -298,8 +285,6 @@ void CopyFields(const json::object& a, json::object& o,
     if (it != a.end() && !it->value().is_null()) o[k] = it->value();
   }
 }
-
-std::string Q(const json::string* s) { return s ? api::PercentEncode(*s) : std::string(); }
 
 }  // namespace
 
@@ -355,157 +340,114 @@ bool Tools::Exists(std::string_view name) {
 
 json::object Tools::Call(std::string_view name, const json::object& a,
                          const CallContext& ctx) const {
-  ToolError err;
-  // One REST call whose 2xx JSON body is returned; on failure fills `err`.
-  auto rest = [&](std::string_view method, const std::string& target, std::string_view body = {},
-                  std::string_view type = "application/json") -> std::optional<json::value> {
-    auto r = client_.Request(method, target, body, type);
-    if (!r) {
-      err = {std::string(r.error().code_name()), r.error().message()};
-      return std::nullopt;
+  ToolBackend& b = *backend_;
+  auto fail = [](const ToolError& e) { return ErrorResult(e.code, e.message); };
+  // A required string argument; nullptr (and an isError result in *bad) when missing.
+  json::object bad;
+  auto need = [&](std::string_view key) -> const json::string* {
+    const json::string* s = StringArg(a, key);
+    if (!s || s->empty()) {
+      bad = ErrorResult("invalid_request", std::string(key) + ": required string");
+      return nullptr;
     }
-    if (r->status >= 300) {
-      err = {r->error_code.empty() ? "http_" + std::to_string(r->status) : r->error_code,
-             r->error_message.empty() ? r->body : r->error_message};
-      return std::nullopt;
-    }
-    if (r->body.empty()) return json::value(json::object{});
-    json::error_code ec;
-    json::value v = json::parse(r->body, ec);
-    if (ec) {
-      if (type == "raw") return json::value(json::string(r->body));
-      err = {"backend_error", "server answered invalid JSON"};
-      return std::nullopt;
-    }
-    return v;
+    return s;
   };
-  auto fail = [&]() { return ErrorResult(err.code, err.message); };
+  auto str = [](const json::string* s) { return std::string(s->data(), s->size()); };
+  auto opt = [&](std::string_view key) -> std::optional<std::string> {
+    const json::string* s = StringArg(a, key);
+    if (!s) return std::nullopt;
+    return std::string(*s);
+  };
 
   if (name == "sandbox_create") {
     json::object body;
     CopyFields(a, body, {"template", "cpus", "memory_mb", "timeout_seconds", "network", "env"});
-    auto v = rest("POST", "/v1/sandboxes", json::serialize(body));
-    if (!v || !v->is_object()) return fail();
-    std::string text = "created sandbox " + std::string(v->as_object().at("id").as_string());
-    return OkResult(v->as_object(), text);
+    auto v = b.CreateSandbox(body);
+    if (!v) return fail(v.error());
+    std::string text = "created sandbox " + std::string(v->at("id").as_string());
+    return OkResult(std::move(*v), text);
   }
   if (name == "sandbox_list") {
-    auto v = rest("GET", "/v1/sandboxes");
-    if (!v || !v->is_object()) return fail();
+    auto v = b.ListSandboxes();
+    if (!v) return fail(v.error());
     std::string text;
-    for (const auto& s : v->as_object().at("sandboxes").as_array()) {
+    for (const auto& s : v->at("sandboxes").as_array()) {
       const auto& o = s.as_object();
       text += std::string(o.at("id").as_string()) + " " + std::string(o.at("status").as_string()) +
               "\n";
     }
     if (text.empty()) text = "no sandboxes\n";
-    return OkResult(v->as_object(), text);
+    return OkResult(std::move(*v), text);
   }
   if (name == "sandbox_list_templates") {
-    auto v = rest("GET", "/v1/templates");
-    if (!v || !v->is_object()) {
-      if (err.code == "not_found" || err.code == "http_404") {
-        err.message = "this server has no /v1/templates route (" + err.message +
-                      "); create sandboxes from template \"base\"";
+    auto v = b.ListTemplates();
+    if (!v) return fail(v.error());
+    std::string text;
+    for (const auto& t : v->at("templates").as_array()) {
+      const auto& o = t.as_object();
+      text += std::string(o.at("name").as_string());
+      auto d = o.find("description");
+      if (d != o.end() && d->value().is_string() && !d->value().as_string().empty()) {
+        text += ": " + std::string(d->value().as_string());
       }
-      return fail();
+      text += "\n";
     }
-    return OkResult(v->as_object(), json::serialize(*v));
+    if (text.empty()) text = "no templates\n";
+    return OkResult(std::move(*v), text);
   }
   if (name == "sandbox_exec") {
-    std::string id = Id(a, "sandbox_id", &err);
-    const json::string* cmd = StringArg(a, "command");
-    if (id.empty()) return fail();
-    if (!cmd) return ErrorResult("invalid_request", "command: required string");
+    const json::string* id = need("sandbox_id");
+    if (!id) return bad;
+    const json::string* cmd = need("command");
+    if (!cmd) return bad;
     json::object body;
     body["command"] = *cmd;
     CopyFields(a, body, {"workdir", "env", "timeout", "stdin"});
-    std::string out, errs, partial;
-    json::object exit;
-    std::string stream_error;
+    std::string out, errs;
     double progress = 0;
-    bool stopped = false;
-    auto on_data = [&](std::string_view chunk) -> bool {
-      if (ctx.cancelled && ctx.cancelled->load()) {
-        stopped = true;
-        return false;  // closes the connection: the server cancels the command
+    ExecHooks hooks;
+    hooks.cancelled = ctx.cancelled;
+    hooks.output = [&](std::string_view stream, std::string_view data) {
+      (stream == "stdout" ? out : errs).append(data);
+      if (ctx.progress) {
+        bool cut = false;
+        ctx.progress(++progress, std::string(stream) + ": " + Cut(data, 200, &cut));
       }
-      partial.append(chunk);
-      size_t nl;
-      while ((nl = partial.find('\n')) != std::string::npos) {
-        std::string line = partial.substr(0, nl);
-        partial.erase(0, nl + 1);
-        json::error_code ec;
-        json::value ev = json::parse(line, ec);
-        if (ec || !ev.is_object()) continue;
-        const auto& o = ev.as_object();
-        std::string type(o.at("type").as_string());
-        if (type == "stdout" || type == "stderr") {
-          std::string_view data = o.at("data").as_string();
-          (type == "stdout" ? out : errs).append(data);
-          if (ctx.progress) {
-            bool cut = false;
-            ctx.progress(++progress, type + ": " + Cut(data, 200, &cut));
-          }
-        } else if (type == "exit") {
-          exit = o;
-        } else if (type == "error") {
-          stream_error = std::string(o.at("code").as_string()) + ": " +
-                         std::string(o.at("message").as_string());
-        }
-      }
-      return true;
     };
-    auto r = client_.Stream("POST", "/v1/sandboxes/" + id + "/exec/stream", json::serialize(body),
-                            "application/json", on_data);
-    if (stopped) return ErrorResult("cancelled", "the request was cancelled; command killed");
-    if (!r) return ErrorResult(r.error().code_name(), r.error().message());
-    if (r->status >= 300) {
-      return ErrorResult(
-          r->error_code.empty() ? "http_" + std::to_string(r->status) : r->error_code,
-          r->error_message.empty() ? r->body : r->error_message);
-    }
-    if (!stream_error.empty()) {
-      size_t colon = stream_error.find(": ");
-      return ErrorResult(stream_error.substr(0, colon), stream_error.substr(colon + 2));
-    }
-    if (exit.empty()) return ErrorResult("backend_error", "exec stream ended without an exit");
+    auto exit = b.Exec(str(id), body, hooks);
+    if (!exit) return fail(exit.error());
     bool cut = false;
     json::object s;
-    s["exit_code"] = exit["exit_code"];
-    s["signal"] = exit["signal"];
-    s["timed_out"] = exit["timed_out"];
-    s["duration_ms"] = exit["duration_ms"];
+    s["exit_code"] = (*exit)["exit_code"];
+    s["signal"] = (*exit)["signal"];
+    s["timed_out"] = (*exit)["timed_out"];
+    s["duration_ms"] = (*exit)["duration_ms"];
     s["stdout_bytes"] = out.size();
     s["stderr_bytes"] = errs.size();
     s["stdout"] = Cut(out, kMaxTextBytes, &cut);
     s["stderr"] = Cut(errs, kMaxTextBytes, &cut);
-    bool server_cut = exit["truncated"].is_bool() && exit["truncated"].as_bool();
+    bool server_cut = (*exit)["truncated"].is_bool() && (*exit)["truncated"].as_bool();
     s["truncated"] = cut || server_cut;
-    std::string text = "exit " + json::serialize(exit["exit_code"]);
-    if (exit["timed_out"].is_bool() && exit["timed_out"].as_bool()) text += " (timed out)";
+    std::string text = "exit " + json::serialize((*exit)["exit_code"]);
+    if (s["timed_out"].is_bool() && s["timed_out"].as_bool()) text += " (timed out)";
     text += "\n";
     if (!out.empty()) text += "--- stdout\n" + out + (out.back() == '\n' ? "" : "\n");
     if (!errs.empty()) text += "--- stderr\n" + errs;
     if (cut || server_cut) {
       text += "\n[output truncated; stdout " + std::to_string(out.size()) + " bytes, stderr " +
-              std::to_string(errs.size()) + " bytes received]";
+              std::to_string(errs.size()) + " bytes received" +
+              (server_cut ? ", more was cut by the server's output limit" : "") + "]";
     }
     return OkResult(std::move(s), std::move(text));
   }
   if (name == "sandbox_read_file") {
-    std::string id = Id(a, "sandbox_id", &err);
-    const json::string* path = StringArg(a, "path");
-    if (id.empty()) return fail();
-    if (!path) return ErrorResult("invalid_request", "path: required string");
-    auto r = client_.Request("GET", "/v1/sandboxes/" + id + "/files?path=" + Q(path));
-    if (!r) return ErrorResult(r.error().code_name(), r.error().message());
-    if (r->status >= 300) {
-      return ErrorResult(
-          r->error_code.empty() ? "http_" + std::to_string(r->status) : r->error_code,
-          r->error_message);
-    }
-    const std::string& data = r->body;
+    const json::string* id = need("sandbox_id");
+    if (!id) return bad;
+    const json::string* path = need("path");
+    if (!path) return bad;
+    auto r = b.ReadFile(str(id), str(path));
+    if (!r) return fail(r.error());
+    const std::string& data = *r;
     bool cut = false;
     std::string shown = Cut(data, kMaxTextBytes, &cut);
     json::object s;
@@ -528,14 +470,13 @@ json::object Tools::Call(std::string_view name, const json::object& a,
     return OkResult(std::move(s), std::move(text));
   }
   if (name == "sandbox_write_file") {
-    std::string id = Id(a, "sandbox_id", &err);
-    const json::string* path = StringArg(a, "path");
+    const json::string* id = need("sandbox_id");
+    if (!id) return bad;
+    const json::string* path = need("path");
+    if (!path) return bad;
     const json::string* content = StringArg(a, "content");
-    const json::string* enc = StringArg(a, "encoding");
-    const json::string* mode = StringArg(a, "mode");
-    if (id.empty()) return fail();
-    if (!path) return ErrorResult("invalid_request", "path: required string");
     if (!content) return ErrorResult("invalid_request", "content: required string");
+    const json::string* enc = StringArg(a, "encoding");
     std::string data;
     if (enc && *enc == "base64") {
       if (!Base64Decode(*content, &data)) {
@@ -546,71 +487,62 @@ json::object Tools::Call(std::string_view name, const json::object& a,
     } else {
       return ErrorResult("invalid_request", "encoding: must be \"utf8\" or \"base64\"");
     }
-    std::string target = "/v1/sandboxes/" + id + "/files?path=" + Q(path);
-    if (mode) target += "&mode=" + Q(mode);
-    auto v = rest("PUT", target, data, "application/octet-stream");
-    if (!v || !v->is_object()) return fail();
-    return OkResult(v->as_object(), "wrote " + std::to_string(data.size()) + " bytes to " +
-                                        std::string(v->as_object().at("path").as_string()));
+    auto v = b.WriteFile(str(id), str(path), data, opt("mode"));
+    if (!v) return fail(v.error());
+    std::string text = "wrote " + std::to_string(data.size()) + " bytes to " +
+                       std::string(v->at("path").as_string());
+    return OkResult(std::move(*v), text);
   }
   if (name == "sandbox_list_files") {
-    std::string id = Id(a, "sandbox_id", &err);
-    if (id.empty()) return fail();
-    std::string target = "/v1/sandboxes/" + id + "/files/list?path=";
-    const json::string* path = StringArg(a, "path");
-    target += path ? Q(path) : std::string("/workspace");
+    const json::string* id = need("sandbox_id");
+    if (!id) return bad;
     auto rec = a.find("recursive");
-    if (rec != a.end() && rec->value().is_bool() && rec->value().as_bool()) {
-      target += "&recursive=true";
-    }
-    auto v = rest("GET", target);
-    if (!v || !v->is_object()) return fail();
+    bool recursive = rec != a.end() && rec->value().is_bool() && rec->value().as_bool();
+    auto v = b.ListFiles(str(id), opt("path").value_or("/workspace"), recursive);
+    if (!v) return fail(v.error());
     std::string text;
-    for (const auto& e : v->as_object().at("entries").as_array()) {
+    for (const auto& e : v->at("entries").as_array()) {
       const auto& o = e.as_object();
       text += std::string(o.at("type").as_string()) + " " + std::string(o.at("path").as_string()) +
               "\n";
     }
     if (text.empty()) text = "(empty)\n";
-    return OkResult(v->as_object(), text);
+    return OkResult(std::move(*v), text);
   }
   if (name == "sandbox_snapshot") {
-    std::string id = Id(a, "sandbox_id", &err);
-    if (id.empty()) return fail();
-    json::object body;
-    CopyFields(a, body, {"name"});
-    auto v = rest("POST", "/v1/sandboxes/" + id + "/snapshots", json::serialize(body));
-    if (!v || !v->is_object()) return fail();
-    return OkResult(v->as_object(), "snapshot " + std::string(v->as_object().at("id").as_string()));
+    const json::string* id = need("sandbox_id");
+    if (!id) return bad;
+    auto v = b.Snapshot(str(id), opt("name"));
+    if (!v) return fail(v.error());
+    std::string text = "snapshot " + std::string(v->at("id").as_string());
+    return OkResult(std::move(*v), text);
   }
   if (name == "sandbox_rollback") {
-    std::string id = Id(a, "sandbox_id", &err);
-    if (id.empty()) return fail();
-    const json::string* snap = StringArg(a, "snapshot_id");
-    if (!snap) return ErrorResult("invalid_request", "snapshot_id: required string");
-    json::object body;
-    body["snapshot_id"] = *snap;
-    auto v = rest("POST", "/v1/sandboxes/" + id + "/rollback", json::serialize(body));
-    if (!v || !v->is_object()) return fail();
-    return OkResult(v->as_object(), "rolled back to " + std::string(*snap));
+    const json::string* id = need("sandbox_id");
+    if (!id) return bad;
+    const json::string* snap = need("snapshot_id");
+    if (!snap) return bad;
+    auto v = b.Rollback(str(id), str(snap));
+    if (!v) return fail(v.error());
+    return OkResult(std::move(*v), "rolled back to " + str(snap));
   }
   if (name == "sandbox_fork") {
-    std::string snap = Id(a, "snapshot_id", &err);
-    if (snap.empty()) return fail();
+    const json::string* snap = need("snapshot_id");
+    if (!snap) return bad;
     json::object body;
     CopyFields(a, body, {"timeout_seconds"});
-    auto v = rest("POST", "/v1/snapshots/" + snap + "/fork", json::serialize(body));
-    if (!v || !v->is_object()) return fail();
-    return OkResult(v->as_object(),
-                    "forked into sandbox " + std::string(v->as_object().at("id").as_string()));
+    auto v = b.Fork(str(snap), body);
+    if (!v) return fail(v.error());
+    std::string text = "forked into sandbox " + std::string(v->at("id").as_string());
+    return OkResult(std::move(*v), text);
   }
   if (name == "sandbox_destroy") {
-    std::string id = Id(a, "sandbox_id", &err);
-    if (id.empty()) return fail();
-    auto v = rest("DELETE", "/v1/sandboxes/" + id);
-    if (!v) return fail();
+    const json::string* id = need("sandbox_id");
+    if (!id) return bad;
+    auto v = b.Destroy(str(id));
+    if (!v) return fail(v.error());
     json::object s;
-    s["id"] = *StringArg(a, "sandbox_id");
+    s["id"] = *id;
     s["destroyed"] = true;
     return OkResult(std::move(s), "destroyed");
   }

@@ -1,18 +1,19 @@
 // The MCP tools of agent-sandbox (issue 6 item 2): their definitions (name, description,
 // inputSchema, outputSchema as JSON Schema objects, MCP spec 2025-06-18 "server/tools") and
-// their implementations as calls to the REST API of a running server through
-// api::HttpClient. A tool that fails answers a result with isError: true whose text starts
-// with the error code ("not_found: ..."), never a JSON-RPC error (the spec's "tool execution
-// errors"); only an unknown tool name is a protocol error (see McpSession).
+// their implementations over a ToolBackend (mcp/backend.h: the REST API for stdio, the
+// SandboxManager in-process for Streamable HTTP). A tool that fails answers a result with isError:
+// true whose text starts with the error code ("not_found: ..."), never a JSON-RPC error (the spec's
+// "tool execution errors"); only an unknown tool name is a protocol error (see McpSession).
 #pragma once
 
 #include <atomic>
 #include <boost/json.hpp>
 #include <functional>
+#include <memory>
 #include <string>
 #include <string_view>
 
-#include "api/http_client.h"
+#include "mcp/backend.h"
 
 namespace asb::mcp {
 
@@ -31,7 +32,8 @@ inline constexpr size_t kMaxTextBytes = 256 * 1024;
 
 class Tools {
  public:
-  explicit Tools(api::HttpClient client) : client_(std::move(client)) {}
+  /// `backend` must not be null.
+  explicit Tools(std::shared_ptr<ToolBackend> backend) : backend_(std::move(backend)) {}
 
   /// The "tools" array of a tools/list result.
   static boost::json::array Definitions();
@@ -46,7 +48,7 @@ class Tools {
                            const CallContext& ctx) const;
 
  private:
-  api::HttpClient client_;
+  std::shared_ptr<ToolBackend> backend_;
 };
 
 /// Standard base64 (RFC 4648 section 4) decoding; nullopt-like false on bad input.

@@ -20,9 +20,11 @@ ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
 
 
 def source_routes():
-    """{(METHOD, pattern)} registered with router.Add in src/api (keys under both bases)."""
+    """{(METHOD, pattern)} registered with router.Add in src/api and src/mcp (/mcp; keys under
+    both bases)."""
     found = set()
-    for path in glob.glob(os.path.join(ROOT, "src", "api", "*.cc")):
+    for path in glob.glob(os.path.join(ROOT, "src", "api", "*.cc")) + \
+            glob.glob(os.path.join(ROOT, "src", "mcp", "*.cc")):
         if path.endswith("_test.cc"):
             continue
         with open(path) as f:

@@ -42,7 +42,9 @@ function freePort() {
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
 export class Server {
-  constructor() {
+  /** `insecure`: serve with --insecure-no-auth (for clients that cannot send a key). */
+  constructor({ insecure = false } = {}) {
+    this.insecure = insecure;
     this.adminKey = 'asb_' + crypto.randomBytes(24).toString('hex');
     this.dataDir = fs.mkdtempSync('/var/tmp/asb-mcp-');
     fs.symlinkSync(TEMPLATES, path.join(this.dataDir, 'templates'));
@@ -56,7 +58,7 @@ export class Server {
   async start() {
     this.port = await freePort();
     const log = fs.openSync(path.join(this.dataDir, 'serve.log'), 'a');
-    this.proc = spawn(BIN, ['serve'], {
+    this.proc = spawn(BIN, ['serve', ...(this.insecure ? ['--insecure-no-auth'] : [])], {
       env: {
         ...process.env,
         AGENT_SANDBOX_HOST: '127.0.0.1',

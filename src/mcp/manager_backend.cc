@@ -1,0 +1,262 @@
+// ToolBackend over the SandboxManager; see manager_backend.h. Arguments are decoded with the
+// REST API's JsonBody rules, so a bad argument gets the same invalid_request message as the
+// REST route would give.
+#include "mcp/manager_backend.h"
+
+#include <limits>
+
+#include "api/errors.h"
+#include "api/json_body.h"
+#include "api/resource_json.h"
+#include "api/text.h"
+#include "common/ids.h"
+#include "core/paths.h"
+
+namespace asb::mcp {
+
+namespace json = boost::json;
+
+namespace {
+
+constexpr int64_t kMinInt = std::numeric_limits<int64_t>::min() / 2;
+constexpr int64_t kMaxInt = std::numeric_limits<int64_t>::max() / 2;
+// How often a running exec looks at its cancel flag.
+constexpr int64_t kCancelPollMs = 200;
+
+tl::unexpected<ToolError> FromError(const Error& e) {
+  // Internal errors keep their details in the log, as api/errors.cc does for REST answers.
+  return ToolFail(std::string(api::WireCodeOf(e.code())),
+                  e.code() == ErrorCode::kInternal ? "internal error" : e.message());
+}
+
+ToolResult<void> CheckId(std::string_view id, std::string_view prefix, std::string_view what) {
+  if (!IsValidId(id, prefix)) return ToolFail("not_found", std::string(what) + " not found");
+  return {};
+}
+
+Result<api::JsonBody> Body(const json::object& o) {
+  return api::JsonBody::Parse(json::serialize(o));
+}
+
+Result<core::CreateRequest> ParseCreate(const json::object& o) {
+  ASB_ASSIGN_OR_RETURN(api::JsonBody body, Body(o));
+  core::CreateRequest req;
+  ASB_ASSIGN_OR_RETURN(auto tmpl, body.String("template"));
+  if (tmpl) req.template_name = *tmpl;
+  ASB_ASSIGN_OR_RETURN(req.cpus, body.Number("cpus"));
+  ASB_ASSIGN_OR_RETURN(req.memory_mb, body.Integer("memory_mb", kMinInt, kMaxInt));
+  ASB_ASSIGN_OR_RETURN(req.timeout_seconds, body.Integer("timeout_seconds", kMinInt, kMaxInt));
+  ASB_ASSIGN_OR_RETURN(auto env, body.StringMap("env"));
+  if (env) req.env = std::move(*env);
+  ASB_ASSIGN_OR_RETURN(auto network, body.Bool("network"));
+  if (network) req.network = *network;
+  ASB_TRY(body.Finish());
+  return req;
+}
+
+Result<core::ExecOptions> ParseExec(const json::object& o) {
+  ASB_ASSIGN_OR_RETURN(api::JsonBody body, Body(o));
+  core::ExecOptions opts;
+  ASB_ASSIGN_OR_RETURN(opts.command, body.String("command"));
+  ASB_ASSIGN_OR_RETURN(auto env, body.StringMap("env"));
+  if (env) opts.env = std::move(*env);
+  ASB_ASSIGN_OR_RETURN(auto workdir, body.String("workdir"));
+  if (workdir) opts.workdir = std::move(*workdir);
+  ASB_ASSIGN_OR_RETURN(opts.timeout_seconds, body.Number("timeout"));
+  if (opts.timeout_seconds && !(*opts.timeout_seconds > 0)) {
+    return asb::Fail(Error::InvalidArgument("timeout: must be a number of seconds > 0"));
+  }
+  ASB_ASSIGN_OR_RETURN(opts.stdin_data, body.String("stdin"));
+  ASB_TRY(body.Finish());
+  if (!opts.command) return asb::Fail(Error::InvalidArgument("command: required"));
+  return opts;
+}
+
+}  // namespace
+
+ToolResult<void> ManagerBackend::CheckQuota() {
+  if (caller_.max_sandboxes <= 0) return {};
+  auto live = m_.List(caller_.create_owner);
+  if (!live) return FromError(live.error());
+  if (static_cast<int64_t>(live->size()) >= caller_.max_sandboxes) {
+    return ToolFail("limit_exceeded", "this API key may have at most " +
+                                          std::to_string(caller_.max_sandboxes) +
+                                          " sandboxes at once");
+  }
+  return {};
+}
+
+ToolResult<json::object> ManagerBackend::CreateSandbox(const json::object& body) {
+  auto req = ParseCreate(body);
+  if (!req) return FromError(req.error());
+  if (auto q = CheckQuota(); !q) return tl::unexpected<ToolError>(q.error());
+  auto s = m_.Create(caller_.create_owner, *req);
+  if (!s) return FromError(s.error());
+  return api::SandboxJson(*s);
+}
+
+ToolResult<json::object> ManagerBackend::ListSandboxes() {
+  auto all = m_.List(caller_.owner);
+  if (!all) return FromError(all.error());
+  json::array list;
+  for (const auto& s : *all) list.emplace_back(api::SandboxJson(s));
+  json::object o;
+  o["sandboxes"] = std::move(list);
+  return o;
+}
+
+ToolResult<json::object> ManagerBackend::ListTemplates() {
+  json::array list;
+  for (const core::TemplateInfo& t : m_.templates().List()) {
+    json::object o;
+    o["name"] = t.name;
+    o["display_name"] = t.display_name.empty() ? t.name : t.display_name;
+    o["description"] = t.description;
+    json::array tools;
+    for (const auto& x : t.tools) tools.emplace_back(x);
+    o["tools"] = std::move(tools);
+    list.emplace_back(std::move(o));
+  }
+  json::object o;
+  o["templates"] = std::move(list);
+  return o;
+}
+
+ToolResult<json::object> ManagerBackend::Exec(const std::string& id, const json::object& body,
+                                              const ExecHooks& hooks) {
+  if (auto c = CheckId(id, "sb_", "sandbox " + id); !c) return tl::unexpected<ToolError>(c.error());
+  auto opts = ParseExec(body);
+  if (!opts) return FromError(opts.error());
+  auto exec = m_.StartExec(caller_.owner, id, *opts);
+  if (!exec) return FromError(exec.error());
+  api::Utf8Stream out_utf8, err_utf8;
+  auto emit = [&](protocol::Stream stream, std::string_view bytes, bool eof) {
+    bool is_err = stream == protocol::Stream::kStderr;
+    api::Utf8Stream& u = is_err ? err_utf8 : out_utf8;
+    std::string text = u.Feed(bytes);
+    if (eof) text += u.Flush();
+    if (!text.empty() && hooks.output) hooks.output(is_err ? "stderr" : "stdout", text);
+  };
+  for (;;) {
+    if (hooks.cancelled && hooks.cancelled->load()) {
+      (void)exec->channel->Cancel();  // sandboxd kills the command's process group
+      return ToolFail("cancelled", "the request was cancelled; command killed");
+    }
+    auto ev = exec->channel->Next(kCancelPollMs);
+    if (!ev) {
+      if (ev.error().code() == ErrorCode::kTimeout) continue;
+      return FromError(ev.error());
+    }
+    using Kind = protocol::ChannelEvent::Kind;
+    switch (ev->kind) {
+      case Kind::kData:
+        emit(ev->stream, ev->payload, false);
+        break;
+      case Kind::kEof:
+        emit(ev->stream, {}, true);
+        break;
+      case Kind::kInfo:
+        break;
+      case Kind::kResult: {
+        emit(protocol::Stream::kStdout, {}, true);
+        emit(protocol::Stream::kStderr, {}, true);
+        auto r = exec->Finish(ev->payload);
+        if (!r) return FromError(r.error());
+        json::object o;
+        o["exit_code"] = r->exit_code;
+        o["signal"] = r->signal;
+        o["timed_out"] = r->timed_out;
+        o["duration_ms"] = r->duration_ms;
+        o["oom_killed"] = r->oom_killed;
+        o["truncated"] = r->stdout_truncated || r->stderr_truncated;
+        return o;
+      }
+      case Kind::kError:
+        return FromError(ev->error ? *ev->error : Error::Backend("exec failed"));
+    }
+  }
+}
+
+ToolResult<std::string> ManagerBackend::ReadFile(const std::string& id, const std::string& path) {
+  if (auto c = CheckId(id, "sb_", "sandbox " + id); !c) return tl::unexpected<ToolError>(c.error());
+  auto r = m_.ReadFile(caller_.owner, id, path);
+  if (!r) return FromError(r.error());
+  return std::move(*r);
+}
+
+ToolResult<json::object> ManagerBackend::WriteFile(const std::string& id, const std::string& path,
+                                                   std::string_view data,
+                                                   const std::optional<std::string>& mode_text) {
+  if (auto c = CheckId(id, "sb_", "sandbox " + id); !c) return tl::unexpected<ToolError>(c.error());
+  std::optional<uint32_t> mode;
+  if (mode_text) {
+    auto m = core::ParseFileMode(*mode_text);
+    if (!m) return FromError(m.error());
+    mode = *m;
+  }
+  auto st = m_.WriteFile(caller_.owner, id, path, data, mode);
+  if (!st) return FromError(st.error());
+  json::object o;  // the answer of PUT /v1/sandboxes/{id}/files
+  o["path"] = st->path;
+  o["size"] = st->size;
+  o["mode"] = api::FormatMode(st->mode);
+  return o;
+}
+
+ToolResult<json::object> ManagerBackend::ListFiles(const std::string& id, const std::string& path,
+                                                   bool recursive) {
+  if (auto c = CheckId(id, "sb_", "sandbox " + id); !c) return tl::unexpected<ToolError>(c.error());
+  auto all = m_.ListFiles(caller_.owner, id, path, recursive);
+  if (!all) return FromError(all.error());
+  json::array entries;
+  for (const auto& s : *all) entries.emplace_back(api::StatJson(s));
+  json::object o;  // the answer of GET /v1/sandboxes/{id}/files/list
+  auto norm = core::NormalizeWorkspacePath(path);
+  o["path"] = norm ? *norm : path;
+  o["entries"] = std::move(entries);
+  return o;
+}
+
+ToolResult<json::object> ManagerBackend::Snapshot(const std::string& id,
+                                                  const std::optional<std::string>& name) {
+  if (auto c = CheckId(id, "sb_", "sandbox " + id); !c) return tl::unexpected<ToolError>(c.error());
+  auto s = m_.CreateSnapshot(caller_.owner, id, name.value_or(""));
+  if (!s) return FromError(s.error());
+  return api::SnapshotJson(*s);
+}
+
+ToolResult<json::object> ManagerBackend::Rollback(const std::string& id,
+                                                  const std::string& snapshot_id) {
+  if (auto c = CheckId(id, "sb_", "sandbox " + id); !c) return tl::unexpected<ToolError>(c.error());
+  auto s = m_.Rollback(caller_.owner, id, snapshot_id);
+  if (!s) return FromError(s.error());
+  return api::SandboxJson(*s);
+}
+
+ToolResult<json::object> ManagerBackend::Fork(const std::string& snapshot_id,
+                                              const json::object& body) {
+  if (auto c = CheckId(snapshot_id, "snap_", "snapshot"); !c) {
+    return tl::unexpected<ToolError>(c.error());
+  }
+  core::ForkRequest fr;
+  {
+    auto b = Body(body);
+    if (!b) return FromError(b.error());
+    auto t = b->Integer("timeout_seconds", kMinInt, kMaxInt);
+    if (!t) return FromError(t.error());
+    fr.timeout_seconds = *t;
+    if (auto f = b->Finish(); !f) return FromError(f.error());
+  }
+  if (auto q = CheckQuota(); !q) return tl::unexpected<ToolError>(q.error());
+  auto s = m_.Fork(caller_.owner, snapshot_id, fr);
+  if (!s) return FromError(s.error());
+  return api::SandboxJson(*s);
+}
+
+ToolResult<void> ManagerBackend::Destroy(const std::string& id) {
+  if (auto c = CheckId(id, "sb_", "sandbox " + id); !c) return tl::unexpected<ToolError>(c.error());
+  if (auto st = m_.Destroy(caller_.owner, id); !st) return FromError(st.error());
+  return {};
+}
+
+}  // namespace asb::mcp

@@ -1,0 +1,60 @@
+// ToolBackend over the SandboxManager in-process (mcp/backend.h), for Streamable HTTP at /mcp
+// on the server itself: the tools act with the caller's owner exactly as the REST routes do
+// (tenancy: another owner's sandbox is not_found), with no HTTP round trip.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "core/sandbox_manager.h"
+#include "mcp/backend.h"
+
+namespace asb::mcp {
+
+/// Who the tools act for; the auth layer's view of the caller (api/auth.h, Principal).
+struct Caller {
+  /// The owner every call acts as: the key's lineage, or core::kAnyOwner for admin keys and
+  /// --insecure-no-auth.
+  std::string owner;
+  /// The owner recorded for a new sandbox (an admin's sandboxes belong to its lineage too).
+  std::string create_owner;
+  /// The key's cap on live sandboxes of `create_owner` (0 = none): create and fork over it
+  /// answer limit_exceeded, as POST /v1/sandboxes does.
+  int64_t max_sandboxes = 0;
+};
+
+class ManagerBackend final : public ToolBackend {
+ public:
+  /// `manager` must outlive the backend.
+  ManagerBackend(core::SandboxManager& manager, Caller caller)
+      : m_(manager), caller_(std::move(caller)) {}
+
+  ToolResult<boost::json::object> CreateSandbox(const boost::json::object& body) override;
+  ToolResult<boost::json::object> ListSandboxes() override;
+  /// The core template catalog (core/templates.h): name, display_name, description, tools.
+  ToolResult<boost::json::object> ListTemplates() override;
+  ToolResult<boost::json::object> Exec(const std::string& id, const boost::json::object& body,
+                                       const ExecHooks& hooks) override;
+  ToolResult<std::string> ReadFile(const std::string& id, const std::string& path) override;
+  ToolResult<boost::json::object> WriteFile(const std::string& id, const std::string& path,
+                                            std::string_view data,
+                                            const std::optional<std::string>& mode) override;
+  ToolResult<boost::json::object> ListFiles(const std::string& id, const std::string& path,
+                                            bool recursive) override;
+  ToolResult<boost::json::object> Snapshot(const std::string& id,
+                                           const std::optional<std::string>& name) override;
+  ToolResult<boost::json::object> Rollback(const std::string& id,
+                                           const std::string& snapshot_id) override;
+  ToolResult<boost::json::object> Fork(const std::string& snapshot_id,
+                                       const boost::json::object& body) override;
+  ToolResult<void> Destroy(const std::string& id) override;
+
+ private:
+  // limit_exceeded when the caller is at its max_sandboxes.
+  ToolResult<void> CheckQuota();
+
+  core::SandboxManager& m_;
+  Caller caller_;
+};
+
+}  // namespace asb::mcp
