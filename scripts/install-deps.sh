@@ -12,6 +12,8 @@ PACKAGES=(
   # libraries (headers + static archives; sandboxd links statically)
   libboost1.81-dev libspdlog-dev libfmt-dev libcli11-dev libsqlite3-dev libseccomp-dev
   libcap-dev libarchive-dev libzstd-dev libssl-dev libexpected-dev
+  # template.toml parser (ADR 0012)
+  libtoml11-dev
   # libarchive's own dependencies, for the static link of sandboxd
   libacl1-dev liblz4-dev libicu-dev libbz2-dev liblzma-dev zlib1g-dev nettle-dev libxml2-dev
   # tests and benchmark

@@ -31,6 +31,7 @@ Router BuildRouter(ApiContext& ctx) {
   AddExecRoutes(router, ctx);
   AddFileRoutes(router, ctx);
   AddSnapshotRoutes(router, ctx);
+  AddTemplateRoutes(router, ctx);
   AddOpenApiRoutes(router);
   AddSeedARoutes(router, ctx);
   return router;

@@ -7,6 +7,7 @@
 
 #include "cli/command.h"
 #include "cli/server_commands.h"
+#include "cli/template_cmd.h"
 #include "common/log.h"
 
 int main(int argc, char** argv) {
@@ -26,6 +27,7 @@ int main(int argc, char** argv) {
   asb::cli::RegisterKeysCommand(app);
   asb::cli::RegisterMcpCommand(app);
   asb::cli::RegisterOpenApiCommand(app);
+  asb::cli::RegisterTemplateCommand(app);
 
   try {
     app.parse(argc, argv);

@@ -53,7 +53,7 @@ Result<std::string> TemplateRootfs(const std::string& data_dir, const std::strin
   if (list.empty()) list = "none";
   return Fail(Error::NotFound("template '" + name + "' is not built in " + templates.string() +
                               " (available: " + list +
-                              "); build it with: sudo bash scripts/build-template.sh " + name));
+                              "); build it with: sudo agent-sandbox template build " + name));
 }
 
 Result<std::string> FindSandboxd() {

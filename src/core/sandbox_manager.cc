@@ -3,6 +3,7 @@
 // manager_ops.cc.
 #include "core/sandbox_manager.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 
@@ -205,6 +206,19 @@ Result<SandboxInfo> SandboxManager::Create(const std::string& owner, const Creat
   info.owner = owner;
 
   // Validation, field by field, before anything is reserved or written.
+  const std::string template_name =
+      req.template_name.empty() ? config_.default_template : req.template_name;
+  ASB_ASSIGN_OR_RETURN(TemplateInfo tmpl, impl_->templates.Find(template_name));
+  // The template's default resources (its manifest; ADR 0012) take the place of the server's
+  // defaults, brought within the server's limits; the request's own values still win.
+  const TemplateResources& tr = tmpl.manifest.resources;
+  const double default_cpus = tr.cpus > 0 ? std::min(tr.cpus, lim.max_cpus) : lim.default_cpus;
+  const int64_t default_memory_mb =
+      tr.memory_mb > 0 ? std::clamp(tr.memory_mb, lim.min_memory_mb, lim.max_memory_mb)
+                       : lim.default_memory_mb;
+  const int64_t default_workspace_mb =
+      tr.workspace_mb > 0 ? std::clamp(tr.workspace_mb, lim.min_workspace_mb, lim.max_workspace_mb)
+                          : lim.default_workspace_mb;
   if (req.cpus) {
     double c = *req.cpus;
     if (!std::isfinite(c) || c <= 0 || c > lim.max_cpus) {
@@ -212,14 +226,14 @@ Result<SandboxInfo> SandboxManager::Create(const std::string& owner, const Creat
                                          FormatNumber(lim.max_cpus) + ", got " + FormatNumber(c)));
     }
   }
-  info.cpus = req.cpus.value_or(lim.default_cpus);
-  ASB_ASSIGN_OR_RETURN(info.memory_mb, CheckInt("memory_mb", req.memory_mb, lim.default_memory_mb,
+  info.cpus = req.cpus.value_or(default_cpus);
+  ASB_ASSIGN_OR_RETURN(info.memory_mb, CheckInt("memory_mb", req.memory_mb, default_memory_mb,
                                                 lim.min_memory_mb, lim.max_memory_mb));
   ASB_ASSIGN_OR_RETURN(info.pids_limit,
                        CheckInt("pids_limit", req.pids_limit, lim.default_pids_limit,
                                 lim.min_pids_limit, lim.max_pids_limit));
   ASB_ASSIGN_OR_RETURN(info.workspace_mb,
-                       CheckInt("workspace_mb", req.workspace_mb, lim.default_workspace_mb,
+                       CheckInt("workspace_mb", req.workspace_mb, default_workspace_mb,
                                 lim.min_workspace_mb, lim.max_workspace_mb));
   ASB_ASSIGN_OR_RETURN(info.timeout_seconds,
                        CheckInt("timeout_seconds", req.timeout_seconds, lim.default_timeout_seconds,
@@ -231,12 +245,10 @@ Result<SandboxInfo> SandboxManager::Create(const std::string& owner, const Creat
   if (req.network) {
     return Fail(Error::InvalidArgument("network is not supported yet"));
   }
-  const std::string template_name =
-      req.template_name.empty() ? config_.default_template : req.template_name;
-  ASB_ASSIGN_OR_RETURN(TemplateInfo tmpl, impl_->templates.Find(template_name));
 
   info.template_name = tmpl.name;
-  info.env = req.env;
+  info.env = tmpl.manifest.env;  // the template's environment; the request's own wins
+  for (const auto& [k, v] : req.env) info.env[k] = v;
   info.network = false;
   info.read_only_rootfs = true;
   info.tmp_size_mb = lim.tmp_size_mb;

@@ -60,8 +60,9 @@ std::string_view SandboxStateName(SandboxState s);
 /// Parses a name from SandboxStateName; nullopt for anything else.
 std::optional<SandboxState> ParseSandboxState(std::string_view name);
 
-/// A create request as the API decoded it. Absent optionals take the configured defaults.
-/// Integers are signed so that negative input reaches validation (and is rejected there).
+/// A create request as the API decoded it. Absent optionals take the configured defaults, or
+/// the template's default resources (cpus, memory_mb, workspace_mb from its manifest, brought
+/// within the limits) when it has them; the template's env lies under `env`. Integers are signed so that negative input reaches validation (and is rejected there).
 struct CreateRequest {
   std::string template_name{};                    // "" = config.default_template
   std::optional<double> cpus{};                   // cores, (0, max_cpus]

@@ -50,7 +50,18 @@ std::optional<TemplateInfo> Load(const std::filesystem::path& dir, std::string_v
   info.name = std::string(name);
   info.rootfs = (root / "rootfs").string();
   info.display_name = info.name;
-  ReadMetadata(root / "template.json", &info);
+  if (auto m = ReadManifest((root / "manifest.json").string()); m && m->name == info.name) {
+    info.manifest = std::move(*m);
+    info.display_name = info.manifest.display_name;
+    info.description = info.manifest.description;
+    info.tools = info.manifest.tools;
+  } else {
+    ReadMetadata(root / "template.json", &info);
+    info.manifest.name = info.name;
+    info.manifest.display_name = info.display_name;
+    info.manifest.description = info.description;
+    info.manifest.tools = info.tools;
+  }
   return info;
 }
 

@@ -8,17 +8,22 @@
 #include <vector>
 
 #include "common/result.h"
+#include "core/template_manifest.h"
 
 namespace asb::core {
 
-/// What a template offers (ACCEPTANCE.md T1). Fields other than name/rootfs are optional
-/// metadata read from <dir>/template.json when present.
+/// What a template offers (ACCEPTANCE.md T1). Fields other than name/rootfs come from its
+/// manifest.json (core/template_manifest.h), or the older template.json, when present.
 struct TemplateInfo {
   std::string name;          // directory name, e.g. "base"
   std::string rootfs;        // absolute host path of its root filesystem
   std::string display_name;  // "Debian base"; defaults to name
   std::string description;
   std::vector<std::string> tools;  // "python3", "bash", ...
+  /// The whole manifest (name, display_name, description and tools equal the fields above;
+  /// everything else empty/zero when the template has none): version, base, env, default
+  /// resources, created_at, ...
+  TemplateManifest manifest;
 };
 
 class TemplateCatalog {
@@ -34,8 +39,9 @@ class TemplateCatalog {
 
 /// A catalog backed by a directory: each subdirectory <dir>/<name> that holds a directory
 /// `rootfs` is a template. The directory is read on every call (templates may be added while
-/// the server runs). An optional <dir>/<name>/template.json may hold
-/// {"display_name": ..., "description": ..., "tools": [...]}; a malformed one is ignored.
+/// the server runs). Metadata comes from <dir>/<name>/manifest.json (ADR 0012), else from an
+/// older <dir>/<name>/template.json {"display_name", "description", "tools"}; a malformed one
+/// is ignored (the template is listed with its name only).
 class DirTemplateCatalog final : public TemplateCatalog {
  public:
   explicit DirTemplateCatalog(std::string templates_dir) : dir_(std::move(templates_dir)) {}

@@ -10,12 +10,12 @@ from .client import SandboxClient
 from .errors import NotFoundError, SandboxAPIError, SandboxConnectionError, SandboxError
 from .sandbox import Sandbox
 from .types import (ErrorEvent, ExecResult, ExitEvent, FileInfo, OutputEvent, SandboxInfo,
-                    SnapshotInfo)
+                    SnapshotInfo, TemplateInfo)
 
 __version__ = "0.1.0"
 
 __all__ = [
     "SandboxClient", "Sandbox", "SandboxError", "SandboxAPIError", "NotFoundError",
     "SandboxConnectionError", "ExecResult", "OutputEvent", "ExitEvent", "ErrorEvent",
-    "FileInfo", "SandboxInfo", "SnapshotInfo",
+    "FileInfo", "SandboxInfo", "SnapshotInfo", "TemplateInfo",
 ]

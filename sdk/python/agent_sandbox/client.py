@@ -4,7 +4,7 @@ import os
 
 from ._http import Transport
 from .sandbox import Sandbox
-from .types import SnapshotInfo
+from .types import SnapshotInfo, TemplateInfo
 
 DEFAULT_URL = "http://127.0.0.1:8080"
 
@@ -85,4 +85,12 @@ class SandboxClient:
         sid = snapshot.id if isinstance(snapshot, SnapshotInfo) else snapshot
         self._transport.request("DELETE", "/v1/snapshots/" + sid)
 
+    def list_templates(self):
+        """Returns a TemplateInfo for every installed template (GET /v1/templates)."""
+        o = self._transport.json("GET", "/v1/templates")
+        return [TemplateInfo.from_json(t) for t in o.get("templates", [])]
 
+    def get_template(self, name):
+        """Returns the TemplateInfo of one template (GET /v1/templates/{name}).
+        Raises NotFoundError when it is not installed."""
+        return TemplateInfo.from_json(self._transport.json("GET", "/v1/templates/" + name))

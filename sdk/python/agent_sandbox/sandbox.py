@@ -12,12 +12,29 @@ from .types import ErrorEvent, ExecResult, ExitEvent, FileInfo, OutputEvent, San
     SnapshotInfo
 
 # run_code(language) -> the interpreter that reads the program from stdin.
+_GO_RUN = ["sh", "-c", 'd=$(mktemp -d) && cat > "$d/main.go" && cd "$d" && go run main.go']
 _LANGUAGES = {
     "python": ["python3", "-"], "python3": ["python3", "-"], "py": ["python3", "-"],
     "javascript": ["node", "-"], "js": ["node", "-"], "node": ["node", "-"],
     "typescript": None,
+    "go": _GO_RUN, "golang": _GO_RUN,
     "sh": ["sh", "-s"], "shell": ["sh", "-s"], "bash": ["bash", "-s"],
 }
+
+# The language run_code uses when none is given, as seed A's runCode does: by the template's
+# name, else by the first of these tools the template lists, else python.
+_TEMPLATE_LANGUAGE = {"python": "python", "node": "javascript", "go": "go"}
+_TOOL_LANGUAGE = (("python3", "python"), ("node", "javascript"), ("go", "go"))
+
+
+def default_language(template_name, tools):
+    """The run_code language of a template: by name (python, node, go), else by its tools."""
+    if template_name in _TEMPLATE_LANGUAGE:
+        return _TEMPLATE_LANGUAGE[template_name]
+    for tool, language in _TOOL_LANGUAGE:
+        if tool in (tools or []):
+            return language
+    return "python"
 
 
 def _mode_text(mode):
@@ -163,19 +180,37 @@ class Sandbox:
         finally:
             conn.close()
 
-    def run_code(self, code, language="python", timeout=None, env=None):
+    def run_code(self, code, language=None, timeout=None, env=None):
         """Runs a program given as text: the interpreter reads it from stdin.
 
         language: "python"/"python3"/"py" (python3), "javascript"/"js"/"node" (node),
-        "sh"/"shell" (sh), "bash". The interpreter must exist in the sandbox's template.
+        "go"/"golang" (go run), "sh"/"shell" (sh), "bash". None (the default) picks the
+        interpreter from the sandbox's template, as seed A's runCode does: python -> python,
+        node -> javascript, go -> go, else by the template's tools (GET /v1/templates/{name}),
+        else python. The interpreter must exist in the template.
         timeout: seconds; env: dict. Returns ExecResult.
         Raises ValueError for an unknown language; otherwise as exec().
         """
+        if language is None:
+            language = self.default_language()
         argv = _LANGUAGES.get(language.lower())
         if argv is None:
             raise ValueError("run_code: unsupported language %r (use one of %s)"
                              % (language, ", ".join(k for k, v in _LANGUAGES.items() if v)))
         return self.exec(argv, stdin=code, timeout=timeout, env=env)
+
+    def default_language(self):
+        """The language run_code(code) uses for this sandbox's template (see run_code)."""
+        if getattr(self, "_language", None) is None:
+            name = self.info.template
+            tools = []
+            if name not in _TEMPLATE_LANGUAGE:
+                try:
+                    tools = self._t.json("GET", "/v1/templates/" + name).get("tools", [])
+                except Exception:  # an older server without /v1/templates: by name only
+                    tools = []
+            self._language = default_language(name, tools)
+        return self._language
 
     # ---- files --------------------------------------------------------------------------
 

@@ -160,3 +160,35 @@ class SandboxInfo:
     def from_json(cls, o):
         known = {k: o[k] for k in cls.__dataclass_fields__ if k in o and k != "raw"}
         return cls(raw=dict(o), **known)
+
+
+@dataclass
+class TemplateInfo:
+    """An installed template (GET /v1/templates): seed A's manifest fields plus ours.
+
+    name, display_name, description, version, base (what it was built from), tools (commands it
+    promises), packages (Debian packages), env (every command's environment), resources (the
+    defaults a create gets: {"cpus", "memory_mb", "workspace_mb"}), created_at (RFC 3339, or
+    None for an older template), size_bytes.
+    """
+
+    name: str
+    display_name: str = ""
+    description: str = ""
+    version: str = ""
+    base: str = ""
+    tools: List[str] = field(default_factory=list)
+    packages: List[str] = field(default_factory=list)
+    env: Dict[str, str] = field(default_factory=dict)
+    resources: Dict = field(default_factory=dict)
+    created_at: Optional[str] = None
+    size_bytes: int = 0
+
+    @classmethod
+    def from_json(cls, o):
+        return cls(name=o["name"], display_name=o.get("display_name", ""),
+                   description=o.get("description", ""), version=o.get("version", ""),
+                   base=o.get("base", ""), tools=list(o.get("tools", [])),
+                   packages=list(o.get("packages", [])), env=dict(o.get("env", {})),
+                   resources=dict(o.get("resources", {})), created_at=o.get("created_at"),
+                   size_bytes=o.get("size_bytes", 0))

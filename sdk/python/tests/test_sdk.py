@@ -164,6 +164,25 @@ class SdkTest(unittest.TestCase):
             self.assertEqual(r.exit_code, 127, r)
         with self.assertRaises(ValueError):
             sb.run_code("x", "cobol")
+        # No language: picked from the template (base lists python3 among its tools).
+        self.assertEqual(sb.default_language(), "python")
+        r = sb.run_code("print(6 * 7)")
+        self.assertEqual((r.ok, r.stdout), (True, "42\n"))
+
+    def test_templates(self):
+        from agent_sandbox import TemplateInfo
+        from agent_sandbox.sandbox import default_language
+        ts = {t.name: t for t in self.client().list_templates()}
+        self.assertIn("base", ts)
+        self.assertIsInstance(ts["base"], TemplateInfo)
+        self.assertIn("python3", ts["base"].tools)
+        self.assertEqual(self.client().get_template("base").name, "base")
+        with self.assertRaises(NotFoundError):
+            self.client().get_template("no-such-template")
+        self.assertEqual(default_language("node", []), "javascript")
+        self.assertEqual(default_language("go", []), "go")
+        self.assertEqual(default_language("custom", ["bash", "node"]), "javascript")
+        self.assertEqual(default_language("custom", []), "python")
 
     # ---- files --------------------------------------------------------------------------
 

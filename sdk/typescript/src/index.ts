@@ -8,7 +8,7 @@
  *   await session.destroy();
  */
 export { Sandbox, type SandboxOptions } from "./sandbox.js";
-export { Session } from "./session.js";
+export { Session, defaultLanguage } from "./session.js";
 export {
   NotFoundError,
   SandboxAPIError,
@@ -26,5 +26,6 @@ export type {
   OutputChunk,
   SandboxInfo,
   SnapshotInfo,
+  TemplateInfo,
   WriteResult,
 } from "./types.js";

@@ -4,7 +4,9 @@ import { Session } from "./session.js";
 import {
   sandboxInfo,
   snapshotInfo,
+  templateInfo,
   type CreateOptions,
+  type TemplateInfo,
   type ForkOptions,
   type SnapshotInfo,
 } from "./types.js";
@@ -86,6 +88,18 @@ export class Sandbox {
     if (options.timeoutSeconds !== undefined) body.timeout_seconds = options.timeoutSeconds;
     const o = await this.#t.json("POST", `/v1/snapshots/${id}/fork`, { json: body });
     return new Session(this.#t, sandboxInfo(o));
+  }
+
+  /** Every installed template (GET /v1/templates), sorted by name. */
+  async listTemplates(): Promise<TemplateInfo[]> {
+    // eslint-disable-next-line @typescript-eslint/no-explicit-any
+    const o: any = await this.#t.json("GET", "/v1/templates");
+    return (o.templates ?? []).map(templateInfo);
+  }
+
+  /** One template (GET /v1/templates/{name}); NotFoundError when it is not installed. */
+  async getTemplate(name: string): Promise<TemplateInfo> {
+    return templateInfo(await this.#t.json("GET", `/v1/templates/${encodeURIComponent(name)}`));
   }
 
   /** One snapshot (GET /v1/snapshots/{id}); NotFoundError if none. */

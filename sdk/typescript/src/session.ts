@@ -26,10 +26,28 @@ const LANGUAGES: Record<string, string[]> = {
   javascript: ["node", "-"],
   js: ["node", "-"],
   node: ["node", "-"],
+  go: ["sh", "-c", 'd=$(mktemp -d) && cat > "$d/main.go" && cd "$d" && go run main.go'],
+  golang: ["sh", "-c", 'd=$(mktemp -d) && cat > "$d/main.go" && cd "$d" && go run main.go'],
   sh: ["sh", "-s"],
   shell: ["sh", "-s"],
   bash: ["bash", "-s"],
 };
+
+/** The language runCode uses when none is given, as seed A's runCode does: by the template's
+ * name (python, node, go), else by the first of python3, node, go among its tools, else
+ * python. */
+export function defaultLanguage(templateName: string, tools: string[] = []): string {
+  const byName: Record<string, string> = { python: "python", node: "javascript", go: "go" };
+  if (byName[templateName]) return byName[templateName];
+  for (const [tool, language] of [
+    ["python3", "python"],
+    ["node", "javascript"],
+    ["go", "go"],
+  ]) {
+    if (tools.includes(tool)) return language;
+  }
+  return "python";
+}
 
 function execBody(command: string | string[], o: ExecOptions): Record<string, unknown> {
   const body: Record<string, unknown> = {};
@@ -57,6 +75,7 @@ export class Session {
   #t: Transport;
   #ready: Promise<SandboxInfo>;
   #info: SandboxInfo | undefined;
+  #language: string | undefined;
 
   /** @internal */
   constructor(t: Transport, info: Promise<SandboxInfo> | SandboxInfo) {
@@ -90,6 +109,25 @@ export class Session {
   async #path(tail = ""): Promise<string> {
     const info = await this.#ready;
     return `/v1/sandboxes/${info.id}${tail}`;
+  }
+
+  /** The language runCode(code) uses for this session's template (see runCode). */
+  async defaultLanguage(): Promise<string> {
+    if (this.#language === undefined) {
+      const name = (await this.#ready).template;
+      let tools: string[] = [];
+      if (!["python", "node", "go"].includes(name)) {
+        try {
+          // eslint-disable-next-line @typescript-eslint/no-explicit-any
+          const t: any = await this.#t.json("GET", `/v1/templates/${encodeURIComponent(name)}`);
+          tools = Array.isArray(t.tools) ? t.tools : [];
+        } catch {
+          tools = []; // an older server without /v1/templates: by name only
+        }
+      }
+      this.#language = defaultLanguage(name, tools);
+    }
+    return this.#language;
   }
 
   /** Re-reads the sandbox (GET /v1/sandboxes/{id}); NotFoundError when it is gone. */
@@ -183,14 +221,18 @@ export class Session {
 
   /**
    * Runs a program given as text; the interpreter reads it from stdin. language: "python"
-   * (python3), "javascript"/"node", "sh", "bash". It must exist in the template.
+   * (python3), "javascript"/"node", "go" (go run), "sh", "bash". Omitted, it is picked from
+   * the session's template as seed A's runCode does (defaultLanguage(): python -> python,
+   * node -> javascript, go -> go, else by the template's tools from GET /v1/templates/{name},
+   * else python). The interpreter must exist in the template.
    * Resolves with ExecResult; throws TypeError for an unknown language.
    */
   async runCode(
     code: string,
-    language = "python",
+    language?: string,
     options: Omit<ExecOptions, "stdin" | "args"> = {},
   ): Promise<ExecResult> {
+    language ??= await this.defaultLanguage();
     const argv = LANGUAGES[language.toLowerCase()];
     if (!argv) {
       throw new TypeError(

@@ -201,3 +201,37 @@ export function exitInfo(o: any): ExitInfo {
 export function isOk(e: ExitInfo): boolean {
   return e.exitCode === 0 && !e.timedOut && !e.signal;
 }
+
+/** An installed template (GET /v1/templates): seed A's manifest fields plus ours. resources
+ * are the defaults a create gets; createdAt is null for an older template. */
+export interface TemplateInfo {
+  name: string;
+  displayName: string;
+  description: string;
+  version: string;
+  base: string;
+  tools: string[];
+  packages: string[];
+  env: Record<string, string>;
+  resources: { cpus: number; memoryMb: number; workspaceMb: number };
+  createdAt: string | null;
+  sizeBytes: number;
+}
+
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+export function templateInfo(o: any): TemplateInfo {
+  const r = o.resources ?? {};
+  return {
+    name: o.name,
+    displayName: o.display_name ?? o.name,
+    description: o.description ?? "",
+    version: o.version ?? "",
+    base: o.base ?? "",
+    tools: o.tools ?? [],
+    packages: o.packages ?? [],
+    env: o.env ?? {},
+    resources: { cpus: r.cpus ?? 0, memoryMb: r.memory_mb ?? 0, workspaceMb: r.workspace_mb ?? 0 },
+    createdAt: o.created_at ?? null,
+    sizeBytes: o.size_bytes ?? 0,
+  };
+}

@@ -13,6 +13,7 @@ import { promisify } from "node:util";
 
 import {
   NotFoundError,
+  defaultLanguage,
   Sandbox,
   SandboxAPIError,
   SandboxConnectionError,
@@ -123,6 +124,25 @@ test("runCode: python, sh, javascript, unknown language", async () => {
   if (r.ok) assert.equal(r.stdout, "2\n");
   else assert.equal(r.exitCode, 127); // node is not in the base template
   await assert.rejects(s.runCode("x", "cobol"), TypeError);
+  // No language: picked from the template (base lists python3 among its tools).
+  assert.equal(await s.defaultLanguage(), "python");
+  r = await s.runCode("print(6 * 7)");
+  assert.deepEqual([r.ok, r.stdout], [true, "42\n"]);
+});
+
+test("templates: list, get, defaultLanguage", async () => {
+  const c = client;
+  const ts = await c.listTemplates();
+  const base = ts.find((t) => t.name === "base");
+  assert.ok(base, JSON.stringify(ts));
+  assert.ok(base.tools.includes("python3"));
+  assert.ok(base.resources.memoryMb > 0);
+  assert.equal((await c.getTemplate("base")).name, "base");
+  await assert.rejects(c.getTemplate("no-such-template"), NotFoundError);
+  assert.equal(defaultLanguage("node"), "javascript");
+  assert.equal(defaultLanguage("go"), "go");
+  assert.equal(defaultLanguage("custom", ["bash", "node"]), "javascript");
+  assert.equal(defaultLanguage("custom"), "python");
 });
 
 test("files: binary round trip, empty, modes, listing, errors", async () => {
