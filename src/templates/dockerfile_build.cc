@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
 #include <vector>
 
 #include "core/template_install.h"
@@ -286,6 +287,12 @@ Result<core::TemplateManifest> BuildFromDockerfile(const DockerfileBuildOptions&
   if (df.from == "scratch") {
     if (::mkdir(stage.rootfs().c_str(), 0755) != 0) return FailErrno("mkdir " + stage.rootfs());
   } else {
+    // Hold the FROM template's lock while copying it, so a rebuild of it cannot swap it
+    // mid-copy (ours is already held when FROM names the template being rebuilt).
+    std::optional<core::TemplateLock> from_lock;
+    if (df.from != name) {
+      ASB_ASSIGN_OR_RETURN(from_lock, core::LockTemplate(layout, df.from));
+    }
     ASB_TRY_CTX(CopyRootfs(layout.Rootfs(df.from), stage.rootfs()), "FROM " + df.from);
   }
   ASB_ASSIGN_OR_RETURN(RootedDir root, RootedDir::Open(stage.rootfs()));
