@@ -1,5 +1,7 @@
 #include "cli/template_image.h"
 
+#include <unistd.h>
+
 #include <cstdio>
 
 #include "cli/command.h"
@@ -21,6 +23,13 @@ std::function<void(const std::string&)> Printer(const std::string& name) {
     std::printf("[template %s] %s\n", name.c_str(), line.c_str());
     std::fflush(stdout);
   };
+}
+
+// Builds and imports need root (namespaces, id maps, chroot, ownership of every file).
+bool NeedRoot(const char* what) {
+  if (::geteuid() == 0) return false;
+  std::fprintf(stderr, "agent-sandbox: %s must run as root\n", what);
+  return true;
 }
 
 struct ImportArgs {
@@ -46,6 +55,7 @@ std::shared_ptr<DockerfileArgs> AddDockerfileOptions(CLI::App* build) {
 }
 
 int RunDockerfileBuild(const DockerfileArgs& args, const std::string& data_dir) {
+  if (NeedRoot("template build --dockerfile")) return 1;
   std::fflush(stdout);
   templates::DockerfileBuildOptions o;
   o.dockerfile = args.dockerfile;
@@ -68,6 +78,7 @@ void RegisterTemplateImportCommand(CLI::App* template_cmd) {
   imp->add_option("--data-dir", a->data_dir, "Data directory (env AGENT_SANDBOX_DATA_DIR)")
       ->capture_default_str();
   SetAction(imp, [a] {
+    if (NeedRoot("template import")) return 1;
     templates::ImportOptions o;
     o.archive = a->archive;
     o.name = a->name;
