@@ -19,7 +19,7 @@ PACKAGES=(
   # tests and benchmark
   libgtest-dev libgmock-dev libbenchmark-dev
   # run time: template builder, workspace images, namespaces/network tools, comparisons
-  bubblewrap mmdebstrap debian-archive-keyring e2fsprogs util-linux mount iproute2 procps
+  bubblewrap mmdebstrap debian-archive-keyring e2fsprogs xfsprogs util-linux mount iproute2 procps
   python3 curl zstd xz-utils ca-certificates
   # /metrics is parsed with the Prometheus client's text-format parser (tests/e2e/test_auth.py)
   python3-prometheus-client

@@ -96,6 +96,29 @@ std::vector<Setting> MakeSettings() {
       Int(1, kBig, [](ServeConfig& c, int64_t n) {
         c.manager.limits.max_file_bytes = static_cast<uint64_t>(n);
       }));
+  add("MAX_SNAPSHOT_BYTES", "max-snapshot-bytes", "content of one snapshot, bytes (413 past it)",
+      Int(1, kBig, [](ServeConfig& c, int64_t n) {
+        c.manager.snapshots.max_snapshot_bytes = static_cast<uint64_t>(n);
+      }));
+  add("MAX_SNAPSHOTS_PER_SANDBOX", "max-snapshots-per-sandbox", "snapshots per sandbox (429)",
+      Int(1, kBig, [](ServeConfig& c, int64_t n) { c.manager.snapshots.max_per_sandbox = n; }));
+  add("MAX_SNAPSHOTS_PER_OWNER", "max-snapshots-per-owner", "snapshots per owner (429)",
+      Int(1, kBig, [](ServeConfig& c, int64_t n) { c.manager.snapshots.max_per_owner = n; }));
+  add("MAX_SNAPSHOT_TOTAL_BYTES", "max-snapshot-total-bytes",
+      "stored snapshot bytes per owner (413 past it)", Int(1, kBig, [](ServeConfig& c, int64_t n) {
+        c.manager.snapshots.max_total_bytes_per_owner = static_cast<uint64_t>(n);
+      }));
+  add("WORKSPACE_POOL", "workspace-pool",
+      "where workspace images live: none (the data dir) or xfs (a reflink XFS loop file the "
+      "server makes in the data dir, so snapshot, fork and rollback clone in O(1))",
+      [](ServeConfig& c, std::string_view v) -> Status {
+        if (v != "none" && v != "xfs") return Fail(Error::InvalidArgument("must be none or xfs"));
+        c.workspace_pool = std::string(v);
+        return {};
+      });
+  add("WORKSPACE_POOL_GB", "workspace-pool-gb",
+      "size of the xfs pool's sparse file, GiB (the most all workspaces and snapshot images hold)",
+      Int(1, 1 << 20, [](ServeConfig& c, int64_t n) { c.workspace_pool_gb = n; }));
   add("REAP_INTERVAL_SECONDS", "reap-interval-seconds", "how often expired sandboxes are reaped",
       Int(1, 86400, [](ServeConfig& c, int64_t n) { c.manager.reap_interval_seconds = n; }));
   add("DEFAULT_TEMPLATE", "default-template", "template used when a create names none",

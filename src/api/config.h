@@ -30,6 +30,12 @@ struct ServeConfig {
   int64_t shutdown_grace_seconds = 30;
   /// Quiet time before a stream keepalive, seconds.
   int64_t stream_keepalive_seconds = 10;
+  /// "none": workspace images live in <data>/sandboxes; "xfs": in an XFS (reflink=1) file system
+  /// on the sparse loop file <data>/workspace-pool.xfs (made on first use), mounted at
+  /// <data>/xfs, so image clones share extents even on an ext4 host.
+  std::string workspace_pool = "none";
+  /// Size of that sparse file, GiB.
+  int64_t workspace_pool_gb = 256;
 };
 
 /// One configurable setting: its environment name ("AGENT_SANDBOX_PORT"), its flag name

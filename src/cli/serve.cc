@@ -29,6 +29,7 @@
 #include "core/sandbox_manager.h"
 #include "core/templates.h"
 #include "isolation/ns/ns_backend.h"
+#include "isolation/ns/xfs_pool.h"
 #include "mcp/http_transport.h"
 #include "store/keys.h"
 #include "store/store.h"
@@ -207,6 +208,12 @@ int Serve(CLI::App& root, const ServeFlags& flags) {
   core::DirTemplateCatalog templates(cfg.manager.TemplatesDir());
   isolation::ns::NsBackendOptions bo;
   bo.state_dir = data + "/sandboxes";
+  if (cfg.workspace_pool == "xfs") {  // xfs_pool.h: workspace images on a reflink file system
+    auto pool = isolation::ns::EnsureXfsPool(data + "/workspace-pool.xfs", data + "/xfs",
+                                             static_cast<uint64_t>(cfg.workspace_pool_gb) << 30);
+    if (!pool) return StartupError(pool.error().WithContext("workspace pool"));
+    bo.state_dir = data + "/xfs/sandboxes";
+  }
   bo.sandboxd_path = sandboxd;
   bo.cgroup_name = CgroupNameFor(std::filesystem::weakly_canonical(data, ec).string());
   bo.default_workspace_bytes =

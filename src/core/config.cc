@@ -91,6 +91,10 @@ Status ManagerConfig::Validate() const {
   }
   ASB_TRY(
       CheckRange("idle_timeout_seconds", 0, l.default_idle_timeout_seconds, l.max_timeout_seconds));
+  if (snapshots.max_snapshot_bytes < 1 || snapshots.max_per_sandbox < 1 ||
+      snapshots.max_per_owner < 1 || snapshots.max_total_bytes_per_owner < 1) {
+    return Fail(Error::InvalidArgument("snapshot limits must be at least 1"));
+  }
   if (reap_interval_seconds < 1) {
     return Fail(Error::InvalidArgument("reap_interval_seconds (" +
                                        std::to_string(reap_interval_seconds) +

@@ -71,8 +71,20 @@ struct Limits {
 /// The number of CPUs this process may run on (sched_getaffinity; at least 1).
 double DefaultMaxCpus();
 
+/// Snapshot limits (issue 4; AGENT_SANDBOX_MAX_SNAPSHOT_BYTES and friends, parsed by the API's
+/// config). Over a byte limit: kTooLarge (413); over a count: kLimitExceeded (429).
+struct SnapshotLimits {
+  /// Content of one snapshot (uncompressed tar bytes; an upload past it stops there).
+  uint64_t max_snapshot_bytes = 10ull << 30;
+  int64_t max_per_sandbox = 50;
+  int64_t max_per_owner = 500;
+  /// Stored bytes of all snapshots of one owner.
+  uint64_t max_total_bytes_per_owner = 100ull << 30;
+};
+
 struct ManagerConfig {
   Limits limits = Limits::Defaults();
+  SnapshotLimits snapshots{};
 
   /// Root of durable data: agent-sandbox.db, sandboxes/, snapshots/, templates/<name>/rootfs.
   std::string data_dir = "/var/lib/agent-sandbox";

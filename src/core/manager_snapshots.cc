@@ -6,7 +6,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <set>
@@ -23,37 +22,6 @@ namespace asb::core {
 namespace {
 
 constexpr int64_t kAnswerMs = 120'000;
-
-/// Snapshot limits, from the environment (0 or unset = the default shown).
-struct SnapshotLimits {
-  uint64_t max_snapshot_bytes = 10ull << 30;          // AGENT_SANDBOX_MAX_SNAPSHOT_BYTES
-  int64_t max_per_sandbox = 50;                       // AGENT_SANDBOX_MAX_SNAPSHOTS_PER_SANDBOX
-  int64_t max_per_owner = 500;                        // AGENT_SANDBOX_MAX_SNAPSHOTS_PER_OWNER
-  uint64_t max_total_bytes_per_owner = 100ull << 30;  // AGENT_SANDBOX_MAX_SNAPSHOT_TOTAL_BYTES
-};
-
-uint64_t EnvU64(const char* name, uint64_t def) {
-  const char* v = std::getenv(name);
-  if (!v || !*v) return def;
-  char* end = nullptr;
-  unsigned long long x = std::strtoull(v, &end, 10);
-  return (end && *end == 0 && x > 0) ? x : def;
-}
-
-const SnapshotLimits& SnapLimits() {
-  static const SnapshotLimits l = [] {
-    SnapshotLimits s;
-    s.max_snapshot_bytes = EnvU64("AGENT_SANDBOX_MAX_SNAPSHOT_BYTES", s.max_snapshot_bytes);
-    s.max_per_sandbox =
-        static_cast<int64_t>(EnvU64("AGENT_SANDBOX_MAX_SNAPSHOTS_PER_SANDBOX", s.max_per_sandbox));
-    s.max_per_owner =
-        static_cast<int64_t>(EnvU64("AGENT_SANDBOX_MAX_SNAPSHOTS_PER_OWNER", s.max_per_owner));
-    s.max_total_bytes_per_owner =
-        EnvU64("AGENT_SANDBOX_MAX_SNAPSHOT_TOTAL_BYTES", s.max_total_bytes_per_owner);
-    return s;
-  }();
-  return l;
-}
 
 SnapshotInfo ToInfo(const store::SnapshotRecord& r) {
   SnapshotInfo i;
@@ -84,8 +52,8 @@ Status EnsureDir(const std::string& dir) {
 }
 
 /// Checks count and byte limits for one more snapshot of `owner` (and of `sandbox_id`).
-Status CheckCounts(store::Store& st, const std::string& owner, const std::string& sandbox_id) {
-  const SnapshotLimits& lim = SnapLimits();
+Status CheckCounts(store::Store& st, const SnapshotLimits& lim, const std::string& owner,
+                   const std::string& sandbox_id) {
   ASB_ASSIGN_OR_RETURN(auto mine, store::ListSnapshots(st, {.owner = owner}));
   if (static_cast<int64_t>(mine.size()) >= lim.max_per_owner) {
     return Fail(Error::LimitExceeded(
@@ -105,6 +73,39 @@ Status CheckCounts(store::Store& st, const std::string& owner, const std::string
   if (total >= lim.max_total_bytes_per_owner) {
     return Fail(Error::TooLarge("snapshot storage limit reached: " +
                                 std::to_string(lim.max_total_bytes_per_owner) + " bytes"));
+  }
+  return {};
+}
+
+std::string ImageName(const std::string& id) { return id + ".img"; }
+
+Status FsyncDir(const std::string& dir) {
+  int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) return FailErrno("open " + dir);
+  int rc = ::fsync(fd);
+  int err = errno;
+  ::close(fd);
+  if (rc != 0) return Fail(Error::FromErrno(err, "fsync " + dir));
+  return {};
+}
+
+/// Ends every process of the sandbox but sandboxd and empties /tmp (rollback's "running
+/// processes and /tmp are cleared"). A /tmp that cannot be emptied is logged, not fatal.
+Status ClearRuntime(protocol::Connection& conn, const std::string& sandbox_id) {
+  ASB_TRY_CTX(protocol::KillAll(conn), "rollback: kill processes");
+  protocol::ExecRequest clear;
+  // Only where sandboxd is PID 1 (a real sandbox): a sandboxd run on the host for tests
+  // (--no-pid1) must never empty the host's /tmp.
+  clear.argv = {"/bin/sh", "-c",
+                "[ \"$PPID\" = 1 ] || { echo 'not in a sandbox' >&2; exit 3; }; "
+                "find /tmp -mindepth 1 -delete"};
+  clear.cwd = "/";
+  clear.user = protocol::kUserRoot;
+  clear.timeout_ms = 30'000;
+  auto cleared = protocol::ExecCollect(conn, clear);
+  if (!cleared || cleared->result.exit_code != 0) {
+    spdlog::warn("sandbox_id={} rollback: clearing /tmp failed: {}", sandbox_id,
+                 cleared ? cleared->stderr_data : cleared.error().ToString());
   }
   return {};
 }
@@ -130,6 +131,14 @@ Result<std::shared_ptr<protocol::Channel>> OpenImport(protocol::Connection& conn
 
 std::string SandboxManager::SnapshotUploadDir() const { return config_.data_dir + "/snapshots"; }
 
+std::optional<std::string> SandboxManager::SnapshotImage(const std::string& snapshot_id) const {
+  const std::string dir = impl_->backend.WorkspaceImageDir();
+  if (dir.empty()) return std::nullopt;
+  std::string path = dir + "/" + ImageName(snapshot_id);
+  if (::access(path.c_str(), F_OK) != 0) return std::nullopt;
+  return path;
+}
+
 Result<SnapshotInfo> SandboxManager::CreateSnapshot(const std::string& owner,
                                                     const std::string& sandbox_id,
                                                     const std::string& name) {
@@ -139,7 +148,7 @@ Result<SnapshotInfo> SandboxManager::CreateSnapshot(const std::string& owner,
   ASB_ASSIGN_OR_RETURN(Impl::Active act, impl_->BeginActivity(e));
   ASB_ASSIGN_OR_RETURN(auto conn, impl_->ConnectionFor(*e, act));
   const SandboxInfo info = e->Snapshot();
-  ASB_TRY(CheckCounts(impl_->store, info.owner, info.id));
+  ASB_TRY(CheckCounts(impl_->store, config_.snapshots, info.owner, info.id));
   const std::string dir = SnapshotUploadDir();
   ASB_TRY(EnsureDir(dir));
 
@@ -154,14 +163,44 @@ Result<SnapshotInfo> SandboxManager::CreateSnapshot(const std::string& owner,
   rec.created_at_ms = impl_->clock.NowUnixMs();
   // Before the side effect: a crash from here on leaves "pending", which recovery deletes.
   ASB_TRY_CTX(store::InsertSnapshot(impl_->store, rec), "snapshot " + info.id);
-  auto drop = [&] { (void)store::DeleteSnapshot(impl_->store, rec.id); };
+  // The image (when the backend has them): the workspace frozen at one instant and cloned,
+  // temp + fsync + rename. Fork and rollback clone it; the archive below is the portable form.
+  const std::string img_dir = impl_->backend.WorkspaceImageDir();
+  std::string image;
+  auto drop = [&] {
+    if (!image.empty()) ::unlink(image.c_str());
+    (void)store::DeleteSnapshot(impl_->store, rec.id);
+  };
+  if (!img_dir.empty()) {
+    const std::string tmp = img_dir + "/" + kSnapshotTempPrefix + ImageName(rec.id);
+    auto copy = impl_->backend.CopyWorkspaceImage(info.id, tmp);
+    if (copy) {
+      const std::string final_path = img_dir + "/" + ImageName(rec.id);
+      if (::rename(tmp.c_str(), final_path.c_str()) != 0) {
+        Error err = Error::FromErrno(errno, "rename " + tmp);
+        ::unlink(tmp.c_str());
+        drop();
+        return Fail(std::move(err).WithContext("snapshot " + info.id));
+      }
+      image = final_path;
+      if (Status st = FsyncDir(img_dir); !st) {
+        drop();
+        return Fail(std::move(st).error().WithContext("snapshot " + info.id));
+      }
+      spdlog::info("sandbox_id={} snapshot {} image: {} ({} bytes used)", info.id, rec.id,
+                   copy->method, copy->used_bytes);
+    } else if (copy.error().code() != ErrorCode::kUnavailable) {
+      drop();
+      return Fail(std::move(copy).error().WithContext("snapshot " + info.id));
+    }
+  }
 
   auto ch = impl_->Checked(*e, act, OpenExport(*conn, "/workspace"));
   if (!ch) {
     drop();
     return Fail(std::move(ch).error().WithContext("snapshot " + info.id));
   }
-  auto facts = ReceiveTarZst(**ch, dir, FileName(rec.id), SnapLimits().max_snapshot_bytes);
+  auto facts = ReceiveTarZst(**ch, dir, FileName(rec.id), config_.snapshots.max_snapshot_bytes);
   if (!facts) {
     drop();
     return Fail(std::move(facts).error().WithContext("snapshot " + info.id));
@@ -215,6 +254,9 @@ Status SandboxManager::DeleteSnapshot(const std::string& owner, const std::strin
   if (::unlink(path.c_str()) != 0 && errno != ENOENT) {
     spdlog::warn("snapshot {}: unlink {}: {}", s.id, path, strerror(errno));
   }
+  if (auto image = SnapshotImage(s.id); image && ::unlink(image->c_str()) != 0) {
+    spdlog::warn("snapshot {}: unlink {}: {}", s.id, *image, strerror(errno));
+  }
   spdlog::info("snapshot {} deleted", s.id);
   return {};
 }
@@ -238,7 +280,47 @@ Result<SandboxInfo> SandboxManager::Rollback(const std::string& owner,
   ASB_ASSIGN_OR_RETURN(Impl::Active act, impl_->BeginActivity(e));
   ASB_ASSIGN_OR_RETURN(auto conn, impl_->ConnectionFor(*e, act));
   const SandboxInfo info = e->Snapshot();
-  // Checks that touch nothing come first.
+  auto commit = [&]() -> Result<SandboxInfo> {
+    SandboxInfo updated;
+    {
+      std::lock_guard l(e->info_mu);
+      e->info.source_snapshot_id = snap.id;
+      e->info.updated_at_ms = impl_->clock.NowUnixMs();
+      updated = e->info;
+    }
+    ASB_TRY_CTX(impl_->store.UpdateSandbox(ToRecord(updated)), "rollback " + info.id);
+    return updated;
+  };
+
+  // Fast path: the snapshot's image becomes the workspace. Staging (a clone beside the
+  // workspace) touches nothing the sandbox sees; the swap happens after the processes ended.
+  // If the swap fails the old workspace stays mounted (S5); a crash after staging is rolled
+  // forward by RecoverSnapshots.
+  if (auto image = SnapshotImage(snap.id)) {
+    auto staged = impl_->backend.StageWorkspace(info.id, *image);
+    if (staged) {
+      Status done = [&]() -> Status {
+        ASB_TRY(impl_->Checked(*e, act, ClearRuntime(*conn, info.id)));
+        ASB_ASSIGN_OR_RETURN(bool swapped, impl_->backend.SwapStagedWorkspace(info.id));
+        if (!swapped) return Fail(Error::Backend("the staged workspace disappeared"));
+        return {};
+      }();
+      if (!done) {
+        (void)impl_->backend.DropStagedWorkspace(info.id);
+        return Fail(std::move(done).error().WithContext("rollback " + info.id + " to " + snap.id));
+      }
+      spdlog::info("sandbox_id={} rolled back to {} (image, {})", info.id, snap.id, staged->method);
+      return commit();
+    }
+    if (staged.error().code() != ErrorCode::kUnavailable &&
+        staged.error().code() != ErrorCode::kInvalidArgument) {
+      return Fail(std::move(staged).error().WithContext("rollback " + info.id + " to " + snap.id));
+    }
+    spdlog::info("sandbox_id={} rollback to {}: archive path ({})", info.id, snap.id,
+                 staged.error().message());
+  }
+
+  // Portable path. Checks that touch nothing come first.
   if (snap.content_bytes > (info.workspace_mb << 20)) {
     return Fail(Error::TooLarge("snapshot " + snap.id + " holds " +
                                 std::to_string(snap.content_bytes) +
@@ -259,21 +341,7 @@ Result<SandboxInfo> SandboxManager::Rollback(const std::string& owner,
     ~Unlink() { ::unlink(p.c_str()); }
   } backup_guard{backup};
 
-  ASB_TRY_CTX(impl_->Checked(*e, act, protocol::KillAll(*conn)), "rollback: kill processes");
-  protocol::ExecRequest clear;
-  // Only where sandboxd is PID 1 (a real sandbox): a sandboxd run on the host for tests
-  // (--no-pid1) must never empty the host's /tmp.
-  clear.argv = {"/bin/sh", "-c",
-                "[ \"$PPID\" = 1 ] || { echo 'not in a sandbox' >&2; exit 3; }; "
-                "find /tmp -mindepth 1 -delete"};
-  clear.cwd = "/";
-  clear.user = protocol::kUserRoot;
-  clear.timeout_ms = 30'000;
-  auto cleared = protocol::ExecCollect(*conn, clear);
-  if (!cleared || cleared->result.exit_code != 0) {
-    spdlog::warn("sandbox_id={} rollback: clearing /tmp failed: {}", info.id,
-                 cleared ? cleared->stderr_data : cleared.error().ToString());
-  }
+  ASB_TRY(impl_->Checked(*e, act, ClearRuntime(*conn, info.id)));
 
   auto restore = [&](const std::string& path) -> Result<protocol::TarResult> {
     ASB_ASSIGN_OR_RETURN(auto ch, OpenImport(*conn, "/workspace", true, 0));
@@ -292,16 +360,8 @@ Result<SandboxInfo> SandboxManager::Rollback(const std::string& owner,
     }
     return Fail(std::move(err).WithContext("rollback " + info.id + " to " + snap.id));
   }
-  SandboxInfo updated;
-  {
-    std::lock_guard l(e->info_mu);
-    e->info.source_snapshot_id = snap.id;
-    e->info.updated_at_ms = impl_->clock.NowUnixMs();
-    updated = e->info;
-  }
-  ASB_TRY_CTX(impl_->store.UpdateSandbox(ToRecord(updated)), "rollback " + info.id);
-  spdlog::info("sandbox_id={} rolled back to {}", info.id, snap.id);
-  return updated;
+  spdlog::info("sandbox_id={} rolled back to {} (archive)", info.id, snap.id);
+  return commit();
 }
 
 Result<SandboxInfo> SandboxManager::Fork(const std::string& owner, const std::string& snapshot_id,
@@ -324,15 +384,30 @@ Result<SandboxInfo> SandboxManager::Fork(const std::string& owner, const std::st
   cr.timeout_seconds = req.timeout_seconds.value_or(base.timeout_seconds);
   cr.env = base.env;
   cr.network = req.network.value_or(base.network);
-  ASB_ASSIGN_OR_RETURN(SandboxInfo created, Create(snap.owner, cr));
+
+  // Fast path: the new sandbox's workspace is a clone of the snapshot's image (a reflink where
+  // the file system shares extents); its quota is the image's size.
+  std::string image;
+  if (auto img = SnapshotImage(snap.id)) {
+    struct stat st;
+    if (::stat(img->c_str(), &st) == 0 && st.st_size % (1 << 20) == 0 &&
+        (st.st_size >> 20) <= config_.limits.max_workspace_mb &&
+        (st.st_size >> 20) >= config_.limits.min_workspace_mb) {
+      image = *img;
+      cr.workspace_mb = static_cast<int64_t>(st.st_size >> 20);
+    }
+  }
+  ASB_ASSIGN_OR_RETURN(SandboxInfo created, CreateWith(snap.owner, cr, image));
 
   auto fill = [&]() -> Result<SandboxInfo> {
     ASB_ASSIGN_OR_RETURN(auto e, impl_->Find(kAnyOwner, created.id));
     std::lock_guard op(e->op_mu);
     ASB_ASSIGN_OR_RETURN(Impl::Active act, impl_->BeginActivity(e));
-    ASB_ASSIGN_OR_RETURN(auto conn, impl_->ConnectionFor(*e, act));
-    ASB_ASSIGN_OR_RETURN(auto ch, OpenImport(*conn, "/workspace", true, 0));
-    ASB_TRY(SendTarZst(SnapshotUploadDir() + "/" + FileName(snap.id), *ch));
+    if (image.empty()) {
+      ASB_ASSIGN_OR_RETURN(auto conn, impl_->ConnectionFor(*e, act));
+      ASB_ASSIGN_OR_RETURN(auto ch, OpenImport(*conn, "/workspace", true, 0));
+      ASB_TRY(SendTarZst(SnapshotUploadDir() + "/" + FileName(snap.id), *ch));
+    }
     SandboxInfo updated;
     {
       std::lock_guard l(e->info_mu);
@@ -347,7 +422,8 @@ Result<SandboxInfo> SandboxManager::Fork(const std::string& owner, const std::st
     (void)Destroy(kAnyOwner, created.id);
     return Fail(std::move(r).error().WithContext("fork " + snap.id));
   }
-  spdlog::info("sandbox_id={} forked from {}", created.id, snap.id);
+  spdlog::info("sandbox_id={} forked from {} ({})", created.id, snap.id,
+               image.empty() ? "archive" : "image");
   return r;
 }
 
@@ -362,8 +438,9 @@ Result<SnapshotInfo> SandboxManager::ImportSnapshot(const std::string& owner,
   if (name.size() > 200) return Fail(Error::InvalidArgument("name is longer than 200 bytes"));
   const std::string tname = template_name.empty() ? config_.default_template : template_name;
   ASB_TRY(impl_->templates.Find(tname));
-  ASB_TRY(CheckCounts(impl_->store, owner, ""));
-  ASB_ASSIGN_OR_RETURN(ArchiveFacts facts, ScanArchive(temp_path, SnapLimits().max_snapshot_bytes));
+  ASB_TRY(CheckCounts(impl_->store, config_.snapshots, owner, ""));
+  ASB_ASSIGN_OR_RETURN(ArchiveFacts facts,
+                       ScanArchive(temp_path, config_.snapshots.max_snapshot_bytes));
   if (facts.content_bytes > static_cast<uint64_t>(config_.limits.max_workspace_mb) << 20) {
     return Fail(Error::TooLarge("archive expands to more than the largest workspace"));
   }
@@ -401,12 +478,25 @@ Status SandboxManager::RestoreInterruptedRollback(const std::string& sandbox_id,
   return {};
 }
 
+Status SandboxManager::FinishStagedRollback(const std::string& sandbox_id) {
+  ASB_ASSIGN_OR_RETURN(auto e, impl_->Find(kAnyOwner, sandbox_id));
+  std::lock_guard op(e->op_mu);
+  ASB_ASSIGN_OR_RETURN(Impl::Active act, impl_->BeginActivity(e));
+  ASB_ASSIGN_OR_RETURN(auto conn, impl_->ConnectionFor(*e, act));
+  ASB_TRY(ClearRuntime(*conn, sandbox_id));
+  ASB_TRY(impl_->backend.SwapStagedWorkspace(sandbox_id));
+  spdlog::info("sandbox_id={} interrupted rollback finished (staged image swapped in)", sandbox_id);
+  return {};
+}
+
 Status SandboxManager::RecoverSnapshots() {
   const std::string dir = SnapshotUploadDir();
   ASB_TRY(EnsureDir(dir));
   ASB_ASSIGN_OR_RETURN(auto pending, store::ListSnapshots(impl_->store, {.state = "pending"}));
+  const std::string img_dir = impl_->backend.WorkspaceImageDir();
   for (const auto& r : pending) {
     ::unlink((dir + "/" + FileName(r.id)).c_str());
+    if (!img_dir.empty()) ::unlink((img_dir + "/" + ImageName(r.id)).c_str());
     ASB_TRY(store::DeleteSnapshot(impl_->store, r.id));
     spdlog::info("snapshot {}: removed a half-made snapshot", r.id);
   }
@@ -426,9 +516,33 @@ Status SandboxManager::RecoverSnapshots() {
                    st.error().ToString());
     }
   }
+  // A staged image means an image rollback was cut short after staging: finish it.
+  for (const auto& e : impl_->AllEntries()) {
+    const std::string sid = e->Snapshot().id;
+    if (!impl_->backend.HasStagedWorkspace(sid)) continue;
+    if (Status st = FinishStagedRollback(sid); !st) {
+      spdlog::warn("sandbox_id={} finishing an interrupted rollback: {}", sid,
+                   st.error().ToString());
+      (void)impl_->backend.DropStagedWorkspace(sid);
+    }
+  }
   ASB_ASSIGN_OR_RETURN(auto ready, store::ListSnapshots(impl_->store, {.state = "ready"}));
-  std::set<std::string> named;
-  for (const auto& r : ready) named.insert(FileName(r.id));
+  std::set<std::string> named, named_images;
+  for (const auto& r : ready) {
+    named.insert(FileName(r.id));
+    named_images.insert(ImageName(r.id));
+  }
+  std::error_code iec;
+  for (const auto& de : std::filesystem::directory_iterator(
+           img_dir.empty() ? std::filesystem::path() : std::filesystem::path(img_dir), iec)) {
+    const std::string n = de.path().filename().string();
+    if (named_images.count(n)) continue;
+    bool ours = n.rfind(kSnapshotTempPrefix, 0) == 0 ||
+                (n.rfind("snap_", 0) == 0 && n.size() > 4 && n.substr(n.size() - 4) == ".img");
+    if (!ours) continue;
+    ::unlink(de.path().c_str());
+    spdlog::info("snapshots: removed stray image {}", n);
+  }
   std::error_code ec;
   for (const auto& de : std::filesystem::directory_iterator(dir, ec)) {
     const std::string n = de.path().filename().string();

@@ -201,6 +201,11 @@ Status SandboxManager::Impl::DestroyLocked(Entry& e, std::string_view why) {
 // ---- lifecycle ------------------------------------------------------------------------------
 
 Result<SandboxInfo> SandboxManager::Create(const std::string& owner, const CreateRequest& req) {
+  return CreateWith(owner, req, "");
+}
+
+Result<SandboxInfo> SandboxManager::CreateWith(const std::string& owner, const CreateRequest& req,
+                                               const std::string& workspace_image) {
   const Limits& lim = config_.limits;
   SandboxInfo info;
   info.owner = owner;
@@ -286,6 +291,7 @@ Result<SandboxInfo> SandboxManager::Create(const std::string& owner, const Creat
   spec.tmp_bytes = static_cast<uint64_t>(info.tmp_size_mb) << 20;
   spec.network = false;
   spec.env = info.env;
+  spec.workspace_image = workspace_image;
 
   auto created = impl_->backend.Create(spec);
   if (!created) {

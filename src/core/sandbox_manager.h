@@ -282,9 +282,9 @@ class SandboxManager {
                                       bool overwrite);
 
   // ---- snapshots (core/manager_snapshots.cc; issue 4) ---------------------------------------
-  // Archives live in <data_dir>/snapshots/<id>.tar.zst (core/snapshot_archive.h). Limits come
-  // from the environment (AGENT_SANDBOX_MAX_SNAPSHOT_BYTES, _MAX_SNAPSHOTS_PER_SANDBOX,
-  // _MAX_SNAPSHOTS_PER_OWNER, _MAX_SNAPSHOT_TOTAL_BYTES; see manager_snapshots.cc).
+  // Archives live in <data_dir>/snapshots/<id>.tar.zst (core/snapshot_archive.h); where the
+  // backend has workspace images, a snapshot also keeps <WorkspaceImageDir>/<id>.img, from
+  // which fork and rollback clone (docs/adr/0009). Limits: ManagerConfig::snapshots.
 
   /// Archives the sandbox's /workspace. Errors: kNotFound, kConflict (not running),
   /// kLimitExceeded (count limits), kTooLarge (byte limits), kBackend.
@@ -369,6 +369,14 @@ class SandboxManager {
 
  private:
   class Impl;
+  /// Create, with the workspace cloned from `workspace_image` (a snapshot's) when not "".
+  Result<SandboxInfo> CreateWith(const std::string& owner, const CreateRequest& req,
+                                 const std::string& workspace_image);
+  /// <WorkspaceImageDir>/<snapshot_id>.img if the backend has images and the file exists.
+  std::optional<std::string> SnapshotImage(const std::string& snapshot_id) const;
+  /// Part of RecoverSnapshots: finishes the image swap of a rollback a crash cut short after
+  /// it staged the image (the staged image is complete: roll forward).
+  Status FinishStagedRollback(const std::string& sandbox_id);
 
   ManagerConfig config_;
   const TemplateCatalog& templates_;

@@ -42,6 +42,20 @@ struct SandboxSpec {
   std::string hostname = "sandbox";
   /// Base environment of every command in the sandbox (exec env is layered on top).
   std::map<std::string, std::string> env;
+  /// Host path of a workspace image made by CopyWorkspaceImage (a snapshot's) to clone as this
+  /// sandbox's workspace instead of a fresh one; "" = fresh. The image's size is the quota
+  /// (workspace_bytes must equal it). Only for backends with a WorkspaceImageDir().
+  std::string workspace_image;
+};
+
+/// A copy of a workspace image (issue 4, copy-on-write fast path). `method` is "reflink"
+/// (extents shared with the source, O(1) in the data size) or "sparse-copy" (the data extents
+/// copied, O(data)). Bytes: `image_bytes` is the image's size (the quota), `used_bytes` what the
+/// file system in it uses.
+struct WorkspaceImageCopy {
+  std::string method;
+  uint64_t image_bytes = 0;
+  uint64_t used_bytes = 0;
 };
 
 /// Live resource figures of a sandbox, read from its cgroups.
@@ -86,6 +100,50 @@ class Backend {
   virtual Status Destroy(const std::string& id) = 0;
   /// Ids for which this backend holds resources (running or leftover).
   virtual Result<std::vector<std::string>> ListOwned() = 0;
+
+  // ---- Workspace images (issue 4). A backend without them keeps these defaults: "" and
+  // kUnavailable, and the caller takes the portable (tar) path.
+
+  /// Directory (0700, on the same file system as the workspaces, so that clones can share
+  /// extents) where the caller may keep image copies; "" when the backend has no images.
+  virtual std::string WorkspaceImageDir() const { return {}; }
+  /// Writes a consistent copy of sandbox `id`'s workspace image to the new file `dest` (in
+  /// WorkspaceImageDir()): the file system is frozen (FIFREEZE) while the image is cloned, so
+  /// the copy is exactly the state at one instant. `dest` is fsynced; the caller renames it into
+  /// place. Errors: kUnavailable (no images, or a workspace made before images had canonical
+  /// ids), kNotFound, FromErrno; `dest` does not exist after a failure.
+  virtual Result<WorkspaceImageCopy> CopyWorkspaceImage(const std::string& id,
+                                                        const std::string& dest) {
+    (void)id, (void)dest;
+    return Fail(Error::Unavailable("this backend has no workspace images"));
+  }
+  /// Rollback, step 1: clones `image` beside sandbox `id`'s workspace as its staged next
+  /// workspace (temp + fsync + rename). Nothing the sandbox sees changes. Errors: as
+  /// CopyWorkspaceImage, kInvalidArgument when the image's size differs from the workspace's.
+  virtual Result<WorkspaceImageCopy> StageWorkspace(const std::string& id,
+                                                    const std::string& image) {
+    (void)id, (void)image;
+    return Fail(Error::Unavailable("this backend has no workspace images"));
+  }
+  /// True if sandbox `id` has a staged workspace (a rollback was cut short after step 1).
+  virtual bool HasStagedWorkspace(const std::string& id) {
+    (void)id;
+    return false;
+  }
+  /// Rollback, step 2 (the caller has ended the sandbox's processes): the staged image becomes
+  /// the sandbox's /workspace (inside its running mount namespace, and on the host) and replaces
+  /// the old image file by rename. Idempotent after a crash at any point: running it again
+  /// finishes the switch. Returns false if nothing was staged. Errors: kBackend; the sandbox
+  /// then still has its old workspace and the staged image stays (DropStagedWorkspace).
+  virtual Result<bool> SwapStagedWorkspace(const std::string& id) {
+    (void)id;
+    return false;
+  }
+  /// Removes a staged workspace (a rollback that failed). Missing is success.
+  virtual Status DropStagedWorkspace(const std::string& id) {
+    (void)id;
+    return {};
+  }
 };
 
 }  // namespace asb::isolation

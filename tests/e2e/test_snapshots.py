@@ -8,6 +8,7 @@ import subprocess
 import sys
 import tarfile
 import time
+import unittest
 
 from harness import ServerTestCase, main
 
@@ -29,6 +30,8 @@ head -c 100000 /dev/urandom > src/pkg/blob
 
 MANIFEST = ("cd /workspace && find . -printf '%p %y %m %s %l\\n' | sort && "
             "md5sum src/pkg/blob sparse.bin && stat -c '%h' src/a.txt")
+# Owners too (as the sandbox sees them): an image moved between sandboxes must keep them.
+OWNERS = "cd /workspace && find . -printf '%p %U:%G %m\\n' | sort"
 
 
 def zstd(data):
@@ -186,6 +189,11 @@ class SnapshotsTest(ServerTestCase):
         path = os.path.join(self.server.data_dir, "snapshots", snap2["id"] + ".tar.zst")
         with open(path, "r+b") as f:
             f.truncate(os.path.getsize(path) // 2)
+        # Its image too (where the backend keeps one): a damaged image is not used, and the
+        # damaged archive is refused before anything is touched.
+        for img in image_paths(self.server, snap2["id"]):
+            with open(img, "r+b") as f:
+                f.truncate(os.path.getsize(img) // 2)
         self.sh(small, "echo after > /workspace/after")
         r = self.rollback(small, snap2["id"])
         self.assertGreaterEqual(r.status, 400, r)
@@ -252,6 +260,55 @@ class SnapshotsTest(ServerTestCase):
             self.server.request("DELETE", "/v1/snapshots/" + i)
         self.assertEqual(self.snapshot(sid).status, 201)
 
+    def test_image_fork_and_rollback_are_exact_and_isolated(self):
+        sid = self.create()["id"]
+        self.assertEqual(self.sh(sid, TREE)["exit_code"], 0)
+        self.sh(sid, "cd /workspace && mkdir rootdir && chown 0:0 rootdir", user="root")
+        before, owners = self.sh(sid, MANIFEST)["stdout"], self.sh(sid, OWNERS)["stdout"]
+        self.assertIn("./rootdir 0:0 755", owners)
+        self.assertIn("./src/a.txt 1000:1000 644", owners)
+        snap = self.snapshot(sid).json()
+        self.assertTrue(image_paths(self.server, snap["id"]), "no image kept")
+        self.assertIn("snapshot %s image:" % snap["id"], self.server.log_tail(400))
+
+        r = self.server.request("POST", "/v1/snapshots/%s/fork" % snap["id"])
+        self.assertEqual(r.status, 201, r)
+        fid = r.json()["id"]
+        self._created.append(fid)
+        self.assertIn("sandbox_id=%s forked from %s (image)" % (fid, snap["id"]),
+                      self.server.log_tail(400))
+        self.assertEqual(self.sh(fid, MANIFEST)["stdout"], before)
+        self.assertEqual(self.sh(fid, OWNERS)["stdout"], owners)
+        # Writes go one way only, in both directions; the fork's user owns what it writes.
+        self.assertEqual(self.sh(fid, "cd /workspace && echo fork > src/a.txt && touch f-only && "
+                                      "stat -c %u f-only")["stdout"], "1000\n")
+        self.sh(sid, "cd /workspace && echo src > src/pkg/new && rm src/hard")
+        self.assertEqual(self.sh(sid, "cat /workspace/src/a.txt; ls /workspace/f-only")
+                         ["exit_code"], 2)
+        self.assertEqual(self.sh(fid, "cat /workspace/src/a.txt; ls src/pkg/new src/hard")
+                         ["stdout"], "fork\nsrc/hard\n")
+
+        # Rollback of the source through the image: exact tree, modes, owners, content.
+        self.sh(sid, "cd /workspace && chmod 600 src/run.sh && rm -r empty && mkdir x")
+        self.server.exec(sid, {"command": "cd /workspace && nohup sleep 1000 >/dev/null 2>&1 &"})
+        self.sh(sid, "echo junk > /tmp/junk")
+        r = self.rollback(sid, snap["id"])
+        self.assertEqual(r.status, 200, r)
+        self.assertIn("sandbox_id=%s rolled back to %s (image, " % (sid, snap["id"]),
+                      self.server.log_tail(400))
+        self.assertEqual(self.sh(sid, MANIFEST)["stdout"], before)
+        self.assertEqual(self.sh(sid, OWNERS)["stdout"], owners)
+        self.assertNotIn("sleep", self.sh(sid, "ps -eo comm")["stdout"])
+        self.assertEqual(self.sh(sid, "ls -A /tmp")["stdout"], "")
+        # The rolled-back workspace is writable and its quota unchanged.
+        self.assertEqual(self.sh(sid, "echo again > /workspace/again && cat /workspace/again")
+                         ["stdout"], "again\n")
+        self.assertEqual(self.sh(sid, "df -m /workspace | tail -1 | awk '{print $2}'")
+                         ["stdout"], self.sh(fid, "df -m /workspace | tail -1 | "
+                                                  "awk '{print $2}'")["stdout"])
+        # The fork is untouched by the source's rollback.
+        self.assertEqual(self.sh(fid, "cat /workspace/src/a.txt")["stdout"], "fork\n")
+
     def test_workspace_directory_archives(self):
         sid = self.create()["id"]
         self.sh(sid, "mkdir -p /workspace/d/sub && echo one > /workspace/d/sub/f && "
@@ -274,6 +331,68 @@ class SnapshotsTest(ServerTestCase):
         bad = tar_with([member("../escape")])
         r = self.server.request("PUT", "/v1/sandboxes/%s/archive?path=target" % sid, body=bad)
         self.assertError(r, 400, "invalid_request")
+
+
+def image_dirs(server):
+    """Where the ns backend keeps snapshot images (plain or XFS pool layout)."""
+    return [d for d in (os.path.join(server.data_dir, "sandboxes", ".images"),
+                        os.path.join(server.data_dir, "xfs", "sandboxes", ".images"))
+            if os.path.isdir(d)]
+
+
+def image_paths(server, snap_id):
+    return [p for p in (os.path.join(d, snap_id + ".img") for d in image_dirs(server))
+            if os.path.exists(p)]
+
+
+def staged_rollback(server, sid):
+    for root in ("sandboxes", "xfs/sandboxes"):
+        d = os.path.join(server.data_dir, root, sid)
+        if any(os.path.exists(os.path.join(d, n))
+               for n in ("workspace.next.img", ".workspace.next.tmp")):
+            return True
+    return False
+
+
+class SnapshotXfsPoolTest(ServerTestCase):
+    """--workspace-pool=xfs: images on the server's own reflink XFS loop file (ext4 host)."""
+    SERVER_ENV = {"AGENT_SANDBOX_WORKSPACE_POOL": "xfs", "AGENT_SANDBOX_WORKSPACE_POOL_GB": "8"}
+
+    @classmethod
+    def setUpClass(cls):
+        if not any(os.access(os.path.join(d, "mkfs.xfs"), os.X_OK)
+                   for d in ("/usr/sbin", "/sbin", "/usr/bin")):
+            raise unittest.SkipTest("mkfs.xfs not installed (xfsprogs)")
+        super().setUpClass()
+
+    def test_reflink_fork_and_rollback_survive_a_restart(self):
+        pool = os.path.join(self.server.data_dir, "xfs")
+        self.assertEqual(subprocess.run(["findmnt", "-n", "-o", "FSTYPE", pool],
+                                        capture_output=True, text=True).stdout.strip(), "xfs")
+        sid = self.create(workspace_mb=256)["id"]
+        self.assertEqual(self.server.run(sid, TREE.replace("64M", "8M"))["exit_code"], 0)
+        self.server.run(sid, "head -c 50000000 /dev/urandom > /workspace/big")
+        before = self.server.run(sid, MANIFEST + " && md5sum big")["stdout"]
+        snap = self.server.request("POST", "/v1/sandboxes/%s/snapshots" % sid).json()
+        self.assertIn("snapshot %s image: reflink" % snap["id"], self.server.log_tail(400))
+        r = self.server.request("POST", "/v1/snapshots/%s/fork" % snap["id"])
+        self.assertEqual(r.status, 201, r)
+        fid = r.json()["id"]
+        self._created.append(fid)
+        self.assertEqual(self.server.run(fid, MANIFEST + " && md5sum big")["stdout"], before)
+        self.server.run(fid, "echo fork >> /workspace/big")
+        self.server.run(sid, "rm /workspace/big; echo gone > /workspace/src/a.txt")
+        # A restart finds the pool mounted and adopts both sandboxes.
+        self.server.kill9()
+        self.server.start()
+        self.assertNotEqual(self.server.run(fid, "md5sum big")["stdout"],
+                            before.splitlines()[-1] + "\n")
+        r = self.server.request("POST", "/v1/sandboxes/%s/rollback" % sid,
+                                body=json.dumps({"snapshot_id": snap["id"]}).encode())
+        self.assertEqual(r.status, 200, r)
+        self.assertIn("rolled back to %s (image, reflink)" % snap["id"],
+                      self.server.log_tail(400))
+        self.assertEqual(self.server.run(sid, MANIFEST + " && md5sum big")["stdout"], before)
 
 
 class SnapshotCrashTest(ServerTestCase):
@@ -299,7 +418,8 @@ class SnapshotCrashTest(ServerTestCase):
                 self.server.run(sid, "rm /workspace/big.bin; echo pre > /workspace/marker")
                 path = "/v1/sandboxes/%s/rollback" % sid
                 body = json.dumps({"snapshot_id": ok["id"]}).encode()
-                under_way = lambda n: n == ".rollback-%s.tar.zst" % sid
+                under_way = lambda n: (n == ".rollback-%s.tar.zst" % sid or
+                                       staged_rollback(self.server, sid))
             pre_state = self.state(sid)["stdout"]
             th = threading.Thread(target=lambda: self._quiet(path, body))
             th.start()
@@ -317,6 +437,10 @@ class SnapshotCrashTest(ServerTestCase):
             lst = self.server.request("GET", "/v1/snapshots").json()["snapshots"]
             self.assertEqual([s["id"] for s in lst], [ok["id"]], action)
             self.assertEqual(sorted(os.listdir(snaps)), [ok["id"] + ".tar.zst"], action)
+            for d in image_dirs(self.server):
+                self.assertEqual([n for n in os.listdir(d) if n != ok["id"] + ".img"], [],
+                                 action)
+            self.assertFalse(staged_rollback(self.server, sid), action)
             self.assertEqual(self.server.run(sid, "echo alive")["stdout"], "alive\n", action)
             # Whole before or whole after, never half.
             now = self.state(sid)["stdout"]

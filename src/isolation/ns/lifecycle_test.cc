@@ -5,6 +5,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
 #include <filesystem>
 #include <thread>
@@ -80,9 +81,13 @@ TEST_F(NsBackendTest, DestroyWhileAHostProcessHoldsTheWorkspace) {
   auto spec = Spec();
   auto sb = MustCreate(spec);
   ASSERT_TRUE(sb);
-  // A host-side file open in the workspace makes a plain umount fail with EBUSY.
-  const std::string file = state_dir_ + "/" + spec.id + "/ws/held";
-  int fd = ::open(file.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  // The workspace is an idmapped mount (idmap.h): host root, outside the sandbox's id range,
+  // cannot create files in it.
+  const std::string ws = state_dir_ + "/" + spec.id + "/ws";
+  EXPECT_LT(::open((ws + "/host-file").c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600), 0);
+  EXPECT_EQ(errno, EOVERFLOW);
+  // A host-side fd open in the workspace makes a plain umount fail with EBUSY.
+  int fd = ::open(ws.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   ASSERT_GE(fd, 0);
   const auto t0 = std::chrono::steady_clock::now();
   EXPECT_TRUE(backend_->Destroy(spec.id));

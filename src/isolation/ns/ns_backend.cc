@@ -5,7 +5,9 @@
 #include "isolation/ns/ns_backend.h"
 
 #include <fcntl.h>
+#include <linux/fs.h>
 #include <signal.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
@@ -28,9 +30,11 @@
 #include "isolation/ns/cgroup.h"
 #include "isolation/ns/contain.h"
 #include "isolation/ns/files.h"
+#include "isolation/ns/idmap.h"
 #include "isolation/ns/state.h"
 #include "isolation/ns/user.h"
 #include "isolation/ns/workspace.h"
+#include "isolation/ns/workspace_snapshot.h"
 
 namespace asb::isolation::ns {
 namespace {
@@ -54,6 +58,9 @@ class Undo {
 
 struct Layout {
   std::string dir, ws, image, sock, log, state, hostname;
+  // A rollback's staged workspace: cloned to next_tmp, renamed to next (complete and durable
+  // from then on), mounted on ws_next while it is being swapped in.
+  std::string next, next_tmp, ws_next;
 };
 
 Layout LayoutFor(const std::string& state_dir, const std::string& id) {
@@ -65,6 +72,9 @@ Layout LayoutFor(const std::string& state_dir, const std::string& id) {
   l.log = l.dir + "/sandboxd.log";
   l.state = l.dir + "/state.json";
   l.hostname = l.dir + "/hostname";
+  l.next = l.dir + "/workspace.next.img";
+  l.next_tmp = l.dir + "/.workspace.next.tmp";
+  l.ws_next = l.dir + "/ws-next";
   return l;
 }
 
@@ -170,6 +180,14 @@ class NsBackend final : public Backend {
   Result<std::shared_ptr<Sandbox>> Adopt(const std::string& id) override;
   Status Destroy(const std::string& id) override;
   Result<std::vector<std::string>> ListOwned() override;
+  std::string WorkspaceImageDir() const override { return opts_.state_dir + "/.images"; }
+  Result<WorkspaceImageCopy> CopyWorkspaceImage(const std::string& id,
+                                                const std::string& dest) override;
+  Result<WorkspaceImageCopy> StageWorkspace(const std::string& id,
+                                            const std::string& image) override;
+  bool HasStagedWorkspace(const std::string& id) override;
+  Result<bool> SwapStagedWorkspace(const std::string& id) override;
+  Status DropStagedWorkspace(const std::string& id) override;
 
  private:
   std::shared_ptr<std::mutex> IdLock(const std::string& id) {
@@ -214,18 +232,25 @@ Status NsBackend::Probe() {
   return {};
 }
 
+// The image holds canonical ids (root 0, the sandbox user 1000); the mount at l.ws is idmapped
+// to the sandbox's host range (idmap.h), so that an image can move between sandboxes.
 Status NsBackend::PrepareWorkspace(const SandboxSpec& spec, const Layout& l, uint32_t uid_base,
                                    std::string* loop_device) {
-  const uint32_t owner = uid_base + kSandboxUserUid;
   if (::mkdir(l.ws.c_str(), 0755) != 0) return FailErrno("mkdir " + l.ws);
-  if (pool_ && spec.workspace_bytes == pool_->image_bytes() && pool_->Take(l.image, l.ws)) {
+  if (!spec.workspace_image.empty()) {
+    ASB_ASSIGN_OR_RETURN(CloneMethod m, CloneImage(spec.workspace_image, l.image));
+    (void)m;
+    ASB_ASSIGN_OR_RETURN(*loop_device, MountWorkspace(l.image, l.ws));
+  } else if (pool_ && spec.workspace_bytes == pool_->image_bytes() && pool_->Take(l.image, l.ws)) {
     auto devs = LoopDevicesBackedBy(l.image);
     *loop_device = devs.empty() ? "" : devs.front();
   } else {
-    ASB_TRY_CTX(MakeWorkspaceImage(l.image, spec.workspace_bytes, owner), "workspace");
+    ASB_TRY_CTX(MakeWorkspaceImage(l.image, spec.workspace_bytes, kSandboxUserUid), "workspace");
     ASB_ASSIGN_OR_RETURN(*loop_device, MountWorkspace(l.image, l.ws));
   }
-  ASB_TRY(ChownWorkspace(l.ws, uid_base, owner));
+  ASB_TRY(ChownWorkspace(l.ws, 0, kSandboxUserUid));
+  ASB_ASSIGN_OR_RETURN(UniqueFd userns, MakeIdmapUserns(uid_base));
+  ASB_TRY_CTX(IdmapMountInPlace(l.ws, userns.get()), "idmapped workspace");
   return {};
 }
 
@@ -368,6 +393,7 @@ Result<std::shared_ptr<Sandbox>> NsBackend::CreateLocked(const SandboxSpec& spec
   st.cgroup_mode = layout_.v2_mode ? "v2" : "v1";
   st.cgroups = cgroups.All();
   st.created_unix_ms = SystemClock::Instance().NowUnixMs();
+  st.canonical_ids = true;
   ASB_TRY(WriteFileAtomic(l.state, EncodeSandboxState(st), /*durable=*/false));  // state.h
 
   // 8. The protocol handshake proves sandboxd runs.
@@ -403,6 +429,11 @@ Result<std::shared_ptr<Sandbox>> NsBackend::Adopt(const std::string& id) {
   if (!start || *start != st->start_time || !ProcessIsRunning(st->pid)) {
     return Fail(Error::NotFound("sandbox " + id + " no longer runs"));
   }
+  // A server killed during CopyWorkspaceImage may have left the workspace frozen.
+  if (UniqueFd ws(::open(l.ws.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC)); ws) {
+    (void)::ioctl(ws.get(), FITHAW, 0);  // EINVAL when it is not frozen
+  }
+  ::unlink(l.next_tmp.c_str());  // a staging clone cut short (the complete one is kept)
   ASB_ASSIGN_OR_RETURN(auto conn, protocol::Connection::Dial(l.sock, opts_.start_timeout_ms));
   return std::make_shared<NsSandbox>(id, std::move(conn), st->pid,
                                      CgroupPathsFor(layout_, opts_.cgroup_name, id), l.ws);
@@ -457,13 +488,163 @@ Status NsBackend::DestroyLocked(const std::string& id) {
     keep_first(WaitCgroupsEmpty(cgroups, 10'000));
     keep_first(RemoveCgroups(cgroups));
   }
-  // 3. Workspace: unmount, detach the loop device.
+  // 3. Workspace: unmount, detach the loop device (and those of a staged rollback).
   keep_first(UnmountWorkspace(l.ws));
+  keep_first(UnmountWorkspace(l.ws_next));
   keep_first(DetachLoopDevices(l.image));
+  keep_first(DetachLoopDevices(l.next));
   // 4. Files, then the uid slot (last: the range stays reserved until nothing uses it).
   if (result) keep_first(RemoveTree(l.dir));
   if (result) keep_first(slots_.ReleaseAll(id));
   return result;
+}
+
+// ---- workspace images (issue 4) ---------------------------------------------------------------
+
+namespace {
+
+/// The running sandbox's state, if its workspace may be cloned. Errors: kNotFound (no state or
+/// not running), kUnavailable (an image with host ids, made before canonical ids).
+Result<SandboxState> ImageCapableState(const Layout& l, const std::string& id) {
+  auto text = ReadSmallFile(l.state);
+  if (!text) return Fail(Error::NotFound("no state for sandbox " + id));
+  ASB_ASSIGN_OR_RETURN(SandboxState st, DecodeSandboxState(*text));
+  if (!st.canonical_ids) {
+    return Fail(Error::Unavailable("the workspace of " + id + " predates canonical-id images"));
+  }
+  return st;
+}
+
+Result<uint64_t> FileSize(const std::string& path) {
+  struct stat st;
+  if (::stat(path.c_str(), &st) != 0) return FailErrno("stat " + path);
+  return static_cast<uint64_t>(st.st_size);
+}
+
+Status FsyncDir(const std::string& dir) {
+  UniqueFd d(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (!d || ::fsync(d.get()) != 0) return FailErrno("fsync " + dir);
+  return {};
+}
+
+}  // namespace
+
+Result<WorkspaceImageCopy> NsBackend::CopyWorkspaceImage(const std::string& id,
+                                                         const std::string& dest) {
+  if (!IsValidId(id, "sb_")) return Fail(Error::NotFound("no sandbox " + id));
+  auto lock = IdLock(id);
+  std::lock_guard guard(*lock);
+  const Layout l = LayoutFor(opts_.state_dir, id);
+  ASB_TRY(ImageCapableState(l, id));
+  UniqueFd ws(::open(l.ws.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (!ws) return FailErrno("open " + l.ws);
+  WorkspaceImageCopy copy;
+  struct statfs sfs;
+  if (::fstatfs(ws.get(), &sfs) == 0) {
+    copy.used_bytes =
+        static_cast<uint64_t>(sfs.f_blocks - sfs.f_bfree) * static_cast<uint64_t>(sfs.f_bsize);
+  }
+  // Frozen while the image is cloned: writers in the sandbox wait, and the copy is the file
+  // system at one instant with nothing left in flight (ioctl_fsfreeze(2)). Where the freeze is
+  // refused, syncfs(2) flushes instead (consistent per file, not across files).
+  const bool frozen = ::ioctl(ws.get(), FIFREEZE, 0) == 0;
+  if (!frozen && ::syncfs(ws.get()) != 0) return FailErrno("syncfs " + l.ws);
+  auto method = CloneImage(l.image, dest);
+  if (frozen && ::ioctl(ws.get(), FITHAW, 0) != 0) {
+    ::unlink(dest.c_str());
+    return FailErrno("FITHAW " + l.ws);
+  }
+  if (!method) return Fail(std::move(method).error().WithContext("copy workspace of " + id));
+  copy.method = std::string(CloneMethodName(*method));
+  ASB_ASSIGN_OR_RETURN(copy.image_bytes, FileSize(dest));
+  return copy;
+}
+
+Result<WorkspaceImageCopy> NsBackend::StageWorkspace(const std::string& id,
+                                                     const std::string& image) {
+  if (!IsValidId(id, "sb_")) return Fail(Error::NotFound("no sandbox " + id));
+  auto lock = IdLock(id);
+  std::lock_guard guard(*lock);
+  const Layout l = LayoutFor(opts_.state_dir, id);
+  ASB_TRY(ImageCapableState(l, id));
+  ASB_ASSIGN_OR_RETURN(uint64_t want, FileSize(l.image));
+  ASB_ASSIGN_OR_RETURN(uint64_t have, FileSize(image));
+  if (want != have) {
+    return Fail(Error::InvalidArgument("image of " + std::to_string(have) +
+                                       " bytes does not match the workspace of " +
+                                       std::to_string(want) + " bytes"));
+  }
+  ::unlink(l.next_tmp.c_str());
+  ASB_ASSIGN_OR_RETURN(CloneMethod m, CloneImage(image, l.next_tmp));  // fsynced
+  if (::rename(l.next_tmp.c_str(), l.next.c_str()) != 0) {
+    Error e = Error::FromErrno(errno, "rename " + l.next_tmp);
+    ::unlink(l.next_tmp.c_str());
+    return Fail(std::move(e));
+  }
+  ASB_TRY(FsyncDir(l.dir));
+  WorkspaceImageCopy copy;
+  copy.method = std::string(CloneMethodName(m));
+  copy.image_bytes = have;
+  return copy;
+}
+
+bool NsBackend::HasStagedWorkspace(const std::string& id) {
+  return IsValidId(id, "sb_") && PathExists(LayoutFor(opts_.state_dir, id).next);
+}
+
+Result<bool> NsBackend::SwapStagedWorkspace(const std::string& id) {
+  if (!IsValidId(id, "sb_")) return Fail(Error::NotFound("no sandbox " + id));
+  auto lock = IdLock(id);
+  std::lock_guard guard(*lock);
+  const Layout l = LayoutFor(opts_.state_dir, id);
+  if (!PathExists(l.next)) return false;
+  ASB_ASSIGN_OR_RETURN(SandboxState st, ImageCapableState(l, id));
+  auto start = ProcessStartTime(st.pid);
+  if (!start || *start != st.start_time || !ProcessIsRunning(st.pid)) {
+    return Fail(Error::NotFound("sandbox " + id + " no longer runs"));
+  }
+  // 1. The staged image, mounted plainly on ws_next. After a crash in the middle of an earlier
+  //    swap its loop device may still exist (the sandbox may already use it): mounting that
+  //    device again shares the superblock; a second loop device on the same file would not.
+  if (::mkdir(l.ws_next.c_str(), 0700) != 0 && errno != EEXIST) {
+    return FailErrno("mkdir " + l.ws_next);
+  }
+  ASB_TRY(UnmountWorkspace(l.ws_next));
+  struct Cleanup {
+    const Layout& l;
+    ~Cleanup() {
+      (void)UnmountWorkspace(l.ws_next);
+      ::rmdir(l.ws_next.c_str());
+    }
+  } cleanup{l};
+  ASB_TRY(MountWorkspaceSharingLoop(l.next, l.ws_next));
+  // 2. Two idmapped clones of it: one for the sandbox, one for the host's view (l.ws).
+  ASB_ASSIGN_OR_RETURN(UniqueFd userns, MakeIdmapUserns(st.uid_base));
+  ASB_ASSIGN_OR_RETURN(UniqueFd for_sandbox, IdmappedTree(l.ws_next, userns.get()));
+  ASB_ASSIGN_OR_RETURN(UniqueFd for_host, IdmappedTree(l.ws_next, userns.get()));
+  // 3. The switch the sandbox sees. If it fails, the sandbox keeps its old /workspace.
+  ASB_TRY_CTX(ReplaceMountInNamespace(st.pid, for_sandbox.get(), "/workspace"),
+              "swap workspace of " + id);
+  // 4. The host's view, then the file: from the rename on, a restart finds the new image in
+  //    place and nothing staged.
+  ASB_TRY(UnmountWorkspace(l.ws));
+  ASB_TRY(AttachTree(for_host.get(), l.ws));
+  if (::rename(l.next.c_str(), l.image.c_str()) != 0) return FailErrno("rename " + l.next);
+  ASB_TRY(FsyncDir(l.dir));
+  return true;
+}
+
+Status NsBackend::DropStagedWorkspace(const std::string& id) {
+  if (!IsValidId(id, "sb_")) return {};
+  auto lock = IdLock(id);
+  std::lock_guard guard(*lock);
+  const Layout l = LayoutFor(opts_.state_dir, id);
+  (void)UnmountWorkspace(l.ws_next);
+  ::rmdir(l.ws_next.c_str());
+  for (const std::string& p : {l.next_tmp, l.next}) {
+    if (::unlink(p.c_str()) != 0 && errno != ENOENT) return FailErrno("unlink " + p);
+  }
+  return {};
 }
 
 Result<std::vector<std::string>> NsBackend::ListOwned() {
@@ -515,7 +696,7 @@ Result<std::unique_ptr<Backend>> MakeNsBackend(const NsBackendOptions& options) 
   ASB_ASSIGN_OR_RETURN(CgroupLayout layout, DetectCgroupLayout());
   ASB_TRY(MkdirAll(options.state_dir, 0700));
   if (::chmod(options.state_dir.c_str(), 0700) != 0) return FailErrno("chmod state_dir");
-  for (const char* sub : {"/.pool"}) {
+  for (const char* sub : {"/.pool", "/.images"}) {
     std::string d = options.state_dir + sub;
     if (::mkdir(d.c_str(), 0700) != 0 && errno != EEXIST) return FailErrno("mkdir " + d);
   }

@@ -22,6 +22,7 @@ std::string EncodeSandboxState(const SandboxState& s) {
   for (const auto& c : s.cgroups) cg.emplace_back(c);
   o["cgroups"] = std::move(cg);
   o["created_unix_ms"] = s.created_unix_ms;
+  o["canonical_ids"] = s.canonical_ids;
   return json::serialize(o);
 }
 
@@ -40,6 +41,7 @@ Result<SandboxState> DecodeSandboxState(std::string_view text) {
       s.cgroups = json::value_to<std::vector<std::string>>(*cg);
     }
     s.created_unix_ms = json::value_to<int64_t>(o.at("created_unix_ms"));
+    if (const auto* c = o.if_contains("canonical_ids")) s.canonical_ids = c->as_bool();
     return s;
   } catch (const std::exception& e) {
     return Fail(Error::Backend(std::string("malformed state.json: ") + e.what()));

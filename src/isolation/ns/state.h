@@ -23,6 +23,10 @@ struct SandboxState {
   std::string cgroup_mode;           // "v1" or "v2"
   std::vector<std::string> cgroups;  // every cgroup directory of the sandbox (informational)
   int64_t created_unix_ms = 0;
+  /// The workspace image stores canonical ids (1000 = the sandbox user) and is mounted through
+  /// an idmapped mount (idmap.h). False for sandboxes made before that: their image holds host
+  /// ids of their own range and cannot be cloned for another sandbox.
+  bool canonical_ids = false;
 };
 
 std::string EncodeSandboxState(const SandboxState& s);

@@ -22,10 +22,7 @@
 extern char** environ;
 
 namespace asb::isolation::ns {
-namespace {
 
-// Runs argv[0] (absolute path) with stdin /dev/null and stdout+stderr captured. Returns the
-// exit status (waitpid encoding).
 Result<int> RunCapture(const std::vector<std::string>& argv, std::string* output) {
   UniqueFd rd, wr;
   if (!MakePipe(&rd, &wr)) return FailErrno("pipe");
@@ -57,6 +54,8 @@ Result<int> RunCapture(const std::vector<std::string>& argv, std::string* output
   }
   return status;
 }
+
+namespace {
 
 std::string FindMkfs() {
   for (const char* p : {"/usr/sbin/mkfs.ext4", "/sbin/mkfs.ext4", "/usr/bin/mkfs.ext4"}) {
@@ -95,6 +94,11 @@ Status MakeWorkspaceImage(const std::string& path, uint64_t bytes, uint32_t owne
 }
 
 Result<std::string> MountWorkspace(const std::string& image, const std::string& dir) {
+  return MountImage(image, dir, "ext4");
+}
+
+Result<std::string> MountImage(const std::string& image, const std::string& dir,
+                               const char* fstype) {
   UniqueFd image_fd(::open(image.c_str(), O_RDWR | O_CLOEXEC));
   if (!image_fd) return Fail(Error::FromErrno(ErrorCode::kBackend, errno, "open " + image));
   UniqueFd ctl(::open("/dev/loop-control", O_RDWR | O_CLOEXEC));
@@ -120,12 +124,22 @@ Result<std::string> MountWorkspace(const std::string& image, const std::string& 
     }
     // The mount holds the device; closing `loop` afterwards leaves autoclear to detach it
     // when the last mount goes. If the mount fails, closing it detaches at once.
-    if (::mount(dev.c_str(), dir.c_str(), "ext4", MS_NOSUID | MS_NODEV, nullptr) != 0) {
+    if (::mount(dev.c_str(), dir.c_str(), fstype, MS_NOSUID | MS_NODEV, nullptr) != 0) {
       return Fail(Error::FromErrno(ErrorCode::kBackend, errno, "mount " + dev + " on " + dir));
     }
     return dev;
   }
   return Fail(Error::Backend("no free loop device after 64 attempts"));
+}
+
+Result<std::string> MountWorkspaceSharingLoop(const std::string& image, const std::string& dir) {
+  auto devs = LoopDevicesBackedBy(image);
+  if (devs.empty()) return MountWorkspace(image, dir);
+  if (::mount(devs.front().c_str(), dir.c_str(), "ext4", MS_NOSUID | MS_NODEV, nullptr) != 0) {
+    return Fail(
+        Error::FromErrno(ErrorCode::kBackend, errno, "mount " + devs.front() + " on " + dir));
+  }
+  return devs.front();
 }
 
 Status ChownWorkspace(const std::string& dir, uint32_t root_uid, uint32_t owner) {

@@ -23,6 +23,10 @@
 
 namespace asb::isolation::ns {
 
+/// Runs argv[0] (absolute path) with stdin /dev/null and stdout+stderr captured into `output`
+/// (first 16 KiB). Returns the exit status (waitpid encoding). Errors: FromErrno of spawn.
+Result<int> RunCapture(const std::vector<std::string>& argv, std::string* output);
+
 /// Creates a sparse file of `bytes` at `path` and formats it as ext4 whose root directory is
 /// owned by `owner` (host uid = gid). Errors: kBackend with mkfs's stderr, FromErrno.
 Status MakeWorkspaceImage(const std::string& path, uint64_t bytes, uint32_t owner);
@@ -31,6 +35,15 @@ Status MakeWorkspaceImage(const std::string& path, uint64_t bytes, uint32_t owne
 /// LO_FLAGS_AUTOCLEAR, so the device detaches itself when unmounted) and mounts it on `dir`
 /// with nosuid,nodev. Returns "/dev/loopN". Errors: FromErrno of the failing step (kBackend).
 Result<std::string> MountWorkspace(const std::string& image, const std::string& dir);
+
+/// MountWorkspace, except that a loop device already backed by `image` (one left by an
+/// interrupted operation, possibly mounted elsewhere) is mounted again instead of attaching a
+/// second one: the same superblock, never two file systems on one file.
+Result<std::string> MountWorkspaceSharingLoop(const std::string& image, const std::string& dir);
+
+/// MountWorkspace for a file system of type `fstype` ("ext4", "xfs").
+Result<std::string> MountImage(const std::string& image, const std::string& dir,
+                               const char* fstype);
 
 /// Sets the owner of the workspace root to (`owner`, `owner`) and of lost+found to the
 /// sandbox's root, after mounting (images from the pool were formatted before their slot was
