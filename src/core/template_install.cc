@@ -262,6 +262,14 @@ Status FinishRootfs(const std::string& r) {
     if (!it->is_directory(ec) && it->path().filename() != "copyright") files.push_back(it->path());
   }
   for (const auto& f : files) fs::remove(f, ec);
+  // Directories left empty, deepest first (rmdir fails on the others, which is fine).
+  std::vector<std::string> dirs;
+  for (fs::recursive_directory_iterator it(doc, ec), end; !ec && it != end; it.increment(ec)) {
+    if (it->is_directory(ec) && !it->is_symlink(ec)) dirs.push_back(it->path().string());
+  }
+  std::sort(dirs.begin(), dirs.end(),
+            [](const std::string& a, const std::string& b) { return a.size() > b.size(); });
+  for (const auto& d : dirs) (void)rmdir(d.c_str());
   return {};
 }
 

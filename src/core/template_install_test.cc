@@ -45,6 +45,10 @@ class TemplateInstallTest : public ::testing::Test {
     Spit(r + "/etc/passwd", "root:x:0:0:root:/root:/bin/bash\n");
     Spit(r + "/etc/group", "root:x:0:\n");
     Spit(r + "/marker", marker);
+    Spit(r + "/usr/share/doc/pkg/copyright", "c");
+    Spit(r + "/usr/share/doc/pkg/README", "r");
+    Spit(r + "/usr/share/doc/pkg/examples/deep/x.conf", "x");
+    Spit(r + "/var/lib/apt/lists/deb.debian.org_dists", "l");
   }
 
   // Builds and installs `name` with rootfs/marker = `marker`.
@@ -176,6 +180,11 @@ TEST_F(TemplateInstallTest, FinishRootfsAddsTheSandboxUserAndMountPoints) {
     EXPECT_TRUE(fs::is_directory(r + d)) << d;
   }
   EXPECT_EQ(fs::status(r + "/tmp").permissions() & fs::perms::sticky_bit, fs::perms::sticky_bit);
+  // Documentation goes but for copyright files; emptied directories go too; apt lists go.
+  EXPECT_TRUE(fs::exists(r + "/usr/share/doc/pkg/copyright"));
+  EXPECT_FALSE(fs::exists(r + "/usr/share/doc/pkg/README"));
+  EXPECT_FALSE(fs::exists(r + "/usr/share/doc/pkg/examples"));
+  EXPECT_FALSE(fs::exists(r + "/var/lib/apt/lists/deb.debian.org_dists"));
   // Idempotent: a second pass does not add the user twice.
   ASSERT_TRUE(FinishRootfs(r));
   std::string passwd = Slurp(r + "/etc/passwd");
