@@ -133,12 +133,13 @@ class CustomTemplatesTest(unittest.TestCase):
             "FROM base\n"
             "ARG GREETING=hi\n"
             "ENV APP_HOME=/srv/app MODE=e2e\n"
-            "RUN mkdir -p $APP_HOME && echo \"$GREETING $MODE\" > $APP_HOME/run.txt\n"
+            "RUN mkdir -p $APP_HOME && echo \"$GREETING $MODE\" > $APP_HOME/run.txt && "
+            "mkdir /home/data && chown sandbox:sandbox /home/data\n"
             "COPY hello.txt ${APP_HOME}/\n"
             "ADD tool.tar.gz /\n"
             "WORKDIR $APP_HOME\n"
             "USER sandbox\n"
-            "RUN id -un > /tmp/who; cat /tmp/who\n"
+            "RUN id -un > /tmp/who; cat /tmp/who; umask 077; echo private > /home/data/p\n"
             "USER root\n"
             "RUN [\"/bin/sh\", \"-c\", \"pwd > where\"]\n"
             "LABEL template.displayName=\"E2E custom\" template.tools=\"tool,sh\" "
@@ -164,6 +165,11 @@ class CustomTemplatesTest(unittest.TestCase):
         self.assertEqual(out["exit_code"], 0, out)
         self.assertEqual(out["stdout"],
                          "hi e2e\nhello from the context\n/srv/app\ntool-ran\n/srv/app e2e\n1000\n")
+        # What a `USER sandbox` step wrote belongs to the sandbox user inside (the template is
+        # mounted idmapped), so even a private file is readable; the rest belongs to root.
+        out = self.sandbox_run("e2ecustom", "stat -c '%U %a' /home/data/p /srv/app/run.txt; "
+                                            "cat /home/data/p")
+        self.assertEqual(out["stdout"], "sandbox 600\nroot 644\nprivate\n", out)
 
     def test_2_unsupported_instruction_is_a_clear_error(self):
         r = self.build("FROM base\nRUN true\nEXPOSE 8080\n", "e2ebad")

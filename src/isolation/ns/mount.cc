@@ -150,7 +150,13 @@ int BindHostPathsInChild(const MountPlan& p, ChildFailure* f) {
   if (::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0) {
     return Failed(f, "make / private", errno);
   }
-  if (::mount(p.root.c_str(), p.root.c_str(), nullptr, MS_BIND, nullptr) != 0) {
+  if (p.root_tree_fd >= 0) {
+    // move_mount(2): attach the idmapped clone prepared by the parent.
+    if (::syscall(SYS_move_mount, p.root_tree_fd, "", AT_FDCWD, p.root.c_str(),
+                  MOVE_MOUNT_F_EMPTY_PATH) != 0) {
+      return Failed(f, "attach idmapped rootfs", errno, p.root.c_str());
+    }
+  } else if (::mount(p.root.c_str(), p.root.c_str(), nullptr, MS_BIND, nullptr) != 0) {
     return Failed(f, "bind rootfs", errno, p.root.c_str());
   }
   if (::mount(p.ws_source.c_str(), p.workspace.c_str(), nullptr, MS_BIND, nullptr) != 0) {

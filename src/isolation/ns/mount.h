@@ -15,7 +15,11 @@
 namespace asb::isolation::ns {
 
 struct MountPlan {
-  std::string root;             // template rootfs on the host; bound onto itself as the new /
+  std::string root;  // template rootfs on the host; bound onto itself as the new /
+  // A detached, idmapped clone of `root` (idmap.h IdmappedTree, mapping the on-disk ids to the
+  // sandbox's range, so files show their real owners inside: root 0, sandbox 1000). Attached
+  // on `root` instead of the plain bind when >= 0 (it is inherited across clone).
+  int root_tree_fd = -1;
   std::string ws_source;        // host-side workspace mount -> /workspace
   std::string hostname_source;  // host file with the hostname -> /etc/hostname (if present)
   // Absolute targets below `root`, for the binds of host paths (phase 1):

@@ -345,10 +345,20 @@ Result<std::shared_ptr<Sandbox>> NsBackend::CreateLocked(const SandboxSpec& spec
     return Fail(Error::FromErrno(ErrorCode::kBackend, errno, "open " + opts_.sandboxd_path));
   }
 
+  // The template's rootfs as an idmapped clone mapping on-disk ids into the sandbox's range, so
+  // its files show their owners inside (root 0; sandbox 1000 for what a Dockerfile's `USER
+  // sandbox` step wrote, ADR 0012). Where the kernel or filesystem has no idmapped mounts the
+  // child binds the plain rootfs and every file shows as nobody (65534), as before.
+  UniqueFd root_tree;
+  if (auto userns = MakeIdmapUserns(uid_base)) {
+    if (auto tree = IdmappedTree(spec.rootfs, userns->get())) root_tree = std::move(*tree);
+  }
+
   // 6. The child: everything it needs is prepared here, before clone.
   ChildPlan plan;
   plan.hostname = spec.hostname;
   plan.mounts = MakeMountPlan(spec.rootfs, l.ws, l.hostname, spec.tmp_bytes);
+  plan.mounts.root_tree_fd = root_tree.get();
   plan.rlimits = {spec.nofile_limit, spec.pids_limit};
   plan.sandboxd_fd = sandboxd_fd.get();
   plan.listen_fd = listen_fd.get();
