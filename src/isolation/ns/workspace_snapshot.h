@@ -8,8 +8,8 @@
 // this machine's data dir) it is a sparse copy: only the data extents found by
 // SEEK_DATA/SEEK_HOLE (lseek(2)) are copied, with copy_file_range(2).
 //
-// Not yet wired into rollback/fork: the image's files belong to the source sandbox's host uid
-// range, so a fork needs an idmapped mount (or a chown pass) first; see docs/adr/0008.
+// Used by the ns backend's CopyWorkspaceImage (freeze, CloneImage, thaw), StageWorkspace and
+// Create from a snapshot image (docs/adr/0009).
 #pragma once
 
 #include <cstdint>

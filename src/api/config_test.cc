@@ -1,0 +1,55 @@
+// Settings of issue 4 (snapshot limits, workspace pool): parsed in one place, at the boundary.
+#include "api/config.h"
+
+#include <gtest/gtest.h>
+
+#include <map>
+#include <string>
+
+namespace asb::api {
+namespace {
+
+Status Apply(ServeConfig& cfg, const std::map<std::string, std::string>& env) {
+  return ApplyEnvironment(cfg, [&](const char* name) -> const char* {
+    auto it = env.find(name);
+    return it == env.end() ? nullptr : it->second.c_str();
+  });
+}
+
+TEST(ServeConfigTest, SnapshotLimitsComeFromTheEnvironmentIntoManagerConfig) {
+  ServeConfig cfg;
+  EXPECT_EQ(cfg.manager.snapshots.max_snapshot_bytes, 10ull << 30);
+  ASSERT_TRUE(Apply(cfg, {{"AGENT_SANDBOX_MAX_SNAPSHOT_BYTES", "1"},
+                          {"AGENT_SANDBOX_MAX_SNAPSHOTS_PER_SANDBOX", "5"},
+                          {"AGENT_SANDBOX_MAX_SNAPSHOTS_PER_OWNER", "7"},
+                          {"AGENT_SANDBOX_MAX_SNAPSHOT_TOTAL_BYTES", "1048576"}}));
+  EXPECT_EQ(cfg.manager.snapshots.max_snapshot_bytes, 1u);
+  EXPECT_EQ(cfg.manager.snapshots.max_per_sandbox, 5);
+  EXPECT_EQ(cfg.manager.snapshots.max_per_owner, 7);
+  EXPECT_EQ(cfg.manager.snapshots.max_total_bytes_per_owner, 1048576u);
+  EXPECT_TRUE(ValidateServeConfig(cfg));
+  for (const char* name :
+       {"AGENT_SANDBOX_MAX_SNAPSHOT_BYTES", "AGENT_SANDBOX_MAX_SNAPSHOTS_PER_SANDBOX",
+        "AGENT_SANDBOX_MAX_SNAPSHOTS_PER_OWNER", "AGENT_SANDBOX_MAX_SNAPSHOT_TOTAL_BYTES"}) {
+    ServeConfig c;
+    for (const char* bad : {"0", "-1", "x", ""}) {
+      auto st = Apply(c, {{name, bad}});
+      ASSERT_FALSE(st) << name << "=" << bad;
+      EXPECT_NE(st.error().message().find(name), std::string::npos) << st.error().message();
+    }
+  }
+}
+
+TEST(ServeConfigTest, WorkspacePoolIsNoneOrXfs) {
+  ServeConfig cfg;
+  EXPECT_EQ(cfg.workspace_pool, "none");
+  ASSERT_TRUE(Apply(
+      cfg, {{"AGENT_SANDBOX_WORKSPACE_POOL", "xfs"}, {"AGENT_SANDBOX_WORKSPACE_POOL_GB", "1"}}));
+  EXPECT_EQ(cfg.workspace_pool, "xfs");
+  EXPECT_EQ(cfg.workspace_pool_gb, 1);
+  EXPECT_FALSE(Apply(cfg, {{"AGENT_SANDBOX_WORKSPACE_POOL", "btrfs"}}));
+  EXPECT_FALSE(Apply(cfg, {{"AGENT_SANDBOX_WORKSPACE_POOL_GB", "0"}}));
+}
+
+}  // namespace
+}  // namespace asb::api
