@@ -237,6 +237,8 @@ json::array BuildDefinitions() {
 
 // ---- results ------------------------------------------------------------------------------------
 
+constexpr size_t kNoteBytes = 1024;
+
 std::string Cut(std::string_view text, size_t max, bool* cut) {
   if (text.size() <= max) return std::string(text);
   *cut = true;
@@ -261,7 +263,8 @@ json::object ErrorResult(std::string_view code, std::string_view message) {
 
 json::object OkResult(json::object structured, std::string text) {
   bool cut = false;
-  std::string shown = Cut(text, kMaxTextBytes, &cut);
+  // Room for the short note a tool appends after a field it cut to kMaxTextBytes.
+  std::string shown = Cut(text, kMaxTextBytes + kNoteBytes, &cut);
   if (cut) {
     shown += "\n[text truncated: " + std::to_string(text.size()) + " bytes in full]";
   }
@@ -431,12 +434,20 @@ json::object Tools::Call(std::string_view name, const json::object& a,
     std::string text = "exit " + json::serialize((*exit)["exit_code"]);
     if (s["timed_out"].is_bool() && s["timed_out"].as_bool()) text += " (timed out)";
     text += "\n";
-    if (!out.empty()) text += "--- stdout\n" + out + (out.back() == '\n' ? "" : "\n");
-    if (!errs.empty()) text += "--- stderr\n" + errs;
-    if (cut || server_cut) {
+    // The text shows up to half the limit of each stream, so that both fit with the note.
+    bool text_cut = false;
+    std::string out_text = Cut(out, kMaxTextBytes / 2, &text_cut);
+    std::string err_text = Cut(errs, kMaxTextBytes / 2, &text_cut);
+    if (!out_text.empty()) {
+      text += "--- stdout\n" + out_text + (out_text.back() == '\n' ? "" : "\n");
+    }
+    if (!err_text.empty()) text += "--- stderr\n" + err_text;
+    if (cut || text_cut || server_cut) {
       text += "\n[output truncated; stdout " + std::to_string(out.size()) + " bytes, stderr " +
               std::to_string(errs.size()) + " bytes received" +
-              (server_cut ? ", more was cut by the server's output limit" : "") + "]";
+              (server_cut ? ", more was cut by the server's output limit" : "") +
+              "; structuredContent holds up to " + std::to_string(kMaxTextBytes) +
+              " bytes of each]";
     }
     return OkResult(std::move(s), std::move(text));
   }

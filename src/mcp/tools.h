@@ -26,8 +26,9 @@ struct CallContext {
   std::function<void(double progress, std::string message)> progress;
 };
 
-/// Text longer than this in a tool's text rendering or output field is cut, with a note that
-/// gives the full size (issue 6 item 3).
+/// Output fields (exec stdout/stderr, read_file content) longer than this are cut, with
+/// truncated: true, the full size in a field, and a note in the text rendering; exec's text
+/// rendering shows up to half of it per stream (issue 6 item 3).
 inline constexpr size_t kMaxTextBytes = 256 * 1024;
 
 class Tools {

@@ -161,6 +161,27 @@ describe(title, { skip: skip ?? false, timeout: 600000 }, () => {
     await assert.rejects(call(client, 'no_such_tool', {}), /unknown tool/);
   });
 
+  test('large output is cut at 256 KiB with the full size; the exec timeout is honoured',
+      async () => {
+    const sb = ok(await call(client, 'sandbox_create', {}));
+    try {
+      const big = await call(client, 'sandbox_exec',
+          { sandbox_id: sb.id, command: 'head -c 300000 /dev/zero | tr "\\0" a' });
+      const e = ok(big);
+      assert.equal(e.truncated, true);
+      assert.equal(e.stdout_bytes, 300000);
+      assert.equal(e.stdout.length, 256 * 1024);
+      assert.match(big.content[0].text, /stdout 300000 bytes/);
+      const t0 = Date.now();
+      const t = ok(await call(client, 'sandbox_exec',
+          { sandbox_id: sb.id, command: 'sleep 30', timeout: 1.5 }));
+      assert.equal(t.timed_out, true);
+      assert.ok(Date.now() - t0 < 15000, 'took ' + (Date.now() - t0) + ' ms');
+    } finally {
+      ok(await call(client, 'sandbox_destroy', { sandbox_id: sb.id }));
+    }
+  });
+
   test("a second key cannot see or touch the first key's sandbox", async () => {
     const other = await connect(server, (server.keys[1] = await server.newKey()));
     const sb = ok(await call(client, 'sandbox_create', {}));
