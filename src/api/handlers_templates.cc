@@ -11,14 +11,13 @@
 #include <boost/json.hpp>
 
 #include "api/handlers.h"
+#include "api/resource_json.h"
 #include "core/sandbox_manager.h"
 #include "core/template_install.h"
 
 namespace asb::api {
 
 namespace json = boost::json;
-
-namespace {
 
 json::object TemplateJson(const core::TemplateInfo& t, const core::Limits& lim) {
   const core::TemplateManifest& m = t.manifest;
@@ -56,6 +55,8 @@ json::object TemplateJson(const core::TemplateInfo& t, const core::Limits& lim) 
   }
   return o;
 }
+
+namespace {
 
 Result<core::TemplateInfo> FindByName(core::SandboxManager& m, const std::string& name) {
   if (!core::ValidateTemplateName(name)) {

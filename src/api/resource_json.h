@@ -1,5 +1,5 @@
 // The JSON objects of the REST API's resources (api/openapi.json: Sandbox, Snapshot,
-// FileStat), shared by the REST handlers and the MCP tools over the manager (mcp/
+// FileStat, Template), shared by the REST handlers and the MCP tools over the manager (mcp/
 // manager_backend.h), so both show the same shapes.
 #pragma once
 
@@ -16,5 +16,8 @@ boost::json::object SnapshotJson(const core::SnapshotInfo& s);
 /// A file's stat (handlers_files.cc): {name, path, type, size, mode ("0644"), uid, gid, mtime,
 /// link_target?}.
 boost::json::object StatJson(const protocol::FileStat& s);
+/// A template (handlers_templates.cc): its manifest, with `resources` resolved against the
+/// server's limits `lim`.
+boost::json::object TemplateJson(const core::TemplateInfo& t, const core::Limits& lim);
 
 }  // namespace asb::api

@@ -108,14 +108,7 @@ ToolResult<json::object> ManagerBackend::ListSandboxes() {
 ToolResult<json::object> ManagerBackend::ListTemplates() {
   json::array list;
   for (const core::TemplateInfo& t : m_.templates().List()) {
-    json::object o;
-    o["name"] = t.name;
-    o["display_name"] = t.display_name.empty() ? t.name : t.display_name;
-    o["description"] = t.description;
-    json::array tools;
-    for (const auto& x : t.tools) tools.emplace_back(x);
-    o["tools"] = std::move(tools);
-    list.emplace_back(std::move(o));
+    list.emplace_back(api::TemplateJson(t, m_.config().limits));
   }
   json::object o;
   o["templates"] = std::move(list);

@@ -31,7 +31,7 @@ class ManagerBackend final : public ToolBackend {
 
   ToolResult<boost::json::object> CreateSandbox(const boost::json::object& body) override;
   ToolResult<boost::json::object> ListSandboxes() override;
-  /// The core template catalog (core/templates.h): name, display_name, description, tools.
+  /// The core template catalog (core/templates.h), each as GET /v1/templates shows it.
   ToolResult<boost::json::object> ListTemplates() override;
   ToolResult<boost::json::object> Exec(const std::string& id, const boost::json::object& body,
                                        const ExecHooks& hooks) override;

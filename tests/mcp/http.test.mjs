@@ -148,11 +148,14 @@ describe('MCP over Streamable HTTP: transport rules', { skip: skip ?? false, tim
     assert.equal((await post(server, [INIT('2025-03-26')])).status, 400);
   });
 
-  test('sandbox_list_templates lists the core catalog (base)', async () => {
+  test('sandbox_list_templates lists the core catalog as GET /v1/templates does', async () => {
     const client = await connect(server, server.adminKey);
     try {
       const t = ok(await call(client, 'sandbox_list_templates', {}));
       assert.ok(t.templates.some((x) => x.name === 'base'), JSON.stringify(t));
+      const rest = await server.rest('GET', '/v1/templates');
+      assert.equal(rest.status, 200);
+      assert.deepEqual(t, rest.json);
     } finally {
       await client.close();
     }
