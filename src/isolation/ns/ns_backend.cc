@@ -198,7 +198,7 @@ class NsBackend final : public Backend {
   }
   Result<std::shared_ptr<Sandbox>> CreateLocked(const SandboxSpec& spec);
   Status DestroyLocked(const std::string& id);
-  Status PrepareWorkspace(const SandboxSpec& spec, const Layout& l, uint32_t uid_base,
+  Status PrepareWorkspace(const SandboxSpec& spec, const Layout& l, int idmap_userns,
                           std::string* loop_device);
 
   NsBackendOptions opts_;
@@ -234,7 +234,7 @@ Status NsBackend::Probe() {
 
 // The image holds canonical ids (root 0, the sandbox user 1000); the mount at l.ws is idmapped
 // to the sandbox's host range (idmap.h), so that an image can move between sandboxes.
-Status NsBackend::PrepareWorkspace(const SandboxSpec& spec, const Layout& l, uint32_t uid_base,
+Status NsBackend::PrepareWorkspace(const SandboxSpec& spec, const Layout& l, int idmap_userns,
                                    std::string* loop_device) {
   if (::mkdir(l.ws.c_str(), 0755) != 0) return FailErrno("mkdir " + l.ws);
   if (!spec.workspace_image.empty()) {
@@ -249,8 +249,7 @@ Status NsBackend::PrepareWorkspace(const SandboxSpec& spec, const Layout& l, uin
     ASB_ASSIGN_OR_RETURN(*loop_device, MountWorkspace(l.image, l.ws));
   }
   ASB_TRY(ChownWorkspace(l.ws, 0, kSandboxUserUid));
-  ASB_ASSIGN_OR_RETURN(UniqueFd userns, MakeIdmapUserns(uid_base));
-  ASB_TRY_CTX(IdmapMountInPlace(l.ws, userns.get()), "idmapped workspace");
+  ASB_TRY_CTX(IdmapMountInPlace(l.ws, idmap_userns), "idmapped workspace");
   return {};
 }
 
@@ -292,7 +291,10 @@ Result<std::shared_ptr<Sandbox>> NsBackend::CreateLocked(const SandboxSpec& spec
     (void)UnmountWorkspace(l.ws);
     (void)DetachLoopDevices(l.image);
   });
-  ASB_TRY(PrepareWorkspace(spec, l, uid_base, &loop_device));
+  // One user namespace describing the sandbox's id map serves both idmapped mounts (the
+  // workspace here, the template's rootfs below).
+  ASB_ASSIGN_OR_RETURN(UniqueFd idmap_userns, MakeIdmapUserns(uid_base));
+  ASB_TRY(PrepareWorkspace(spec, l, idmap_userns.get(), &loop_device));
   {
     // Read once, when the child binds it; no need for a durable write.
     UniqueFd fd(::open(l.hostname.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644));
@@ -350,9 +352,7 @@ Result<std::shared_ptr<Sandbox>> NsBackend::CreateLocked(const SandboxSpec& spec
   // sandbox` step wrote, ADR 0012). Where the kernel or filesystem has no idmapped mounts the
   // child binds the plain rootfs and every file shows as nobody (65534), as before.
   UniqueFd root_tree;
-  if (auto userns = MakeIdmapUserns(uid_base)) {
-    if (auto tree = IdmappedTree(spec.rootfs, userns->get())) root_tree = std::move(*tree);
-  }
+  if (auto tree = IdmappedTree(spec.rootfs, idmap_userns.get())) root_tree = std::move(*tree);
 
   // 6. The child: everything it needs is prepared here, before clone.
   ChildPlan plan;
