@@ -23,6 +23,7 @@
 #include "common/ids.h"
 #include "common/log.h"
 #include "common/unique_fd.h"
+#include "core/template_manifest.h"
 #include "isolation/ns/ns_backend.h"
 
 namespace asb::cli {
@@ -96,6 +97,11 @@ Result<int> Run(const RunOptions& o) {
   spec.memory_bytes = o.memory_mb << 20;
   spec.pids_limit = o.pids_limit;
   spec.workspace_bytes = o.workspace_mb << 20;
+  // The template's environment (its manifest, ADR 0012) under the command's own --env.
+  if (auto m =
+          core::ReadManifest(o.data_dir + "/templates/" + o.template_name + "/manifest.json")) {
+    spec.env = m->env;
+  }
 
   if (!o.cidfile.empty()) {
     std::string line = spec.id + "\n";
