@@ -4,21 +4,25 @@ and environment (the request's own values win, within the server's limits), and
 DELETE /admin/templates/{name} (409 while in use or the default).
 
 The data directory's templates/ is a real directory here: `base` links to the real base
-template, and `res` and `huge` are made by this test from the base rootfs plus a manifest of
-their own (the catalog reads templates/<name>/manifest.json, ADR 0012)."""
+template, and `res` and `huge` are made by this test from the base rootfs (bind-mounted) plus
+a manifest of their own (the catalog reads templates/<name>/manifest.json, ADR 0012)."""
 
 import json
 import os
+import subprocess
 import unittest
 
 from harness import TEMPLATES, Server, main, missing_prerequisite
 
 
 def make_template(templates_dir, name, manifest):
+    """templates/<name>/rootfs: a read-only bind mount of the base rootfs (a real directory,
+    as the backend wants; the harness unmounts everything below the data dir at the end)."""
     d = os.path.join(templates_dir, name)
-    os.makedirs(d)
-    os.symlink(os.path.realpath(os.path.join(TEMPLATES, "base", "rootfs")),
-               os.path.join(d, "rootfs"))
+    os.makedirs(os.path.join(d, "rootfs"))
+    subprocess.run(["mount", "--bind", os.path.realpath(os.path.join(TEMPLATES, "base", "rootfs")),
+                    os.path.join(d, "rootfs")], check=True)
+    subprocess.run(["mount", "-o", "remount,bind,ro", os.path.join(d, "rootfs")], check=True)
     with open(os.path.join(d, "manifest.json"), "w") as f:
         json.dump(dict(manifest, name=name), f)
 
