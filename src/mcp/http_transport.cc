@@ -12,6 +12,7 @@
 #include "api/errors.h"
 #include "common/ids.h"
 #include "common/log.h"
+#include "mcp/audited_backend.h"
 #include "mcp/manager_backend.h"
 #include "mcp/session.h"
 
@@ -314,6 +315,7 @@ std::shared_ptr<McpHttpEndpoint::Session> McpHttpEndpoint::Find(const api::HttpR
 std::shared_ptr<McpHttpEndpoint::Session> McpHttpEndpoint::NewSession(const api::HttpRequest& req,
                                                                       api::HttpResponse* refusal) {
   Caller caller;  // kAnyOwner unless the auth layer says otherwise
+  std::string lineage;
   if (auth_ != nullptr && !auth_->options().insecure_no_auth) {
     auto p = auth_->Authenticate(req);
     if (!p) {
@@ -323,15 +325,28 @@ std::shared_ptr<McpHttpEndpoint::Session> McpHttpEndpoint::NewSession(const api:
     caller.owner = p->admin ? std::string(core::kAnyOwner) : p->lineage;
     caller.create_owner = p->lineage;
     caller.max_sandboxes = p->max_sandboxes;
+    lineage = p->lineage;
   }
   for (auto& s : TakeExpired()) s->mcp->CancelAll();
   auto s = std::make_shared<Session>();
   s->id = "mcp_" + RandomHex(16);
   s->key_id = req.key_id;
   s->last_used_ms = SteadyMs();
-  s->mcp = std::make_unique<McpSession>(
-      Tools(std::make_shared<ManagerBackend>(manager_, std::move(caller))),
-      [](const std::string&) {});
+  std::shared_ptr<ToolBackend> backend =
+      std::make_shared<ManagerBackend>(manager_, std::move(caller));
+  if (auth_ != nullptr) {  // tool calls in the audit trail, as the REST actions are
+    store::EventRecord tmpl;
+    tmpl.key_id = req.key_id;
+    tmpl.owner = lineage;
+    tmpl.request_id = s->id;
+    api::AuthLayer* auth = auth_;
+    backend = std::make_shared<AuditedBackend>(
+        std::move(backend), std::move(tmpl),
+        [auth](store::EventRecord e) { auth->Audit(std::move(e)); },
+        [auth] { return auth->clock().NowUnixMs(); },
+        [auth] { return auth->clock().MonotonicMs(); });
+  }
+  s->mcp = std::make_unique<McpSession>(Tools(std::move(backend)), [](const std::string&) {});
   return s;
 }
 

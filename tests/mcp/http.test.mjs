@@ -161,6 +161,28 @@ describe('MCP over Streamable HTTP: transport rules', { skip: skip ?? false, tim
     }
   });
 
+  test('tool calls are in the audit trail with the key, as REST actions are', async () => {
+    const client = await connect(server, server.keys[0]);
+    let sb;
+    try {
+      sb = ok(await call(client, 'sandbox_create', {}));
+      ok(await call(client, 'sandbox_exec', { sandbox_id: sb.id, command: 'exit 7' }));
+      ok(await call(client, 'sandbox_write_file', { sandbox_id: sb.id, path: 'a', content: 'b' }));
+      ok(await call(client, 'sandbox_destroy', { sandbox_id: sb.id }));
+    } finally {
+      await client.close();
+    }
+    const r = await server.rest('GET', '/v1/events?sandbox_id=' + sb.id, undefined, server.keys[0]);
+    assert.equal(r.status, 200, JSON.stringify(r.json));
+    const mine = r.json.events.filter((e) => e.request_id.startsWith('mcp_'));
+    assert.deepEqual(mine.map((e) => e.action),
+        ['sandbox.create', 'exec', 'file.write', 'sandbox.destroy'], JSON.stringify(r.json));
+    const exec = mine[1];
+    assert.equal(exec.exit_code, 7);
+    assert.equal(exec.target, 'exit 7');
+    assert.ok(mine.every((e) => e.key_id && e.key_id === mine[0].key_id && e.result === 'ok'));
+  });
+
   test('a client that disconnects mid-exec cancels the command', async () => {
     const client = await connect(server, server.adminKey);
     const sb = ok(await call(client, 'sandbox_create', {}));

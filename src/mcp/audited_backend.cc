@@ -1,0 +1,110 @@
+// Audit events for MCP tool calls; see audited_backend.h.
+#include "mcp/audited_backend.h"
+
+namespace asb::mcp {
+
+namespace json = boost::json;
+
+namespace {
+
+constexpr size_t kMaxTarget = 1000;  // as api/audit.cc
+
+std::string Cut(std::string s) {
+  if (s.size() > kMaxTarget) s.resize(kMaxTarget);
+  return s;
+}
+
+std::string StringField(const json::object& o, std::string_view key) {
+  auto it = o.find(key);
+  return it != o.end() && it->value().is_string() ? std::string(it->value().as_string()) : "";
+}
+
+template <typename T>
+const ToolError* ErrorOf(const ToolResult<T>& r) {
+  return r ? nullptr : &r.error();
+}
+
+}  // namespace
+
+void AuditedBackend::Record(std::string action, std::string target, std::string sandbox_id,
+                            int64_t start_mono, int64_t start_unix, const ToolError* error,
+                            std::optional<int64_t> exit_code, bool timed_out) {
+  store::EventRecord e = tmpl_;
+  e.time_ms = start_unix;
+  e.action = std::move(action);
+  e.target = Cut(std::move(target));
+  e.sandbox_id = std::move(sandbox_id);
+  e.status = 200;
+  e.result = error ? error->code : (timed_out ? "timed_out" : "ok");
+  e.exit_code = exit_code;
+  e.duration_ms = mono_ms_() - start_mono;
+  record_(std::move(e));
+}
+
+ToolResult<json::object> AuditedBackend::CreateSandbox(const json::object& body) {
+  int64_t m = mono_ms_(), u = now_ms_();
+  auto r = base_->CreateSandbox(body);
+  Record("sandbox.create", StringField(body, "template"), r ? StringField(*r, "id") : "", m, u,
+         ErrorOf(r));
+  return r;
+}
+
+ToolResult<json::object> AuditedBackend::Exec(const std::string& id, const json::object& body,
+                                              const ExecHooks& hooks) {
+  int64_t m = mono_ms_(), u = now_ms_();
+  auto r = base_->Exec(id, body, hooks);
+  std::optional<int64_t> code;
+  bool timed_out = false;
+  if (r) {
+    if (auto c = r->find("exit_code"); c != r->end() && c->value().is_int64()) {
+      code = c->value().as_int64();
+    }
+    if (auto t = r->find("timed_out"); t != r->end() && t->value().is_bool()) {
+      timed_out = t->value().as_bool();
+    }
+  }
+  Record("exec", StringField(body, "command"), id, m, u, ErrorOf(r), code, timed_out);
+  return r;
+}
+
+ToolResult<json::object> AuditedBackend::WriteFile(const std::string& id, const std::string& path,
+                                                   std::string_view data,
+                                                   const std::optional<std::string>& mode) {
+  int64_t m = mono_ms_(), u = now_ms_();
+  auto r = base_->WriteFile(id, path, data, mode);
+  Record("file.write", path, id, m, u, ErrorOf(r));
+  return r;
+}
+
+ToolResult<json::object> AuditedBackend::Snapshot(const std::string& id,
+                                                  const std::optional<std::string>& name) {
+  int64_t m = mono_ms_(), u = now_ms_();
+  auto r = base_->Snapshot(id, name);
+  Record("snapshot.create", name.value_or(""), id, m, u, ErrorOf(r));
+  return r;
+}
+
+ToolResult<json::object> AuditedBackend::Rollback(const std::string& id,
+                                                  const std::string& snapshot_id) {
+  int64_t m = mono_ms_(), u = now_ms_();
+  auto r = base_->Rollback(id, snapshot_id);
+  Record("sandbox.rollback", snapshot_id, id, m, u, ErrorOf(r));
+  return r;
+}
+
+ToolResult<json::object> AuditedBackend::Fork(const std::string& snapshot_id,
+                                              const json::object& body) {
+  int64_t m = mono_ms_(), u = now_ms_();
+  auto r = base_->Fork(snapshot_id, body);
+  Record("snapshot.fork", snapshot_id, r ? StringField(*r, "id") : "", m, u, ErrorOf(r));
+  return r;
+}
+
+ToolResult<void> AuditedBackend::Destroy(const std::string& id) {
+  int64_t m = mono_ms_(), u = now_ms_();
+  auto r = base_->Destroy(id);
+  Record("sandbox.destroy", "", id, m, u, r ? nullptr : &r.error());
+  return r;
+}
+
+}  // namespace asb::mcp

@@ -1,0 +1,68 @@
+// A ToolBackend decorator that writes an audit event (store/events.h) for every tool call that
+// changes something or runs a command, with the action names of the REST API's audit trail
+// (api/audit.cc: sandbox.create, sandbox.destroy, exec, file.write, snapshot.create,
+// sandbox.rollback, snapshot.fork), so work done through /mcp shows up in GET /v1/events as
+// the same actions done over REST do. Reads (lists, file reads) are not audited, as REST GETs
+// are not. status is 200 (the MCP answer); result is "ok", "timed_out", or the error code.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "mcp/backend.h"
+#include "store/events.h"
+
+namespace asb::mcp {
+
+class AuditedBackend final : public ToolBackend {
+ public:
+  /// `base` does the work; `record` receives each event with time_ms, action, target,
+  /// sandbox_id, result, exit_code and duration_ms filled in on top of `tmpl` (key_id, owner,
+  /// request_id). `now_ms` gives Unix ms, `mono_ms` a monotonic clock.
+  AuditedBackend(std::shared_ptr<ToolBackend> base, store::EventRecord tmpl,
+                 std::function<void(store::EventRecord)> record, std::function<int64_t()> now_ms,
+                 std::function<int64_t()> mono_ms)
+      : base_(std::move(base)),
+        tmpl_(std::move(tmpl)),
+        record_(std::move(record)),
+        now_ms_(std::move(now_ms)),
+        mono_ms_(std::move(mono_ms)) {}
+
+  ToolResult<boost::json::object> CreateSandbox(const boost::json::object& body) override;
+  ToolResult<boost::json::object> ListSandboxes() override { return base_->ListSandboxes(); }
+  ToolResult<boost::json::object> ListTemplates() override { return base_->ListTemplates(); }
+  ToolResult<boost::json::object> Exec(const std::string& id, const boost::json::object& body,
+                                       const ExecHooks& hooks) override;
+  ToolResult<std::string> ReadFile(const std::string& id, const std::string& path) override {
+    return base_->ReadFile(id, path);
+  }
+  ToolResult<boost::json::object> WriteFile(const std::string& id, const std::string& path,
+                                            std::string_view data,
+                                            const std::optional<std::string>& mode) override;
+  ToolResult<boost::json::object> ListFiles(const std::string& id, const std::string& path,
+                                            bool recursive) override {
+    return base_->ListFiles(id, path, recursive);
+  }
+  ToolResult<boost::json::object> Snapshot(const std::string& id,
+                                           const std::optional<std::string>& name) override;
+  ToolResult<boost::json::object> Rollback(const std::string& id,
+                                           const std::string& snapshot_id) override;
+  ToolResult<boost::json::object> Fork(const std::string& snapshot_id,
+                                       const boost::json::object& body) override;
+  ToolResult<void> Destroy(const std::string& id) override;
+
+ private:
+  // Records one event; `error` null on success.
+  void Record(std::string action, std::string target, std::string sandbox_id, int64_t start_mono,
+              int64_t start_unix, const ToolError* error,
+              std::optional<int64_t> exit_code = std::nullopt, bool timed_out = false);
+
+  std::shared_ptr<ToolBackend> base_;
+  store::EventRecord tmpl_;
+  std::function<void(store::EventRecord)> record_;
+  std::function<int64_t()> now_ms_;
+  std::function<int64_t()> mono_ms_;
+};
+
+}  // namespace asb::mcp
