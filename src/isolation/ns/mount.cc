@@ -151,9 +151,10 @@ int BindHostPathsInChild(const MountPlan& p, ChildFailure* f) {
     return Failed(f, "make / private", errno);
   }
   if (p.root_tree_fd >= 0) {
-    // move_mount(2): attach the idmapped clone prepared by the parent.
+    // move_mount(2): attach the idmapped clone prepared by the parent (following a symlinked
+    // rootfs path, as the plain bind does).
     if (::syscall(SYS_move_mount, p.root_tree_fd, "", AT_FDCWD, p.root.c_str(),
-                  MOVE_MOUNT_F_EMPTY_PATH) != 0) {
+                  MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_SYMLINKS) != 0) {
       return Failed(f, "attach idmapped rootfs", errno, p.root.c_str());
     }
   } else if (::mount(p.root.c_str(), p.root.c_str(), nullptr, MS_BIND, nullptr) != 0) {
