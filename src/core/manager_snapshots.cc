@@ -110,6 +110,15 @@ Status ClearRuntime(protocol::Connection& conn, const std::string& sandbox_id) {
   return {};
 }
 
+/// After an image swap: sandboxd re-opens its workspace fd on its next file operation
+/// (sandboxd/daemon.h); one now lets the old file system (and its loop device) go at once
+/// instead of at the agent's next file call.
+void RefreshWorkspace(protocol::Connection& conn) {
+  protocol::FileStatRequest req;
+  req.path = "/workspace";
+  (void)protocol::StatFile(conn, req);
+}
+
 Result<std::shared_ptr<protocol::Channel>> OpenExport(protocol::Connection& conn,
                                                       const std::string& path) {
   protocol::TarExportRequest req;
@@ -303,6 +312,7 @@ Result<SandboxInfo> SandboxManager::Rollback(const std::string& owner,
         ASB_TRY(impl_->Checked(*e, act, ClearRuntime(*conn, info.id)));
         ASB_ASSIGN_OR_RETURN(bool swapped, impl_->backend.SwapStagedWorkspace(info.id));
         if (!swapped) return Fail(Error::Backend("the staged workspace disappeared"));
+        RefreshWorkspace(*conn);
         return {};
       }();
       if (!done) {
@@ -485,6 +495,7 @@ Status SandboxManager::FinishStagedRollback(const std::string& sandbox_id) {
   ASB_ASSIGN_OR_RETURN(auto conn, impl_->ConnectionFor(*e, act));
   ASB_TRY(ClearRuntime(*conn, sandbox_id));
   ASB_TRY(impl_->backend.SwapStagedWorkspace(sandbox_id));
+  RefreshWorkspace(*conn);
   spdlog::info("sandbox_id={} interrupted rollback finished (staged image swapped in)", sandbox_id);
   return {};
 }

@@ -5,6 +5,7 @@
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/signalfd.h>
+#include <sys/stat.h>
 #include <sys/socket.h>
 #include <sys/timerfd.h>
 #include <sys/wait.h>
@@ -34,6 +35,16 @@ Daemon::Daemon(Options options, std::unique_ptr<EventLoop> loop, SeccompProgram 
       loop_(std::move(loop)),
       seccomp_(std::move(seccomp)),
       workspace_fd_(std::move(workspace_fd)) {}
+
+int Daemon::workspace_fd() {
+  struct stat held, now;
+  if (fstat(workspace_fd_.get(), &held) == 0 && stat(options_.workspace.c_str(), &now) == 0 &&
+      S_ISDIR(now.st_mode) && (held.st_dev != now.st_dev || held.st_ino != now.st_ino)) {
+    UniqueFd fresh(open(options_.workspace.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+    if (fresh) workspace_fd_ = std::move(fresh);
+  }
+  return workspace_fd_.get();
+}
 
 Daemon::~Daemon() {
   connections_.clear();

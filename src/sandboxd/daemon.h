@@ -41,8 +41,11 @@ class Daemon {
   EventLoop& loop() { return *loop_; }
   const Options& options() const { return options_; }
   const SeccompProgram& seccomp() const { return seccomp_; }
-  /// O_PATH fd of the workspace directory.
-  int workspace_fd() const { return workspace_fd_.get(); }
+  /// O_PATH fd of the workspace directory. Re-opened (and the old one closed) when the
+  /// directory at options().workspace is no longer the one it names: the host swapped another
+  /// file system onto /workspace (an image rollback, docs/adr/0009), and file operations must
+  /// reach the new one. Callers use the fd within the call, never keep it.
+  int workspace_fd();
 
   /// Calls `on_exit(wait_status)` when child `pid` is reaped.
   void WatchChild(pid_t pid, std::function<void(int status)> on_exit);

@@ -298,6 +298,16 @@ class SnapshotsTest(ServerTestCase):
                       self.server.log_tail(400))
         self.assertEqual(self.sh(sid, MANIFEST)["stdout"], before)
         self.assertEqual(self.sh(sid, OWNERS)["stdout"], owners)
+        # sandboxd's own file operations (files API, tar export) see the new workspace too.
+        self.assertEqual(self.server.get_file(sid, "src/a.txt").body, b"hello\n")
+        self.assertEqual(self.server.put_file(sid, "via-api", b"x").status, 200)
+        self.assertEqual(self.sh(sid, "cat /workspace/via-api")["stdout"], "x")
+        again = self.snapshot(sid).json()
+        a = self.server.request("GET", "/v1/snapshots/%s/archive" % again["id"])
+        names = tarfile.open(fileobj=io.BytesIO(unzstd(a.body))).getnames()
+        self.assertIn("via-api", names)
+        self.assertNotIn("x", names)
+        self.server.request("DELETE", "/v1/snapshots/" + again["id"])
         self.assertNotIn("sleep", self.sh(sid, "ps -eo comm")["stdout"])
         self.assertEqual(self.sh(sid, "ls -A /tmp")["stdout"], "")
         # The rolled-back workspace is writable and its quota unchanged.
