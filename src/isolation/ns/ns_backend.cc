@@ -238,7 +238,9 @@ Status NsBackend::PrepareWorkspace(const SandboxSpec& spec, const Layout& l, int
                                    std::string* loop_device) {
   if (::mkdir(l.ws.c_str(), 0755) != 0) return FailErrno("mkdir " + l.ws);
   if (!spec.workspace_image.empty()) {
-    ASB_ASSIGN_OR_RETURN(CloneMethod m, CloneImage(spec.workspace_image, l.image));
+    ASB_ASSIGN_OR_RETURN(CloneMethod m,
+                         CloneImage(spec.workspace_image, l.image, /*force_copy=*/false,
+                                    /*durable=*/false));
     (void)m;
     ASB_ASSIGN_OR_RETURN(*loop_device, MountWorkspace(l.image, l.ws));
   } else if (pool_ && spec.workspace_bytes == pool_->image_bytes() && pool_->Take(l.image, l.ws)) {

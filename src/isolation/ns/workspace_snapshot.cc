@@ -86,7 +86,8 @@ Status QuiesceWorkspace(const std::string& mount_dir) {
   return {};
 }
 
-Result<CloneMethod> CloneImage(const std::string& src, const std::string& dst, bool force_copy) {
+Result<CloneMethod> CloneImage(const std::string& src, const std::string& dst, bool force_copy,
+                               bool durable) {
   UniqueFd in(::open(src.c_str(), O_RDONLY | O_CLOEXEC));
   if (!in) return FailErrno("open " + src);
   struct stat st {};
@@ -110,7 +111,7 @@ Result<CloneMethod> CloneImage(const std::string& src, const std::string& dst, b
     method = CloneMethod::kSparseCopy;
     ASB_TRY(SparseCopy(in.get(), out.get(), st.st_size, src + " -> " + dst));
   }
-  if (::fsync(out.get()) != 0) return FailErrno("fsync " + dst);
+  if (durable && ::fsync(out.get()) != 0) return FailErrno("fsync " + dst);
   guard.keep = true;
   return method;
 }

@@ -31,10 +31,11 @@ std::string_view CloneMethodName(CloneMethod m);
 Status QuiesceWorkspace(const std::string& mount_dir);
 
 /// Copies the file `src` to the new file `dst` (must not exist; mode 0600), keeping holes:
-/// FICLONE when the file system supports it, else a sparse copy. The copy is fsynced.
-/// Returns the method used. `force_copy` skips FICLONE (tests, benchmarks). Errors: FromErrno
-/// of the failing step; `dst` is removed on failure.
+/// FICLONE when the file system supports it, else a sparse copy. With `durable` the copy is
+/// fsynced (snapshots, staged rollbacks); a new sandbox's workspace needs not be, since a machine
+/// crash ends the sandbox anyway. Returns the method used. `force_copy` skips FICLONE (tests,
+/// benchmarks). Errors: FromErrno of the failing step; `dst` is removed on failure.
 Result<CloneMethod> CloneImage(const std::string& src, const std::string& dst,
-                               bool force_copy = false);
+                               bool force_copy = false, bool durable = true);
 
 }  // namespace asb::isolation::ns
