@@ -44,7 +44,10 @@ class BuildSandboxTest : public ::testing::Test {
         "cp -a --parents bin lib lib64 sbin usr/lib64 etc/passwd etc/group "
         "$(echo $files | tr ' ' '\\n' | sort -u) $D/; "
         "mkdir -p $D/tmp $D/proc $D/dev $D/home && chmod 1777 $D/tmp";
-    if (std::system(cmd.c_str()) != 0) dir_.clear();
+    if (std::system(cmd.c_str()) != 0) {
+      fs::remove_all(dir_);  // the tests skip; nothing is left behind
+      dir_.clear();
+    }
   }
   static void TearDownTestSuite() {
     if (!dir_.empty()) fs::remove_all(dir_);
