@@ -129,9 +129,13 @@ class AuthLayer {
   /// Writes an audit event (failures are logged and counted, never answered).
   void Audit(store::EventRecord e);
 
+  /// The lock held around "count the lineage's live sandboxes, then create/fork" (step 6),
+  /// so that concurrent creates cannot pass a max_sandboxes limit together. MCP's creates
+  /// (mcp/manager_backend.h) take it too.
+  std::mutex& QuotaLock(const std::string& lineage);
+
  private:
   HttpResponse Handle(const Route& route, HttpRequest& req);
-  std::mutex& QuotaLock(const std::string& lineage);
 
   AuthOptions options_;
   store::Store& store_;

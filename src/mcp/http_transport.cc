@@ -325,6 +325,7 @@ std::shared_ptr<McpHttpEndpoint::Session> McpHttpEndpoint::NewSession(const api:
     caller.owner = p->admin ? std::string(core::kAnyOwner) : p->lineage;
     caller.create_owner = p->lineage;
     caller.max_sandboxes = p->max_sandboxes;
+    caller.quota_lock = &auth_->QuotaLock(p->lineage);
     lineage = p->lineage;
   }
   for (auto& s : TakeExpired()) s->mcp->CancelAll();

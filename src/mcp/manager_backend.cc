@@ -74,6 +74,11 @@ Result<core::ExecOptions> ParseExec(const json::object& o) {
 
 }  // namespace
 
+std::unique_lock<std::mutex> ManagerBackend::QuotaGuard() {
+  if (caller_.max_sandboxes <= 0 || caller_.quota_lock == nullptr) return {};
+  return std::unique_lock<std::mutex>(*caller_.quota_lock);
+}
+
 ToolResult<void> ManagerBackend::CheckQuota() {
   if (caller_.max_sandboxes <= 0) return {};
   auto live = m_.List(caller_.create_owner);
@@ -89,6 +94,7 @@ ToolResult<void> ManagerBackend::CheckQuota() {
 ToolResult<json::object> ManagerBackend::CreateSandbox(const json::object& body) {
   auto req = ParseCreate(body);
   if (!req) return FromError(req.error());
+  std::unique_lock<std::mutex> quota = QuotaGuard();
   if (auto q = CheckQuota(); !q) return tl::unexpected<ToolError>(q.error());
   auto s = m_.Create(caller_.create_owner, *req);
   if (!s) return FromError(s.error());
@@ -240,6 +246,7 @@ ToolResult<json::object> ManagerBackend::Fork(const std::string& snapshot_id,
     fr.timeout_seconds = *t;
     if (auto f = b->Finish(); !f) return FromError(f.error());
   }
+  std::unique_lock<std::mutex> quota = QuotaGuard();
   if (auto q = CheckQuota(); !q) return tl::unexpected<ToolError>(q.error());
   auto s = m_.Fork(caller_.owner, snapshot_id, fr);
   if (!s) return FromError(s.error());

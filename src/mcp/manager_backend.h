@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <mutex>
 #include <string>
 
 #include "core/sandbox_manager.h"
@@ -21,6 +22,9 @@ struct Caller {
   /// The key's cap on live sandboxes of `create_owner` (0 = none): create and fork over it
   /// answer limit_exceeded, as POST /v1/sandboxes does.
   int64_t max_sandboxes = 0;
+  /// Held around the count and the create/fork when max_sandboxes > 0 (the auth layer's
+  /// QuotaLock of `create_owner`, shared with the REST routes); may be null.
+  std::mutex* quota_lock = nullptr;
 };
 
 class ManagerBackend final : public ToolBackend {
@@ -52,6 +56,8 @@ class ManagerBackend final : public ToolBackend {
  private:
   // limit_exceeded when the caller is at its max_sandboxes.
   ToolResult<void> CheckQuota();
+  // caller_.quota_lock, locked, when there is a limit to check; an empty lock otherwise.
+  std::unique_lock<std::mutex> QuotaGuard();
 
   core::SandboxManager& m_;
   Caller caller_;

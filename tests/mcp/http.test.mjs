@@ -13,7 +13,7 @@ import { StreamableHTTPClientTransport } from
   '@modelcontextprotocol/sdk/client/streamableHttp.js';
 
 import { Server } from './harness.mjs';
-import { askForRevision, call, ok, skip, toolSuite } from './suite.mjs';
+import { askForRevision, call, errorCode, ok, skip, toolSuite } from './suite.mjs';
 
 async function connect(server, key, protocolVersion) {
   const transport = new StreamableHTTPClientTransport(new URL(server.url + '/mcp'), {
@@ -181,6 +181,26 @@ describe('MCP over Streamable HTTP: transport rules', { skip: skip ?? false, tim
     assert.equal(exec.exit_code, 7);
     assert.equal(exec.target, 'exit 7');
     assert.ok(mine.every((e) => e.key_id && e.key_id === mine[0].key_id && e.result === 'ok'));
+  });
+
+  test("a key's max_sandboxes holds over MCP: at the limit passes, one more is refused",
+      async () => {
+    const r = await server.rest('POST', '/v1/keys', { name: 'mcp-quota', max_sandboxes: 2 });
+    assert.equal(r.status, 201, JSON.stringify(r.json));
+    (server.keys ||= []).push(r.json.key);
+    const client = await connect(server, r.json.key);
+    try {
+      const all = [];
+      for (let i = 0; i < 3; i++) all.push(await call(client, 'sandbox_create', {}));
+      const made = all.filter((x) => !x.isError).map((x) => x.structuredContent.id);
+      assert.equal(made.length, 2, JSON.stringify(all.map((x) => x.content[0].text)));
+      assert.equal(errorCode(all.find((x) => x.isError)), 'limit_exceeded');
+      for (const id of made) ok(await call(client, 'sandbox_destroy', { sandbox_id: id }));
+      ok(await call(client, 'sandbox_destroy', {
+        sandbox_id: ok(await call(client, 'sandbox_create', {})).id }));
+    } finally {
+      await client.close();
+    }
   });
 
   test('a client that disconnects mid-exec cancels the command', async () => {
