@@ -4,6 +4,8 @@
 #include <boost/json.hpp>
 #include <mutex>
 
+#include "api/text.h"
+
 namespace asb::api {
 
 namespace json = boost::json;
@@ -12,9 +14,15 @@ namespace {
 
 constexpr size_t kMaxTarget = 1000;
 
-std::string Cut(std::string s) {
+// A target as the events API serves it: valid UTF-8 (it may quote a query value or a path
+// parameter, which are any bytes; JSON text must be UTF-8), at most kMaxTarget bytes, cut at a
+// character boundary. Found by fuzz/fuzz_http.cc: GET /v1/events answered invalid JSON.
+std::string Cut(std::string_view raw) {
+  std::string s = SanitizeUtf8(raw);
   if (s.size() > kMaxTarget) {
-    s.resize(kMaxTarget);
+    size_t n = kMaxTarget;
+    while (n > 0 && (static_cast<unsigned char>(s[n]) & 0xC0) == 0x80) --n;
+    s.resize(n);
     s += "...";
   }
   return s;
@@ -86,7 +94,7 @@ CallInfo DescribeCall(const Route& route, const HttpRequest& req) {
   if (!c.audited) return c;
 
   if (pattern.rfind("/v1/keys/{id}", 0) == 0 || pattern.rfind("/v1/snapshots/{id}", 0) == 0) {
-    c.target = req.Param("id");
+    c.target = Cut(req.Param("id"));
   }
   if (const std::string* p = req.Query("path")) c.target = Cut(*p);
   if (route.options.file_body || req.body.empty()) return c;

@@ -5,6 +5,7 @@
 
 #include "api/audit.h"
 #include "api/errors.h"
+#include "common/ids.h"
 #include "common/log.h"
 #include "core/sandbox_manager.h"
 
@@ -298,7 +299,8 @@ HttpResponse AuthLayer::Handle(const Route& route, HttpRequest& req) {
   ev.status = out.status;
   ev.result = WireResult(out.status, out.body);
   ev.sandbox_id = out.sandbox_id;
-  if (ev.sandbox_id.empty() && route.pattern.rfind("/v1/sandboxes/{id}", 0) == 0) {
+  if (ev.sandbox_id.empty() && route.pattern.rfind("/v1/sandboxes/{id}", 0) == 0 &&
+      IsValidId(req.Param("id"), "sb_")) {  // any other bytes name no sandbox
     ev.sandbox_id = req.Param("id");
   }
   if (out.sandbox_id.empty()) out.sandbox_id = ev.sandbox_id;

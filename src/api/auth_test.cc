@@ -83,5 +83,24 @@ TEST(AuditTest, ExecEndIsFoundWithoutBeingFooledByOutput) {
   EXPECT_TRUE(ExecEndOfJson("{}").error);
 }
 
+// Found by fuzz/fuzz_http.cc: a query value with invalid UTF-8 was stored as an event's target
+// verbatim, and GET /v1/events then answered a body that was not JSON. Targets are valid UTF-8,
+// and the 1000-byte cut never splits a character.
+TEST(AuditTest, TargetsAreValidUtf8AndCutAtACharacterBoundary) {
+  Route route;
+  route.method = "PUT";
+  route.pattern = "/v1/sandboxes/{id}/files";
+  route.options.file_body = true;
+  HttpRequest req;
+  req.method = "PUT";
+  req.query["path"] = "a\xfftxt";
+  EXPECT_EQ(DescribeCall(route, req).target, "a\xef\xbf\xbdtxt");
+  req.query["path"] = "x";
+  for (int i = 0; i < 500; ++i) req.query["path"] += "\xc3\xa9";  // 1 + 1000 bytes
+  std::string t = DescribeCall(route, req).target;
+  EXPECT_EQ(t.size(), 999u + 3u);  // "x" + 499 whole "é", then "..."
+  EXPECT_EQ(t.substr(t.size() - 5), "\xc3\xa9...");
+}
+
 }  // namespace
 }  // namespace asb::api

@@ -3,6 +3,7 @@
 #include <boost/json.hpp>
 #include <string>
 
+#include "api/text.h"
 #include "common/log.h"
 
 namespace asb::api {
@@ -33,7 +34,10 @@ std::string_view WireCodeOf(ErrorCode code) {
 std::string ErrorJson(std::string_view code, std::string_view message) {
   boost::json::object inner;
   inner["code"] = code;
-  inner["message"] = message;
+  // Messages quote what the client sent (a path, a header, a query value), which may be any
+  // bytes; JSON text must be UTF-8 (RFC 8259 section 8.1), and Boost.JSON copies strings
+  // verbatim, so invalid sequences become U+FFFD here. Found by fuzz/fuzz_http.cc.
+  inner["message"] = SanitizeUtf8(message);
   boost::json::object outer;
   outer["error"] = std::move(inner);
   return boost::json::serialize(outer);

@@ -72,5 +72,21 @@ TEST(ErrorsTest, MapsEveryCodeToItsStatusAndHidesInternalMessages) {
   EXPECT_NE(i.body.find("req_1"), std::string::npos);
 }
 
+// Found by fuzz/fuzz_http.cc (its corpus keeps the input): "GET /op\xe5napi.json" answered a
+// 404 whose message quoted the raw path, so the body was not UTF-8 and so not JSON.
+TEST(ErrorsTest, MessagesQuotingClientBytesStayValidUtf8Json) {
+  HttpRequest req;
+  req.method = "GET";
+  req.path = "/op\xe5napi.json";
+  HttpResponse r = Router().Dispatch(req);
+  EXPECT_EQ(r.status, 404);
+  EXPECT_EQ(r.body,
+            "{\"error\":{\"code\":\"not_found\",\"message\":\"no route for "
+            "/op\xef\xbf\xbdnapi.json\"}}");
+  // Valid UTF-8 is kept as it is.
+  EXPECT_EQ(ErrorResponse(404, "not_found", "caf\xc3\xa9").body,
+            "{\"error\":{\"code\":\"not_found\",\"message\":\"caf\xc3\xa9\"}}");
+}
+
 }  // namespace
 }  // namespace asb::api
