@@ -18,6 +18,8 @@ PACKAGES=(
   libacl1-dev liblz4-dev libicu-dev libbz2-dev liblzma-dev zlib1g-dev nettle-dev libxml2-dev
   # tests and benchmark
   libgtest-dev libgmock-dev libbenchmark-dev
+  # libFuzzer targets and their ASan/UBSan runtimes (scripts/fuzz.sh; fuzz/)
+  clang libclang-rt-14-dev
   # run time: template builder, workspace images, namespaces/network tools, comparisons
   bubblewrap mmdebstrap debian-archive-keyring e2fsprogs xfsprogs util-linux mount iproute2 procps
   python3 curl zstd xz-utils ca-certificates

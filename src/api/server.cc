@@ -10,6 +10,7 @@
 #include <optional>
 #include <unordered_map>
 
+#include "api/beast_request.h"
 #include "api/blocking_pool.h"
 #include "api/errors.h"
 #include "api/url.h"
@@ -32,17 +33,6 @@ int64_t NowMs() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(
              std::chrono::steady_clock::now().time_since_epoch())
       .count();
-}
-
-bool SaneRequestId(std::string_view id) {
-  if (id.empty() || id.size() > 128) return false;
-  for (char c : id) {
-    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.' ||
-          c == ':')) {
-      return false;
-    }
-  }
-  return true;
 }
 
 // A session's state that other threads (shutdown, stream notifiers) may touch.
@@ -253,19 +243,6 @@ awaitable<HttpResponse> HttpServer::Impl::RunHandler(const Route& route, HttpReq
 }
 
 namespace {
-
-HttpRequest ToRequest(const http::request<http::string_body>& in) {
-  HttpRequest req;
-  req.method = std::string(in.method_string());
-  req.target = std::string(in.target());
-  SplitTarget(req.target, &req.path, &req.query);
-  for (const auto& field : in) {
-    std::string name(field.name_string());
-    for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    req.headers[name] = std::string(field.value());
-  }
-  return req;
-}
 
 template <typename Body>
 void AddCommonHeaders(http::response<Body>& res, const HttpResponse& r,
