@@ -5,7 +5,7 @@
 # (fuzz/corpus/<target>/; new inputs go to BUILD_DIR/corpus/<target>/, never into the repo).
 #
 # Usage: bash scripts/fuzz.sh [smoke|long|build] [BUILD_DIR]     (default: smoke build-fuzz)
-#   smoke  each target for ASB_FUZZ_SECONDS seconds (default 12): scripts/test.sh runs this
+#   smoke  each target for ASB_FUZZ_SECONDS seconds (default 8): scripts/test.sh runs this
 #   long   each target for ASB_FUZZ_RUNS inputs (default 1000000): bench/fuzz_long.sh
 #   build  configure and build only
 # Env: ASB_FUZZ_TARGETS (space-separated subset), ASB_FUZZ_JUNIT (write a JUnit file there),
@@ -87,7 +87,7 @@ for t in "${TARGETS[@]}"; do
   mkdir -p "$work" "$art" "$(dirname "$log")"
   args=(-timeout=10 -rss_limit_mb=2560 -print_final_stats=1 -artifact_prefix="$art")
   if [[ $MODE == smoke ]]; then
-    args+=(-max_total_time="${ASB_FUZZ_SECONDS:-12}")
+    args+=(-max_total_time="${ASB_FUZZ_SECONDS:-8}")
   else
     args+=(-runs="${ASB_FUZZ_RUNS:-1000000}")
   fi
