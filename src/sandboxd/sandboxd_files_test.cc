@@ -3,8 +3,10 @@
 #include <archive.h>
 #include <archive_entry.h>
 #include <gtest/gtest.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include <fstream>
@@ -382,6 +384,31 @@ TEST_F(SandboxdFilesTest, TarOfTheWorkspaceSkipsTheFileSystemsLostAndFound) {
   EXPECT_EQ(access(Ws("lost+found").c_str(), F_OK), 0);
   EXPECT_EQ(Stat("later").error().code(), ErrorCode::kNotFound);
   EXPECT_EQ(*Read("a/b"), "data");
+}
+
+TEST_F(SandboxdFilesTest, TarSkipsSocketsAndFifosSoAWorkspaceHoldingThemStillExports) {
+  // A sandbox may leave a listening unix socket or a FIFO in /workspace; a snapshot of it used
+  // to fail with a 500 ("pax format cannot archive sockets").
+  ASSERT_TRUE(Write("keep", "data"));
+  ASSERT_EQ(mkfifo(Ws("fifo").c_str(), 0644), 0);
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  const std::string sock = Ws("sock");
+  if (sock.size() >= sizeof addr.sun_path) GTEST_SKIP() << "workspace path too long for a socket";
+  memcpy(addr.sun_path, sock.c_str(), sock.size() + 1);
+  int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  ASSERT_GE(fd, 0);
+  ASSERT_EQ(bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0) << errno;
+  close(fd);
+  protocol::TarResult r;
+  auto tar = Export(".", &r);
+  ASSERT_TRUE(tar) << tar.error().ToString();
+  EXPECT_EQ(r.entries, 1u);  // keep
+  protocol::TarImportRequest imp;
+  imp.path = "back";
+  auto res = Import(imp, *tar);  // and the archive imports (a FIFO member would be refused)
+  ASSERT_TRUE(res) << res.error().ToString();
+  EXPECT_EQ(*Read("back/keep"), "data");
 }
 
 TEST_F(SandboxdFilesTest, ScopeOutsideTheWorkspaceStillUsesTheUsersPermissions) {

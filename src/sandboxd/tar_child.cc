@@ -164,6 +164,14 @@ void RunTarExportChild(const TarChildPlan& p) {
       continue;
     }
     archive_read_disk_descend(disk);
+    // Sockets cannot be archived (pax has no type for them) and FIFOs are refused on import:
+    // both are skipped, as GNU tar skips sockets, so a workspace holding either still
+    // snapshots and exports (a sandbox may leave a listening socket behind) and round-trips.
+    const auto type = archive_entry_filetype(entry);
+    if (type == AE_IFSOCK || type == AE_IFIFO) {
+      archive_entry_free(entry);
+      continue;
+    }
     if (name == ".") {
       archive_entry_free(entry);
       continue;

@@ -4,7 +4,7 @@
 //
 // Export writes a POSIX pax archive of the tree below the directory fd: modes, symlinks
 // (never followed), hard links within the tree, empty directories and sparse files; member
-// names are relative ("a/b", no leading "./").
+// names are relative ("a/b", no leading "./"); sockets and FIFOs are skipped.
 // Import extracts with ARCHIVE_EXTRACT_SECURE_SYMLINKS | SECURE_NODOTDOT |
 // SECURE_NOABSOLUTEPATHS and additionally refuses, naming the member: absolute paths, ".."
 // components (also in hard-link targets), device nodes, FIFOs and sockets (invalid_request);
