@@ -117,6 +117,7 @@ class ExecStreamBody final : public StreamBody {
         o["timed_out"] = r->timed_out;
         o["duration_ms"] = r->duration_ms;
         o["oom_killed"] = r->oom_killed;
+        o["pids_limited"] = r->pids_limited;
         o["truncated"] = r->stdout_truncated || r->stderr_truncated;
         out->data += Line(o);
         done_ = true;

@@ -1,6 +1,7 @@
 // Exec routes (issue 3 item 2; ACCEPTANCE.md E1-E6):
 //   POST /v1/sandboxes/{id}/exec         run to completion, 200 {stdout, stderr, exit_code,
-//                                        signal, timed_out, truncated, oom_killed, duration_ms}
+//                                        signal, timed_out, truncated, oom_killed,
+//                                        pids_limited, duration_ms}
 //   POST /v1/sandboxes/{id}/exec/stream  200 application/x-ndjson (api/exec_stream.h)
 // Body: {"command": "echo hi"} (run by /bin/sh -c) or {"argv": ["ls", "-l"]}, and optionally
 // env {}, workdir, timeout (seconds), stdin (string), max_output_bytes, user ("sandbox" |
@@ -91,6 +92,7 @@ void AddExecRoutes(Router& router, ApiContext& ctx) {
                o["timed_out"] = r.timed_out;
                o["truncated"] = r.stdout_truncated || r.stderr_truncated;
                o["oom_killed"] = r.oom_killed;
+               o["pids_limited"] = r.pids_limited;
                o["duration_ms"] = r.duration_ms;
                HttpResponse resp = JsonResponse(200, json::serialize(o));
                resp.sandbox_id = id;

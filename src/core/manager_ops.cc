@@ -5,6 +5,7 @@
 #include "common/log.h"
 #include "core/manager_impl.h"
 #include "core/paths.h"
+#include "protocol/frame.h"
 
 namespace asb::core {
 
@@ -28,9 +29,21 @@ struct ActivityMark {
   std::function<void(Entry&)> touch;
 };
 
-uint64_t OomKills(isolation::Sandbox& sb) {
+// The sandbox's counters of limits hit: compared before and after an exec to tell the caller.
+struct LimitHits {
+  uint64_t oom_kills = 0;
+  uint64_t pids = 0;
+};
+
+LimitHits HitsOf(isolation::Sandbox& sb) {
   auto u = sb.Usage();
-  return u ? u->oom_kills : 0;
+  return u ? LimitHits{u->oom_kills, u->pids_limit_hits} : LimitHits{};
+}
+
+void MarkLimitsHit(isolation::Sandbox& sb, const LimitHits& before, protocol::ExecResult* r) {
+  const LimitHits after = HitsOf(sb);
+  r->oom_killed = after.oom_kills > before.oom_kills;
+  r->pids_limited = after.pids > before.pids;
 }
 
 /// Returns the error carried by a terminal kError event, or a kBackend one for anything else.
@@ -137,8 +150,28 @@ void SandboxManager::Impl::NoteIfLost(Entry& e,
 
 namespace {
 
+// The most bytes argv (each string with its NUL), command and env (each "K=V" with its NUL)
+// may take together: the request travels in one protocol frame (kMaxFramePayload, 1 MiB),
+// which also carries the rest of the request; 64 KiB are left for that. execve(2) itself
+// allows far more in total, but no single string over MAX_ARG_STRLEN (128 KiB): such a
+// string fails in the sandbox with exit 126 "Argument list too long".
+constexpr uint64_t kMaxExecArgBytes = protocol::kMaxFramePayload - (64u << 10);
+
+Status CheckExecArgBytes(const ExecOptions& o) {
+  uint64_t total = o.command ? o.command->size() + 1 : 0;
+  for (const auto& a : o.argv) total += a.size() + 1;
+  for (const auto& [k, v] : o.env) total += k.size() + v.size() + 2;
+  if (total > kMaxExecArgBytes) {
+    return Fail(Error::InvalidArgument("argv, command and env take " + std::to_string(total) +
+                                       " bytes; at most " + std::to_string(kMaxExecArgBytes) +
+                                       " are allowed"));
+  }
+  return {};
+}
+
 Result<protocol::ExecRequest> BuildExecRequest(const Limits& lim, const ExecOptions& o) {
   protocol::ExecRequest req;
+  ASB_TRY(CheckExecArgBytes(o));
   if (o.command && !o.argv.empty()) {
     return Fail(Error::InvalidArgument("give either command or argv, not both"));
   }
@@ -198,11 +231,11 @@ Result<ExecOutcome> SandboxManager::Exec(const std::string& owner, const std::st
   ASB_ASSIGN_OR_RETURN(protocol::ExecRequest req, BuildExecRequest(config_.limits, opts));
   ASB_ASSIGN_OR_RETURN(Impl::Active act, impl_->BeginActivity(e));
   ASB_ASSIGN_OR_RETURN(auto conn, impl_->ConnectionFor(*e, act));
-  const uint64_t oom_before = OomKills(*act.sandbox);
+  const LimitHits before = HitsOf(*act.sandbox);
   ASB_ASSIGN_OR_RETURN(
       ExecOutcome out,
       impl_->Checked(*e, act, protocol::ExecCollect(*conn, req, opts.stdin_data.value_or(""))));
-  out.result.oom_killed = OomKills(*act.sandbox) > oom_before;
+  MarkLimitsHit(*act.sandbox, before, &out.result);
   return out;
 }
 
@@ -212,7 +245,7 @@ Result<ExecStream> SandboxManager::StartExec(const std::string& owner, const std
   ASB_ASSIGN_OR_RETURN(protocol::ExecRequest req, BuildExecRequest(config_.limits, opts));
   ASB_ASSIGN_OR_RETURN(Impl::Active act, impl_->BeginActivity(e));
   ASB_ASSIGN_OR_RETURN(auto conn, impl_->ConnectionFor(*e, act));
-  const uint64_t oom_before = OomKills(*act.sandbox);
+  const LimitHits before = HitsOf(*act.sandbox);
   ASB_ASSIGN_OR_RETURN(auto channel,
                        impl_->Checked(*e, act, conn->Open(protocol::EncodeExecRequest(req))));
   if (opts.stdin_data) {
@@ -222,9 +255,9 @@ Result<ExecStream> SandboxManager::StartExec(const std::string& owner, const std
   ExecStream s;
   s.channel = channel;
   std::shared_ptr<isolation::Sandbox> sandbox = act.sandbox;
-  s.finish = [sandbox, oom_before](std::string_view json) -> Result<protocol::ExecResult> {
+  s.finish = [sandbox, before](std::string_view json) -> Result<protocol::ExecResult> {
     ASB_ASSIGN_OR_RETURN(protocol::ExecResult r, protocol::DecodeExecResult(json));
-    r.oom_killed = OomKills(*sandbox) > oom_before;
+    MarkLimitsHit(*sandbox, before, &r);
     return r;
   };
   s.keepalive = act.mark;

@@ -65,6 +65,7 @@ struct SandboxUsage {
   uint64_t pids = 0;
   uint64_t cpu_usage_ns = 0;
   uint64_t oom_kills = 0;           // OOM kills inside the sandbox so far
+  uint64_t pids_limit_hits = 0;     // forks refused by the pids limit so far (pids.events max)
   uint64_t workspace_used_bytes = 0;
 };
 

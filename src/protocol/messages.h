@@ -91,6 +91,7 @@ struct ExecResult {
   uint64_t stderr_bytes = 0;
   uint64_t duration_ms = 0;
   bool oom_killed = false;     // filled in by the host from the sandbox's memory cgroup
+  bool pids_limited = false;   // filled in by the host: the pids limit refused a fork meanwhile
 };
 
 // ---- files -----------------------------------------------------------------------------------

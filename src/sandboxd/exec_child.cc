@@ -109,6 +109,17 @@ void RunExecChild(const ChildPlan& p) {
   sigemptyset(&none);
   sigprocmask(SIG_SETMASK, &none, nullptr);
 
+  // 1b. Below sandboxd's headroom: the work cgroups; and orphans of this command stay below it
+  //     while it runs (prctl(2) PR_SET_CHILD_SUBREAPER; the attribute survives execve).
+  for (int i = 0; i < p.work_cgroup_fd_count; ++i) {
+    if (write(p.work_cgroup_fds[i], "0", 1) != 1) {
+      Die(efd, ErrorCode::kInternal, errno, "move into the work cgroup");
+    }
+  }
+  if (prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0) {
+    Die(efd, ErrorCode::kInternal, errno, "PR_SET_CHILD_SUBREAPER");
+  }
+
   // 2. Own session and process group.
   if (setsid() < 0) Die(efd, ErrorCode::kInternal, errno, "setsid");
 

@@ -4,6 +4,10 @@
 // Order, and why (each step needs the privileges the later ones drop):
 //   1. default signal dispositions and an empty mask (sandboxd blocks SIGCHLD/SIGTERM/SIGINT
 //      and ignores SIGPIPE; a command must not inherit that);
+//   1b. into the work cgroups (ChildPlan::work_cgroup_fds), so the command counts against the
+//      sandbox's limits and never against sandboxd's headroom;
+//      PR_SET_CHILD_SUBREAPER, so that orphans of the command (a double fork + setsid) stay
+//      its descendants while it runs and its timeout or cancel reaches them;
 //   2. setsid(): the command leads its own session and process group, so timeouts, SIGNAL and
 //      CANCEL can reach all of it (and the session id finds processes that left the group);
 //   3. stdin/stdout/stderr onto the pipes (or the PTY); every other fd is close-on-exec;
@@ -36,6 +40,8 @@ struct ChildPlan {
   bool controlling_tty = false;  // stdin_fd is a PTY slave: make it the controlling terminal
   int error_fd = -1;
   const SeccompProgram* seccomp = nullptr;
+  const int* work_cgroup_fds = nullptr;  // cgroup.procs fds to write "0" to
+  int work_cgroup_fd_count = 0;
 };
 
 /// What the child reports through error_fd when it fails before exec.

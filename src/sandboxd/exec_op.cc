@@ -162,6 +162,8 @@ Status ExecOp::Launch() {
   plan.controlling_tty = req_.pty.has_value();
   plan.error_fd = child_error_write.get();
   plan.seccomp = &daemon_.seccomp();
+  plan.work_cgroup_fds = opt.work_cgroup_fds.data();
+  plan.work_cgroup_fd_count = static_cast<int>(opt.work_cgroup_fds.size());
 
   start_ms_ = NowMs();
   pid_t pid = fork();

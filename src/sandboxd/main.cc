@@ -37,6 +37,12 @@ int main(int argc, char** argv) {
     close(options->config_fd);
     if (!st) return Fatal(st.error());
   }
+  // The work cgroups' fds are for commands' children to use before exec, never to inherit.
+  for (int fd : options->work_cgroup_fds) {
+    if (fcntl(fd, F_SETFD, FD_CLOEXEC) != 0) {
+      return Fatal(asb::Error::FromErrno(errno, "--work-cgroup-fd"));
+    }
+  }
   // Many concurrent execs hold several pipes each: use the whole hard limit of open files;
   // commands get the original soft limit back.
   rlimit nofile;

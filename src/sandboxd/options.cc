@@ -50,6 +50,12 @@ Result<Options> ParseCommandLine(const std::vector<std::string>& args) {
       }
       o.workspace = std::string(*v);
       while (o.workspace.size() > 1 && o.workspace.back() == '/') o.workspace.pop_back();
+    } else if (auto v = value_of("--work-cgroup-fd=")) {
+      ASB_ASSIGN_OR_RETURN(int fd, ParseFdValue("--work-cgroup-fd", *v));
+      if (o.work_cgroup_fds.size() >= 3) {
+        return Fail(Error::InvalidArgument("--work-cgroup-fd given more than 3 times"));
+      }
+      o.work_cgroup_fds.push_back(fd);
     } else if (a == "--no-pid1") {
       o.pid1 = false;
     } else {

@@ -2,12 +2,16 @@
 // and the optional JSON config read from --config-fd.
 //
 //   sandboxd --listen-fd=N [--config-fd=M] [--workspace=/workspace] [--no-pid1]
+//            [--work-cgroup-fd=K]...
 //
 // --listen-fd  an inherited, bound and listening unix SOCK_STREAM socket.
 // --config-fd  a pipe carrying one JSON object until EOF:
 //              {"env":{"K":"V",...},"hostname":"sandbox"}
 // --workspace  the directory file operations are confined to (default /workspace).
 // --no-pid1    running on the host (tests): skip PID-1-only duties such as kill(-1).
+// --work-cgroup-fd  an inherited fd of a cgroup.procs file (at most 3): every command moves
+//              itself there before exec ("0" = the writer), so commands are limited below
+//              sandboxd's own cgroup (isolation/ns/cgroup.h). An exec fails if the move does.
 #pragma once
 
 #include <map>
@@ -23,6 +27,7 @@ struct Options {
   int config_fd = -1;
   std::string workspace = "/workspace";
   bool pid1 = true;
+  std::vector<int> work_cgroup_fds;
   /// The base environment of every command: defaults overlaid with the config's "env".
   std::map<std::string, std::string> env;
   std::string hostname;

@@ -109,7 +109,8 @@ Result<CgroupLayout> DetectCgroupLayout() {
 
 std::vector<std::string> CgroupPaths::All() const {
   std::vector<std::string> out;
-  for (const std::string* p : {&memory, &pids, &cpu, &cpuacct, &freezer, &v2}) {
+  for (const std::string* p : {&memory, &pids, &cpu, &cpuacct, &freezer, &v2, &work_memory,
+                               &work_pids, &work_cpu}) {
     if (!p->empty() && std::find(out.begin(), out.end(), *p) == out.end()) out.push_back(*p);
   }
   return out;
@@ -129,6 +130,9 @@ CgroupPaths CgroupPathsFor(const CgroupLayout& layout, const std::string& name,
     p.cpu = under(layout.v1_cpu);
     p.cpuacct = under(layout.v1_cpuacct);
     p.freezer = under(layout.v1_freezer);
+    p.work_memory = p.memory + "/work";
+    p.work_pids = p.pids + "/work";
+    if (!p.cpu.empty() && p.cpu != p.memory && p.cpu != p.pids) p.work_cpu = p.cpu + "/work";
   }
   return p;
 }
@@ -174,18 +178,26 @@ Status CreateCgroupsFromParent(const CgroupLayout& layout, const std::string& na
     return {};
   }
   for (const auto& dir : paths.All()) ASB_TRY(MkdirIfMissing(dir));
-  ASB_TRY(WriteControlFile(paths.memory + "/memory.limit_in_bytes",
-                           std::to_string(limits.memory_bytes)));
-  if (PathExists(paths.memory + "/memory.memsw.limit_in_bytes")) {
-    // memsw = memory + swap; equal to the memory limit means no swap at all.
-    ASB_TRY(WriteControlFile(paths.memory + "/memory.memsw.limit_in_bytes",
-                             std::to_string(limits.memory_bytes)));
-  } else if (PathExists(paths.memory + "/memory.swappiness")) {
-    ASB_TRY(WriteControlFile(paths.memory + "/memory.swappiness", "0"));
-  }
-  ASB_TRY(WriteControlFile(paths.pids + "/pids.max", std::to_string(limits.pids)));
-  ASB_TRY(WriteControlFile(paths.cpu + "/cpu.cfs_period_us", std::to_string(period_us)));
-  ASB_TRY(WriteControlFile(paths.cpu + "/cpu.cfs_quota_us", std::to_string(quota_us)));
+  // Parents before children: a v1 child's limit may exceed its parent's only in vain, but
+  // memsw must never sit below the memory limit of the same directory.
+  auto memory_limits = [&](const std::string& dir, uint64_t bytes) -> Status {
+    ASB_TRY(WriteControlFile(dir + "/memory.limit_in_bytes", std::to_string(bytes)));
+    if (PathExists(dir + "/memory.memsw.limit_in_bytes")) {
+      // memsw = memory + swap; equal to the memory limit means no swap at all.
+      ASB_TRY(WriteControlFile(dir + "/memory.memsw.limit_in_bytes", std::to_string(bytes)));
+    } else if (PathExists(dir + "/memory.swappiness")) {
+      ASB_TRY(WriteControlFile(dir + "/memory.swappiness", "0"));
+    }
+    return {};
+  };
+  ASB_TRY(memory_limits(paths.memory, limits.memory_bytes + kDaemonMemoryHeadroom));
+  ASB_TRY(memory_limits(paths.work_memory, limits.memory_bytes));
+  ASB_TRY(WriteControlFile(paths.pids + "/pids.max",
+                           std::to_string(uint64_t{limits.pids} + kDaemonPidsHeadroom)));
+  ASB_TRY(WriteControlFile(paths.work_pids + "/pids.max", std::to_string(limits.pids)));
+  const std::string& cpu = paths.work_cpu.empty() ? paths.cpu : paths.work_cpu;
+  ASB_TRY(WriteControlFile(cpu + "/cpu.cfs_period_us", std::to_string(period_us)));
+  ASB_TRY(WriteControlFile(cpu + "/cpu.cfs_quota_us", std::to_string(quota_us)));
   return {};
 }
 
@@ -362,6 +374,7 @@ Result<SandboxUsage> ReadCgroupUsage(const CgroupPaths& paths) {
     ASB_ASSIGN_OR_RETURN(uint64_t usec, ReadKeyedValue(paths.v2 + "/cpu.stat", "usage_usec"));
     u.cpu_usage_ns = usec * 1000;
     ASB_ASSIGN_OR_RETURN(u.oom_kills, ReadKeyedValue(paths.v2 + "/memory.events", "oom_kill"));
+    if (auto hits = ReadKeyedValue(paths.v2 + "/pids.events", "max")) u.pids_limit_hits = *hits;
     return u;
   }
   ASB_ASSIGN_OR_RETURN(u.memory_bytes, ReadU64File(paths.memory + "/memory.usage_in_bytes"));
@@ -373,6 +386,16 @@ Result<SandboxUsage> ReadCgroupUsage(const CgroupPaths& paths) {
   }
   ASB_ASSIGN_OR_RETURN(u.oom_kills,
                        ReadKeyedValue(paths.memory + "/memory.oom_control", "oom_kill"));
+  // v1 counts an OOM kill only in the cgroup whose limit was hit: commands hit the work one.
+  if (!paths.work_memory.empty() && PathExists(paths.work_memory)) {
+    ASB_ASSIGN_OR_RETURN(uint64_t work_kills,
+                         ReadKeyedValue(paths.work_memory + "/memory.oom_control", "oom_kill"));
+    u.oom_kills += work_kills;
+  }
+  for (const std::string* dir : {&paths.pids, &paths.work_pids}) {
+    if (dir->empty()) continue;
+    if (auto hits = ReadKeyedValue(*dir + "/pids.events", "max")) u.pids_limit_hits += *hits;
+  }
   return u;
 }
 

@@ -9,6 +9,15 @@
 //    equal to it, i.e. no swap), pids.max, cpu.cfs_quota_us/cpu.cfs_period_us. When a cgroup2
 //    mount also exists (even without controllers), <v2>/<name>/<id> is made as well so that
 //    cgroup.kill can end every process of the sandbox in one write.
+// Commands run one level deeper, in <dir>/work (v1 memory, pids and cpu): that child carries
+// the sandbox's limits while <dir>, where sandboxd lives, has the same plus kDaemonPidsHeadroom
+// / kDaemonMemoryHeadroom and no CPU quota (sandboxd competes with the whole work group as one
+// task, so spinning commands cannot starve it, and a throttled work group does not throttle it). A fork bomb or memory bomb thus fills the work
+// cgroup and never leaves sandboxd without a pid or a page to start the next command with
+// (ADR 0014). sandboxd moves each command there itself, through cgroup.procs fds the backend
+// opened for it (a v1 cgroup.procs write checks the opener's credentials, cgroup-v1.c).
+// On v2-mode hosts there is no work child yet (no-internal-process rule: sandboxd would need a
+// leaf of its own); the limits apply to the sandbox's one cgroup as before.
 // Only directories below <name> are ever created or removed. Paths are a pure function of
 // (layout, name, id), so Destroy works without any saved state.
 #pragma once
@@ -38,6 +47,7 @@ struct CgroupPaths {
   bool v2_mode = false;
   std::string memory, pids, cpu, cpuacct, freezer;  // v1 directories (v1 mode)
   std::string v2;                                   // v2 directory (both modes, if mounted)
+  std::string work_memory, work_pids, work_cpu;  // v1: <dir>/work (commands); else empty
   /// Every directory, deduplicated, in creation order.
   std::vector<std::string> All() const;
 };
@@ -46,13 +56,18 @@ struct CgroupPaths {
 CgroupPaths CgroupPathsFor(const CgroupLayout& layout, const std::string& name,
                            const std::string& id);
 
+/// What sandboxd's own cgroup allows beyond the commands' limits (see the top of this file).
+inline constexpr uint32_t kDaemonPidsHeadroom = 32;
+inline constexpr uint64_t kDaemonMemoryHeadroom = 32ull << 20;
+
 struct CgroupLimits {
   uint64_t memory_bytes = 0;
   uint32_t pids = 0;
   double cpus = 1.0;
 };
 
-/// Creates the directories (and our parent <name> dirs) and writes the limits. Errors:
+/// Creates the directories (and our parent <name> dirs) and writes the limits: `limits` on the
+/// work children, plus the headroom on the sandbox's directories (v1). Errors:
 /// FromErrno of the failing mkdir/write, context names the file. Leaves what it made on
 /// failure; RemoveCgroups cleans up.
 Status CreateCgroupsFromParent(const CgroupLayout& layout, const std::string& name,
@@ -103,8 +118,10 @@ Status RemoveCgroups(const CgroupPaths& paths);
 /// True if any of the directories exists.
 bool AnyCgroupExists(const CgroupPaths& paths);
 
-/// Reads memory usage/peak, pids, cpu time and the OOM kill count (v1: memory.oom_control
-/// "oom_kill"; v2: memory.events "oom_kill"). Errors: kNotFound when the cgroups are gone.
+/// Reads memory usage/peak, pids, cpu time, the OOM kill count (v1: memory.oom_control
+/// "oom_kill" of the sandbox's and the work cgroup; v2: memory.events "oom_kill") and the forks
+/// the pids limit refused (pids.events "max", summed the same way). Errors: kNotFound when the
+/// cgroups are gone.
 Result<SandboxUsage> ReadCgroupUsage(const CgroupPaths& paths);
 
 /// Removes our <mount>/<name> directories where they are empty (no sandbox left). Best

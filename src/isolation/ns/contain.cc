@@ -60,16 +60,20 @@ void CopyBounded(char* dst, size_t cap, const char* src) {
   ::_exit(127);
 }
 
-// Puts the fds sandboxd needs on fixed numbers (0..4), keeps the binary and the report socket
-// close-on-exec on 5 and 6, and closes everything else the server had open.
+// Puts the fds sandboxd needs on fixed numbers (0..4, and 7..8 for the work cgroups), keeps the
+// binary and the report socket close-on-exec on 5 and 6, and closes everything else the server
+// had open.
 int ArrangeFdsInChild(const ChildPlan& p, int* report_fd, ChildFailure* f) {
-  const int keep[] = {p.null_fd, p.log_fd, p.listen_fd, p.config_fd, p.sandboxd_fd, *report_fd};
-  int high = 7;
+  const int keep[] = {p.null_fd,     p.log_fd,   p.listen_fd,          p.config_fd,
+                      p.sandboxd_fd, *report_fd, p.work_cgroup_fds[0], p.work_cgroup_fds[1],
+                      p.work_cgroup_fds[2]};
+  constexpr int kKeep = sizeof keep / sizeof keep[0];
+  int high = kSandboxdWorkCgroupFd0 + 3;
   for (int fd : keep) high = std::max(high, fd + 1);
-  int moved[6];
-  for (int i = 0; i < 6; ++i) {
-    moved[i] = ::fcntl(keep[i], F_DUPFD_CLOEXEC, high);
-    if (moved[i] < 0) return Failed(f, "dup fd", errno);
+  int moved[kKeep];
+  for (int i = 0; i < kKeep; ++i) {
+    moved[i] = keep[i] < 0 ? -1 : ::fcntl(keep[i], F_DUPFD_CLOEXEC, high);
+    if (keep[i] >= 0 && moved[i] < 0) return Failed(f, "dup fd", errno);
   }
   if (::dup2(moved[0], 0) < 0 || ::dup2(moved[1], 1) < 0 || ::dup2(moved[1], 2) < 0 ||
       ::dup2(moved[2], kSandboxdListenFd) < 0 || ::dup2(moved[3], kSandboxdConfigFd) < 0 ||
@@ -77,7 +81,17 @@ int ArrangeFdsInChild(const ChildPlan& p, int* report_fd, ChildFailure* f) {
     return Failed(f, "dup2", errno);
   }
   *report_fd = 6;
-  if (::syscall(SYS_close_range, 7u, ~0u, 0u) != 0) return Failed(f, "close_range", errno);
+  // The work cgroups' cgroup.procs, inherited by sandboxd (it marks them close-on-exec).
+  // (The backend passes them first to last with no gaps.)
+  unsigned first_closed = kSandboxdWorkCgroupFd0;
+  for (int i = 6; i < kKeep; ++i) {
+    if (moved[i] < 0) continue;
+    if (::dup2(moved[i], kSandboxdWorkCgroupFd0 + i - 6) < 0) return Failed(f, "dup2", errno);
+    first_closed = static_cast<unsigned>(kSandboxdWorkCgroupFd0 + i - 6 + 1);
+  }
+  if (::syscall(SYS_close_range, first_closed, ~0u, 0u) != 0) {
+    return Failed(f, "close_range", errno);
+  }
   return 0;
 }
 

@@ -30,6 +30,8 @@ struct ChildPlan {
   int config_fd = -1;    // read end of the config pipe    -> fd 4 in sandboxd
   int log_fd = -1;       // sandboxd.log                   -> stdout and stderr
   int null_fd = -1;      // /dev/null                      -> stdin
+  /// cgroup.procs of the work cgroups (cgroup.h), O_WRONLY -> fds 7.. in sandboxd; -1: none.
+  int work_cgroup_fds[3] = {-1, -1, -1};
   /// argv/envp of sandboxd, NULL-terminated views into *_storage (fill with SetArgs).
   std::vector<std::string> argv_storage, envp_storage;
   std::vector<char*> argv, envp;
@@ -39,6 +41,7 @@ struct ChildPlan {
 /// fd numbers sandboxd finds its inputs on.
 inline constexpr int kSandboxdListenFd = 3;
 inline constexpr int kSandboxdConfigFd = 4;
+inline constexpr int kSandboxdWorkCgroupFd0 = 7;  // 7, 8, 9
 
 /// The child, as seen by the parent. Destroying it does nothing: the process is meant to
 /// outlive the server; see ChildGuard for the failure path.

@@ -367,8 +367,29 @@ Result<std::shared_ptr<Sandbox>> NsBackend::CreateLocked(const SandboxSpec& spec
   plan.config_fd = config_rd.get();
   plan.log_fd = log_fd.get();
   plan.null_fd = null_fd.get();
-  plan.SetArgs({"sandboxd", "--listen-fd=" + std::to_string(kSandboxdListenFd),
-                "--config-fd=" + std::to_string(kSandboxdConfigFd)},
+  std::vector<std::string> args = {"sandboxd", "--listen-fd=" + std::to_string(kSandboxdListenFd),
+                                   "--config-fd=" + std::to_string(kSandboxdConfigFd)};
+  // Commands go to the work cgroups (cgroup.h): sandboxd moves each one through these fds.
+  // RLIMIT_NPROC must not stop sandboxd either: root's commands share its uid, and a fork
+  // counts against the rlimit before the pids cgroup refuses it (copy_creds() precedes
+  // cgroup_can_fork() in kernel/fork.c), so N processes of a root fork bomb spinning in
+  // fork() hold up to 2N of it. Twice the pids limit plus the headroom keeps sandboxd able to
+  // fork; the work cgroup's pids.max (the sandbox's limit) is what stops commands.
+  UniqueFd work_fds[3];
+  int n_work = 0;
+  for (const std::string* dir : {&cgroups.work_memory, &cgroups.work_pids, &cgroups.work_cpu}) {
+    if (dir->empty()) continue;
+    const std::string procs = *dir + "/cgroup.procs";
+    work_fds[n_work].Reset(::open(procs.c_str(), O_WRONLY | O_CLOEXEC));
+    if (!work_fds[n_work]) return FailErrno("open " + procs);
+    plan.work_cgroup_fds[n_work] = work_fds[n_work].get();
+    args.push_back("--work-cgroup-fd=" + std::to_string(kSandboxdWorkCgroupFd0 + n_work));
+    ++n_work;
+  }
+  if (!cgroups.work_pids.empty()) {
+    plan.rlimits.nproc = 2 * uint64_t{spec.pids_limit} + kDaemonPidsHeadroom;
+  }
+  plan.SetArgs(std::move(args),
                {"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"});
   auto prepare = [&](pid_t pid) -> Status {
     ASB_TRY_CTX(WriteIdMapsFromParent(pid, uid_base), "id maps");

@@ -1,0 +1,396 @@
+"""Abuse, contained (issue 11 item 2): hostile workloads against the real server and real
+sandboxes. For every case the test asserts, and prints in one table at the end:
+  - the abused sandbox's sandboxd answers a new exec within 1 s, measured WHILE the abuse runs
+    (where the abuse is ongoing) and again after it;
+  - the server's RSS (/proc/<pid>/status VmRSS) stays bounded (grows < 64 MiB per case);
+  - another sandbox's exec latency stays normal (< 1 s, and printed beside its baseline);
+  - the caller is told what happened (exit code, signal, timed_out, truncated, oom_killed, or a
+    clear 4xx).
+Run: python3 tests/e2e/test_abuse.py (root, base template; see harness.py). About 90 s."""
+
+import json
+import statistics
+import threading
+import time
+
+from harness import ServerTestCase, main
+
+RECOVERY_LIMIT_S = 1.0   # a new exec must be answered within this, during and after abuse
+RSS_GROWTH_LIMIT_KB = 64 * 1024
+ARGV_LIMIT = 1024 * 1024 - 64 * 1024  # core/manager_ops.cc kMaxExecArgBytes
+
+ROWS = []  # (attempt, expected, seen, ok)
+FIGURES = []  # (case, recovery ms during, recovery ms after, other sandbox ms, rss before/after)
+
+
+def vm_rss_kb(pid):
+    with open("/proc/%d/status" % pid) as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    return 0
+
+
+class Background(threading.Thread):
+    """Runs fn() in a thread and keeps its result or exception."""
+
+    def __init__(self, fn):
+        super().__init__(daemon=True)
+        self.fn, self.result, self.error = fn, None, None
+        self.start()
+
+    def run(self):
+        try:
+            self.result = self.fn()
+        except Exception as e:  # reported by get()
+            self.error = e
+
+    def get(self, timeout=120):
+        self.join(timeout)
+        if self.is_alive():
+            raise AssertionError("background request did not finish in %d s" % timeout)
+        if self.error:
+            raise self.error
+        return self.result
+
+
+class AbuseTest(ServerTestCase):
+    @classmethod
+    def setUpClass(cls):
+        super().setUpClass()
+        s = cls.server
+        cls.victim = s.create(pids_limit=64, memory_mb=128, workspace_mb=64, cpus=1)["id"]
+        cls.other = s.create(pids_limit=64, memory_mb=128, workspace_mb=32)["id"]
+        cls.baseline_ms = statistics.median(cls.latency_ms(cls.other) for _ in range(5))
+
+    @classmethod
+    def tearDownClass(cls):
+        try:
+            for sid in (getattr(cls, "victim", None), getattr(cls, "other", None)):
+                if sid:
+                    cls.server.request("DELETE", "/v1/sandboxes/" + sid, check=False)
+        finally:
+            super().tearDownClass()
+            print_table()
+
+    @classmethod
+    def latency_ms(cls, sid, overhead_only=False):
+        """ms from sending a new exec to its answer. With overhead_only, minus the command's own
+        run time (duration_ms, measured by sandboxd from fork to exit): what the daemon and
+        server add, for abuse that saturates the sandbox's own CPU share, where the new command
+        itself must run slowly (it shares the sandbox's CPU limit with the spinning abuse)."""
+        t0 = time.monotonic()
+        r = cls.server.exec(sid, {"argv": ["echo", "alive"], "timeout": 10}, timeout=30)
+        ms = (time.monotonic() - t0) * 1000
+        assert r.status == 200 and r.json()["stdout"] == "alive\n", r
+        if overhead_only:
+            cls.cpu_bound_run_ms = r.json()["duration_ms"]
+            return ms - r.json()["duration_ms"]
+        return ms
+
+    def rss(self):
+        return vm_rss_kb(self.server.proc.pid)
+
+    def contained(self, case, expected, abuse, told, during=True, settle=1.0, cpu_bound=False):
+        """Runs `abuse` (a function returning what the caller saw) in the background, probes the
+        victim and the other sandbox while it runs (after `settle` s) and after it, checks
+        `told(seen)` and the server's RSS, and records a row and the figures."""
+        rss0 = self.rss()
+        bg = Background(abuse)
+        during_ms = other_ms = None
+        if during:
+            time.sleep(settle)
+            if not bg.is_alive():
+                self.fail("%s: the abuse ended before it could be probed: %r %r"
+                          % (case, bg.error, bg.result))
+            during_ms = self.latency_ms(self.victim, cpu_bound)
+            other_ms = self.latency_ms(self.other)
+        seen = bg.get()
+        after_ms = self.latency_ms(self.victim, cpu_bound and not during)
+        if other_ms is None:
+            other_ms = self.latency_ms(self.other)
+        rss1 = self.rss()
+        ok_told, seen_text = told(seen)
+        if cpu_bound:
+            seen_extra = ("; victim ms = daemon's share (the probe itself ran %d ms on the "
+                          "sandbox's saturated CPU)" % self.cpu_bound_run_ms)
+        else:
+            seen_extra = ""
+        FIGURES.append((case, during_ms, after_ms, other_ms, rss0, rss1))
+        checks = [
+            (ok_told, "caller told: " + seen_text),
+            (during_ms is None or during_ms < RECOVERY_LIMIT_S * 1000,
+             "victim answered in %s ms during" % fmt(during_ms)),
+            (after_ms < RECOVERY_LIMIT_S * 1000, "victim answered in %.0f ms after" % after_ms),
+            (other_ms < RECOVERY_LIMIT_S * 1000,
+             "other sandbox answered in %.0f ms (baseline %.0f)" % (other_ms, self.baseline_ms)),
+            (rss1 - rss0 < RSS_GROWTH_LIMIT_KB, "server RSS %d -> %d KiB" % (rss0, rss1)),
+        ]
+        ok = all(c for c, _ in checks)
+        ROWS.append((case, expected, "%s; victim %s/%.0f ms; other %.0f ms; RSS %+d KiB%s"
+                     % (seen_text, fmt(during_ms), after_ms, other_ms, rss1 - rss0, seen_extra),
+                     ok))
+        for c, what in checks:
+            self.assertTrue(c, "%s: %s" % (case, what))
+        return seen
+
+    def exec_json(self, body, sid=None, timeout=180):
+        r = self.server.exec(sid or self.victim, body, timeout=timeout)
+        self.assertEqual(r.status, 200, r)
+        return r.json()
+
+    # ---- the cases ---------------------------------------------------------------------------
+
+    # Every process of this bomb keeps forking forever: the pids limit stays exhausted.
+    BOMB = "python3 -c 'import os\nwhile True:\n  try: os.fork()\n  except OSError: pass'"
+
+    def test_fork_bomb_ended_by_the_timeout(self):
+        self.contained(
+            "fork bomb, timed out (user)", "timed_out, pids_limited",
+            lambda: self.exec_json({"command": self.BOMB, "timeout": 4}),
+            lambda r: (r["timed_out"] is True and r["pids_limited"] is True,
+                       "timed_out=%s pids_limited=%s" % (r["timed_out"], r["pids_limited"])),
+            settle=2.0, cpu_bound=True)
+        self.assertNoneLeft()
+
+    def test_fork_bomb_left_running(self):
+        # The command ends and the bomb lives on in the background, keeping the pids limit
+        # exhausted: sandboxd must still start new commands (its own headroom; the command's
+        # move into the full work cgroup needs no new pid). As root too: root's commands share
+        # sandboxd's uid, so RLIMIT_NPROC must leave sandboxd room as well.
+        for user in ("sandbox", "root"):
+            try:
+                self.contained(
+                    "fork bomb, left running (%s)" % user, "pids_limited; victim still execs",
+                    lambda: self.exec_json({"command": "setsid %s >/dev/null 2>&1 & sleep 1.5"
+                                            % self.BOMB, "user": user}),
+                    lambda r: (r["pids_limited"] is True and self.work_pids() >= 60,
+                               "pids_limited=%s, %d pids in use" % (r["pids_limited"],
+                                                                    self.work_pids())),
+                    during=False, cpu_bound=True)
+            finally:
+                # Root inside ends it (kill(2) of -1 spares only PID 1 and the caller).
+                self.exec_json({"command": "kill -9 -1; sleep 0.2; kill -9 -1",
+                                "user": "root"})
+            self.assertNoneLeft()
+
+    def work_pids(self):
+        """pids.current of the victim's cgroup, read on the host (v1 pids or v2)."""
+        name = self.server.cgroup_name()
+        for root in ("/sys/fs/cgroup/pids", "/sys/fs/cgroup"):
+            try:
+                with open("%s/%s/%s/pids.current" % (root, name, self.victim)) as f:
+                    return int(f.read())
+            except OSError:
+                pass
+        return -1
+
+    def test_memory_bomb(self):
+        self.contained(
+            "memory bomb", "oom_killed, SIGKILL",
+            lambda: self.exec_json({"command": "python3 -c 'a = []\nwhile True: "
+                                    "a.append(bytearray(1 << 20))'", "timeout": 30}),
+            lambda r: (r["oom_killed"] is True and r["exit_code"] == 137,
+                       "oom_killed=%s exit=%s %r" % (r["oom_killed"], r["exit_code"],
+                                                      r["stderr"][-60:])),
+            during=False)
+
+    def test_memory_pressure_held(self):
+        # A command that sits right at the memory limit: the victim's sandboxd must still
+        # answer (its headroom), while the command is alive.
+        self.contained(
+            "memory held at the limit", "victim answers; killed at timeout",
+            lambda: self.exec_json({"command": "python3 -c '\nimport time\na = []\ntry:\n"
+                                    " while True: a.append(bytearray(1 << 20))\n"
+                                    "except MemoryError: pass\ntime.sleep(300)' ; sleep 300",
+                                    "timeout": 5}),
+            lambda r: (r["timed_out"] is True or r["oom_killed"] is True,
+                       "timed_out=%s oom_killed=%s" % (r["timed_out"], r["oom_killed"])),
+            settle=3.0)
+
+    def test_disk_fill(self):
+        seen = self.contained(
+            "disk fill", "ENOSPC told, exit != 0",
+            lambda: self.exec_json({"command": "dd if=/dev/zero of=/workspace/fill bs=1M "
+                                    "count=200; dd if=/dev/zero of=/tmp/fill bs=1M count=2000",
+                                    "timeout": 60}),
+            lambda r: (r["exit_code"] != 0 and "No space left" in r["stderr"],
+                       "exit=%s, %d x 'No space left' on stderr" % (
+                           r["exit_code"], r["stderr"].count("No space left"))),
+            during=False)
+        del seen
+        r = self.server.put_file(self.victim, "after.txt", b"x" * (1 << 20))
+        self.assertTrue(400 <= r.status < 500, r)
+        self.exec_json({"command": "rm -f /workspace/fill /tmp/fill"})
+        self.assertEqual(self.server.put_file(self.victim, "after.txt", b"ok").status, 200)
+
+    def test_output_flood_sync(self):
+        self.contained(
+            "output flood (sync)", "truncated, 1 MiB kept",
+            lambda: self.exec_json({"command": "yes flood", "timeout": 3}),
+            lambda r: (r["truncated"] is True and len(r["stdout"]) <= (1 << 20)
+                       and r["timed_out"] is True,
+                       "truncated=%s kept=%d timed_out=%s" % (r["truncated"], len(r["stdout"]),
+                                                              r["timed_out"])))
+
+    def test_output_flood_stream(self):
+        def flood():
+            _, status, events = self.server.stream(self.victim, {"command": "yes flood; "
+                                                                 "yes flood >&2",
+                                                                 "timeout": 3})
+            self.assertEqual(status, 200)
+            kept = sum(len(e.get("data", "")) for e in events if e["type"] in ("stdout",
+                                                                               "stderr"))
+            return kept, events[-1]
+
+        self.contained(
+            "output flood (stream)", "exit event: truncated, timed_out",
+            flood,
+            lambda r: (r[1]["type"] == "exit" and r[1]["truncated"] is True
+                       and r[1]["timed_out"] is True and r[0] <= (1 << 20),
+                       "kept=%d last=%s" % (r[0], json.dumps(r[1])[:80])))
+
+    def test_cpu_spin(self):
+        self.contained(
+            "cpu spin (4 spinners, 1 cpu)", "timed_out, others unaffected",
+            lambda: self.exec_json({"command": "for i in 1 2 3 4; do "
+                                    "(while :; do :; done) & done; wait", "timeout": 4}),
+            lambda r: (r["timed_out"] is True, "timed_out=%s" % r["timed_out"]),
+            settle=1.5)
+        self.assertNoneLeft()
+
+    def test_double_fork_setsid_does_not_outlive_the_timeout(self):
+        # The intermediate parent exits, so the grandchild (own session) is an orphan: it is
+        # reparented to the command's leader (a child subreaper), not to sandboxd, and the
+        # timeout's kill of the leader's descendants' sessions reaches it.
+        self.contained(
+            "double fork + setsid, then timeout", "timed_out, nothing left",
+            lambda: self.exec_json({"command": "(setsid sleep $((3000+61)) >/dev/null 2>&1 &);"
+                                    " (setsid sh -c 'sleep $((3000+62)) &' >/dev/null 2>&1 &);"
+                                    " sleep 300", "timeout": 2}),
+            lambda r: (r["timed_out"] is True, "timed_out=%s" % r["timed_out"]),
+            settle=1.0)
+        self.assertNoneLeft()
+
+    def test_zombie_storm(self):
+        # Orphans nobody reaps pile up as zombies under a parent that never waits; they hold
+        # pids until it dies. The parent then exits: sandboxd (PID 1) reaps them all.
+        script = ("import os, time\n"
+                  "n = 0\n"
+                  "while True:\n"
+                  "  try:\n"
+                  "    if os.fork() == 0: os._exit(0)\n"
+                  "    n += 1\n"
+                  "  except OSError:\n"
+                  "    time.sleep(0.01)\n")
+        self.contained(
+            "zombie storm", "timed_out, zombies reaped",
+            lambda: self.exec_json({"command": "python3 -c '%s'" % script, "timeout": 4}),
+            lambda r: (r["timed_out"] is True, "timed_out=%s" % r["timed_out"]),
+            settle=2.0)
+        self.assertNoneLeft()
+
+    def test_fd_exhaustion(self):
+        script = ("import os, time\n"
+                  "fds = []\n"
+                  "try:\n"
+                  "  while True: fds.append(os.open(\"/dev/null\", os.O_RDONLY))\n"
+                  "except OSError as e:\n"
+                  "  print(\"EMFILE\" if e.errno == 24 else e, len(fds), flush=True)\n"
+                  "time.sleep(3)\n")
+        self.contained(
+            "fd exhaustion", "EMFILE inside, exit 0",
+            lambda: self.exec_json({"command": "python3 -c '%s'" % script, "timeout": 20}),
+            lambda r: (r["exit_code"] == 0 and r["stdout"].startswith("EMFILE"),
+                       "exit=%s stdout=%r" % (r["exit_code"], r["stdout"].strip())))
+
+    def test_argv_at_the_limit_runs_and_one_over_is_400(self):
+        # Each string below the kernel's MAX_ARG_STRLEN (128 KiB, execve(2)).
+        def argv_of(total):
+            head = ["/bin/sh", "-c", "echo $#", "x"]
+            left = total - sum(len(a) + 1 for a in head)
+            args = []
+            while left > 0:
+                n = min(100 * 1024, left) - 1
+                args.append("a" * max(n, 0))
+                left -= len(args[-1]) + 1
+            return head + args
+
+        at = argv_of(ARGV_LIMIT)
+        self.assertEqual(sum(len(a) + 1 for a in at), ARGV_LIMIT)
+        over = argv_of(ARGV_LIMIT + 1)
+        self.contained(
+            "argv of %d bytes (limit)" % ARGV_LIMIT, "runs, exit 0",
+            lambda: self.exec_json({"argv": at}),
+            lambda r: (r["exit_code"] == 0 and r["stdout"] == "%d\n" % (len(at) - 4),
+                       "exit=%s stdout=%r" % (r["exit_code"], r["stdout"])),
+            during=False)
+        self.contained(
+            "argv one byte over", "400 invalid_request",
+            lambda: self.server.exec(self.victim, {"argv": over}),
+            lambda r: (r.status == 400 and r.error_code == "invalid_request",
+                       "%d %s" % (r.status, r.error_code)),
+            during=False)
+
+    def test_200_concurrent_execs_in_one_sandbox(self):
+        sid = self.create(pids_limit=512, memory_mb=256, workspace_mb=32)["id"]
+        results = [None] * 200
+
+        def one(i):
+            try:
+                r = self.server.exec(sid, {"command": "sleep 1; echo %d" % i, "timeout": 60},
+                                     timeout=120)
+                results[i] = (r.status, r.json().get("stdout"))
+            except Exception as e:
+                results[i] = (0, repr(e))
+
+        def all200():
+            threads = [threading.Thread(target=one, args=(i,)) for i in range(200)]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join(180)
+            return results
+
+        def told(rs):
+            good = sum(1 for i, r in enumerate(rs) if r == (200, "%d\n" % i))
+            return good == 200, "%d/200 answered 200 with their own output" % good
+
+        self.contained("200 concurrent execs", "200 x 200, own output", all200, told,
+                       settle=0.8)
+
+    def assertNoneLeft(self):
+        """Nothing of a killed abuse is left running in the victim (sandboxd and the probe's
+        own shell aside)."""
+        deadline = time.time() + 5
+        while True:
+            r = self.exec_json({"command": "ps -e -o pid=,stat=,comm= | "
+                                "awk '$1 != 1 && $3 != \"ps\" && $3 != \"awk\" && "
+                                "$3 != \"sh\" && $3 != \"wc\"' | wc -l"})
+            if r["stdout"].strip() == "0" or time.time() > deadline:
+                break
+            time.sleep(0.2)
+        self.assertEqual(r["stdout"].strip(), "0", "processes left in the victim")
+
+
+def fmt(ms):
+    return "-" if ms is None else "%.0f" % ms
+
+
+def print_table():
+    if not ROWS:
+        return
+    w = max(len(r[0]) for r in ROWS)
+    e = max(len(r[1]) for r in ROWS)
+    print("\n%-*s  %-*s  %s" % (w, "attempt", e, "expected", "seen"))
+    for attempt, expected, seen, ok in ROWS:
+        print("%-*s  %-*s  %s%s" % (w, attempt, e, expected, seen, "" if ok else "  FAIL"))
+    print("\nfigures (ms: victim's new exec during / after the abuse, other sandbox; server "
+          "VmRSS KiB)")
+    for case, during, after, other, r0, r1 in FIGURES:
+        print("  %-40s during %5s  after %5.0f  other %5.0f  RSS %d -> %d" %
+              (case, fmt(during), after, other, r0, r1))
+
+
+if __name__ == "__main__":
+    main()
