@@ -70,12 +70,18 @@ TEST_F(CgroupTest, LimitsUsageAndCgroupKill) {
     EXPECT_EQ(*ReadSmallFile(paths.v2 + "/cpu.max"), "50000 100000\n");
     EXPECT_EQ(*ReadSmallFile(paths.v2 + "/pids.max"), "16\n");
   } else {
-    EXPECT_EQ(*ReadSmallFile(paths.memory + "/memory.limit_in_bytes"), "67108864\n");
+    // Commands' limits on the work children; sandboxd's cgroup has the headroom (cgroup.h).
+    EXPECT_EQ(*ReadSmallFile(paths.work_memory + "/memory.limit_in_bytes"), "67108864\n");
+    EXPECT_EQ(*ReadSmallFile(paths.memory + "/memory.limit_in_bytes"), "100663296\n");
     if (PathExists(paths.memory + "/memory.memsw.limit_in_bytes")) {
-      EXPECT_EQ(*ReadSmallFile(paths.memory + "/memory.memsw.limit_in_bytes"), "67108864\n");
+      EXPECT_EQ(*ReadSmallFile(paths.work_memory + "/memory.memsw.limit_in_bytes"),
+                "67108864\n");
+      EXPECT_EQ(*ReadSmallFile(paths.memory + "/memory.memsw.limit_in_bytes"), "100663296\n");
     }
-    EXPECT_EQ(*ReadSmallFile(paths.cpu + "/cpu.cfs_quota_us"), "50000\n");
-    EXPECT_EQ(*ReadSmallFile(paths.pids + "/pids.max"), "16\n");
+    EXPECT_EQ(*ReadSmallFile(paths.work_cpu + "/cpu.cfs_quota_us"), "50000\n");
+    EXPECT_EQ(*ReadSmallFile(paths.cpu + "/cpu.cfs_quota_us"), "-1\n");
+    EXPECT_EQ(*ReadSmallFile(paths.work_pids + "/pids.max"), "16\n");
+    EXPECT_EQ(*ReadSmallFile(paths.pids + "/pids.max"), "48\n");
   }
   for (int i = 0; i < 3; ++i) ASSERT_TRUE(AddProcessFromParent(paths, SpawnSleep()));
   auto usage = ReadCgroupUsage(paths);

@@ -132,7 +132,9 @@ TEST(CgroupPathsTest, V1AndV2Layouts) {
   EXPECT_EQ(p.memory, "/sys/fs/cgroup/memory/asb/sb_1");
   EXPECT_EQ(p.v2, "/sys/fs/cgroup/unified/asb/sb_1");
   EXPECT_EQ(p.freezer, "");
-  EXPECT_EQ(p.All().size(), 4u);  // memory, pids, cpu(+cpuacct), v2
+  EXPECT_EQ(p.work_pids, "/sys/fs/cgroup/pids/asb/sb_1/work");
+  EXPECT_EQ(p.work_cpu, "/sys/fs/cgroup/cpu,cpuacct/asb/sb_1/work");
+  EXPECT_EQ(p.All().size(), 7u);  // memory, pids, cpu(+cpuacct), v2, and the 3 work children
   CgroupLayout v2;
   v2.v2_mode = true;
   v2.v2_mount = "/sys/fs/cgroup";
@@ -189,29 +191,40 @@ TEST_F(FakeCgroupFsTest, V1LimitsAndUsage) {
   layout.v1_cpu = dir_ + "/cpu";
   layout.v1_cpuacct = dir_ + "/cpuacct";
   auto paths = CgroupPathsFor(layout, "asb", "sb_1");
-  for (const char* f : {"memory.limit_in_bytes", "memory.memsw.limit_in_bytes"}) {
-    Touch(paths.memory + "/" + f);
+  for (const std::string* dir : {&paths.memory, &paths.work_memory}) {
+    for (const char* f : {"memory.limit_in_bytes", "memory.memsw.limit_in_bytes"}) {
+      Touch(*dir + "/" + f);
+    }
   }
   Touch(paths.pids + "/pids.max");
-  Touch(paths.cpu + "/cpu.cfs_period_us");
-  Touch(paths.cpu + "/cpu.cfs_quota_us");
+  Touch(paths.work_pids + "/pids.max");
+  Touch(paths.work_cpu + "/cpu.cfs_period_us");
+  Touch(paths.work_cpu + "/cpu.cfs_quota_us");
   fs::create_directories(layout.v1_cpuacct);
   auto st = CreateCgroupsFromParent(layout, "asb", paths, {256ull << 20, 64, 2.0});
   ASSERT_TRUE(st) << st.error().ToString();
-  EXPECT_EQ(*ReadSmallFile(paths.memory + "/memory.limit_in_bytes"), "268435456");
-  EXPECT_EQ(*ReadSmallFile(paths.memory + "/memory.memsw.limit_in_bytes"), "268435456");
-  EXPECT_EQ(*ReadSmallFile(paths.pids + "/pids.max"), "64");
-  EXPECT_EQ(*ReadSmallFile(paths.cpu + "/cpu.cfs_quota_us"), "200000");
+  // The commands' limits on <dir>/work; sandboxd's <dir> has the headroom and no CPU quota.
+  EXPECT_EQ(*ReadSmallFile(paths.work_memory + "/memory.limit_in_bytes"), "268435456");
+  EXPECT_EQ(*ReadSmallFile(paths.work_memory + "/memory.memsw.limit_in_bytes"), "268435456");
+  EXPECT_EQ(*ReadSmallFile(paths.memory + "/memory.limit_in_bytes"),
+            std::to_string((256ull << 20) + kDaemonMemoryHeadroom));
+  EXPECT_EQ(*ReadSmallFile(paths.work_pids + "/pids.max"), "64");
+  EXPECT_EQ(*ReadSmallFile(paths.pids + "/pids.max"), std::to_string(64 + kDaemonPidsHeadroom));
+  EXPECT_EQ(*ReadSmallFile(paths.work_cpu + "/cpu.cfs_quota_us"), "200000");
+  EXPECT_FALSE(PathExists(paths.cpu + "/cpu.cfs_quota_us"));
   Touch(paths.memory + "/memory.usage_in_bytes", "1000\n");
   Touch(paths.memory + "/memory.max_usage_in_bytes", "2000\n");
   Touch(paths.memory + "/memory.oom_control", "oom_kill_disable 0\nunder_oom 0\noom_kill 4\n");
+  Touch(paths.work_memory + "/memory.oom_control", "oom_kill_disable 0\noom_kill 3\n");
+  Touch(paths.work_pids + "/pids.events", "max 7\n");
   Touch(paths.pids + "/pids.current", "3\n");
   Touch(paths.cpuacct + "/cpuacct.usage", "5555\n");
   auto u = ReadCgroupUsage(paths);
   ASSERT_TRUE(u) << u.error().ToString();
   EXPECT_EQ(u->memory_peak_bytes, 2000u);
   EXPECT_EQ(u->cpu_usage_ns, 5555u);
-  EXPECT_EQ(u->oom_kills, 4u);
+  EXPECT_EQ(u->oom_kills, 7u);  // the sandbox's and the work cgroup's (v1 counts locally)
+  EXPECT_EQ(u->pids_limit_hits, 7u);
 }
 
 TEST(CgroupLayoutTest, DetectsThisHost) {
