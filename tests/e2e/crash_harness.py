@@ -177,6 +177,14 @@ class Harness:
                  (i, out["op"], out.get("target") or "", delay * 1000, seen, ms,
                   "ok" if not problems else "PROBLEMS: " + "; ".join(problems)))
         self.failures.extend("kill %d (%s): %s" % (i, out["op"], p) for p in problems)
+        rows_file = os.environ.get("ASB_ADV_ROWS")  # scripts/adversarial.sh collects the rows
+        if rows_file:
+            with open(rows_file, "a") as f:
+                f.write("crash: SIGKILL %d ms into %s\tnothing lost, half-made or leaked\t"
+                        "answer %s, restart %.0f ms, %s\t%s\n"
+                        % (delay * 1000, out["op"], seen, ms,
+                           "; ".join(problems) or "all checks hold",
+                           "FAIL" if problems else "ok"))
 
     # ---- invariants -------------------------------------------------------------------------
 
@@ -229,13 +237,20 @@ class Harness:
         for n in (os.listdir(sb_dir) if os.path.isdir(sb_dir) else []):
             if n == ".pool" and (pool or not os.listdir(pool_dir)):
                 continue  # the pool's directory itself stays, empty, after a stop
+            if n == ".images":
+                continue  # snapshot images (copy-on-write), checked below
             if n not in live:
                 out.append("state dir %s" % n)
         images = [n for n in (os.listdir(pool_dir) if os.path.isdir(pool_dir) else [])
                   if n.endswith(".img")]
         if pool and len(images) > POOL_MAX:
             out.append("pool holds %d images: %s" % (len(images), " ".join(sorted(images))))
+        img_dir = os.path.join(sb_dir, ".images")
+        for n in (os.listdir(img_dir) if os.path.isdir(img_dir) else []):
+            if not any(n.startswith(sn + ".") for sn in snaps):
+                out.append("snapshot image %s" % n)
         ok_prefixes = [os.path.join(sb_dir, s) + "/" for s in live]
+        ok_prefixes += [os.path.join(img_dir, sn) + "." for sn in snaps]
         if pool:
             ok_prefixes.append(pool_dir + "/")
         with open("/proc/self/mountinfo") as f:

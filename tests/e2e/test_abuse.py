@@ -9,6 +9,7 @@ sandboxes. For every case the test asserts, and prints in one table at the end:
 Run: python3 tests/e2e/test_abuse.py (root, base template; see harness.py). About 90 s."""
 
 import json
+import os
 import statistics
 import threading
 import time
@@ -380,6 +381,12 @@ def fmt(ms):
 def print_table():
     if not ROWS:
         return
+    rows_file = os.environ.get("ASB_ADV_ROWS")  # scripts/adversarial.sh collects every table
+    if rows_file:
+        with open(rows_file, "a") as f:
+            for attempt, expected, seen, ok in ROWS:
+                f.write("abuse: %s\t%s\t%s\t%s\n" % (attempt, expected, seen,
+                                                      "ok" if ok else "FAIL"))
     w = max(len(r[0]) for r in ROWS)
     e = max(len(r[1]) for r in ROWS)
     print("\n%-*s  %-*s  %s" % (w, "attempt", e, "expected", "seen"))
