@@ -201,6 +201,19 @@ class Harness:
                                   {"command": "echo ok", "timeout": 10})
                 if st != 200 or r.get("stdout") != "ok\n":
                     problems.append("sandbox %s running but exec answered %s %s" % (sid, st, r))
+                # The file API sees what commands see (after a rollback too).
+                st, r = self.call("POST", "/v1/sandboxes/%s/exec" % sid,
+                                  {"command": "echo $$ > /workspace/probe; cat /workspace/probe"})
+                c = http.client.HTTPConnection("127.0.0.1", self.server.port, timeout=60)
+                try:
+                    c.request("GET", "/v1/sandboxes/%s/files?path=probe" % sid)
+                    resp = c.getresponse()
+                    body = resp.read().decode(errors="replace")
+                finally:
+                    c.close()
+                if st != 200 or resp.status != 200 or body != r.get("stdout"):
+                    problems.append("sandbox %s: file API read %r, a command wrote %r"
+                                    % (sid, body, r and r.get("stdout")))
                 # Adopt what the killed operation made (its answer never arrived).
                 self.sandboxes.add(sid)
             elif s["status"] == "error":
