@@ -8,6 +8,8 @@
 #include <zstd.h>
 
 #include <memory>
+#include <set>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -216,6 +218,32 @@ Result<ArchiveFacts> ScanArchive(const std::string& path, uint64_t max_content_b
     }
     return static_cast<const char*>(nullptr);
   };
+  // Member names as their components ("./a//b/" is "a/b"), for matching against symlinks.
+  auto normal = [](std::string_view n) {
+    std::string out;
+    size_t i = 0;
+    while (i <= n.size()) {
+      size_t j = n.find('/', i);
+      if (j == std::string_view::npos) j = n.size();
+      std::string_view c = n.substr(i, j - i);
+      if (!c.empty() && c != ".") {
+        if (!out.empty()) out += '/';
+        out += c;
+      }
+      i = j + 1;
+    }
+    return out;
+  };
+  // sandboxd extracts with ARCHIVE_EXTRACT_SECURE_SYMLINKS: a member below an earlier symlink
+  // member fails there, so it is refused here, before the archive is stored as a snapshot.
+  std::set<std::string> symlinks;
+  auto through_symlink = [&](const std::string& n) -> const std::string* {
+    for (size_t k = n.find('/'); k != std::string::npos; k = n.find('/', k + 1)) {
+      auto it = symlinks.find(n.substr(0, k));
+      if (it != symlinks.end()) return &*it;
+    }
+    return nullptr;
+  };
   ArchiveFacts f;
   std::vector<char> buf(1 << 16);
   while (true) {
@@ -236,12 +264,28 @@ Result<ArchiveFacts> ScanArchive(const std::string& path, uint64_t max_content_b
         return Fail(Error::InvalidArgument("archive member " + name + ": hard link " + why));
       }
     }
+    const std::string norm = normal(name);
+    if (const std::string* link = through_symlink(norm)) {
+      return Fail(Error::InvalidArgument("archive member " + name + ": path goes through symlink " +
+                                         *link));
+    }
+    if (const char* hl = archive_entry_hardlink(e)) {
+      if (const std::string* link = through_symlink(normal(hl))) {
+        return Fail(Error::InvalidArgument("archive member " + name +
+                                           ": hard link goes through symlink " + *link));
+      }
+    }
     switch (archive_entry_filetype(e)) {
       case AE_IFCHR:
       case AE_IFBLK:
         return Fail(Error::InvalidArgument("archive member " + name + ": device node"));
       case AE_IFSOCK:
         return Fail(Error::InvalidArgument("archive member " + name + ": socket"));
+      case AE_IFIFO:  // sandboxd's tar.import refuses them too
+        return Fail(Error::InvalidArgument("archive member " + name + ": FIFO"));
+      case AE_IFLNK:
+        symlinks.insert(norm);
+        break;
       default:
         break;
     }

@@ -40,7 +40,8 @@ Result<protocol::TarResult> SendTarZst(const std::string& path, protocol::Channe
 
 /// Reads a tar.zst (or plain tar) archive header by header without extracting anything and
 /// rejects what an import must never see: absolute member names or link targets of hard
-/// links, `..` components, device nodes, sockets, and content (sum of regular file sizes, also
+/// links, `..` components, device nodes, sockets, FIFOs, members (or hard-link targets) below
+/// an earlier symlink member (sandboxd's extraction refuses those too), and content (sum of regular file sizes, also
 /// counted from the bytes actually decompressed) over `max_content_bytes` (0 = none).
 /// Errors: kInvalidArgument (naming the member), kTooLarge (zip bomb), kInternal (unreadable
 /// or not a tar archive: kInvalidArgument).
