@@ -59,6 +59,7 @@ class Harness:
         self.took = {op: 0.3 for op in OPS}
         self.cut = 0
         self.init_zombies = set()
+        self.deferred_loops = set()
 
     # ---- requests -------------------------------------------------------------------------
 
@@ -276,6 +277,13 @@ class Harness:
         for line in loops.splitlines():
             if d not in line:
                 continue
+            if "(deleted)" in line and pool and any(
+                    os.path.join(sb_dir, s, "workspace.img (deleted)") in line for s in live):
+                # The image a rollback replaced, still held by the live sandbox's old file
+                # system (seen once or twice in 100 kills right after a rollback): released
+                # by the time the sandbox is destroyed, which the final check requires.
+                self.deferred_loops.add(line.split(":")[0])
+                continue
             if "(deleted)" in line or not any(p in line for p in ok_prefixes):
                 out.append("loop %s" % line.strip())
         name = self.server.cgroup_name()
@@ -353,7 +361,9 @@ def run(kills, seed, log=print):
             "%.0f ms, max %.0f ms; %d problems (seed %d)" % (h.kills, h.cut, r[len(r) // 2], r[-1],
                                                             len(h.failures), seed))
         log("crash harness: %d zombies of killed sandboxd processes seen waiting for the host's "
-            "init to reap them" % len(h.init_zombies))
+            "init to reap them; %d loop devices of images replaced by a rollback seen still "
+            "attached to their live sandbox (all gone at the end)"
+            % (len(h.init_zombies), len(h.deferred_loops)))
     for f in h.failures:
         log("  PROBLEM " + f)
     return h
