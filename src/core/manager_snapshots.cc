@@ -9,6 +9,7 @@
 #include <cstring>
 #include <filesystem>
 #include <set>
+#include <string_view>
 
 #include "common/ids.h"
 #include "common/log.h"
@@ -78,6 +79,50 @@ Status CheckCounts(store::Store& st, const SnapshotLimits& lim, const std::strin
 }
 
 std::string ImageName(const std::string& id) { return id + ".img"; }
+
+// True when `s` is well-formed UTF-8 (RFC 3629: no overlong forms, surrogates or code points
+// past U+10FFFF). Names reach JSON responses verbatim; JSON request bodies are checked by the
+// parser, the import's query string is not.
+bool IsUtf8(std::string_view s) {
+  size_t i = 0;
+  while (i < s.size()) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    size_t n = 0;
+    uint32_t cp = 0;
+    if (c < 0x80) {
+      ++i;
+      continue;
+    }
+    if (c >= 0xC2 && c <= 0xDF) {
+      n = 1, cp = c & 0x1Fu;
+    } else if (c >= 0xE0 && c <= 0xEF) {
+      n = 2, cp = c & 0x0Fu;
+    } else if (c >= 0xF0 && c <= 0xF4) {
+      n = 3, cp = c & 0x07u;
+    } else {
+      return false;
+    }
+    if (i + n >= s.size()) return false;
+    for (size_t k = 1; k <= n; ++k) {
+      const auto cc = static_cast<unsigned char>(s[i + k]);
+      if ((cc & 0xC0) != 0x80) return false;
+      cp = (cp << 6) | (cc & 0x3Fu);
+    }
+    if ((n == 2 && cp < 0x800) || (n == 3 && (cp < 0x10000 || cp > 0x10FFFF)) ||
+        (cp >= 0xD800 && cp <= 0xDFFF)) {
+      return false;
+    }
+    i += n + 1;
+  }
+  return true;
+}
+
+// A snapshot name: at most 200 bytes of UTF-8.
+Status CheckSnapshotName(const std::string& name) {
+  if (name.size() > 200) return Fail(Error::InvalidArgument("name is longer than 200 bytes"));
+  if (!IsUtf8(name)) return Fail(Error::InvalidArgument("name is not valid UTF-8"));
+  return {};
+}
 
 Status FsyncDir(const std::string& dir) {
   int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -151,7 +196,7 @@ std::optional<std::string> SandboxManager::SnapshotImage(const std::string& snap
 Result<SnapshotInfo> SandboxManager::CreateSnapshot(const std::string& owner,
                                                     const std::string& sandbox_id,
                                                     const std::string& name) {
-  if (name.size() > 200) return Fail(Error::InvalidArgument("name is longer than 200 bytes"));
+  ASB_TRY(CheckSnapshotName(name));
   ASB_ASSIGN_OR_RETURN(auto e, impl_->Find(owner, sandbox_id));
   std::lock_guard op(e->op_mu);
   ASB_ASSIGN_OR_RETURN(Impl::Active act, impl_->BeginActivity(e));
@@ -445,7 +490,7 @@ Result<SnapshotInfo> SandboxManager::ImportSnapshot(const std::string& owner,
     std::string p;
     ~Unlink() { ::unlink(p.c_str()); }
   } guard{temp_path};
-  if (name.size() > 200) return Fail(Error::InvalidArgument("name is longer than 200 bytes"));
+  ASB_TRY(CheckSnapshotName(name));
   const std::string tname = template_name.empty() ? config_.default_template : template_name;
   ASB_TRY(impl_->templates.Find(tname));
   ASB_TRY(CheckCounts(impl_->store, config_.snapshots, owner, ""));

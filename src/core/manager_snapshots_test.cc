@@ -128,6 +128,36 @@ TEST_F(ManagerSnapshotsTest, CorruptArchiveIsRefusedBeforeAnythingIsTouched) {
   EXPECT_FALSE(store_->GetSandbox(sb_.id)->source_snapshot_id.has_value());
 }
 
+TEST_F(ManagerSnapshotsTest, NamesAreAtMost200BytesOfUtf8) {
+  // The import takes its name from the query string, which no JSON parser checks: a name that
+  // is not UTF-8 made every later GET /v1/snapshots of the owner invalid JSON.
+  Write(sb_.id, "a.txt", "one");
+  auto snap = manager_->CreateSnapshot("alice", sb_.id, "");
+  ASSERT_TRUE(snap);
+  auto path = manager_->SnapshotArchivePath("alice", snap->id);
+  ASSERT_TRUE(path) << path.error().ToString();
+  auto import = [&](const std::string& name) {
+    const std::string tmp = SnapDir() + "/.upload-test";
+    fs::copy_file(*path, tmp, fs::copy_options::overwrite_existing);
+    return manager_->ImportSnapshot("alice", tmp, name, "");
+  };
+  const std::string at_limit = std::string(198, 'n') + "\xc3\xa9";  // 200 bytes, ends in U+00E9
+  auto ok = import(at_limit);
+  ASSERT_TRUE(ok) << ok.error().ToString();
+  EXPECT_EQ(ok->name, at_limit);
+  EXPECT_TRUE(import("\xf0\x9f\x98\x80 \xe2\x82\xac"));  // U+1F600, U+20AC
+  EXPECT_EQ(import(std::string(201, 'n')).error().code(), ErrorCode::kInvalidArgument);
+  for (const std::string bad : {"\xff\xfe", "a\xc3", "\xc0\xaf", "\xe0\x80\xaf", "\xed\xa0\x80",
+                                "\xf4\x90\x80\x80", "\xc3\x28"}) {
+    auto r = import(bad);
+    ASSERT_FALSE(r) << "accepted a name that is not UTF-8";
+    EXPECT_EQ(r.error().code(), ErrorCode::kInvalidArgument);
+    EXPECT_NE(r.error().message().find("UTF-8"), std::string::npos) << r.error().message();
+    EXPECT_EQ(manager_->CreateSnapshot("alice", sb_.id, bad).error().code(),
+              ErrorCode::kInvalidArgument);
+  }
+}
+
 TEST_F(ManagerSnapshotsTest, RecoveryRemovesHalfMadeSnapshotsAndStrays) {
   Write(sb_.id, "a.txt", "one");
   auto good = manager_->CreateSnapshot("alice", sb_.id, "");
