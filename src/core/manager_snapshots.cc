@@ -13,6 +13,7 @@
 
 #include "common/ids.h"
 #include "common/log.h"
+#include "common/utf8.h"
 #include "core/manager_impl.h"
 #include "core/paths.h"
 #include "core/snapshot_archive.h"
@@ -80,44 +81,8 @@ Status CheckCounts(store::Store& st, const SnapshotLimits& lim, const std::strin
 
 std::string ImageName(const std::string& id) { return id + ".img"; }
 
-// True when `s` is well-formed UTF-8 (RFC 3629: no overlong forms, surrogates or code points
-// past U+10FFFF). Names reach JSON responses verbatim; JSON request bodies are checked by the
-// parser, the import's query string is not.
-bool IsUtf8(std::string_view s) {
-  size_t i = 0;
-  while (i < s.size()) {
-    const auto c = static_cast<unsigned char>(s[i]);
-    size_t n = 0;
-    uint32_t cp = 0;
-    if (c < 0x80) {
-      ++i;
-      continue;
-    }
-    if (c >= 0xC2 && c <= 0xDF) {
-      n = 1, cp = c & 0x1Fu;
-    } else if (c >= 0xE0 && c <= 0xEF) {
-      n = 2, cp = c & 0x0Fu;
-    } else if (c >= 0xF0 && c <= 0xF4) {
-      n = 3, cp = c & 0x07u;
-    } else {
-      return false;
-    }
-    if (i + n >= s.size()) return false;
-    for (size_t k = 1; k <= n; ++k) {
-      const auto cc = static_cast<unsigned char>(s[i + k]);
-      if ((cc & 0xC0) != 0x80) return false;
-      cp = (cp << 6) | (cc & 0x3Fu);
-    }
-    if ((n == 2 && cp < 0x800) || (n == 3 && (cp < 0x10000 || cp > 0x10FFFF)) ||
-        (cp >= 0xD800 && cp <= 0xDFFF)) {
-      return false;
-    }
-    i += n + 1;
-  }
-  return true;
-}
-
-// A snapshot name: at most 200 bytes of UTF-8.
+// A snapshot name: at most 200 bytes of UTF-8 (names reach JSON responses verbatim; the
+// import's query string passes no JSON parser).
 Status CheckSnapshotName(const std::string& name) {
   if (name.size() > 200) return Fail(Error::InvalidArgument("name is longer than 200 bytes"));
   if (!IsUtf8(name)) return Fail(Error::InvalidArgument("name is not valid UTF-8"));

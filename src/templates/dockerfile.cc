@@ -5,6 +5,8 @@
 #include <cctype>
 #include <optional>
 
+#include "common/utf8.h"
+
 namespace asb::templates {
 
 namespace {
@@ -596,6 +598,13 @@ Result<Dockerfile> ParseDockerfile(std::string_view text) {
   }
   if (text.substr(0, 3) == "\xEF\xBB\xBF") text.remove_prefix(3);  // UTF-8 BOM
   const auto lines = SplitLines(text);
+  // Values (LABEL, ENV) go into the template's JSON manifest: bytes that are not UTF-8 made
+  // an installed template whose manifest no longer parsed.
+  for (size_t k = 0; k < lines.size(); ++k) {
+    if (!IsUtf8(lines[k])) {
+      return Fail(AtLine(static_cast<int>(k) + 1, Error::InvalidArgument("not valid UTF-8")));
+    }
+  }
   char escape = '\\';
   size_t i = 0;
   // Parser directives: only at the very top, before any comment, blank line or instruction.

@@ -161,6 +161,16 @@ TEST(DockerfileTest, StructuralErrors) {
   EXPECT_NE(ErrorOf(std::string("FROM base\nRUN a\0b\n", 17)).find("NUL"), std::string::npos);
 }
 
+TEST(DockerfileTest, TextThatIsNotUtf8IsAnErrorNamingItsLine) {
+  // LABEL and ENV values end up in the template's JSON manifest.
+  EXPECT_NE(ErrorOf("FROM base\nLABEL template.displayName=\"a \xff\xfe\"\n")
+                .find("line 2: not valid UTF-8"),
+            std::string::npos);
+  EXPECT_NE(ErrorOf("FROM base\nRUN true\nENV X=\xc3\n").find("line 3:"), std::string::npos);
+  auto df = MustParse("FROM base\nLABEL template.displayName=\"caf\xc3\xa9 \xf0\x9f\x98\x80\"\n");
+  ASSERT_EQ(df.steps.size(), 1u);
+}
+
 TEST(DockerfileTest, SizeLimitAtTheBoundary) {
   std::string text = "FROM base\nRUN true\n";
   std::string at = text + std::string(kMaxDockerfileBytes - text.size(), '#');
