@@ -243,6 +243,9 @@ HttpResponse AuthLayer::Handle(const Route& route, HttpRequest& req) {
 
   CallInfo call = DescribeCall(route, req);
   req.owner = p.admin ? std::string(core::kAnyOwner) : p.lineage;
+  // An uploaded snapshot is new, like a created sandbox: it belongs to the caller's lineage
+  // (as kAnyOwner an admin's import was stored with no owner, outside the per-owner limits).
+  if (call.action == "snapshot.import") req.owner = p.lineage;
   HttpResponse out;
   if (refused) {
     out = std::move(*refused);

@@ -15,6 +15,7 @@
 #include "common/clock.h"
 #include "core/sandbox_manager.h"
 #include "core/testing/fake_backend.h"
+#include "store/snapshot_store.h"
 #include "store/store.h"
 
 namespace asb::api {
@@ -170,6 +171,21 @@ TEST_F(AuthLayerTest, TenancyRotationQuotaAuditAndMetrics) {
             std::string::npos);
   EXPECT_EQ(text.find(id), std::string::npos);
   EXPECT_EQ(text.find("key_"), std::string::npos);
+}
+
+TEST_F(AuthLayerTest, AnAdminsImportedSnapshotBelongsToItsLineage) {
+  // An admin acts as kAnyOwner; its import stored the snapshot with no owner, outside every
+  // tenant's per-owner limits.
+  auto admin = Key({"exec", "admin"});
+  const std::string empty_tar(1024, '\0');  // end-of-archive blocks: a valid, empty archive
+  HttpResponse up = Call(admin.raw_key, "POST", "/v1/snapshots?name=up", empty_tar);
+  ASSERT_EQ(up.status, 201) << up.body;
+  auto mine = store::ListSnapshots(*store_, {.owner = admin.record.lineage});
+  ASSERT_TRUE(mine) << mine.error().ToString();
+  EXPECT_EQ(mine->size(), 1u);
+  auto ownerless = store::ListSnapshots(*store_, {.owner = std::string()});
+  ASSERT_TRUE(ownerless);
+  EXPECT_EQ(ownerless->size(), 0u);
 }
 
 TEST_F(AuthLayerTest, RetentionPurgesOldEventsAtStart) {
