@@ -8,6 +8,7 @@
 
 #include <cstring>
 #include <filesystem>
+#include <mutex>
 #include <set>
 #include <string_view>
 
@@ -208,6 +209,25 @@ Result<SnapshotInfo> SandboxManager::CreateSnapshot(const std::string& owner,
       }
       spdlog::info("sandbox_id={} snapshot {} image: {} ({} bytes used)", info.id, rec.id,
                    copy->method, copy->used_bytes);
+      // The archive is made on demand (EnsureArchive): the snapshot costs the clone only.
+      struct stat st;
+      const uint64_t stored =
+          ::stat(image.c_str(), &st) == 0 ? static_cast<uint64_t>(st.st_blocks) * 512 : 0;
+      if (copy->used_bytes > config_.snapshots.max_snapshot_bytes) {
+        drop();
+        return Fail(Error::TooLarge("snapshot of " + info.id + " holds " +
+                                    std::to_string(copy->used_bytes) + " bytes, more than " +
+                                    std::to_string(config_.snapshots.max_snapshot_bytes)));
+      }
+      if (Status ready = store::MarkSnapshotReady(impl_->store, rec.id, static_cast<int64_t>(stored),
+                                                  static_cast<int64_t>(copy->used_bytes));
+          !ready) {
+        drop();
+        return Fail(std::move(ready).error().WithContext("snapshot " + info.id));
+      }
+      rec.size_bytes = static_cast<int64_t>(stored);
+      rec.content_bytes = static_cast<int64_t>(copy->used_bytes);
+      return ToInfo(rec);
     } else if (copy.error().code() != ErrorCode::kUnavailable) {
       drop();
       return Fail(std::move(copy).error().WithContext("snapshot " + info.id));
@@ -283,7 +303,56 @@ Status SandboxManager::DeleteSnapshot(const std::string& owner, const std::strin
 Result<std::string> SandboxManager::SnapshotArchivePath(const std::string& owner,
                                                         const std::string& snapshot_id) {
   ASB_ASSIGN_OR_RETURN(SnapshotInfo s, GetSnapshot(owner, snapshot_id));
-  return SnapshotUploadDir() + "/" + FileName(s.id);
+  return EnsureArchive(s);
+}
+
+Result<std::string> SandboxManager::EnsureArchive(const SnapshotInfo& snap) {
+  static std::mutex archive_mu;  // one on-demand export at a time (they are rare)
+  const std::string dir = SnapshotUploadDir();
+  const std::string path = dir + "/" + FileName(snap.id);
+  if (::access(path.c_str(), F_OK) == 0) return path;
+  std::lock_guard lock(archive_mu);
+  if (::access(path.c_str(), F_OK) == 0) return path;
+  auto image = SnapshotImage(snap.id);
+  if (!image) return Fail(Error::Internal("snapshot " + snap.id + " has no archive and no image"));
+  struct stat st;
+  if (::stat(image->c_str(), &st) != 0) return FailErrno("stat " + *image);
+  // A short-lived sandbox over a clone of the image, so that sandboxd (not the host) walks the
+  // tree (ADR 0001). It has no record: a crash mid-way leaves an orphan that Recover destroys.
+  auto tmpl = impl_->templates.Find(snap.template_name);
+  if (!tmpl) tmpl = impl_->templates.Find(config_.default_template);
+  if (!tmpl) return Fail(std::move(tmpl).error().WithContext("archive of " + snap.id));
+  isolation::SandboxSpec spec;
+  spec.id = NewId("sb_");
+  spec.template_name = tmpl->name;
+  spec.rootfs = tmpl->rootfs;
+  spec.cpus = 1;
+  spec.memory_bytes = 256ull << 20;
+  spec.pids_limit = 64;
+  spec.workspace_bytes = static_cast<uint64_t>(st.st_size);
+  spec.tmp_bytes = 1ull << 20;
+  spec.workspace_image = *image;
+  auto sb = impl_->backend.Create(spec);
+  struct DestroyAtEnd {
+    isolation::Backend& b;
+    std::string id;
+    ~DestroyAtEnd() { (void)b.Destroy(id); }
+  } destroy{impl_->backend, spec.id};
+  if (!sb) return Fail(std::move(sb).error().WithContext("archive of " + snap.id));
+  ASB_ASSIGN_OR_RETURN(auto ch, OpenExport(*(*sb)->connection(), "/workspace"));
+  ASB_ASSIGN_OR_RETURN(ArchiveFacts facts, ReceiveTarZst(*ch, dir, FileName(snap.id),
+                                                         config_.snapshots.max_snapshot_bytes));
+  // Stored bytes are now the image's and the archive's; content is now exact.
+  const auto stored = static_cast<int64_t>(static_cast<uint64_t>(st.st_blocks) * 512 +
+                                           facts.file_bytes);
+  if (Status up = store::MarkSnapshotReady(impl_->store, snap.id, stored,
+                                           static_cast<int64_t>(facts.content_bytes));
+      !up) {
+    spdlog::warn("snapshot {}: recording the archive's size: {}", snap.id, up.error().ToString());
+  }
+  spdlog::info("snapshot {} archive made from its image: {} bytes ({} content)", snap.id,
+               facts.file_bytes, facts.content_bytes);
+  return path;
 }
 
 Result<SandboxInfo> SandboxManager::Rollback(const std::string& owner,
@@ -293,7 +362,6 @@ Result<SandboxInfo> SandboxManager::Rollback(const std::string& owner,
   const std::string snap_owner = owner == kAnyOwner ? e->Snapshot().owner : owner;
   ASB_ASSIGN_OR_RETURN(SnapshotInfo snap, GetSnapshot(snap_owner, snapshot_id));
   const std::string dir = SnapshotUploadDir();
-  const std::string archive = dir + "/" + FileName(snap.id);
 
   std::lock_guard op(e->op_mu);
   ASB_ASSIGN_OR_RETURN(Impl::Active act, impl_->BeginActivity(e));
@@ -347,6 +415,7 @@ Result<SandboxInfo> SandboxManager::Rollback(const std::string& owner,
                                 " bytes, more than the workspace of " + info.id + " (" +
                                 std::to_string(info.workspace_mb) + " MiB)"));
   }
+  ASB_ASSIGN_OR_RETURN(const std::string archive, EnsureArchive(snap));
   ASB_TRY_CTX(ScanArchive(archive, 0), "rollback to " + snap.id);
 
   // The current workspace, kept until the rollback succeeded (S5).
@@ -424,9 +493,10 @@ Result<SandboxInfo> SandboxManager::Fork(const std::string& owner, const std::st
     std::lock_guard op(e->op_mu);
     ASB_ASSIGN_OR_RETURN(Impl::Active act, impl_->BeginActivity(e));
     if (image.empty()) {
+      ASB_ASSIGN_OR_RETURN(const std::string archive, EnsureArchive(snap));
       ASB_ASSIGN_OR_RETURN(auto conn, impl_->ConnectionFor(*e, act));
       ASB_ASSIGN_OR_RETURN(auto ch, OpenImport(*conn, "/workspace", true, 0));
-      ASB_TRY(SendTarZst(SnapshotUploadDir() + "/" + FileName(snap.id), *ch));
+      ASB_TRY(SendTarZst(archive, *ch));
     }
     SandboxInfo updated;
     {

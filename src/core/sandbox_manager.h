@@ -372,6 +372,10 @@ class SandboxManager {
   /// Create, with the workspace cloned from `workspace_image` (a snapshot's) when not "".
   Result<SandboxInfo> CreateWith(const std::string& owner, const CreateRequest& req,
                                  const std::string& workspace_image);
+  /// The snapshot's tar.zst, made from its image on first use when the snapshot has none yet
+  /// (a short-lived sandbox exports it). Errors: kInternal (neither archive nor image), those
+  /// of Create and the export.
+  Result<std::string> EnsureArchive(const SnapshotInfo& snap);
   /// <WorkspaceImageDir>/<snapshot_id>.img if the backend has images and the file exists.
   std::optional<std::string> SnapshotImage(const std::string& snapshot_id) const;
   /// Part of RecoverSnapshots: finishes the image swap of a rollback a crash cut short after
