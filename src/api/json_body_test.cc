@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <limits>
+
 namespace asb::api {
 namespace {
 
@@ -29,6 +31,25 @@ TEST(JsonBodyTest, WrongTypesNameTheField) {
   ASSERT_FALSE(e);
   EXPECT_NE(e.error().message().find("env.A"), std::string::npos);
   EXPECT_FALSE(b->Integer("n", 0, 10));
+}
+
+// 2^63 as a double equals double(INT64_MAX) (it rounds up), so a range check in doubles let it
+// through to an undefined conversion (UBSan: float-cast-overflow). Reached by POST /exec with
+// {"max_output_bytes": 9223372036854775808.0}; the input is in fuzz/corpus/fuzz_api_bodies/.
+TEST(JsonBodyTest, IntegerRangeIsExactAtTheEdgesOfInt64) {
+  constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
+  constexpr int64_t kMin = std::numeric_limits<int64_t>::min();
+  auto b = JsonBody::Parse(R"({"a":9223372036854775808.0,"b":9223372036854774784.0,)"
+                           R"("c":-9223372036854775808.0,"d":-9223372036854777856.0,)"
+                           R"("e":9223372036854775807,"f":1e300})");
+  ASSERT_TRUE(b);
+  EXPECT_FALSE(b->Integer("a", 1, kMax));  // 2^63: one past the largest int64
+  EXPECT_EQ(*b->Integer("b", 1, kMax).value(), 9223372036854774784);  // the largest double below
+  EXPECT_EQ(*b->Integer("c", kMin, 0).value(), kMin);                 // -2^63 is exact
+  EXPECT_FALSE(b->Integer("d", kMin, 0));                             // below it
+  EXPECT_EQ(*b->Integer("e", 1, kMax).value(), kMax);
+  EXPECT_FALSE(b->Integer("f", 1, kMax));
+  EXPECT_FALSE(b->Integer("b", 1, 1000));  // and an ordinary max still applies
 }
 
 TEST(JsonBodyTest, EmptyBodyIsAnEmptyObjectAndGarbageIsRejected) {
