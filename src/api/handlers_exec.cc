@@ -76,6 +76,7 @@ void AddExecRoutes(Router& router, ApiContext& ctx) {
              Wrap([m](HttpRequest& req) -> Result<HttpResponse> {
                ASB_ASSIGN_OR_RETURN(std::string id, SandboxIdParam(req));
                ASB_ASSIGN_OR_RETURN(ParsedExec p, ParseExec(req.body));
+               p.options.abandoned = req.client_gone;
                ASB_ASSIGN_OR_RETURN(core::ExecOutcome out, m->Exec(OwnerOf(req), id, p.options));
                json::object o;
                if (p.base64) {

@@ -4,6 +4,7 @@
 // api/server.cc translates between these structs and the wire.
 #pragma once
 
+#include <atomic>
 #include <functional>
 #include <map>
 #include <memory>
@@ -33,6 +34,9 @@ struct HttpRequest {
   /// API key that authenticated it ("" when auth is off). Never the key itself.
   std::string owner;
   std::string key_id;
+  /// Set by the server while a blocking handler runs: becomes true when the client closes its
+  /// connection (a long sync exec is then cancelled instead of running on unobserved).
+  std::shared_ptr<std::atomic<bool>> client_gone;
 
   /// The value of header `name` (lower-case), or "" when absent.
   std::string_view Header(std::string_view name) const;

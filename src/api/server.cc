@@ -426,7 +426,26 @@ awaitable<void> HttpServer::Impl::Session(tcp::socket socket,
       out = Router::NotFoundResponse(match, req.method, req.path);
     } else {
       req.body = std::move(parser.get().body());
-      out = co_await RunHandler(*match.route, req);
+      if (match.route->options.blocking) {
+        // A client that closes its end makes the socket readable with nothing to read (as in
+        // WriteStream). The completion runs on this session's strand, so while `done` is false
+        // this coroutine is suspended in RunHandler and the stream is alive.
+        auto gone = std::make_shared<std::atomic<bool>>(false);
+        auto done = std::make_shared<bool>(false);
+        req.client_gone = gone;
+        stream.socket().async_wait(tcp::socket::wait_read,
+                                   [gone, done, &stream](const beast::error_code& wec) {
+                                     if (wec || *done) return;
+                                     beast::error_code aec;
+                                     if (stream.socket().available(aec) == 0 || aec) *gone = true;
+                                   });
+        out = co_await RunHandler(*match.route, req);
+        *done = true;
+        beast::error_code cec;
+        stream.socket().cancel(cec);
+      } else {
+        out = co_await RunHandler(*match.route, req);
+      }
     }
     if (out.sandbox_id.empty()) out.sandbox_id = sandbox_id;
     if (stopping) keep_alive = false;

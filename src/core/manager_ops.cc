@@ -234,7 +234,8 @@ Result<ExecOutcome> SandboxManager::Exec(const std::string& owner, const std::st
   const LimitHits before = HitsOf(*act.sandbox);
   ASB_ASSIGN_OR_RETURN(
       ExecOutcome out,
-      impl_->Checked(*e, act, protocol::ExecCollect(*conn, req, opts.stdin_data.value_or(""))));
+      impl_->Checked(*e, act, protocol::ExecCollect(*conn, req, opts.stdin_data.value_or(""),
+                                                    opts.abandoned.get())));
   MarkLimitsHit(*act.sandbox, before, &out.result);
   return out;
 }

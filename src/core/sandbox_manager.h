@@ -28,6 +28,7 @@
 // sandbox's connection dies and the exec ends with a kBackend error / error event.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -120,6 +121,9 @@ struct ExecOptions {
   std::optional<uint64_t> max_output_bytes{};
   /// Bytes written to the command's stdin, then EOF. Absent: stdin is at EOF at once.
   std::optional<std::string> stdin_data{};
+  /// Exec (run to completion) only: set when the caller went away; the command is then
+  /// cancelled (its session killed) and Exec returns kCancelled.
+  std::shared_ptr<const std::atomic<bool>> abandoned{};
 };
 
 /// A finished exec: ExecResult (with oom_killed filled in) and the kept output.

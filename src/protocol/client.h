@@ -14,6 +14,7 @@
 // waits for credit granted by sandboxd.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -119,9 +120,12 @@ struct CollectedExec {
 
 /// Runs `req` to completion and collects its output (honouring the request's caps). `stdin_data`
 /// is written then closed when req.stdin_pipe is true. Errors: those of sandboxd (kNotFound for
-/// a missing cwd, ...), kBackend if the connection is lost.
+/// a missing cwd, ...), kBackend if the connection is lost. `abandoned` (optional) is polled
+/// every 200 ms: once true (the caller went away) the exec is cancelled (sandboxd kills its
+/// session) and the result is kCancelled.
 Result<CollectedExec> ExecCollect(Connection& conn, const ExecRequest& req,
-                                  std::string_view stdin_data = {});
+                                  std::string_view stdin_data = {},
+                                  const std::atomic<bool>* abandoned = nullptr);
 
 /// Reads a whole file into memory. Errors: kNotFound, kInvalidArgument (a directory), ...
 Result<std::string> ReadFile(Connection& conn, const FileReadRequest& req);

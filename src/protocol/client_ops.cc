@@ -53,8 +53,10 @@ bool KeepCapped(std::string* dst, const std::string& other, uint64_t cap, uint64
 }  // namespace
 
 Result<CollectedExec> ExecCollect(Connection& conn, const ExecRequest& req,
-                                  std::string_view stdin_data) {
-  return internal::ExecCollectWithDeadline(conn, req, stdin_data, internal::ExecDeadline{});
+                                  std::string_view stdin_data, const std::atomic<bool>* abandoned) {
+  internal::ExecDeadline knobs;
+  knobs.abandoned = abandoned;
+  return internal::ExecCollectWithDeadline(conn, req, stdin_data, knobs);
 }
 
 // Defence in depth: sandboxd enforces timeout_ms, but if it fails to end the exec within
@@ -100,12 +102,23 @@ Result<CollectedExec> internal::ExecCollectWithDeadline(Connection& conn, const 
   bool out_trunc = false;
   bool err_trunc = false;
   bool cancelled = false;
+  bool abandoned = false;
   while (true) {
-    auto ev = ch->Next(cancelled ? knobs.cancel_wait_ms : remaining());
+    int64_t wait = cancelled ? knobs.cancel_wait_ms : remaining();
+    if (knobs.abandoned && !cancelled && (wait < 0 || wait > internal::kAbandonPollMs)) {
+      wait = internal::kAbandonPollMs;
+    }
+    auto ev = ch->Next(wait);
     if (!ev) {
       if (ev.error().code() != ErrorCode::kTimeout) return Fail(ev.error());
       if (cancelled) {
+        if (abandoned) return Fail(Error::Cancelled("exec: the caller went away"));
         return Fail(Error::Timeout("exec: sandboxd did not end the command after its timeout"));
+      }
+      if (knobs.abandoned && knobs.abandoned->load()) {
+        abandoned = true;  // sandboxd kills the command's session on CANCEL
+      } else if (remaining() != 0) {
+        continue;  // only a poll
       }
       (void)ch->Cancel();
       cancelled = true;
@@ -131,6 +144,7 @@ Result<CollectedExec> internal::ExecCollectWithDeadline(Connection& conn, const 
         return out;
       }
       case ChannelEvent::Kind::kError:
+        if (abandoned) return Fail(Error::Cancelled("exec: the caller went away"));
         if (cancelled && ev->error && ev->error->code() == ErrorCode::kCancelled) {
           return Fail(
               Error::Timeout("exec: cancelled by the host after sandboxd missed its "

@@ -15,7 +15,11 @@ struct ExecDeadline {
   int64_t slack_ms = 10'000;
   /// Milliseconds the host then waits for the terminal frame before giving up with kTimeout.
   int64_t cancel_wait_ms = 2'000;
+  /// Polled every kAbandonPollMs when set: true cancels the exec (the caller went away).
+  const std::atomic<bool>* abandoned = nullptr;
 };
+
+inline constexpr int64_t kAbandonPollMs = 200;
 
 /// ExecCollect() with explicit deadline knobs (ExecCollect uses the defaults).
 Result<CollectedExec> ExecCollectWithDeadline(Connection& conn, const ExecRequest& req,

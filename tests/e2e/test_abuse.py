@@ -14,7 +14,7 @@ import statistics
 import threading
 import time
 
-from harness import ServerTestCase, main
+from harness import ServerTestCase, main, sandbox_pids
 
 RECOVERY_LIMIT_S = 1.0   # a new exec must be answered within this, during and after abuse
 RSS_GROWTH_LIMIT_KB = 64 * 1024
@@ -273,6 +273,36 @@ class AbuseTest(ServerTestCase):
             settle=1.0)
         self.assertNoneLeft()
 
+    def test_dropped_sync_exec_is_cancelled(self):
+        # A client that sends a sync exec and goes away: the command must not run on for its
+        # whole timeout, unobserved.
+        def sleeping():
+            return [p for p in sandbox_pids(self.victim)
+                    if b"sleep 3071" in open("/proc/%d/cmdline" % p, "rb").read()
+                    .replace(b"\0", b" ")]
+
+        def drop():
+            c = self.server.conn(30)
+            c.request("POST", "/v1/sandboxes/%s/exec" % self.victim,
+                      body=json.dumps({"command": "sleep $((3000+71)); echo x", "timeout": 120}),
+                      headers={"Content-Type": "application/json"})
+            deadline = time.time() + 10
+            while time.time() < deadline and not safe(sleeping):
+                time.sleep(0.05)
+            started = bool(safe(sleeping))
+            c.close()
+            t0 = time.time()
+            while time.time() - t0 < 5 and safe(sleeping):
+                time.sleep(0.05)
+            return started, time.time() - t0, bool(safe(sleeping))
+
+        self.contained(
+            "sync exec, client drops the connection", "command killed within 2 s",
+            drop,
+            lambda r: (r[0] and not r[2] and r[1] < 2.0,
+                       "started=%s, gone after %.2f s, still running=%s" % r),
+            during=False)
+
     def test_zombie_storm(self):
         # Orphans nobody reaps pile up as zombies under a parent that never waits; they hold
         # pids until it dies. The parent then exits: sandboxd (PID 1) reaps them all.
@@ -372,6 +402,14 @@ class AbuseTest(ServerTestCase):
                 break
             time.sleep(0.2)
         self.assertEqual(r["stdout"].strip(), "0", "processes left in the victim")
+
+
+def safe(fn):
+    """fn() with processes vanishing under it counted as gone."""
+    try:
+        return fn()
+    except OSError:
+        return []
 
 
 def fmt(ms):
