@@ -28,6 +28,8 @@ PACKAGES=(
   # every e2e response is validated against api/openapi.json (tests/e2e/openapi_check.py);
   # scripts/openapi-yaml.py writes api/openapi.yaml from it
   python3-jsonschema python3-yaml
+  # the process terminal WebSocket is driven by a real client (tests/e2e/test_processes.py)
+  python3-websockets
 )
 
 missing=()

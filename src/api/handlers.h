@@ -55,6 +55,8 @@ void AddSnapshotRoutes(Router& router, ApiContext& ctx);
 /// Templates: GET /v1/templates[/{name}], DELETE /admin/templates/{name} (handlers_templates.cc;
 /// issue 9).
 void AddTemplateRoutes(Router& router, ApiContext& ctx);
+/// Background processes, their streams and WebSocket (handlers_procs.cc; issue 8).
+void AddProcessRoutes(Router& router, ApiContext& ctx);
 
 /// Seed A's /exec/* session routes (handlers_seed_a.cc; issue 7 item 4).
 void AddSeedARoutes(Router& router, ApiContext& ctx);

@@ -45,34 +45,6 @@ namespace {
 
 bool IsUtf8(std::string_view s) { return SanitizeUtf8(s) == s; }
 
-// RFC 4648 section 4 base64 with optional padding; no whitespace.
-Result<std::string> Base64Decode(std::string_view in) {
-  auto val = [](char c) -> int {
-    if (c >= 'A' && c <= 'Z') return c - 'A';
-    if (c >= 'a' && c <= 'z') return c - 'a' + 26;
-    if (c >= '0' && c <= '9') return c - '0' + 52;
-    if (c == '+') return 62;
-    if (c == '/') return 63;
-    return -1;
-  };
-  while (!in.empty() && in.back() == '=') in.remove_suffix(1);
-  std::string out;
-  uint32_t acc = 0;
-  int bits = 0;
-  for (char c : in) {
-    int v = val(c);
-    if (v < 0) return Fail(Error::InvalidArgument("contentBase64: not valid base64"));
-    acc = (acc << 6) | static_cast<uint32_t>(v);
-    bits += 6;
-    if (bits >= 8) {
-      bits -= 8;
-      out.push_back(static_cast<char>((acc >> bits) & 0xff));
-    }
-  }
-  if (bits >= 6) return Fail(Error::InvalidArgument("contentBase64: not valid base64"));
-  return out;
-}
-
 // The session name -> sandbox id map, per owner.
 class Sessions {
  public:
@@ -246,7 +218,7 @@ Result<HttpResponse> Write(SeedA& s, HttpRequest& req) {
   if (!content && !b64) return Fail(Error::InvalidArgument("content: required (may be \"\")"));
   std::string data;
   if (b64) {
-    ASB_ASSIGN_OR_RETURN(data, Base64Decode(*b64));
+    ASB_ASSIGN_OR_RETURN(data, Base64Decode(*b64, "contentBase64"));
   } else {
     data = std::move(*content);
   }

@@ -69,7 +69,34 @@ class StreamBody {
   virtual void Cancel() = 0;
 };
 
-/// One HTTP response. Either `body` (sent with Content-Length) or `stream` (sent chunked).
+/// The application side of a WebSocket (RFC 6455) that a route accepted: the server does the
+/// upgrade handshake, framing, pings and the closing handshake, and moves whole messages.
+class WebSocketSession {
+ public:
+  struct Message {
+    std::string data;
+    bool binary = true;  // false: a text frame (UTF-8)
+  };
+  struct Outgoing {
+    std::vector<Message> messages;  // to send now, in order
+    bool done = false;              // after them, close the WebSocket normally (1000)
+  };
+  virtual ~WebSocketSession() = default;
+  /// Takes what is ready to send. Never blocks. Called after the notifier fires and at least
+  /// once a second.
+  virtual Outgoing Poll() = 0;
+  /// Registers a callback run (from any thread) when Poll() may have more to give.
+  virtual void SetNotify(std::function<void()> notify) = 0;
+  /// One message from the client. May block (it runs on the blocking pool); the next message
+  /// is read only after it returned. A non-empty result closes the WebSocket with code 1008
+  /// (policy violation) and that text as the reason.
+  virtual std::string OnMessage(std::string data, bool binary) = 0;
+  /// The client went away or the server is stopping. Poll() is not called afterwards.
+  virtual void Cancel() = 0;
+};
+
+/// One HTTP response. Either `body` (sent with Content-Length) or `stream` (sent chunked), or,
+/// with status 101, `websocket`: the server completes the upgrade and runs the session.
 struct HttpResponse {
   int status = 200;
   std::string content_type = "application/json";
@@ -78,6 +105,9 @@ struct HttpResponse {
   std::shared_ptr<StreamBody> stream;
   /// For the request log line only: the sandbox the request concerned, if any.
   std::string sandbox_id;
+  /// With status 101: the WebSocket to run after the upgrade (last, so that positional
+  /// initializers of the members above stay valid).
+  std::shared_ptr<WebSocketSession> websocket;
 };
 
 /// A handler: a function of the request. Handlers may block (they call the sandbox manager);

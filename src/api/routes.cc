@@ -29,6 +29,7 @@ Router BuildRouter(ApiContext& ctx) {
   AddHealthRoutes(router, ctx);
   AddSandboxRoutes(router, ctx);
   AddExecRoutes(router, ctx);
+  AddProcessRoutes(router, ctx);
   AddFileRoutes(router, ctx);
   AddSnapshotRoutes(router, ctx);
   AddTemplateRoutes(router, ctx);

@@ -4,6 +4,7 @@
 #include <boost/asio.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
+#include <boost/beast/websocket.hpp>
 #include <atomic>
 #include <chrono>
 #include <mutex>
@@ -22,6 +23,7 @@ namespace asb::api {
 namespace net = boost::asio;
 namespace beast = boost::beast;
 namespace http = beast::http;
+namespace websocket = beast::websocket;
 using tcp = net::ip::tcp;
 using net::awaitable;
 using net::use_awaitable;
@@ -68,6 +70,15 @@ struct HttpServer::Impl {
                               const std::shared_ptr<StreamBody>& body,
                               const std::shared_ptr<SessionHandle>& handle);
   awaitable<HttpResponse> RunHandler(const Route& route, HttpRequest& req);
+  /// Runs `fn` on the blocking pool and resumes with its result.
+  /// `fn` is taken by reference and copied before the first suspension (GCC 12 destroys a
+  /// coroutine's by-value class parameters twice in this shape).
+  awaitable<std::string> RunBlocking(const std::function<std::string()>& fn);
+  awaitable<void> ServeWebSocket(beast::tcp_stream& stream,
+                                 const http::request<http::string_body>& upgrade,
+                                 const std::string& request_id,
+                                 const std::shared_ptr<WebSocketSession>& ws_session,
+                                 const std::shared_ptr<SessionHandle>& handle);
   void BeginShutdown();
   awaitable<void> Drain();
   size_t SessionCount() {
@@ -326,6 +337,125 @@ awaitable<bool> HttpServer::Impl::WriteStream(beast::tcp_stream& stream,
   co_return false;
 }
 
+awaitable<std::string> HttpServer::Impl::RunBlocking(const std::function<std::string()>& fn) {
+  co_return co_await net::async_initiate<decltype(use_awaitable), void(std::string)>(
+      [this, &fn](auto handler) {
+        auto shared = std::make_shared<decltype(handler)>(std::move(handler));
+        auto work = net::make_work_guard(net::get_associated_executor(*shared));
+        pool.Submit([shared, work, fn]() mutable {
+          std::string r;
+          try {
+            r = fn();
+          } catch (const std::exception& e) {
+            r = std::string("internal error: ") + e.what();
+          }
+          auto ex = net::get_associated_executor(*shared);
+          net::post(ex, [shared, r = std::move(r)]() mutable { (*shared)(std::move(r)); });
+          work.reset();
+        });
+      },
+      use_awaitable);
+}
+
+// A WebSocket over the session's connection (RFC 6455; Beast does the framing, pings and the
+// closing handshake): a reader coroutine hands each client message to the session on the
+// blocking pool, this one sends what the session's Poll() gives, until either side ends.
+awaitable<void> HttpServer::Impl::ServeWebSocket(beast::tcp_stream& stream,
+                                                 const http::request<http::string_body>& upgrade,
+                                                 const std::string& request_id,
+                                                 const std::shared_ptr<WebSocketSession>& session,
+                                                 const std::shared_ptr<SessionHandle>& handle) {
+  struct Shared {
+    std::atomic<bool> pending{false};
+    bool reader_done = false;  // touched on our strand only
+    std::string close_reason;  // set by the reader: a rejected message
+  };
+  auto ex = co_await net::this_coro::executor;
+  auto timer = std::make_shared<net::steady_timer>(ex);
+  auto shared = std::make_shared<Shared>();
+  stream.expires_never();  // the websocket's own timeouts apply from here
+  websocket::stream<beast::tcp_stream&> ws(stream);
+  ws.set_option(websocket::stream_base::timeout::suggested(beast::role_type::server));
+  ws.set_option(websocket::stream_base::decorator([request_id](websocket::response_type& res) {
+    res.set(http::field::server, "agent-sandbox");
+    res.set("X-Request-Id", request_id);
+  }));
+  ws.read_message_max(1 << 20);
+  auto [aec] = co_await ws.async_accept(upgrade, kTuple);
+  if (aec) {
+    session->Cancel();
+    co_return;
+  }
+  session->SetNotify([ex, timer, shared] {
+    if (shared->pending.exchange(true)) return;
+    net::post(ex, [timer] { timer->cancel(); });
+  });
+  // The reader: one message at a time, each handled to completion before the next is read.
+  net::co_spawn(
+      ex,
+      [this, &ws, session, shared, timer]() -> awaitable<void> {
+        beast::flat_buffer buf;
+        for (;;) {
+          auto [rec, rn] = co_await ws.async_read(buf, kTuple);
+          if (rec) break;
+          std::string data = beast::buffers_to_string(buf.data());
+          buf.consume(buf.size());
+          bool binary = ws.got_binary();
+          std::function<std::string()> job = [session, data = std::move(data), binary]() {
+            return session->OnMessage(data, binary);
+          };
+          std::string refused = co_await RunBlocking(job);
+          if (!refused.empty()) {
+            shared->close_reason = refused;
+            break;
+          }
+        }
+        shared->reader_done = true;
+        timer->cancel();
+      },
+      net::detached);
+  bool closed = false;
+  while (!shared->reader_done && !handle->cut) {
+    shared->pending.store(false);
+    WebSocketSession::Outgoing out = session->Poll();
+    bool failed = false;
+    for (auto& m : out.messages) {
+      ws.binary(m.binary);
+      auto [wec, wn] = co_await ws.async_write(net::buffer(m.data), kTuple);
+      if (wec) {
+        failed = true;
+        break;
+      }
+    }
+    if (failed) break;
+    if (out.done) {
+      co_await ws.async_close(websocket::close_code::normal, kTuple);  // errors: nothing to do
+      closed = true;
+      break;
+    }
+    if (!out.messages.empty() || shared->pending.load()) continue;
+    timer->expires_after(std::chrono::seconds(1));
+    co_await timer->async_wait(kTuple);
+  }
+  session->SetNotify(nullptr);
+  session->Cancel();
+  if (!closed && !shared->close_reason.empty() && ws.is_open()) {
+    websocket::close_reason cr(websocket::close_code::policy_error,
+                               shared->close_reason.substr(0, 120));
+    co_await ws.async_close(cr, kTuple);
+  }
+  // The reader refers to `ws`: wait until it has ended (closing the socket ends its read).
+  if (!shared->reader_done) {
+    beast::error_code ec;
+    stream.socket().shutdown(tcp::socket::shutdown_both, ec);
+    stream.socket().cancel(ec);
+  }
+  while (!shared->reader_done) {
+    timer->expires_after(std::chrono::milliseconds(20));
+    co_await timer->async_wait(kTuple);
+  }
+}
+
 awaitable<void> HttpServer::Impl::Session(tcp::socket socket,
                                           std::shared_ptr<SessionHandle> handle) {
   beast::tcp_stream stream(std::move(socket));
@@ -336,6 +466,10 @@ awaitable<void> HttpServer::Impl::Session(tcp::socket socket,
   };
   beast::flat_buffer buffer;
   bool linger = false;  // the last answer refused a body that may still be arriving
+  // Set when a route accepted a WebSocket upgrade (HttpResponse::websocket).
+  std::shared_ptr<WebSocketSession> websocket_session;
+  std::optional<http::request<http::string_body>> upgrade;
+  std::string upgrade_log, upgrade_id;
   for (;;) {
     handle->busy = false;
     if (stopping) break;
@@ -450,6 +584,16 @@ awaitable<void> HttpServer::Impl::Session(tcp::socket socket,
     if (out.sandbox_id.empty()) out.sandbox_id = sandbox_id;
     if (stopping) keep_alive = false;
     bool ok;
+    if (out.websocket && out.status == 101) {
+      // Served after the loop: the connection belongs to the WebSocket from now on.
+      websocket_session = std::move(out.websocket);
+      upgrade.emplace(parser.release());
+      upgrade_log = "request_id=" + req.request_id + " method=" + req.method +
+                    " route=" + req.route + " key_id=" + (req.key_id.empty() ? "-" : req.key_id) +
+                    " sandbox_id=" + (out.sandbox_id.empty() ? "-" : out.sandbox_id);
+      upgrade_id = req.request_id;
+      break;
+    }
     if (out.stream) {
       http::response<http::empty_body> res{static_cast<http::status>(out.status), 11};
       AddCommonHeaders(res, out, req.request_id);
@@ -474,6 +618,12 @@ awaitable<void> HttpServer::Impl::Session(tcp::socket socket,
                  out.sandbox_id.empty() ? "-" : out.sandbox_id, out.status, NowMs() - start,
                  ok ? "" : " (write failed)");
     if (!ok || !keep_alive) break;
+  }
+  if (websocket_session) {
+    int64_t ws_start = NowMs();
+    co_await ServeWebSocket(stream, *upgrade, upgrade_id, websocket_session, handle);
+    spdlog::info("http out {} status=101 ms={} (websocket closed)", upgrade_log,
+                 NowMs() - ws_start);
   }
   handle->close = nullptr;
   beast::error_code ec;

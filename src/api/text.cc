@@ -133,4 +133,34 @@ std::string FormatMode(uint32_t mode) {
   return buf;
 }
 
+Result<std::string> Base64Decode(std::string_view in, std::string_view field) {
+  auto val = [](char c) -> int {
+    if (c >= 'A' && c <= 'Z') return c - 'A';
+    if (c >= 'a' && c <= 'z') return c - 'a' + 26;
+    if (c >= '0' && c <= '9') return c - '0' + 52;
+    if (c == '+') return 62;
+    if (c == '/') return 63;
+    return -1;
+  };
+  auto bad = [field] {
+    return Fail(Error::InvalidArgument(std::string(field) + ": not valid base64"));
+  };
+  while (!in.empty() && in.back() == '=') in.remove_suffix(1);
+  std::string out;
+  uint32_t acc = 0;
+  int bits = 0;
+  for (char c : in) {
+    int v = val(c);
+    if (v < 0) return bad();
+    acc = (acc << 6) | static_cast<uint32_t>(v);
+    bits += 6;
+    if (bits >= 8) {
+      bits -= 8;
+      out.push_back(static_cast<char>((acc >> bits) & 0xff));
+    }
+  }
+  if (bits >= 6) return bad();
+  return out;
+}
+
 }  // namespace asb::api

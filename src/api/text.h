@@ -6,6 +6,8 @@
 #include <string>
 #include <string_view>
 
+#include "common/result.h"
+
 namespace asb::api {
 
 /// Returns `in` as valid UTF-8: every byte that does not start a well-formed sequence (RFC 3629
@@ -27,6 +29,9 @@ class Utf8Stream {
 
 /// Standard base64 (RFC 4648 section 4) with padding.
 std::string Base64Encode(std::string_view in);
+/// Decodes RFC 4648 section 4 base64, padding optional, no whitespace. Errors:
+/// kInvalidArgument "<field>: not valid base64".
+Result<std::string> Base64Decode(std::string_view in, std::string_view field);
 
 /// Formats Unix epoch milliseconds as RFC 3339 UTC with milliseconds: "2026-11-29T10:15:00.123Z".
 std::string FormatRfc3339(int64_t unix_ms);

@@ -53,6 +53,10 @@ SandboxInfo FromRecord(const store::SandboxRecord& r);
 /// `field` names it in the error ("env").
 Status ValidateEnv(const std::map<std::string, std::string>& env, std::string_view field);
 
+/// The sandboxd request of an exec: command/argv, env, workdir and user checked, timeout and
+/// output cap from `lim` (manager_ops.cc). Errors: kInvalidArgument.
+Result<protocol::ExecRequest> BuildExecRequest(const Limits& lim, const ExecOptions& o);
+
 class SandboxManager::Impl {
  public:
   Impl(const ManagerConfig& config, store::Store& store, isolation::Backend& backend, Clock& clock,

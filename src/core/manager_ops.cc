@@ -169,6 +169,8 @@ Status CheckExecArgBytes(const ExecOptions& o) {
   return {};
 }
 
+}  // namespace
+
 Result<protocol::ExecRequest> BuildExecRequest(const Limits& lim, const ExecOptions& o) {
   protocol::ExecRequest req;
   ASB_TRY(CheckExecArgBytes(o));
@@ -222,8 +224,6 @@ Result<protocol::ExecRequest> BuildExecRequest(const Limits& lim, const ExecOpti
   req.stdin_pipe = o.stdin_data.has_value();
   return req;
 }
-
-}  // namespace
 
 Result<ExecOutcome> SandboxManager::Exec(const std::string& owner, const std::string& id,
                                          const ExecOptions& opts) {

@@ -44,6 +44,7 @@
 #include "isolation/backend.h"
 #include "protocol/client.h"
 #include "protocol/messages.h"
+#include "protocol/proc_messages.h"
 
 namespace asb::store {
 class Store;
@@ -184,6 +185,38 @@ struct ForkRequest {
   std::optional<int64_t> timeout_seconds{};
 };
 
+/// A background process request as the API decoded it (issue 8). Command, env, workdir and
+/// user follow ExecOptions' rules; there is no timeout and no output cap.
+struct ProcessOptions {
+  std::vector<std::string> argv{};
+  std::optional<std::string> command{};
+  std::map<std::string, std::string> env{};
+  std::string workdir{};
+  std::string user{};
+  std::string tag{};                    // at most 256 bytes
+  bool stdin = false;                   // give it a stdin pipe (implied by pty)
+  bool pty = false;                     // run on a pseudo-terminal of cols x rows
+  std::optional<int64_t> cols{};        // [1, kMaxTerminalSize], default 80
+  std::optional<int64_t> rows{};        // [1, kMaxTerminalSize], default 24
+  std::optional<int64_t> ring_bytes{};  // replay ring [1, protocol::kProcRingMaxBytes]
+};
+
+/// Largest terminal width or height accepted (columns or rows).
+inline constexpr int64_t kMaxTerminalSize = 10000;
+
+/// An attachment to a background process's output (SandboxManager::AttachProcess): the caller
+/// drains `channel` (kInfo ProcInfo first; kData stdout/stderr; kInfo {"skipped":N}; kEof; a
+/// terminal kResult ProcInfo when the process exited, or kError) and Cancel()s it to detach.
+/// `keepalive` marks the sandbox active while held.
+struct ProcessAttach {
+  std::shared_ptr<protocol::Channel> channel;
+  std::shared_ptr<void> keepalive;
+};
+
+/// Parses a signal name ("SIGTERM", "TERM", case-insensitive) or number ("15") into its
+/// number (signal(7)). Errors: kInvalidArgument naming the accepted names.
+Result<int> ParseSignalName(std::string_view name);
+
 class SandboxManager {
  public:
   /// `store`, `backend`, `clock` and `templates` must outlive the manager. Call Start() before
@@ -284,6 +317,35 @@ class SandboxManager {
   Result<protocol::FileStat> MoveFile(const std::string& owner, const std::string& id,
                                       const std::string& from, const std::string& to,
                                       bool overwrite);
+
+  // ---- background processes (core/manager_procs.cc; issue 8) -------------------------------
+  // They live in the sandbox's sandboxd (protocol "proc.*"), outlive the request that started
+  // them and end with the sandbox. Errors of all: kNotFound (sandbox, or no such pid),
+  // kConflict (sandbox not running; process exited / without stdin / without PTY),
+  // kInvalidArgument, kLimitExceeded (256 running, a full 1 MiB stdin queue), kBackend.
+
+  /// Starts a process and returns once its program runs (pid set).
+  Result<protocol::ProcInfo> StartProcess(const std::string& owner, const std::string& id,
+                                          const ProcessOptions& opts);
+  /// Running and recently exited (the 64 most recent) processes, in start order.
+  Result<std::vector<protocol::ProcInfo>> ListProcesses(const std::string& owner,
+                                                        const std::string& id);
+  /// Attaches to the output from now on, replaying up to `replay_bytes` of the recent output
+  /// first; `stdin` lets the caller Write() the process's stdin on the channel (terminals).
+  Result<ProcessAttach> AttachProcess(const std::string& owner, const std::string& id, int pid,
+                                      uint64_t replay_bytes, bool stdin);
+  /// Writes to its stdin; returns the bytes accepted.
+  Result<uint64_t> WriteProcessStdin(const std::string& owner, const std::string& id, int pid,
+                                     std::string_view data);
+  Status CloseProcessStdin(const std::string& owner, const std::string& id, int pid);
+  /// Sends `signal` (a name or number, ParseSignalName) to the process group.
+  Status SignalProcess(const std::string& owner, const std::string& id, int pid,
+                       std::string_view signal);
+  /// cols and rows in [1, kMaxTerminalSize].
+  Status ResizeProcess(const std::string& owner, const std::string& id, int pid, int64_t cols,
+                       int64_t rows);
+  /// Kills its whole tree; returns the final info once nothing of it is left.
+  Result<protocol::ProcInfo> KillProcess(const std::string& owner, const std::string& id, int pid);
 
   // ---- snapshots (core/manager_snapshots.cc; issue 4) ---------------------------------------
   // Archives live in <data_dir>/snapshots/<id>.tar.zst (core/snapshot_archive.h); where the

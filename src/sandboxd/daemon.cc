@@ -17,6 +17,7 @@
 
 #include "sandboxd/connection.h"
 #include "sandboxd/proc_scan.h"
+#include "sandboxd/proc_table.h"
 
 namespace asb::sandboxd {
 
@@ -34,7 +35,8 @@ Daemon::Daemon(Options options, std::unique_ptr<EventLoop> loop, SeccompProgram 
     : options_(std::move(options)),
       loop_(std::move(loop)),
       seccomp_(std::move(seccomp)),
-      workspace_fd_(std::move(workspace_fd)) {}
+      workspace_fd_(std::move(workspace_fd)),
+      procs_(std::make_unique<ProcTable>(*this)) {}
 
 int Daemon::workspace_fd() {
   struct stat held, now;
@@ -48,6 +50,7 @@ int Daemon::workspace_fd() {
 
 Daemon::~Daemon() {
   connections_.clear();
+  procs_.reset();
   for (auto& [fd, owned] : void_drains_) loop_->Remove(fd);
 }
 

@@ -25,6 +25,7 @@
 namespace asb::sandboxd {
 
 class Connection;
+class ProcTable;
 
 class Daemon {
  public:
@@ -56,6 +57,9 @@ class Daemon {
   /// SIGKILLs session `sid` now and again every few ms until no live process of it is left.
   void KillSessionUntilGone(pid_t sid);
 
+  /// The background processes (proc.* operations; proc_table.h).
+  ProcTable& procs() { return *procs_; }
+
   /// Called by a connection that closed itself; it is destroyed after the current batch.
   void ConnectionClosed(Connection* conn);
 
@@ -77,6 +81,7 @@ class Daemon {
   std::map<Connection*, std::unique_ptr<Connection>> connections_;
   std::map<int, UniqueFd> void_drains_;
   std::set<pid_t> doomed_sessions_;
+  std::unique_ptr<ProcTable> procs_;
 };
 
 }  // namespace asb::sandboxd

@@ -15,7 +15,7 @@
 
 #include "common/clock.h"
 #include "sandboxd/daemon.h"
-#include "sandboxd/exec_child.h"
+#include "sandboxd/launch.h"
 #include "sandboxd/proc_scan.h"
 
 namespace asb::sandboxd {
@@ -25,7 +25,6 @@ using protocol::Stream;
 namespace {
 constexpr uint64_t kRescanMs = 10;
 constexpr uint32_t kStdinGrantBatch = 32 * 1024;
-constexpr char kCanonicalWorkspace[] = "/workspace";
 
 int Index(Stream s) { return static_cast<int>(s); }
 
@@ -60,125 +59,17 @@ void ExecOp::ScheduleTryFinish() {
 }
 
 Status ExecOp::Launch() {
-  const Options& opt = daemon_.options();
-  // ---- validate and build everything the child needs (the child only reads it) ----
-  std::vector<std::string> args;
-  if (req_.command.has_value() == !req_.argv.empty()) {
-    return Fail(Error::InvalidArgument("exec: exactly one of argv and command is required"));
-  }
-  if (req_.command) {
-    args = {"/bin/sh", "-c", *req_.command};
-  } else {
-    args = req_.argv;
-  }
-  bool as_root;
-  if (req_.user == protocol::kUserSandbox) {
-    as_root = false;
-  } else if (req_.user == protocol::kUserRoot) {
-    as_root = true;
-  } else {
-    return Fail(
-        Error::InvalidArgument("exec: unknown user \"" + req_.user + "\" (sandbox or root)"));
-  }
-  for (const auto& a : args) {
-    if (a.find('\0') != std::string::npos) {
-      return Fail(Error::InvalidArgument("exec: argument contains a NUL byte"));
-    }
-  }
-  std::map<std::string, std::string> env = opt.env;
-  if (req_.pty) env["TERM"] = "xterm-256color";
-  for (const auto& [k, v] : req_.env) {
-    if (k.empty() || k.find('=') != std::string::npos || k.find('\0') != std::string::npos ||
-        v.find('\0') != std::string::npos) {
-      return Fail(Error::InvalidArgument("exec: invalid environment variable name or value"));
-    }
-    env[k] = v;
-  }
-  std::string cwd = req_.cwd;
-  if (cwd.empty() || cwd == ".") {
-    cwd = opt.workspace;
-  } else if (cwd[0] != '/') {
-    cwd = opt.workspace + "/" + cwd;
-  } else if (cwd == kCanonicalWorkspace ||
-             cwd.rfind(std::string(kCanonicalWorkspace) + "/", 0) == 0) {
-    // The canonical in-sandbox path; differs from opt.workspace only in host-side tests.
-    cwd = opt.workspace + cwd.substr(sizeof kCanonicalWorkspace - 1);
-  }
-
-  std::vector<std::string> env_strings;
-  env_strings.reserve(env.size());
-  for (const auto& [k, v] : env) env_strings.push_back(k + "=" + v);
-  std::vector<char*> argv_ptrs, env_ptrs;
-  for (auto& a : args) argv_ptrs.push_back(a.data());
-  argv_ptrs.push_back(nullptr);
-  for (auto& e : env_strings) env_ptrs.push_back(e.data());
-  env_ptrs.push_back(nullptr);
-
-  // ---- fds ----
-  UniqueFd child_in, child_out, child_err, stdin_write;
-  if (req_.pty) {
-    UniqueFd master(posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC));
-    if (!master) return FailErrno("exec: open /dev/ptmx");
-    if (grantpt(master.get()) != 0 || unlockpt(master.get()) != 0) {
-      return FailErrno("exec: unlockpt");
-    }
-    char name[128];
-    if (ptsname_r(master.get(), name, sizeof name) != 0) return FailErrno("exec: ptsname");
-    UniqueFd slave(open(name, O_RDWR | O_NOCTTY | O_CLOEXEC));
-    if (!slave) return FailErrno("exec: open pty slave");
-    winsize ws{};
-    ws.ws_col = req_.pty->cols;
-    ws.ws_row = req_.pty->rows;
-    ioctl(master.get(), TIOCSWINSZ, &ws);
-    stdout_read_.Reset(fcntl(master.get(), F_DUPFD_CLOEXEC, 3));
-    stdin_write.Reset(fcntl(master.get(), F_DUPFD_CLOEXEC, 3));
-    if (!stdout_read_ || !stdin_write) return FailErrno("exec: dup pty master");
-    pty_master_ = std::move(master);
-    child_out.Reset(fcntl(slave.get(), F_DUPFD_CLOEXEC, 3));
-    child_err.Reset(fcntl(slave.get(), F_DUPFD_CLOEXEC, 3));
-    child_in = std::move(slave);
-    if (!child_out || !child_err) return FailErrno("exec: dup pty slave");
-  } else {
-    if (!MakePipe(&stdout_read_, &child_out)) return FailErrno("exec: pipe");
-    if (!MakePipe(&stderr_read_, &child_err)) return FailErrno("exec: pipe");
-    if (req_.stdin_pipe) {
-      if (!MakePipe(&child_in, &stdin_write)) return FailErrno("exec: pipe");
-    } else {
-      child_in.Reset(open("/dev/null", O_RDONLY | O_CLOEXEC));
-      if (!child_in) return FailErrno("exec: open /dev/null");
-    }
-  }
-  UniqueFd child_error_write;
-  if (!MakePipe(&error_fd_, &child_error_write)) return FailErrno("exec: pipe");
-
-  ChildPlan plan;
-  plan.argv = argv_ptrs.data();
-  plan.envp = env_ptrs.data();
-  plan.cwd = cwd.c_str();
-  plan.as_root = as_root;
-  plan.stdin_fd = child_in.get();
-  plan.stdout_fd = child_out.get();
-  plan.stderr_fd = child_err.get();
-  plan.controlling_tty = req_.pty.has_value();
-  plan.error_fd = child_error_write.get();
-  plan.seccomp = &daemon_.seccomp();
-  plan.work_cgroup_fds = opt.work_cgroup_fds.data();
-  plan.work_cgroup_fd_count = static_cast<int>(opt.work_cgroup_fds.size());
-
   start_ms_ = NowMs();
-  pid_t pid = fork();
-  if (pid < 0) {
-    // EAGAIN: the sandbox's pids limit (or RLIMIT_NPROC) is exhausted -> limit_exceeded.
-    return Fail(Error::FromErrno(errno, "fork"));
-  }
-  if (pid == 0) RunExecChild(plan);  // never returns
-  pid_ = pid;
+  ASB_ASSIGN_OR_RETURN(LaunchedCommand l, LaunchCommand(daemon_, req_));
+  pid_ = l.pid;
   phase_ = Phase::kStarting;
   daemon_.WatchChild(pid_, [this](int status) { OnLeaderExit(status); });
-  // The child's ends close here (our copies), so EOF follows the child's last close.
-
-  if (stdin_write) {
-    in_ = std::make_unique<InputPipe>(daemon_.loop(), std::move(stdin_write),
+  error_fd_ = std::move(l.error_fd);
+  stdout_read_ = std::move(l.stdout_read);
+  stderr_read_ = std::move(l.stderr_read);
+  pty_master_ = std::move(l.pty_master);
+  if (l.stdin_write) {
+    in_ = std::make_unique<InputPipe>(daemon_.loop(), std::move(l.stdin_write),
                                       [this](uint32_t n) { GrantStdin(n); });
   }
   ASB_TRY(daemon_.loop().Add(error_fd_.get(), EPOLLIN, [this](uint32_t) { OnErrorPipe(); }));
@@ -188,19 +79,14 @@ Status ExecOp::Launch() {
 
 void ExecOp::OnErrorPipe() {
   if (phase_ != Phase::kStarting) return;
-  ChildFailure f;
-  ssize_t n;
-  do {
-    n = read(error_fd_.get(), &f, sizeof f);
-  } while (n < 0 && errno == EINTR);
+  std::optional<Error> failure = ReadChildFailure(error_fd_.get());
   daemon_.loop().Remove(error_fd_.get());
   error_fd_.Reset();
-  if (n == static_cast<ssize_t>(sizeof f)) {
+  if (failure) {
     // The child failed before exec and exits on its own; it is reaped and ignored.
-    f.message[sizeof f.message - 1] = '\0';
     phase_ = Phase::kDone;
     if (in_) in_->CloseNow();
-    FailWith(Error(static_cast<ErrorCode>(f.code), f.message, f.sys_errno));
+    FailWith(*failure);
     return;
   }
   // EOF: execve succeeded (or the child died before reporting; its status tells).

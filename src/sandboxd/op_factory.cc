@@ -8,6 +8,7 @@
 #include "sandboxd/file_ops.h"
 #include "sandboxd/file_stream_ops.h"
 #include "sandboxd/kill_all_op.h"
+#include "sandboxd/proc_ops.h"
 #include "sandboxd/tar_ops.h"
 
 namespace asb::sandboxd {
@@ -104,6 +105,8 @@ Result<std::unique_ptr<Operation>> MakeOperation(Daemon& d, Connection& c, uint3
     out = std::make_unique<TarImportOp>(d, c, ch, std::move(req));
   } else if (op == "kill.all") {
     out = std::make_unique<KillAllOp>(d, c, ch);
+  } else if (op.rfind("proc.", 0) == 0) {  // background processes (proc_ops.h)
+    ASB_ASSIGN_OR_RETURN(out, MakeProcOperation(d, c, ch, op, json));
   } else {
     return Fail(Error::InvalidArgument("unknown op \"" + op + "\""));
   }

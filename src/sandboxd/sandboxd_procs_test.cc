@@ -1,0 +1,227 @@
+// Background processes (proc.* ops) in the real sandboxd binary, driven by the real host
+// client. Label: privileged (commands run as uid 1000).
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <chrono>
+#include <string>
+#include <thread>
+
+#include "protocol/proc_client.h"
+#include "sandboxd/sandboxd_harness.h"
+
+namespace asb::sandboxd::testing {
+namespace {
+
+using protocol::Channel;
+using protocol::ChannelEvent;
+using protocol::ProcInfo;
+using protocol::ProcStartRequest;
+
+ProcStartRequest Cmd(const std::string& cmd, bool stdin_pipe = false) {
+  ProcStartRequest r;
+  r.command = cmd;
+  r.cwd = ".";
+  r.stdin_pipe = stdin_pipe;
+  return r;
+}
+
+// Reads an attach channel until `want` appears in the output (or the channel ends, or 10 s).
+// Returns the output; *final gets the RESULT's ProcInfo if the channel ended.
+std::string ReadUntil(Channel& ch, const std::string& want, std::optional<ProcInfo>* final,
+                      uint64_t* skipped = nullptr) {
+  std::string out;
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (!want.empty() && out.find(want) != std::string::npos) break;
+    auto ev = ch.Next(200);
+    if (!ev) continue;
+    if (ev->kind == ChannelEvent::Kind::kData) out += ev->payload;
+    if (ev->kind == ChannelEvent::Kind::kInfo && skipped &&
+        ev->payload.find("skipped") != std::string::npos) {
+      *skipped = std::stoull(ev->payload.substr(ev->payload.find(':') + 1));
+    }
+    if (ev->kind == ChannelEvent::Kind::kResult) {
+      if (final) *final = *protocol::DecodeProcInfo(ev->payload);
+      break;
+    }
+    if (ev->kind == ChannelEvent::Kind::kError) {
+      ADD_FAILURE() << ev->error->ToString();
+      break;
+    }
+  }
+  return out;
+}
+
+TEST_F(SandboxdTest, ProcStdinAttachReplayAndExit) {
+  auto p = protocol::StartProcess(
+      *conn_, Cmd("echo start; read x; echo got $x; read y; echo bye $y", true));
+  ASSERT_TRUE(p) << p.error().ToString();
+  EXPECT_EQ(p->state, "running");
+  EXPECT_TRUE(p->stdin_open);
+  auto list = protocol::ListProcesses(*conn_);
+  ASSERT_TRUE(list);
+  ASSERT_EQ(list->size(), 1u);
+  EXPECT_EQ((*list)[0].pid, p->pid);
+
+  // Two attachers: one with replay (sees "start"), one live only.
+  auto a1 = protocol::AttachProcess(*conn_, {p->pid, 4096, false});
+  ASSERT_TRUE(a1);
+  std::optional<ProcInfo> fin;
+  EXPECT_EQ(ReadUntil(**a1, "start\n", &fin), "start\n");
+  auto a2 = protocol::AttachProcess(*conn_, {p->pid, 0, false});
+  ASSERT_TRUE(a2);
+  auto n = protocol::WriteProcessStdin(*conn_, p->pid, "one\n");
+  ASSERT_TRUE(n) << n.error().ToString();
+  EXPECT_EQ(*n, 4u);
+  EXPECT_EQ(ReadUntil(**a1, "got one\n", &fin), "got one\n");
+  EXPECT_EQ(ReadUntil(**a2, "got one\n", &fin), "got one\n");
+  ASSERT_TRUE(protocol::WriteProcessStdin(*conn_, p->pid, "two\n"));
+  std::string rest = ReadUntil(**a1, "", &fin);
+  EXPECT_EQ(rest, "bye two\n");
+  ASSERT_TRUE(fin);
+  EXPECT_EQ(fin->state, "exited");
+  EXPECT_EQ(fin->exit_code, 0);
+  // Still listed, with its exit code; stdin now refused.
+  auto after = protocol::ListProcesses(*conn_);
+  ASSERT_TRUE(after);
+  ASSERT_EQ(after->size(), 1u);
+  EXPECT_EQ((*after)[0].state, "exited");
+  auto late = protocol::WriteProcessStdin(*conn_, p->pid, "x");
+  ASSERT_FALSE(late);
+  EXPECT_EQ(late.error().code(), ErrorCode::kConflict);
+  auto none = protocol::SignalProcess(*conn_, 999999, SIGTERM);
+  ASSERT_FALSE(none);
+  EXPECT_EQ(none.error().code(), ErrorCode::kNotFound);
+}
+
+TEST_F(SandboxdTest, ProcCatEchoesAndExitsAtClose) {
+  ProcStartRequest r;
+  r.argv = {"cat"};
+  r.cwd = ".";
+  r.stdin_pipe = true;
+  auto p = protocol::StartProcess(*conn_, r);
+  ASSERT_TRUE(p) << p.error().ToString();
+  auto a = protocol::AttachProcess(*conn_, {p->pid, 0, false});
+  ASSERT_TRUE(a);
+  ASSERT_TRUE(protocol::WriteProcessStdin(*conn_, p->pid, "hello cat\n"));
+  std::optional<ProcInfo> fin;
+  EXPECT_EQ(ReadUntil(**a, "hello cat\n", &fin), "hello cat\n");
+  ASSERT_TRUE(protocol::CloseProcessStdin(*conn_, p->pid));
+  ReadUntil(**a, "", &fin);
+  ASSERT_TRUE(fin);
+  EXPECT_EQ(fin->exit_code, 0);
+}
+
+TEST_F(SandboxdTest, ProcOutlivesItsConnectionAndKillTakesTheWholeTree) {
+  auto p = protocol::StartProcess(
+      *conn_, Cmd("sleep 3031 & setsid sleep 3032 & echo ready; exec sleep 3033"));
+  ASSERT_TRUE(p) << p.error().ToString();
+  auto a = protocol::AttachProcess(*conn_, {p->pid, 1024, false});
+  ASSERT_TRUE(a);
+  EXPECT_EQ(ReadUntil(**a, "ready\n", nullptr), "ready\n");
+  conn_->Close();
+  auto conn2 = proc_->Connect();
+  ASSERT_TRUE(conn2);
+  auto list = protocol::ListProcesses(**conn2);
+  ASSERT_TRUE(list);
+  ASSERT_EQ(list->size(), 1u);
+  EXPECT_EQ((*list)[0].state, "running");
+  EXPECT_EQ(CountProcessesMatching("sleep 303"), 3);
+  auto killed = protocol::KillProcess(**conn2, p->pid);
+  ASSERT_TRUE(killed) << killed.error().ToString();
+  EXPECT_EQ(killed->state, "exited");
+  EXPECT_EQ(killed->signal, SIGKILL);
+  EXPECT_EQ(CountProcessesMatching("sleep 303"), 0);
+  conn_ = *conn2;
+}
+
+TEST_F(SandboxdTest, ProcSignalReachesTheProcessGroup) {
+  auto p = protocol::StartProcess(
+      *conn_, Cmd("trap 'echo parent-term; wait; exit 3' TERM; "
+                  "sh -c 'trap \"echo child-term; exit 0\" TERM; echo child-ready; "
+                  "while :; do sleep 0.05; done' & "
+                  "while :; do sleep 0.05; done"));
+  ASSERT_TRUE(p) << p.error().ToString();
+  auto a = protocol::AttachProcess(*conn_, {p->pid, 1024, false});
+  ASSERT_TRUE(a);
+  EXPECT_EQ(ReadUntil(**a, "child-ready\n", nullptr), "child-ready\n");
+  ASSERT_TRUE(protocol::SignalProcess(*conn_, p->pid, SIGTERM));
+  std::optional<ProcInfo> fin;
+  std::string out = ReadUntil(**a, "", &fin);
+  EXPECT_NE(out.find("parent-term"), std::string::npos) << out;
+  EXPECT_NE(out.find("child-term"), std::string::npos) << out;
+  ASSERT_TRUE(fin);
+  EXPECT_EQ(fin->exit_code, 3);
+}
+
+TEST_F(SandboxdTest, ProcPtyPythonInteractive) {
+  if (system("command -v python3 >/dev/null") != 0) GTEST_SKIP() << "no python3 on the host";
+  ProcStartRequest r;
+  r.argv = {"python3", "-i", "-q"};
+  r.cwd = ".";
+  r.pty = protocol::ExecRequest::Pty{100, 30};
+  auto p = protocol::StartProcess(*conn_, r);
+  ASSERT_TRUE(p) << p.error().ToString();
+  EXPECT_TRUE(p->pty);
+  EXPECT_TRUE(p->stdin_open);
+  auto a = protocol::AttachProcess(*conn_, {p->pid, 4096, true});
+  ASSERT_TRUE(a);
+  EXPECT_NE(ReadUntil(**a, ">>> ", nullptr).find(">>> "), std::string::npos);
+  ASSERT_TRUE((*a)->Write("6*7\n"));
+  // Wait for the next prompt too: readline may drop typeahead while it sets up a line.
+  EXPECT_NE(ReadUntil(**a, "42\r\n>>> ", nullptr).find("42\r\n>>> "), std::string::npos);
+  ASSERT_TRUE(protocol::ResizeProcess(*conn_, p->pid, 132, 43));
+  ASSERT_TRUE((*a)->Write("import os; print(os.get_terminal_size())\n"));
+  std::string sized = ReadUntil(**a, "columns=132, lines=43", nullptr);
+  EXPECT_NE(sized.find("columns=132, lines=43"), std::string::npos) << sized;
+  ASSERT_TRUE((*a)->Write("exit()\n"));
+  std::optional<ProcInfo> fin;
+  ReadUntil(**a, "", &fin);
+  ASSERT_TRUE(fin);
+  EXPECT_EQ(fin->exit_code, 0);
+  auto no_pty = protocol::ResizeProcess(*conn_, p->pid, 80, 24);
+  EXPECT_FALSE(no_pty);
+}
+
+TEST_F(SandboxdTest, ProcRingKeepsOnlyTheLastBytesAndSkipsAreReported) {
+  ProcStartRequest r = Cmd("head -c 10000 /dev/zero | tr '\\0' a; echo; echo end; sleep 0.3");
+  r.ring_bytes = 1024;
+  auto p = protocol::StartProcess(*conn_, r);
+  ASSERT_TRUE(p) << p.error().ToString();
+  std::this_thread::sleep_for(std::chrono::milliseconds(150));
+  auto a = protocol::AttachProcess(*conn_, {p->pid, 1 << 20, false});
+  ASSERT_TRUE(a);
+  std::optional<ProcInfo> fin;
+  std::string out = ReadUntil(**a, "", &fin);
+  EXPECT_EQ(out.size(), 1024u);
+  EXPECT_EQ(out.substr(out.size() - 5), "\nend\n");
+  ASSERT_TRUE(fin);
+  EXPECT_EQ(fin->output_bytes, 10005u);
+  // Over the limits at the boundary.
+  r.ring_bytes = protocol::kProcRingMaxBytes + 1;
+  auto big = protocol::StartProcess(*conn_, r);
+  ASSERT_FALSE(big);
+  EXPECT_EQ(big.error().code(), ErrorCode::kInvalidArgument);
+  r.ring_bytes = protocol::kProcRingMaxBytes;
+  r.command = "true";
+  EXPECT_TRUE(protocol::StartProcess(*conn_, r));
+  r.tag = std::string(257, 't');
+  EXPECT_FALSE(protocol::StartProcess(*conn_, r));
+  r.tag = std::string(256, 't');
+  EXPECT_TRUE(protocol::StartProcess(*conn_, r));
+}
+
+TEST_F(SandboxdTest, ProcStartFailureIsAnError) {
+  ProcStartRequest r = Cmd("true");
+  r.cwd = "/nonexistent-dir";
+  auto p = protocol::StartProcess(*conn_, r);
+  ASSERT_FALSE(p);
+  EXPECT_EQ(p.error().code(), ErrorCode::kNotFound);
+  auto list = protocol::ListProcesses(*conn_);
+  ASSERT_TRUE(list);
+  EXPECT_TRUE(list->empty());
+}
+
+}  // namespace
+}  // namespace asb::sandboxd::testing
