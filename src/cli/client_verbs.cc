@@ -9,6 +9,11 @@
 //   cp SRC DST                                  one side is ID:PATH (upload or download)
 //   rm ID...                                    destroys sandboxes
 //   timeout ID SECONDS                          sets a new TTL from now
+//   exec -d [--tag T] [--stdin] [--tty] ID -- CMD   starts a background process, prints its pid
+//   ps [--json] ID                              the sandbox's background processes
+//   attach [--replay BYTES] ID PID              follows a process's output; exits with its code
+//   kill [-s SIGNAL] ID PID                     signals its process group; without -s kills its
+//                                               whole tree
 // Server errors are printed as "agent-sandbox: <code>: <message>" and exit 125 (command.h).
 #include <sys/stat.h>
 
@@ -238,9 +243,16 @@ struct ExecFlags {
   std::string workdir;
   std::string user;
   std::optional<double> timeout;
+  bool detach = false;  // -d: a background process (issue 8)
+  std::string tag;
+  bool stdin_pipe = false;
+  bool tty = false;
 };
 
+int StartDetached(const ExecFlags& f);
+
 int Exec(const ExecFlags& f) {
+  if (f.detach) return StartDetached(f);
   json::object body;
   json::array argv;
   for (const auto& a : f.argv) argv.emplace_back(a);
@@ -360,6 +372,134 @@ int Copy(const std::string& src, const std::string& dst) {
   return 0;
 }
 
+// ---- background processes (issue 8) --------------------------------------------------------
+
+std::string ProcessesPath(const std::string& id) {
+  return "/v1/sandboxes/" + api::PercentEncode(id) + "/processes";
+}
+
+int StartDetached(const ExecFlags& f) {
+  if (f.timeout) return Fails(Error::InvalidArgument("exec -d: --timeout does not apply"));
+  json::object body;
+  json::array argv;
+  for (const auto& a : f.argv) argv.emplace_back(a);
+  body["argv"] = std::move(argv);
+  if (!f.env.empty()) {
+    auto env = ParseEnvAssignments(f.env);
+    if (!env) return Fails(env.error());
+    json::object e;
+    for (const auto& [k, v] : *env) e[k] = v;
+    body["env"] = std::move(e);
+  }
+  if (!f.workdir.empty()) body["workdir"] = f.workdir;
+  if (!f.user.empty()) body["user"] = f.user;
+  if (!f.tag.empty()) body["tag"] = f.tag;
+  if (f.stdin_pipe) body["stdin"] = true;
+  if (f.tty) body["pty"] = true;
+  auto r = Call("POST", ProcessesPath(f.id), json::serialize(body));
+  if (!r) return Fails(r.error());
+  auto v = ParseJson(r->body);
+  if (!v) return Fails(v.error());
+  std::cout << Str(v->as_object(), "pid") << "\n";
+  return 0;
+}
+
+int ListProcesses(const std::string& id, bool as_json) {
+  auto r = Call("GET", ProcessesPath(id));
+  if (!r) return Fails(r.error());
+  auto v = ParseJson(r->body);
+  if (!v) return Fails(v.error());
+  if (as_json) {
+    Pretty(std::cout, *v);
+    std::cout << "\n";
+    return 0;
+  }
+  std::printf("%-8s %-8s %-5s %-24s %-12s %s\n", "PID", "STATE", "EXIT", "STARTED", "TAG",
+              "COMMAND");
+  for (const auto& p : v->as_object().at("processes").as_array()) {
+    const auto& o = p.as_object();
+    std::string cmd = Str(o, "command");
+    if (cmd == "null") {
+      cmd.clear();
+      for (const auto& a : o.at("argv").as_array()) {
+        cmd += (cmd.empty() ? "" : " ") + std::string(a.as_string());
+      }
+    }
+    std::string code = Str(o, "exit_code");
+    std::printf("%-8s %-8s %-5s %-24s %-12s %s\n", Str(o, "pid").c_str(), Str(o, "state").c_str(),
+                code == "null" ? "-" : code.c_str(), Str(o, "started_at").c_str(),
+                Str(o, "tag").c_str(), cmd.c_str());
+  }
+  return 0;
+}
+
+// Follows the NDJSON stream (base64, so bytes survive); exits like exec with the process's
+// code once it ends (128+signal when killed).
+int Attach(const std::string& id, const std::string& pid, int64_t replay) {
+  auto client = MakeClient();
+  if (!client) return Fails(client.error());
+  std::string pending;
+  int code = kExitRuntimeError;
+  bool ended = false;
+  std::optional<Error> failure;
+  auto on_data = [&](std::string_view data) {
+    pending.append(data);
+    size_t nl;
+    while ((nl = pending.find('\n')) != std::string::npos) {
+      std::string line = pending.substr(0, nl);
+      pending.erase(0, nl + 1);
+      json::error_code ec;
+      json::value v = json::parse(line, ec);
+      if (ec || !v.is_object()) continue;
+      const auto& o = v.as_object();
+      std::string type = Str(o, "type");
+      if (type == "stdout" || type == "stderr") {
+        std::string raw = DecodeBase64(Str(o, "data"));
+        FILE* out = type == "stdout" ? stdout : stderr;
+        std::fwrite(raw.data(), 1, raw.size(), out);
+        std::fflush(out);
+      } else if (type == "skipped") {
+        std::fprintf(stderr, "agent-sandbox: [%s bytes of output skipped]\n",
+                     Str(o, "bytes").c_str());
+      } else if (type == "exit") {
+        code = static_cast<int>(o.at("exit_code").to_number<int64_t>());
+        ended = true;
+      } else if (type == "error") {
+        failure =
+            Error(ErrorCodeFromName(Str(o, "code")), Str(o, "code") + ": " + Str(o, "message"));
+        ended = true;
+      }
+    }
+    return true;
+  };
+  std::string target = ProcessesPath(id) + "/" + api::PercentEncode(pid) +
+                       "/stream?encoding=base64&replay_bytes=" + std::to_string(replay);
+  auto r = client->Stream("GET", target, "", "application/json", on_data);
+  if (!r) return Fails(r.error());
+  if (r->status >= 300) return Fails(ServerError(*r));
+  if (failure) return Fails(*failure);
+  if (!ended) return Fails(Error::Backend("the stream ended without an exit event"));
+  return code;
+}
+
+int KillProcess(const std::string& id, const std::string& pid, const std::string& signal) {
+  std::string target = ProcessesPath(id) + "/" + api::PercentEncode(pid);
+  if (!signal.empty()) {
+    json::object body;
+    body["signal"] = signal;
+    auto r = Call("POST", target + "/signal", json::serialize(body));
+    if (!r) return Fails(r.error());
+    return 0;
+  }
+  auto r = Call("DELETE", target);
+  if (!r) return Fails(r.error());
+  auto v = ParseJson(r->body);
+  if (!v) return Fails(v.error());
+  std::cout << pid << " " << Str(v->as_object(), "state") << " " << Str(v->as_object(), "exit_code")
+            << "\n";
+  return 0;
+}
+
 }  // namespace
 
 void RegisterClientCommands(CLI::App& app) {
@@ -398,6 +538,11 @@ void RegisterClientCommands(CLI::App& app) {
     sub->add_option("-w,--workdir", f->workdir, "Working directory (default /workspace)");
     sub->add_option("-u,--user", f->user, "sandbox (default) or root");
     sub->add_option("--timeout", f->timeout, "Command timeout, seconds");
+    sub->add_flag("-d,--detach", f->detach,
+                  "Start it as a background process and print its pid (see ps, attach, kill)");
+    sub->add_option("--tag", f->tag, "With -d: a label shown by ps");
+    sub->add_flag("--stdin", f->stdin_pipe, "With -d: give it a stdin pipe");
+    sub->add_flag("-t,--tty", f->tty, "With -d: run it on a pseudo-terminal");
     sub->add_option("id", f->id, "Sandbox id")->required();
     sub->add_option("cmd", f->argv, "Command and arguments (after --)")->required();
     sub->positionals_at_end(false);
@@ -425,6 +570,37 @@ void RegisterClientCommands(CLI::App& app) {
     sub->add_option("id", *id, "Sandbox id")->required();
     sub->add_option("seconds", *secs, "Seconds from now")->required();
     SetAction(sub, [id, secs] { return SetTimeout(*id, *secs); });
+  }
+  {
+    auto id = std::make_shared<std::string>();
+    auto as_json = std::make_shared<bool>(false);
+    CLI::App* sub = app.add_subcommand("ps", "List a sandbox's background processes" + env_note);
+    sub->add_flag("--json", *as_json, "Print JSON");
+    sub->add_option("id", *id, "Sandbox id")->required();
+    SetAction(sub, [id, as_json] { return ListProcesses(*id, *as_json); });
+  }
+  {
+    auto id = std::make_shared<std::string>();
+    auto pid = std::make_shared<std::string>();
+    auto replay = std::make_shared<int64_t>(0);
+    CLI::App* sub = app.add_subcommand(
+        "attach", "Follow a background process's output; exits with its code" + env_note);
+    sub->add_option("--replay", *replay, "First replay this many bytes of recent output")
+        ->check(CLI::Range(int64_t{0}, int64_t{4194304}));
+    sub->add_option("id", *id, "Sandbox id")->required();
+    sub->add_option("pid", *pid, "Process id")->required();
+    SetAction(sub, [id, pid, replay] { return Attach(*id, *pid, *replay); });
+  }
+  {
+    auto id = std::make_shared<std::string>();
+    auto pid = std::make_shared<std::string>();
+    auto signal = std::make_shared<std::string>();
+    CLI::App* sub = app.add_subcommand(
+        "kill", "Kill a background process and its whole tree, or send it -s SIGNAL" + env_note);
+    sub->add_option("-s,--signal", *signal, "Signal for its process group, e.g. SIGTERM");
+    sub->add_option("id", *id, "Sandbox id")->required();
+    sub->add_option("pid", *pid, "Process id")->required();
+    SetAction(sub, [id, pid, signal] { return KillProcess(*id, *pid, *signal); });
   }
 }
 

@@ -9,13 +9,13 @@
 from .client import SandboxClient
 from .errors import NotFoundError, SandboxAPIError, SandboxConnectionError, SandboxError
 from .sandbox import Sandbox
-from .types import (ErrorEvent, ExecResult, ExitEvent, FileInfo, OutputEvent, SandboxInfo,
-                    SnapshotInfo, TemplateInfo)
+from .types import (ErrorEvent, ExecResult, ExitEvent, FileInfo, OutputEvent, ProcessInfo,
+                    SandboxInfo, SkippedEvent, SnapshotInfo, TemplateInfo)
 
 __version__ = "0.1.0"
 
 __all__ = [
     "SandboxClient", "Sandbox", "SandboxError", "SandboxAPIError", "NotFoundError",
     "SandboxConnectionError", "ExecResult", "OutputEvent", "ExitEvent", "ErrorEvent",
-    "FileInfo", "SandboxInfo", "SnapshotInfo", "TemplateInfo",
+    "FileInfo", "SandboxInfo", "SnapshotInfo", "TemplateInfo", "ProcessInfo", "SkippedEvent",
 ]

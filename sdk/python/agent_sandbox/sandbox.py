@@ -1,5 +1,6 @@
 """The Sandbox handle: commands, files, snapshots and lifetime of one sandbox."""
 
+import base64
 import io
 import json
 import os
@@ -8,8 +9,8 @@ import tarfile
 import http.client
 
 from .errors import NotFoundError, SandboxConnectionError
-from .types import ErrorEvent, ExecResult, ExitEvent, FileInfo, OutputEvent, SandboxInfo, \
-    SnapshotInfo
+from .types import ErrorEvent, ExecResult, ExitEvent, FileInfo, OutputEvent, ProcessInfo, \
+    SandboxInfo, SkippedEvent, SnapshotInfo
 
 # run_code(language) -> the interpreter that reads the program from stdin.
 _GO_RUN = ["sh", "-c", 'd=$(mktemp -d) && cat > "$d/main.go" && cd "$d" && go run main.go']
@@ -179,6 +180,115 @@ class Sandbox:
                                              % self.id)
         finally:
             conn.close()
+
+    # ---- background processes (issue 8) -------------------------------------------------
+
+    def start_process(self, command, env=None, workdir=None, user=None, tag=None, stdin=False,
+                      pty=False, cols=None, rows=None, ring_bytes=None):
+        """Starts a background process (POST /v1/sandboxes/{id}/processes) and returns its
+        ProcessInfo as soon as it runs. It outlives this call and this client; destroying the
+        sandbox ends it.
+
+        command: str (run by /bin/sh -c) or list of str (argv); env, workdir, user as for
+        exec(); tag: a label (at most 256 bytes); stdin: give it a stdin pipe (write_stdin);
+        pty: run it on a pseudo-terminal of cols x rows (default 80x24, each 1..10000);
+        ring_bytes: recent output kept for replay (default 256 KiB, at most 4 MiB).
+        Raises SandboxAPIError (400 bad request, 404 no sandbox or missing workdir, 429 more
+        than 256 running).
+        """
+        body = {}
+        if isinstance(command, str):
+            body["command"] = command
+        else:
+            body["argv"] = list(command)
+        for key, value in (("env", env), ("workdir", workdir), ("user", user), ("tag", tag),
+                           ("cols", cols), ("rows", rows), ("ring_bytes", ring_bytes)):
+            if value is not None:
+                body[key] = value
+        if stdin:
+            body["stdin"] = True
+        if pty:
+            body["pty"] = True
+        return ProcessInfo.from_json(self._t.json("POST", self._path("/processes"),
+                                                  json_body=body))
+
+    def list_processes(self):
+        """Running and recently exited (the 64 most recent) background processes, as a list
+        of ProcessInfo in start order (GET /v1/sandboxes/{id}/processes)."""
+        data = self._t.json("GET", self._path("/processes"))
+        return [ProcessInfo.from_json(p) for p in data["processes"]]
+
+    def get_process(self, pid):
+        """One background process as ProcessInfo. Raises NotFoundError for an unknown pid."""
+        return ProcessInfo.from_json(self._t.json("GET", self._path("/processes/%d" % pid)))
+
+    def stream_process(self, pid, replay_bytes=0):
+        """Follows a background process's output (GET .../processes/{pid}/stream, NDJSON).
+
+        replay_bytes: first replay up to this many bytes of recent output (at most 4 MiB).
+        Yields OutputEvent(stream, data) as the process writes, SkippedEvent(bytes) when this
+        reader fell behind the replay ring, then one ExitEvent (exit_code, signal) when the
+        process ends, or an ErrorEvent. Keepalives are skipped; there is no idle limit.
+        Closing the generator detaches; the process keeps running.
+        """
+        conn, resp = self._t.open("GET", self._path("/processes/%d/stream" % pid),
+                                  query={"replay_bytes": str(replay_bytes)},
+                                  headers={"Accept": "application/x-ndjson"}, timeout=None)
+        try:
+            while True:
+                try:
+                    line = resp.readline()
+                except (OSError, http.client.HTTPException) as e:
+                    raise SandboxConnectionError("process stream broke: %s" % e)
+                if not line:
+                    raise SandboxConnectionError("process stream ended without an exit event")
+                line = line.strip()
+                if not line:
+                    continue
+                ev = json.loads(line)
+                kind = ev.get("type")
+                if kind in ("stdout", "stderr"):
+                    yield OutputEvent(kind, ev.get("data", ""))
+                elif kind == "skipped":
+                    yield SkippedEvent(ev.get("bytes", 0))
+                elif kind == "exit":
+                    yield ExitEvent(exit_code=ev.get("exit_code", -1),
+                                    signal=ev.get("signal", 0) or 0, timed_out=False,
+                                    truncated=False, oom_killed=False, duration_ms=0)
+                    return
+                elif kind == "error":
+                    yield ErrorEvent(ev.get("code", "internal"), ev.get("message", ""))
+                    return
+        finally:
+            conn.close()
+
+    def write_stdin(self, pid, data):
+        """Writes str or bytes to a background process's stdin; returns the bytes accepted.
+        Raises SandboxAPIError 409 (no open stdin), 429 (over 1 MiB waiting unread)."""
+        if isinstance(data, str):
+            body = {"data": data}
+        else:
+            body = {"data": base64.b64encode(data).decode(), "encoding": "base64"}
+        return self._t.json("POST", self._path("/processes/%d/stdin" % pid),
+                            json_body=body)["bytes"]
+
+    def close_stdin(self, pid):
+        """Sends EOF to a background process's stdin (^D on a PTY)."""
+        self._t.request("POST", self._path("/processes/%d/close-stdin" % pid))
+
+    def signal_process(self, pid, signal="SIGTERM"):
+        """Sends a signal (a name such as "SIGINT" or a number as str) to the process group."""
+        self._t.request("POST", self._path("/processes/%d/signal" % pid),
+                        json_body={"signal": str(signal)})
+
+    def resize_process(self, pid, cols, rows):
+        """Resizes a background process's PTY (cols and rows each 1..10000)."""
+        self._t.request("POST", self._path("/processes/%d/resize" % pid),
+                        json_body={"cols": cols, "rows": rows})
+
+    def kill_process(self, pid):
+        """Kills a background process and its whole tree; returns its final ProcessInfo."""
+        return ProcessInfo.from_json(self._t.json("DELETE", self._path("/processes/%d" % pid)))
 
     def run_code(self, code, language=None, timeout=None, env=None):
         """Runs a program given as text: the interpreter reads it from stdin.

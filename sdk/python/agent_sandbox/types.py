@@ -192,3 +192,38 @@ class TemplateInfo:
                    packages=list(o.get("packages", [])), env=dict(o.get("env", {})),
                    resources=dict(o.get("resources", {})), created_at=o.get("created_at"),
                    size_bytes=o.get("size_bytes", 0))
+
+
+@dataclass
+class ProcessInfo:
+    """A background process (issue 8; GET /v1/sandboxes/{id}/processes/{pid}).
+
+    pid (in the sandbox), tag, argv (as started; empty when command was given), command (the
+    shell string, or None), state ("running" or "exited"), exit_code (None while running; the
+    status or 128+signal), signal, started_at / ended_at (RFC 3339 UTC; ended_at None while
+    running), pty, stdin_open, output_bytes (bytes written so far, both streams).
+    """
+
+    pid: int
+    state: str
+    tag: str = ""
+    argv: List[str] = field(default_factory=list)
+    command: Optional[str] = None
+    exit_code: Optional[int] = None
+    signal: int = 0
+    started_at: str = ""
+    ended_at: Optional[str] = None
+    pty: bool = False
+    stdin_open: bool = False
+    output_bytes: int = 0
+
+    @classmethod
+    def from_json(cls, o):
+        return cls(**{k: o[k] for k in cls.__dataclass_fields__ if k in o})
+
+
+@dataclass
+class SkippedEvent:
+    """A process stream fell behind its replay ring: `bytes` of output were lost to it."""
+
+    bytes: int

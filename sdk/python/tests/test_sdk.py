@@ -151,6 +151,29 @@ class SdkTest(unittest.TestCase):
         with self.assertRaises(NotFoundError):
             list(_handle(self.client(), "sb_0000000000000000").exec_stream("true"))
 
+    def test_background_processes(self):
+        sb = self.sandbox()
+        p = sb.start_process(["cat"], tag="echo", stdin=True)
+        self.assertEqual((p.state, p.tag, p.stdin_open), ("running", "echo", True))
+        self.assertEqual([x.pid for x in sb.list_processes()], [p.pid])
+        self.assertEqual(sb.write_stdin(p.pid, "hi\n"), 3)
+        self.assertEqual(sb.write_stdin(p.pid, b"\x00\xff"), 2)
+        sb.close_stdin(p.pid)
+        events = list(sb.stream_process(p.pid, replay_bytes=1024))
+        self.assertIsInstance(events[-1], ExitEvent)
+        self.assertEqual(events[-1].exit_code, 0)
+        self.assertEqual("".join(e.data for e in events[:-1])[:3], "hi\n")
+        done = sb.get_process(p.pid)
+        self.assertEqual((done.state, done.exit_code, done.output_bytes), ("exited", 0, 5))
+        q = sb.start_process("sleep 300", pty=True, cols=100, rows=30)
+        sb.resize_process(q.pid, 120, 40)
+        sb.signal_process(q.pid, "SIGSTOP")
+        sb.signal_process(q.pid, "SIGCONT")
+        killed = sb.kill_process(q.pid)
+        self.assertEqual((killed.state, killed.signal), ("exited", 9))
+        with self.assertRaises(NotFoundError):
+            sb.get_process(999999)
+
     def test_run_code(self):
         sb = self.sandbox()
         r = sb.run_code("import sys\nprint(sum(range(10)), sys.version_info[0])", "python")
