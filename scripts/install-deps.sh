@@ -28,6 +28,9 @@ PACKAGES=(
   # every e2e response is validated against api/openapi.json (tests/e2e/openapi_check.py);
   # scripts/openapi-yaml.py writes api/openapi.yaml from it
   python3-jsonschema python3-yaml
+  # networked sandboxes (issue 10): nft for our tables; tests/e2e/test_network.py runs dnsmasq
+  # (the binary only, no system service) as the test internet's DNS server
+  nftables dnsmasq-base
 )
 
 missing=()

@@ -28,6 +28,7 @@ Router BuildRouter(ApiContext& ctx) {
   Router router;
   AddHealthRoutes(router, ctx);
   AddSandboxRoutes(router, ctx);
+  AddNetworkRoutes(router, ctx);
   AddExecRoutes(router, ctx);
   AddFileRoutes(router, ctx);
   AddSnapshotRoutes(router, ctx);

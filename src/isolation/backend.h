@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "common/result.h"
+#include "isolation/net/policy.h"
 #include "protocol/client.h"
 
 namespace asb::isolation {
@@ -39,6 +40,8 @@ struct SandboxSpec {
   uint64_t tmp_bytes = 64ull << 20;          // size of the /tmp tmpfs
   uint32_t nofile_limit = 4096;     // RLIMIT_NOFILE of sandbox processes
   bool network = false;             // false: loopback only
+  /// With network: the egress policy (isolation/net/policy.h).
+  net::NetworkPolicy network_policy;
   std::string hostname = "sandbox";
   /// Base environment of every command in the sandbox (exec env is layered on top).
   std::map<std::string, std::string> env;
@@ -144,6 +147,14 @@ class Backend {
   virtual Status DropStagedWorkspace(const std::string& id) {
     (void)id;
     return {};
+  }
+  /// Replaces the egress policy of a networked sandbox at once (issue 10). Errors: kNotFound
+  /// (not running), kInvalidArgument (the sandbox has no network), kUnavailable (the backend
+  /// offers no networking), kBackend.
+  virtual Status UpdateNetwork(const std::string& id, const net::NetworkPolicy& policy) {
+    (void)id;
+    (void)policy;
+    return Fail(Error::Unavailable("this backend offers no networking"));
   }
 };
 
