@@ -29,6 +29,7 @@ Router BuildRouter(ApiContext& ctx) {
   AddHealthRoutes(router, ctx);
   AddSandboxRoutes(router, ctx);
   AddNetworkRoutes(router, ctx);
+  AddPortRoutes(router, ctx);
   AddExecRoutes(router, ctx);
   AddFileRoutes(router, ctx);
   AddSnapshotRoutes(router, ctx);

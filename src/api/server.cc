@@ -2,6 +2,7 @@
 #include "api/server.h"
 
 #include <boost/asio.hpp>
+#include <boost/asio/experimental/awaitable_operators.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 #include <atomic>
@@ -253,6 +254,45 @@ void AddCommonHeaders(http::response<Body>& res, const HttpResponse& r,
   for (const auto& [name, value] : r.headers) res.set(name, value);
 }
 
+// Copies bytes from `from` to `to` until either fails or ends.
+awaitable<void> Pump(tcp::socket& from, tcp::socket& to) {
+  std::vector<char> b(16 * 1024);
+  for (;;) {
+    auto [ec, n] = co_await from.async_read_some(net::buffer(b), kTuple);
+    if (ec) co_return;
+    auto [wec, wn] = co_await net::async_write(to, net::buffer(b.data(), n), kTuple);
+    if (wec) co_return;
+  }
+}
+
+// A 101 answer with an UpgradedStream (http_types.h): the head, then bytes both ways until
+// either side ends (or the server's shutdown closes the client's socket).
+awaitable<void> Relay(beast::tcp_stream& stream, beast::flat_buffer& buffer, HttpResponse& out,
+                      const std::string& request_id) {
+  using namespace net::experimental::awaitable_operators;
+  http::response<http::empty_body> res{http::status::switching_protocols, 11};
+  AddCommonHeaders(res, out, request_id);
+  stream.expires_never();
+  auto [ec, n] = co_await http::async_write(stream, res, kTuple);
+  if (ec) co_return;
+  tcp::socket up(stream.get_executor());
+  beast::error_code aec;
+  up.assign(tcp::v4(), out.upgrade->fd, aec);
+  if (aec) co_return;
+  out.upgrade->fd = -1;  // the socket owns it now
+  if (!out.upgrade->pending.empty()) {
+    auto [pec, pn] =
+        co_await net::async_write(stream.socket(), net::buffer(out.upgrade->pending), kTuple);
+    if (pec) co_return;
+  }
+  if (buffer.size() > 0) {  // the client's bytes that arrived with its request
+    auto [bec, bn] = co_await net::async_write(up, buffer.data(), kTuple);
+    if (bec) co_return;
+    buffer.consume(buffer.size());
+  }
+  co_await (Pump(stream.socket(), up) || Pump(up, stream.socket()));
+}
+
 }  // namespace
 
 awaitable<bool> HttpServer::Impl::WriteStream(beast::tcp_stream& stream,
@@ -450,6 +490,15 @@ awaitable<void> HttpServer::Impl::Session(tcp::socket socket,
     if (out.sandbox_id.empty()) out.sandbox_id = sandbox_id;
     if (stopping) keep_alive = false;
     bool ok;
+    if (out.upgrade && out.status == 101) {
+      co_await Relay(stream, buffer, out, req.request_id);
+      spdlog::info(
+          "http out request_id={} method={} route={} key_id={} sandbox_id={} status=101 "
+          "ms={} (relay ended)",
+          req.request_id, req.method, req.route, req.key_id.empty() ? "-" : req.key_id,
+          out.sandbox_id.empty() ? "-" : out.sandbox_id, NowMs() - start);
+      break;
+    }
     if (out.stream) {
       http::response<http::empty_body> res{static_cast<http::status>(out.status), 11};
       AddCommonHeaders(res, out, req.request_id);

@@ -39,4 +39,16 @@ Result<isolation::net::NetworkPolicy> SandboxManager::SetNetwork(
   return canonical;
 }
 
+Result<SandboxManager::PortConnection> SandboxManager::ConnectPort(const std::string& owner,
+                                                                   const std::string& id,
+                                                                   int64_t port) {
+  if (port < 1 || port > 65535) {
+    return Fail(Error::InvalidArgument("port must be 1..65535, got " + std::to_string(port)));
+  }
+  ASB_ASSIGN_OR_RETURN(auto e, impl_->Find(owner, id));
+  ASB_ASSIGN_OR_RETURN(Impl::Active a, impl_->BeginActivity(e));
+  ASB_ASSIGN_OR_RETURN(int fd, a.sandbox->ConnectTcp(static_cast<uint16_t>(port), 5000));
+  return PortConnection{fd, a.mark};
+}
+
 }  // namespace asb::core

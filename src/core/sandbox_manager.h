@@ -243,6 +243,16 @@ class SandboxManager {
   Result<isolation::net::NetworkPolicy> SetNetwork(const std::string& owner, const std::string& id,
                                                    const isolation::net::NetworkPolicy& policy);
 
+  /// A TCP connection to 127.0.0.1:`port` inside the sandbox (exposed ports; works without
+  /// network). `fd` is owned by the caller; `keepalive` marks the sandbox active until
+  /// released. Errors: kInvalidArgument (port not in 1..65535), kNotFound, kConflict (not
+  /// running), kUnavailable (nothing listens), kTimeout.
+  struct PortConnection {
+    int fd = -1;
+    std::shared_ptr<void> keepalive;
+  };
+  Result<PortConnection> ConnectPort(const std::string& owner, const std::string& id, int64_t port);
+
   // ---- exec ---------------------------------------------------------------------------------
 
   /// Runs a command to completion and returns its result and kept output. Touches

@@ -83,6 +83,15 @@ class Sandbox {
   virtual Result<SandboxUsage> Usage() = 0;
   /// Host pid of the sandbox's PID 1 (sandboxd), for diagnostics.
   virtual int host_pid() const = 0;
+  /// A TCP connection to 127.0.0.1:`port` inside the sandbox, whatever its network (exposed
+  /// ports, issue 10): a connected, blocking, close-on-exec socket fd that the caller owns.
+  /// Errors: kConnectionRefused-like failures as kUnavailable ("nothing listens on port N"),
+  /// kTimeout after `timeout_ms`, kUnavailable when the backend cannot do it.
+  virtual Result<int> ConnectTcp(uint16_t port, int timeout_ms) {
+    (void)port;
+    (void)timeout_ms;
+    return Fail(Error::Unavailable("this backend cannot open ports of a sandbox"));
+  }
 };
 
 class Backend {

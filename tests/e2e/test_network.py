@@ -290,6 +290,94 @@ class NetworkTest(harness.ServerTestCase):
                                 {"network_policy": {"allow_out": []}}, check=False)
         self.assertError(r, 400, "invalid_request")
 
+    def wait_port(self, sid, port, path="/"):
+        deadline = time.time() + 10
+        while True:
+            r = self.server.request("GET", "/v1/sandboxes/%s/ports/%d%s" % (sid, port, path),
+                                    check=False)
+            if r.status != 503 or time.time() > deadline:
+                return r
+            time.sleep(0.1)
+
+    def test_port_proxy_without_network(self):
+        sid = self.create()["id"]
+        self.server.run(sid, "mkdir -p /workspace/www && echo '<h1>dev server</h1>' > "
+                             "/workspace/www/index.html")
+        self.server.run(sid, "cd /workspace/www && setsid python3 -m http.server 8000 "
+                             ">/dev/null 2>&1 &")
+        r = self.wait_port(sid, 8000, "/index.html?x=1")
+        self.assertEqual(r.status, 200, r)
+        self.assertEqual(r.body, b"<h1>dev server</h1>\n")
+        self.assertTrue(r.headers["content-type"].startswith("text/html"), r.headers)
+        root = self.server.request("GET", "/v1/sandboxes/%s/ports/8000/" % sid)
+        self.assertEqual(root.body, b"<h1>dev server</h1>\n")
+        # A redirect of the app stays behind the proxy (http.server: /dir -> /dir/).
+        self.server.run(sid, "mkdir -p /workspace/www/sub")
+        moved = self.server.request("GET", "/v1/sandboxes/%s/ports/8000/sub" % sid)
+        self.assertEqual(moved.status, 301)
+        self.assertEqual(moved.headers["location"], "/v1/sandboxes/%s/ports/8000/sub/" % sid)
+        bare = self.server.request("GET", "/v1/sandboxes/%s/ports/8000" % sid, check=False)
+        self.assertEqual(bare.status, 307)
+        self.assertEqual(bare.headers["location"], "/v1/sandboxes/%s/ports/8000/" % sid)
+        # The upstream's own answers pass through (http.server has no POST: 501).
+        post = self.server.request("POST", "/v1/sandboxes/%s/ports/8000/x" % sid, b"data")
+        self.assertEqual(post.status, 501)
+        self.assertError(self.server.request("GET", "/v1/sandboxes/%s/ports/8009/" % sid,
+                                             check=False), 503, "unavailable")
+        for bad in ("0", "65536", "http"):
+            self.assertError(self.server.request("GET", "/v1/sandboxes/%s/ports/%s/" % (sid, bad),
+                                                 check=False), 400, "invalid_request")
+        self.assertError(self.server.request("GET", "/v1/sandboxes/sb_0000000000000000/ports/"
+                                             "8000/", check=False), 404, "not_found")
+
+    def test_port_proxy_websocket_upgrade(self):
+        sid = self.create()["id"]
+        echo = (
+            "import socket\n"
+            "l=socket.socket(); l.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)\n"
+            "l.bind(('127.0.0.1', 8001)); l.listen(1)\n"
+            "c,_=l.accept(); h=b''\n"
+            "while b'\\r\\n\\r\\n' not in h: h+=c.recv(1024)\n"
+            "ok=b'upgrade: websocket' in h.lower() and b'x-api-key' not in h.lower()\n"
+            "c.sendall(b'HTTP/1.1 101 Switching Protocols\\r\\nUpgrade: websocket\\r\\n'"
+            "b'Connection: Upgrade\\r\\n\\r\\n' + (b'hello:' if ok else b'bad:'))\n"
+            "while True:\n"
+            "    d=c.recv(1024)\n"
+            "    if not d: break\n"
+            "    c.sendall(d)\n")
+        self.server.put_file(sid, "/workspace/echo.py", echo.encode())
+        self.server.run(sid, "setsid python3 /workspace/echo.py >/dev/null 2>&1 &")
+        deadline = time.time() + 10
+        while True:
+            c = socket.create_connection(("127.0.0.1", self.server.port), timeout=10)
+            c.sendall(("GET /v1/sandboxes/%s/ports/8001/ws HTTP/1.1\r\nHost: x\r\n"
+                       "Upgrade: websocket\r\nConnection: Upgrade\r\nX-API-Key: secret\r\n"
+                       "\r\n" % sid).encode())
+            head = b""
+            while b"\r\n\r\n" not in head:
+                d = c.recv(4096)
+                if not d:
+                    break
+                head += d
+            if head.startswith(b"HTTP/1.1 101") or time.time() > deadline:
+                break
+            c.close()
+            time.sleep(0.1)
+        self.assertTrue(head.startswith(b"HTTP/1.1 101"), head)
+        rest = head.split(b"\r\n\r\n", 1)[1]
+        while len(rest) < len(b"hello:"):
+            rest += c.recv(1024)
+        self.assertEqual(rest, b"hello:")
+        c.sendall(b"ping over the relay")
+        got = b""
+        while len(got) < len(b"ping over the relay"):
+            d = c.recv(1024)
+            if not d:
+                break
+            got += d
+        self.assertEqual(got, b"ping over the relay")
+        c.close()
+
 
 if __name__ == "__main__":
     harness.main()

@@ -31,6 +31,7 @@
 #include "isolation/ns/contain.h"
 #include "isolation/ns/files.h"
 #include "isolation/ns/idmap.h"
+#include "isolation/ns/net.h"
 #include "isolation/ns/state.h"
 #include "isolation/ns/user.h"
 #include "isolation/ns/workspace.h"
@@ -137,6 +138,9 @@ class NsSandbox final : public Sandbox {
   const std::string& id() const override { return id_; }
   std::shared_ptr<protocol::Connection> connection() override { return conn_; }
   int host_pid() const override { return pid_; }
+  Result<int> ConnectTcp(uint16_t port, int timeout_ms) override {
+    return ConnectInNetns(pid_, port, timeout_ms);
+  }
 
   Result<SandboxUsage> Usage() override {
     ASB_ASSIGN_OR_RETURN(SandboxUsage u, ReadCgroupUsage(cgroups_));
