@@ -290,6 +290,27 @@ class NetworkTest(harness.ServerTestCase):
                                 {"network_policy": {"allow_out": []}}, check=False)
         self.assertError(r, 400, "invalid_request")
 
+    def test_restart_keeps_network_and_destroy_removes_it(self):
+        sid = self.networked({"allow_out": ["allowed.test"]})["id"]
+        self.assertTrue(self.py(sid, PY_RESOLVE, "allowed.test").startswith("resolved"))
+        # SIGKILL: nothing of the server's network state is cleaned up; the new process adopts
+        # the sandbox, rewrites the base rules and serves its DNS again under its policy.
+        self.server.kill9()
+        self.server.start()
+        self.assertEqual(self.py(sid, PY_RESOLVE, "allowed.test"), "resolved " + ALLOWED_IP)
+        self.assertTrue(self.py(sid, PY_RESOLVE, "denied.test").startswith("unresolved"))
+        self.assertEqual(self.py(sid, PY_CONNECT, ALLOWED_IP, "80"), "connected")
+        self.assertTrue(self.py(sid, PY_CONNECT, DENIED_IP, "80").startswith("refused"))
+        r = self.server.request("GET", "/v1/sandboxes/%s/network" % sid)
+        self.assertEqual(r.json()["allow_out"], ["allowed.test"])
+        # Destroy removes the sandbox's chain, set and map element.
+        table = "asb_" + self.hash
+        self.assertIn(sid, sh("nft", "list", "table", "inet", table).stdout)
+        self.server.request("DELETE", "/v1/sandboxes/" + sid)
+        listing = sh("nft", "list", "table", "inet", table, check=False).stdout
+        self.assertNotIn(sid, listing)
+        self.assertNotIn("dns_" + sid[3:], listing)
+
     def wait_port(self, sid, port, path="/"):
         deadline = time.time() + 10
         while True:

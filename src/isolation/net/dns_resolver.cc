@@ -22,7 +22,8 @@ using asio::ip::udp;
 using namespace asio::experimental::awaitable_operators;
 
 constexpr size_t kHeader = 12;
-constexpr int kMaxInFlight = 256;  // queries being forwarded at once (all clients)
+constexpr int kMaxInFlight = 256;   // queries being forwarded at once (all clients)
+constexpr int kMaxTcpClients = 64;  // open TCP connections at once (all clients)
 constexpr auto kUpstreamTimeout = std::chrono::seconds(2);
 constexpr auto kTcpIdleTimeout = std::chrono::seconds(10);
 
@@ -176,7 +177,8 @@ struct DnsResolver::Impl {
   std::vector<DnsUpstream> upstreams;
   PolicyFor policy_for;
   Learned learned;
-  int in_flight = 0;  // io thread only
+  int in_flight = 0;    // io thread only
+  int tcp_clients = 0;  // io thread only
   std::thread thread;
 
   awaitable<std::string> Forward(std::string query) {
@@ -241,6 +243,11 @@ struct DnsResolver::Impl {
   }
 
   awaitable<void> HandleTcp(tcp::socket sock) {
+    ++tcp_clients;
+    struct Count {
+      int* n;
+      ~Count() { --*n; }
+    } count{&tcp_clients};
     try {
       const uint32_t client = sock.remote_endpoint().address().to_v4().to_uint();
       for (;;) {
@@ -273,6 +280,7 @@ struct DnsResolver::Impl {
       if (ec == asio::error::operation_aborted) co_return;
       if (ec) continue;
       if (!s.remote_endpoint(ec).address().is_v4() || ec) continue;
+      if (tcp_clients >= kMaxTcpClients) continue;  // closed at once: a flood gets nothing
       asio::co_spawn(io, HandleTcp(std::move(s)), asio::detached);
     }
   }
