@@ -150,7 +150,7 @@ Result<HttpResponse> Proxy(core::SandboxManager* m, HttpRequest& req) {
     upgraded->pending = beast::buffers_to_string(buf.data());
     upgraded->fd = sock.release(ec);
     upgraded->keepalive = conn.keepalive;
-    out.upgrade = std::move(upgraded);
+    out.stream = std::move(upgraded);
     return out;
   }
   http::read(sock, buf, parser, ec);

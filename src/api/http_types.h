@@ -72,14 +72,18 @@ class StreamBody {
 /// A connection handed over to another protocol (a WebSocket through the ports proxy): after
 /// the 101 head the server relays bytes between the client and `fd` both ways until either
 /// side ends, first sending `pending` (bytes the handler read past the upstream's head).
-struct UpgradedStream {
+/// It travels as HttpResponse::stream with status 101; its StreamBody methods are unused.
+struct UpgradedStream final : StreamBody {
   int fd = -1;  // owned: closed by the destructor unless the server took it
   std::string pending;
   std::shared_ptr<void> keepalive;  // e.g. the sandbox's activity mark
   UpgradedStream() = default;
   UpgradedStream(const UpgradedStream&) = delete;
   UpgradedStream& operator=(const UpgradedStream&) = delete;
-  ~UpgradedStream();
+  ~UpgradedStream() override;
+  Chunk Poll() override { return {{}, true, false}; }
+  void SetNotify(std::function<void()>) override {}
+  void Cancel() override {}
 };
 
 /// One HTTP response. Either `body` (sent with Content-Length) or `stream` (sent chunked).
@@ -91,9 +95,6 @@ struct HttpResponse {
   std::shared_ptr<StreamBody> stream;
   /// For the request log line only: the sandbox the request concerned, if any.
   std::string sandbox_id;
-  /// With status 101: the connection becomes a byte relay (see UpgradedStream). Last, so that
-  /// positional initialisers of the fields above keep working.
-  std::shared_ptr<UpgradedStream> upgrade;
 };
 
 /// A handler: a function of the request. Handlers may block (they call the sandbox manager);

@@ -268,7 +268,7 @@ awaitable<void> Pump(tcp::socket& from, tcp::socket& to) {
 // A 101 answer with an UpgradedStream (http_types.h): the head, then bytes both ways until
 // either side ends (or the server's shutdown closes the client's socket).
 awaitable<void> Relay(beast::tcp_stream& stream, beast::flat_buffer& buffer, HttpResponse& out,
-                      const std::string& request_id) {
+                      UpgradedStream& upgraded, const std::string& request_id) {
   using namespace net::experimental::awaitable_operators;
   http::response<http::empty_body> res{http::status::switching_protocols, 11};
   AddCommonHeaders(res, out, request_id);
@@ -277,12 +277,12 @@ awaitable<void> Relay(beast::tcp_stream& stream, beast::flat_buffer& buffer, Htt
   if (ec) co_return;
   tcp::socket up(stream.get_executor());
   beast::error_code aec;
-  up.assign(tcp::v4(), out.upgrade->fd, aec);
+  up.assign(tcp::v4(), upgraded.fd, aec);
   if (aec) co_return;
-  out.upgrade->fd = -1;  // the socket owns it now
-  if (!out.upgrade->pending.empty()) {
+  upgraded.fd = -1;  // the socket owns it now
+  if (!upgraded.pending.empty()) {
     auto [pec, pn] =
-        co_await net::async_write(stream.socket(), net::buffer(out.upgrade->pending), kTuple);
+        co_await net::async_write(stream.socket(), net::buffer(upgraded.pending), kTuple);
     if (pec) co_return;
   }
   if (buffer.size() > 0) {  // the client's bytes that arrived with its request
@@ -490,8 +490,8 @@ awaitable<void> HttpServer::Impl::Session(tcp::socket socket,
     if (out.sandbox_id.empty()) out.sandbox_id = sandbox_id;
     if (stopping) keep_alive = false;
     bool ok;
-    if (out.upgrade && out.status == 101) {
-      co_await Relay(stream, buffer, out, req.request_id);
+    if (auto* up = dynamic_cast<UpgradedStream*>(out.stream.get()); up && out.status == 101) {
+      co_await Relay(stream, buffer, out, *up, req.request_id);
       spdlog::info(
           "http out request_id={} method={} route={} key_id={} sandbox_id={} status=101 "
           "ms={} (relay ended)",
