@@ -30,6 +30,9 @@ PACKAGES=(
   python3-jsonschema python3-yaml
   # the process terminal WebSocket is driven by a real client (tests/e2e/test_processes.py)
   python3-websockets
+  # networked sandboxes (issue 10): nft for our tables; tests/e2e/test_network.py runs dnsmasq
+  # (the binary only, no system service) as the test internet's DNS server
+  nftables dnsmasq-base
 )
 
 missing=()

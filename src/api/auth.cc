@@ -308,7 +308,7 @@ HttpResponse AuthLayer::Handle(const Route& route, HttpRequest& req) {
   }
   if (out.sandbox_id.empty()) out.sandbox_id = ev.sandbox_id;
 
-  if (out.stream) {
+  if (out.stream && out.status != 101) {  // not a connection handed over (ports proxy)
     bool exec = call.exec;
     bool audited = call.audited;
     std::string pattern = route.pattern;

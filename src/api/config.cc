@@ -147,6 +147,24 @@ std::vector<Setting> MakeSettings() {
         }
         return Fail(Error::InvalidArgument("must be one of trace, debug, info, warn, error, off"));
       });
+  add("NETWORK", "", "false: refuse network: true (no bridge, no nftables)",
+      Bool([](ServeConfig& c, bool b) { c.network_enabled = b; }));
+  add("NETWORK_SUBNET", "network-subnet", "IPv4 range of networked sandboxes (10.213.0.0/16)",
+      [](ServeConfig& c, std::string_view v) -> Status {
+        if (v.empty()) return Fail(Error::InvalidArgument("must not be empty"));
+        c.network_subnet = std::string(v);
+        return {};
+      });
+  add("NETWORK_UPLINK", "network-uplink", "interface sandbox traffic leaves by (default route's)",
+      [](ServeConfig& c, std::string_view v) -> Status {
+        c.network_uplink = std::string(v);
+        return {};
+      });
+  add("DNS_UPSTREAM", "dns-upstream", "upstream resolvers, a.b.c.d[:port],... (the host's)",
+      [](ServeConfig& c, std::string_view v) -> Status {
+        c.dns_upstreams = std::string(v);
+        return {};
+      });
   add("SHUTDOWN_GRACE_SECONDS", "shutdown-grace-seconds", "wait for in-flight requests at stop",
       Int(0, 3600, [](ServeConfig& c, int64_t n) { c.shutdown_grace_seconds = n; }));
   add("STREAM_KEEPALIVE_SECONDS", "stream-keepalive-seconds", "quiet time before a keepalive",

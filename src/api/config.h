@@ -36,6 +36,12 @@ struct ServeConfig {
   std::string workspace_pool = "none";
   /// Size of that sparse file, GiB.
   int64_t workspace_pool_gb = 256;
+  /// Networked sandboxes (issue 10, isolation/net/host_network.h): on/off, their IPv4 range,
+  /// the uplink ("" = the default route's interface), upstream resolvers ("" = the host's).
+  bool network_enabled = true;
+  std::string network_subnet = "10.213.0.0/16";
+  std::string network_uplink;
+  std::string dns_upstreams;  // comma list "a.b.c.d[:port]"
 };
 
 /// One configurable setting: its environment name ("AGENT_SANDBOX_PORT"), its flag name

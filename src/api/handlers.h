@@ -47,6 +47,10 @@ Result<std::string> SandboxIdParam(const HttpRequest& req);
 
 void AddHealthRoutes(Router& router, ApiContext& ctx);
 void AddSandboxRoutes(Router& router, ApiContext& ctx);
+/// GET/PUT /v1/sandboxes/{id}/network (handlers_network.cc, issue 10).
+void AddNetworkRoutes(Router& router, ApiContext& ctx);
+/// /v1/sandboxes/{id}/ports/{port}/... reverse proxy (handlers_ports.cc, issue 10).
+void AddPortRoutes(Router& router, ApiContext& ctx);
 void AddExecRoutes(Router& router, ApiContext& ctx);
 void AddFileRoutes(Router& router, ApiContext& ctx);
 /// Snapshots, rollback, fork and archives (handlers_snapshots.cc; issue 4).

@@ -38,6 +38,12 @@ Result<core::CreateRequest> ParseCreate(std::string_view text) {
   if (env) req.env = std::move(*env);
   ASB_ASSIGN_OR_RETURN(auto network, body.Bool("network"));
   if (network) req.network = *network;
+  ASB_ASSIGN_OR_RETURN(auto policy, body.ObjectJson("network_policy"));
+  if (policy) {
+    auto p = isolation::net::PolicyFromJson(*policy);
+    if (!p) return Fail(std::move(p).error().WithContext("network_policy"));
+    req.network_policy = std::move(*p);
+  }
   ASB_TRY(body.Finish());
   return req;
 }

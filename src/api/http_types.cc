@@ -1,6 +1,12 @@
 #include "api/http_types.h"
 
+#include <unistd.h>
+
 namespace asb::api {
+
+UpgradedStream::~UpgradedStream() {
+  if (fd >= 0) ::close(fd);
+}
 
 std::string_view HttpRequest::Header(std::string_view name) const {
   auto it = headers.find(std::string(name));

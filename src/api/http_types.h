@@ -95,8 +95,26 @@ class WebSocketSession {
   virtual void Cancel() = 0;
 };
 
+/// A connection handed over to another protocol (a WebSocket through the ports proxy): after
+/// the 101 head the server relays bytes between the client and `fd` both ways until either
+/// side ends, first sending `pending` (bytes the handler read past the upstream's head).
+/// It travels as HttpResponse::stream with status 101; its StreamBody methods are unused.
+struct UpgradedStream final : StreamBody {
+  int fd = -1;  // owned: closed by the destructor unless the server took it
+  std::string pending;
+  std::shared_ptr<void> keepalive;  // e.g. the sandbox's activity mark
+  UpgradedStream() = default;
+  UpgradedStream(const UpgradedStream&) = delete;
+  UpgradedStream& operator=(const UpgradedStream&) = delete;
+  ~UpgradedStream() override;
+  Chunk Poll() override { return {{}, true, false}; }
+  void SetNotify(std::function<void()>) override {}
+  void Cancel() override {}
+};
+
 /// One HTTP response. Either `body` (sent with Content-Length) or `stream` (sent chunked), or,
-/// with status 101, `websocket`: the server completes the upgrade and runs the session.
+/// with status 101, `websocket` (the server completes the upgrade and runs the session) or an
+/// UpgradedStream as `stream` (the server relays raw bytes).
 struct HttpResponse {
   int status = 200;
   std::string content_type = "application/json";

@@ -128,6 +128,13 @@ Result<std::optional<std::map<std::string, std::string>>> JsonBody::StringMap(
   return std::optional<std::map<std::string, std::string>>(std::move(out));
 }
 
+Result<std::optional<std::string>> JsonBody::ObjectJson(std::string_view name) {
+  const json::value* v = impl_->Find(name);
+  if (v == nullptr) return std::optional<std::string>();
+  if (!v->is_object()) return Fail(TypeError(name, "an object"));
+  return std::optional<std::string>(json::serialize(*v));
+}
+
 Status JsonBody::Finish() const {
   for (const auto& kv : impl_->object) {
     if (impl_->known.find(std::string_view(kv.key())) == impl_->known.end()) {

@@ -43,6 +43,10 @@ class JsonBody {
   /// An object whose values are all strings.
   Result<std::optional<std::map<std::string, std::string>>> StringMap(std::string_view name);
 
+  /// An object field, re-serialised as JSON text (for a nested shape parsed by its owner).
+  /// Errors: kInvalidArgument "<name>: must be an object".
+  Result<std::optional<std::string>> ObjectJson(std::string_view name);
+
   /// Errors: kInvalidArgument "unknown field: x" when the body holds a field that no getter
   /// asked for.
   Status Finish() const;

@@ -37,10 +37,12 @@ Router::Match Router::Find(std::string_view method, std::string_view path) const
   m.status = 404;
   std::vector<std::string> segs = Split(path);
   for (const Route& r : routes_) {
-    if (r.segments.size() != segs.size()) continue;
+    const bool tail = r.options.tail && IsParam(r.segments.back());
+    if (tail ? segs.size() < r.segments.size() : r.segments.size() != segs.size()) continue;
     std::map<std::string, std::string> params;
     bool ok = true;
-    for (size_t i = 0; i < segs.size() && ok; ++i) {
+    const size_t fixed = tail ? r.segments.size() - 1 : segs.size();
+    for (size_t i = 0; i < fixed && ok; ++i) {
       if (IsParam(r.segments[i])) {
         if (segs[i].empty()) ok = false;
         else params[r.segments[i].substr(1, r.segments[i].size() - 2)] = segs[i];
@@ -49,6 +51,11 @@ Router::Match Router::Find(std::string_view method, std::string_view path) const
       }
     }
     if (!ok) continue;
+    if (tail) {
+      std::string rest;
+      for (size_t i = fixed; i < segs.size(); ++i) rest += (i > fixed ? "/" : "") + segs[i];
+      params[r.segments.back().substr(1, r.segments.back().size() - 2)] = rest;
+    }
     if (r.method == method) {
       m.route = &r;
       m.params = std::move(params);

@@ -20,6 +20,9 @@ struct RouteOptions {
   bool file_body = false;
   /// The handler may block (calls the manager): run it on the blocking pool, not an I/O thread.
   bool blocking = true;
+  /// The pattern's last {name} takes the rest of the path, '/' included and possibly empty
+  /// (the exposed-ports proxy: /v1/sandboxes/{id}/ports/{port}/{path}).
+  bool tail = false;
 };
 
 struct Route {

@@ -32,6 +32,29 @@ TEST(RouterTest, MatchesTemplatesAndExtractsParams) {
   EXPECT_EQ(r.Dispatch(req).body, "list");
 }
 
+TEST(RouterTest, TailParamTakesTheRestOfThePath) {
+  Router r;
+  RouteOptions tail;
+  tail.tail = true;
+  r.Add("GET", "/s/{id}/ports/{port}/{path}", Echo("proxy"), tail);
+  r.Add("GET", "/s/{id}/ports/{port}", Echo("bare"));
+  HttpRequest req;
+  req.method = "GET";
+  req.path = "/s/a/ports/80/x/y/z";
+  EXPECT_EQ(r.Dispatch(req).body, "proxy id=a path=x/y/z port=80");
+  req.path = "/s/a/ports/80/";
+  EXPECT_EQ(r.Dispatch(req).body, "proxy id=a path= port=80");
+  req.path = "/s/a/ports/80";
+  EXPECT_EQ(r.Dispatch(req).body, "bare id=a port=80");
+  req.path = "/s/a/ports";
+  EXPECT_EQ(r.Dispatch(req).status, 404);
+  // Without the option a {name} is still one segment.
+  Router plain;
+  plain.Add("GET", "/s/{id}", Echo("get"));
+  req.path = "/s/a/b";
+  EXPECT_EQ(plain.Dispatch(req).status, 404);
+}
+
 TEST(RouterTest, UnknownPathIs404AndWrongMethodIs405InTheErrorShape) {
   Router r;
   r.Add("GET", "/v1/sandboxes/{id}", Echo("get"));

@@ -28,6 +28,8 @@ Router BuildRouter(ApiContext& ctx) {
   Router router;
   AddHealthRoutes(router, ctx);
   AddSandboxRoutes(router, ctx);
+  AddNetworkRoutes(router, ctx);
+  AddPortRoutes(router, ctx);
   AddExecRoutes(router, ctx);
   AddProcessRoutes(router, ctx);
   AddFileRoutes(router, ctx);

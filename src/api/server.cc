@@ -2,6 +2,7 @@
 #include "api/server.h"
 
 #include <boost/asio.hpp>
+#include <boost/asio/experimental/awaitable_operators.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 #include <boost/beast/websocket.hpp>
@@ -264,6 +265,45 @@ void AddCommonHeaders(http::response<Body>& res, const HttpResponse& r,
   for (const auto& [name, value] : r.headers) res.set(name, value);
 }
 
+// Copies bytes from `from` to `to` until either fails or ends.
+awaitable<void> Pump(tcp::socket& from, tcp::socket& to) {
+  std::vector<char> b(16 * 1024);
+  for (;;) {
+    auto [ec, n] = co_await from.async_read_some(net::buffer(b), kTuple);
+    if (ec) co_return;
+    auto [wec, wn] = co_await net::async_write(to, net::buffer(b.data(), n), kTuple);
+    if (wec) co_return;
+  }
+}
+
+// A 101 answer with an UpgradedStream (http_types.h): the head, then bytes both ways until
+// either side ends (or the server's shutdown closes the client's socket).
+awaitable<void> Relay(beast::tcp_stream& stream, beast::flat_buffer& buffer, HttpResponse& out,
+                      UpgradedStream& upgraded, const std::string& request_id) {
+  using namespace net::experimental::awaitable_operators;
+  http::response<http::empty_body> res{http::status::switching_protocols, 11};
+  AddCommonHeaders(res, out, request_id);
+  stream.expires_never();
+  auto [ec, n] = co_await http::async_write(stream, res, kTuple);
+  if (ec) co_return;
+  tcp::socket up(stream.get_executor());
+  beast::error_code aec;
+  up.assign(tcp::v4(), upgraded.fd, aec);
+  if (aec) co_return;
+  upgraded.fd = -1;  // the socket owns it now
+  if (!upgraded.pending.empty()) {
+    auto [pec, pn] =
+        co_await net::async_write(stream.socket(), net::buffer(upgraded.pending), kTuple);
+    if (pec) co_return;
+  }
+  if (buffer.size() > 0) {  // the client's bytes that arrived with its request
+    auto [bec, bn] = co_await net::async_write(up, buffer.data(), kTuple);
+    if (bec) co_return;
+    buffer.consume(buffer.size());
+  }
+  co_await (Pump(stream.socket(), up) || Pump(up, stream.socket()));
+}
+
 }  // namespace
 
 awaitable<bool> HttpServer::Impl::WriteStream(beast::tcp_stream& stream,
@@ -470,6 +510,10 @@ awaitable<void> HttpServer::Impl::Session(tcp::socket socket,
   std::shared_ptr<WebSocketSession> websocket_session;
   std::optional<http::request<http::string_body>> upgrade;
   std::string upgrade_log, upgrade_id;
+  // Set when the ports proxy handed the connection over (an UpgradedStream as the stream):
+  // relayed after the loop too, for the same reason as the WebSocket.
+  std::optional<HttpResponse> relay_response;
+  int64_t relay_start = 0;
   for (;;) {
     handle->busy = false;
     if (stopping) break;
@@ -593,6 +637,14 @@ awaitable<void> HttpServer::Impl::Session(tcp::socket socket,
                     " sandbox_id=" + (out.sandbox_id.empty() ? "-" : out.sandbox_id);
       upgrade_id = req.request_id;
       break;
+    } else if (dynamic_cast<UpgradedStream*>(out.stream.get()) && out.status == 101) {
+      upgrade_log = "request_id=" + req.request_id + " method=" + req.method +
+                    " route=" + req.route + " key_id=" + (req.key_id.empty() ? "-" : req.key_id) +
+                    " sandbox_id=" + (out.sandbox_id.empty() ? "-" : out.sandbox_id);
+      upgrade_id = req.request_id;
+      relay_start = start;
+      relay_response.emplace(std::move(out));
+      break;
     }
     if (out.stream) {
       http::response<http::empty_body> res{static_cast<http::status>(out.status), 11};
@@ -624,6 +676,11 @@ awaitable<void> HttpServer::Impl::Session(tcp::socket socket,
     co_await ServeWebSocket(stream, *upgrade, upgrade_id, websocket_session, handle);
     spdlog::info("http out {} status=101 ms={} (websocket closed)", upgrade_log,
                  NowMs() - ws_start);
+  }
+  if (relay_response) {
+    auto& up = static_cast<UpgradedStream&>(*relay_response->stream);
+    co_await Relay(stream, buffer, *relay_response, up, upgrade_id);
+    spdlog::info("http out {} status=101 ms={} (relay ended)", upgrade_log, NowMs() - relay_start);
   }
   handle->close = nullptr;
   beast::error_code ec;

@@ -159,6 +159,20 @@ int Serve(CLI::App& root, const ServeFlags& flags) {
   }
   if (flags.insecure_no_auth) cfg.insecure_no_auth = true;
   if (auto st = api::ValidateServeConfig(cfg); !st) return ConfigError(st.error().message());
+  // Seed A's VM_DNS_*, VM_DEST_*, VM_BW_* variables: the default egress policy (issue 10).
+  {
+    std::map<std::string, std::string> seed_env;
+    for (const char* n : {"VM_DNS_MODE", "VM_DNS_DOMAINS", "VM_DEST_MODE", "VM_DEST_RULES",
+                          "VM_BW_ENABLED", "VM_BW_RATE_KBIT", "VM_BW_BURST_KBIT"}) {
+      if (const char* v = std::getenv(n)) seed_env[n] = v;
+    }
+    auto policy = isolation::net::PolicyFromSeedEnv(seed_env);
+    if (!policy) return ConfigError(policy.error().message());
+    cfg.manager.default_network_policy = *policy;
+    if (const char* up = std::getenv("VM_DNS_UPSTREAM"); up && cfg.dns_upstreams.empty()) {
+      cfg.dns_upstreams = up;
+    }
+  }
   auto auth_settings = ReadAuthSettings(flags);
   if (!auth_settings) return ConfigError(auth_settings.error().message());
   // Without a key from the environment, a key in an existing database is needed (the check
@@ -218,6 +232,27 @@ int Serve(CLI::App& root, const ServeFlags& flags) {
   bo.cgroup_name = CgroupNameFor(std::filesystem::weakly_canonical(data, ec).string());
   bo.default_workspace_bytes =
       static_cast<uint64_t>(cfg.manager.limits.default_workspace_mb) << 20;
+  if (cfg.network_enabled) {
+    isolation::net::HostNetworkOptions no;
+    no.state_dir = bo.state_dir;
+    no.subnet = cfg.network_subnet;
+    no.uplink = cfg.network_uplink;
+    for (size_t start = 0; start < cfg.dns_upstreams.size();) {
+      size_t end = cfg.dns_upstreams.find(',', start);
+      if (end == std::string::npos) end = cfg.dns_upstreams.size();
+      if (end > start) no.dns_upstreams.push_back(cfg.dns_upstreams.substr(start, end - start));
+      start = end + 1;
+    }
+    auto net = isolation::net::HostNetwork::Make(no);
+    if (!net && net.error().code() == ErrorCode::kInvalidArgument) {
+      return ConfigError(net.error().message());
+    }
+    if (net) {
+      bo.network = *net;
+    } else {
+      spdlog::warn("networked sandboxes are unavailable: {}", net.error().message());
+    }
+  }
   auto backend = isolation::ns::MakeNsBackend(bo);
   if (!backend) return StartupError(backend.error().WithContext("ns backend"));
 

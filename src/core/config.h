@@ -11,6 +11,7 @@
 #include <string>
 
 #include "common/result.h"
+#include "isolation/net/policy.h"
 
 namespace asb::core {
 
@@ -91,6 +92,10 @@ struct ManagerConfig {
 
   /// Template used when a create request names none.
   std::string default_template = "base";
+
+  /// Egress policy of networked sandboxes whose create names none (issue 10; seed A's VM_*
+  /// variables set it, see isolation/net/policy.h).
+  isolation::net::NetworkPolicy default_network_policy{};
 
   /// How often the reaper looks for expired or idle sandboxes, seconds (> 0).
   int64_t reap_interval_seconds = 1;

@@ -486,6 +486,7 @@ Result<SandboxInfo> SandboxManager::Fork(const std::string& owner, const std::st
       cr.workspace_mb = static_cast<int64_t>(st.st_size >> 20);
     }
   }
+  if (cr.network && base.network) cr.network_policy = base.network_policy;
   ASB_ASSIGN_OR_RETURN(SandboxInfo created, CreateWith(snap.owner, cr, image));
 
   auto fill = [&]() -> Result<SandboxInfo> {

@@ -248,13 +248,17 @@ Result<SandboxInfo> SandboxManager::CreateWith(const std::string& owner, const C
                                 lim.default_idle_timeout_seconds, 0, lim.max_timeout_seconds));
   ASB_TRY(ValidateEnv(req.env, "env"));
   if (req.network) {
-    return Fail(Error::InvalidArgument("network is not supported yet"));
+    ASB_ASSIGN_OR_RETURN(
+        info.network_policy,
+        isolation::net::Canonicalize(req.network_policy.value_or(config_.default_network_policy)));
+  } else if (req.network_policy) {
+    return Fail(Error::InvalidArgument("network_policy needs network: true"));
   }
 
   info.template_name = tmpl.name;
   info.env = tmpl.manifest.env;  // the template's environment; the request's own wins
   for (const auto& [k, v] : req.env) info.env[k] = v;
-  info.network = false;
+  info.network = req.network;
   info.read_only_rootfs = true;
   info.tmp_size_mb = lim.tmp_size_mb;
   info.backend = std::string(impl_->backend.name());
@@ -289,7 +293,8 @@ Result<SandboxInfo> SandboxManager::CreateWith(const std::string& owner, const C
   spec.pids_limit = static_cast<uint32_t>(info.pids_limit);
   spec.workspace_bytes = static_cast<uint64_t>(info.workspace_mb) << 20;
   spec.tmp_bytes = static_cast<uint64_t>(info.tmp_size_mb) << 20;
-  spec.network = false;
+  spec.network = info.network;
+  spec.network_policy = info.network_policy;
   spec.env = info.env;
   spec.workspace_image = workspace_image;
 

@@ -75,8 +75,10 @@ struct CreateRequest {
   std::optional<int64_t> idle_timeout_seconds{};  // [0, max_timeout_seconds]; 0 = none
   /// Base environment of every command. Keys non-empty, without '=' or NUL; values without NUL.
   std::map<std::string, std::string> env{};
-  /// true is rejected (kInvalidArgument "network is not supported yet") until networking lands.
+  /// Outbound network (issue 10); kInvalidArgument when the server has networking disabled.
   bool network = false;
+  /// The egress policy with network; absent = config.default_network_policy.
+  std::optional<isolation::net::NetworkPolicy> network_policy{};
 };
 
 /// What the API shows about a sandbox. Times are Unix epoch milliseconds.
@@ -92,6 +94,7 @@ struct SandboxInfo {
   int64_t workspace_mb = 0;
   int64_t tmp_size_mb = 0;
   bool network = false;
+  isolation::net::NetworkPolicy network_policy{};  // meaningful with network
   bool read_only_rootfs = true;
   std::map<std::string, std::string> env{};
   int64_t created_at_ms = 0;
@@ -261,6 +264,27 @@ class SandboxManager {
   /// above max_timeout_seconds: clamped to it. Errors: kNotFound, kConflict if the sandbox is
   /// not running.
   Result<SandboxInfo> SetTimeout(const std::string& owner, const std::string& id, int64_t seconds);
+
+  // ---- network (core/manager_network.cc; issue 10) -------------------------------------------
+
+  /// The sandbox's egress policy. Errors: kNotFound, kInvalidArgument (created without
+  /// network).
+  Result<isolation::net::NetworkPolicy> GetNetwork(const std::string& owner, const std::string& id);
+  /// Validates and replaces the policy at once (Backend::UpdateNetwork), then records it.
+  /// Errors: kNotFound, kConflict (not running), kInvalidArgument (policy; no network),
+  /// kBackend.
+  Result<isolation::net::NetworkPolicy> SetNetwork(const std::string& owner, const std::string& id,
+                                                   const isolation::net::NetworkPolicy& policy);
+
+  /// A TCP connection to 127.0.0.1:`port` inside the sandbox (exposed ports; works without
+  /// network). `fd` is owned by the caller; `keepalive` marks the sandbox active until
+  /// released. Errors: kInvalidArgument (port not in 1..65535), kNotFound, kConflict (not
+  /// running), kUnavailable (nothing listens), kTimeout.
+  struct PortConnection {
+    int fd = -1;
+    std::shared_ptr<void> keepalive;
+  };
+  Result<PortConnection> ConnectPort(const std::string& owner, const std::string& id, int64_t port);
 
   // ---- exec ---------------------------------------------------------------------------------
 

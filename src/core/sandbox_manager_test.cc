@@ -171,11 +171,20 @@ TEST_F(ManagerTest, EveryLimitPassesAtItsBoundaryAndFailsOneBeyond) {  // L3
     EXPECT_EQ(got.error().code(), ErrorCode::kInvalidArgument);
     EXPECT_EQ(got.error().message().find("sec"), std::string::npos);
   }
+  // Networking (issue 10): the policy is validated before anything is reserved, and needs
+  // network: true.
   r = {};
   r.network = true;
+  r.network_policy = isolation::net::NetworkPolicy{{"10.0.0.0/33"}, {}, 0, 0};
   auto net = manager_->Create("alice", r);
   ASSERT_FALSE(net);
-  EXPECT_EQ(net.error().message(), "network is not supported yet");
+  EXPECT_EQ(net.error().code(), ErrorCode::kInvalidArgument);
+  EXPECT_NE(net.error().message().find("allow_out[0]"), std::string::npos) << net.error().message();
+  r.network = false;
+  r.network_policy = isolation::net::NetworkPolicy{};
+  auto no_net = manager_->Create("alice", r);
+  ASSERT_FALSE(no_net);
+  EXPECT_EQ(no_net.error().message(), "network_policy needs network: true");
 
   r = {};
   r.template_name = "nope";

@@ -15,6 +15,9 @@ std::string EncodeSpecJson(const SandboxInfo& info) {
   o["workspace_mb"] = info.workspace_mb;
   o["tmp_size_mb"] = info.tmp_size_mb;
   o["network"] = info.network;
+  if (info.network) {
+    o["network_policy"] = json::parse(isolation::net::PolicyToJson(info.network_policy));
+  }
   o["read_only_rootfs"] = info.read_only_rootfs;
   o["timeout_seconds"] = info.timeout_seconds;
   json::object env;
@@ -47,6 +50,9 @@ void DecodeSpecJson(std::string_view text, SandboxInfo* info) {
   num("timeout_seconds", &info->timeout_seconds);
   if (const json::value* x = o.if_contains("network"); x && x->is_bool()) {
     info->network = x->get_bool();
+  }
+  if (const json::value* x = o.if_contains("network_policy"); x && x->is_object()) {
+    if (auto p = isolation::net::PolicyFromJson(json::serialize(*x))) info->network_policy = *p;
   }
   if (const json::value* x = o.if_contains("read_only_rootfs"); x && x->is_bool()) {
     info->read_only_rootfs = x->get_bool();

@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "common/result.h"
+#include "isolation/net/policy.h"
 #include "protocol/client.h"
 
 namespace asb::isolation {
@@ -39,6 +40,8 @@ struct SandboxSpec {
   uint64_t tmp_bytes = 64ull << 20;          // size of the /tmp tmpfs
   uint32_t nofile_limit = 4096;     // RLIMIT_NOFILE of sandbox processes
   bool network = false;             // false: loopback only
+  /// With network: the egress policy (isolation/net/policy.h).
+  net::NetworkPolicy network_policy;
   std::string hostname = "sandbox";
   /// Base environment of every command in the sandbox (exec env is layered on top).
   std::map<std::string, std::string> env;
@@ -80,6 +83,15 @@ class Sandbox {
   virtual Result<SandboxUsage> Usage() = 0;
   /// Host pid of the sandbox's PID 1 (sandboxd), for diagnostics.
   virtual int host_pid() const = 0;
+  /// A TCP connection to 127.0.0.1:`port` inside the sandbox, whatever its network (exposed
+  /// ports, issue 10): a connected, blocking, close-on-exec socket fd that the caller owns.
+  /// Errors: kConnectionRefused-like failures as kUnavailable ("nothing listens on port N"),
+  /// kTimeout after `timeout_ms`, kUnavailable when the backend cannot do it.
+  virtual Result<int> ConnectTcp(uint16_t port, int timeout_ms) {
+    (void)port;
+    (void)timeout_ms;
+    return Fail(Error::Unavailable("this backend cannot open ports of a sandbox"));
+  }
 };
 
 class Backend {
@@ -144,6 +156,14 @@ class Backend {
   virtual Status DropStagedWorkspace(const std::string& id) {
     (void)id;
     return {};
+  }
+  /// Replaces the egress policy of a networked sandbox at once (issue 10). Errors: kNotFound
+  /// (not running), kInvalidArgument (the sandbox has no network), kUnavailable (the backend
+  /// offers no networking), kBackend.
+  virtual Status UpdateNetwork(const std::string& id, const net::NetworkPolicy& policy) {
+    (void)id;
+    (void)policy;
+    return Fail(Error::Unavailable("this backend offers no networking"));
   }
 };
 

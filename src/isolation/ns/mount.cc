@@ -20,6 +20,7 @@ MountPlan MakeMountPlan(const std::string& rootfs, const std::string& ws_source,
   p.hostname_source = hostname_source;
   p.workspace = rootfs + "/workspace";
   p.etc_hostname = rootfs + "/etc/hostname";
+  p.etc_resolv = rootfs + "/etc/resolv.conf";
   p.proc = "proc";
   p.sys = "sys";
   p.dev = "dev";
@@ -171,6 +172,15 @@ int BindHostPathsInChild(const MountPlan& p, ChildFailure* f) {
       }
     } else if (errno != ENOENT) {
       return Failed(f, "bind /etc/hostname", errno, p.etc_hostname.c_str());
+    }
+  }
+  // Networked sandboxes: the resolver on the gateway (the template's file must exist).
+  if (!p.resolv_source.empty()) {
+    if (::mount(p.resolv_source.c_str(), p.etc_resolv.c_str(), nullptr, MS_BIND, nullptr) != 0) {
+      return Failed(f, "bind /etc/resolv.conf", errno, p.etc_resolv.c_str());
+    }
+    if (int e = RemountReadOnly(p.etc_resolv.c_str(), MS_NOSUID | MS_NODEV | MS_NOEXEC)) {
+      return Failed(f, "remount read-only", e, p.etc_resolv.c_str());
     }
   }
   if (::chdir(p.root.c_str()) != 0) return Failed(f, "chdir new root", errno, p.root.c_str());

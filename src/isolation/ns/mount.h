@@ -22,8 +22,9 @@ struct MountPlan {
   int root_tree_fd = -1;
   std::string ws_source;        // host-side workspace mount -> /workspace
   std::string hostname_source;  // host file with the hostname -> /etc/hostname (if present)
+  std::string resolv_source;    // networked sandboxes: host file -> /etc/resolv.conf ("" = none)
   // Absolute targets below `root`, for the binds of host paths (phase 1):
-  std::string workspace, etc_hostname;
+  std::string workspace, etc_hostname, etc_resolv;
   // Targets relative to the new root (phase 2 runs with cwd = root):
   std::string proc, sys, dev, dev_pts, dev_shm, tmp;
   std::vector<std::string> dev_node_src, dev_node_dst;      // bind-mounted host device nodes

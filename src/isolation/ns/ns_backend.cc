@@ -31,6 +31,7 @@
 #include "isolation/ns/contain.h"
 #include "isolation/ns/files.h"
 #include "isolation/ns/idmap.h"
+#include "isolation/ns/net.h"
 #include "isolation/ns/state.h"
 #include "isolation/ns/user.h"
 #include "isolation/ns/workspace.h"
@@ -57,7 +58,7 @@ class Undo {
 };
 
 struct Layout {
-  std::string dir, ws, image, sock, log, state, hostname;
+  std::string dir, ws, image, sock, log, state, hostname, resolv, network;
   // A rollback's staged workspace: cloned to next_tmp, renamed to next (complete and durable
   // from then on), mounted on ws_next while it is being swapped in.
   std::string next, next_tmp, ws_next;
@@ -75,6 +76,8 @@ Layout LayoutFor(const std::string& state_dir, const std::string& id) {
   l.next = l.dir + "/workspace.next.img";
   l.next_tmp = l.dir + "/.workspace.next.tmp";
   l.ws_next = l.dir + "/ws-next";
+  l.resolv = l.dir + "/resolv.conf";
+  l.network = l.dir + "/network.json";  // the policy, for Adopt by a later server process
   return l;
 }
 
@@ -90,7 +93,6 @@ Status ValidateSpec(const SandboxSpec& s) {
   }
   if (s.tmp_bytes < (1ull << 20)) return bad("tmp size below 1 MiB");
   if (s.nofile_limit < 16) return bad("nofile_limit below 16");
-  if (s.network) return bad("the ns backend does not offer networked sandboxes yet");
   if (s.hostname.empty() || s.hostname.size() > 64) return bad("hostname length out of range");
   for (char c : s.hostname) {
     if (!std::isalnum(static_cast<unsigned char>(c)) && c != '-' && c != '.') {
@@ -136,6 +138,9 @@ class NsSandbox final : public Sandbox {
   const std::string& id() const override { return id_; }
   std::shared_ptr<protocol::Connection> connection() override { return conn_; }
   int host_pid() const override { return pid_; }
+  Result<int> ConnectTcp(uint16_t port, int timeout_ms) override {
+    return ConnectInNetns(pid_, port, timeout_ms);
+  }
 
   Result<SandboxUsage> Usage() override {
     ASB_ASSIGN_OR_RETURN(SandboxUsage u, ReadCgroupUsage(cgroups_));
@@ -188,8 +193,11 @@ class NsBackend final : public Backend {
   bool HasStagedWorkspace(const std::string& id) override;
   Result<bool> SwapStagedWorkspace(const std::string& id) override;
   Status DropStagedWorkspace(const std::string& id) override;
+  Status UpdateNetwork(const std::string& id, const net::NetworkPolicy& policy) override;
 
  private:
+  // The sandbox's slot from state.json, else from the uid registry; nullopt if neither has it.
+  std::optional<uint32_t> SlotOf(const std::string& id, const Layout& l);
   std::shared_ptr<std::mutex> IdLock(const std::string& id) {
     std::lock_guard lock(locks_mu_);
     auto& m = locks_[id];
@@ -257,6 +265,9 @@ Status NsBackend::PrepareWorkspace(const SandboxSpec& spec, const Layout& l, int
 
 Result<std::shared_ptr<Sandbox>> NsBackend::Create(const SandboxSpec& spec) {
   ASB_TRY(ValidateSpec(spec));
+  if (spec.network && !opts_.network) {
+    return Fail(Error::InvalidArgument("networking is not enabled on this server"));
+  }
   auto lock = IdLock(spec.id);
   std::lock_guard guard(*lock);
   return CreateLocked(spec).map_error([&](Error e) {
@@ -305,6 +316,11 @@ Result<std::shared_ptr<Sandbox>> NsBackend::CreateLocked(const SandboxSpec& spec
       return FailErrno("write " + l.hostname);
     }
     if (::fchmod(fd.get(), 0644) != 0) return FailErrno("chmod " + l.hostname);
+  }
+  if (spec.network) {
+    ASB_TRY(WriteFileAtomic(l.resolv, opts_.network->ResolvConf(), /*durable=*/false));
+    if (::chmod(l.resolv.c_str(), 0644) != 0) return FailErrno("chmod " + l.resolv);
+    ASB_TRY(WriteFileAtomic(l.network, net::PolicyToJson(spec.network_policy), false));
   }
 
   // 4. cgroups with the limits.
@@ -361,6 +377,7 @@ Result<std::shared_ptr<Sandbox>> NsBackend::CreateLocked(const SandboxSpec& spec
   plan.hostname = spec.hostname;
   plan.mounts = MakeMountPlan(spec.rootfs, l.ws, l.hostname, spec.tmp_bytes);
   plan.mounts.root_tree_fd = root_tree.get();
+  if (spec.network) plan.mounts.resolv_source = l.resolv;
   plan.rlimits = {spec.nofile_limit, spec.pids_limit};
   plan.sandboxd_fd = sandboxd_fd.get();
   plan.listen_fd = listen_fd.get();
@@ -401,8 +418,15 @@ Result<std::shared_ptr<Sandbox>> NsBackend::CreateLocked(const SandboxSpec& spec
     if (!adj && adj.error().sys_errno() != EACCES && adj.error().sys_errno() != EPERM) {
       return adj;
     }
+    // Networking before the child runs anything: eth0, rules, limits (host_network.h).
+    if (spec.network) {
+      ASB_TRY_CTX(opts_.network->Attach(spec.id, slot, pid, spec.network_policy), "network");
+    }
     return {};
   };
+  Undo undo_network([&] {
+    if (spec.network) (void)opts_.network->Detach(spec.id, slot);
+  });
   ASB_ASSIGN_OR_RETURN(CloneIntoCgroups into, CloneIntoCgroups::Prepare(layout_, cgroups));
   ASB_ASSIGN_OR_RETURN(ChildProcess child,
                        StartContainedChild(plan, into, prepare, opts_.start_timeout_ms));
@@ -438,6 +462,7 @@ Result<std::shared_ptr<Sandbox>> NsBackend::CreateLocked(const SandboxSpec& spec
   }
 
   undo_child.Dismiss();
+  undo_network.Dismiss();
   undo_cgroups.Dismiss();
   undo_ws.Dismiss();
   undo_slot.Dismiss();
@@ -468,6 +493,13 @@ Result<std::shared_ptr<Sandbox>> NsBackend::Adopt(const std::string& id) {
   }
   ::unlink(l.next_tmp.c_str());  // a staging clone cut short (the complete one is kept)
   ASB_ASSIGN_OR_RETURN(auto conn, protocol::Connection::Dial(l.sock, opts_.start_timeout_ms));
+  // A networked sandbox keeps its network: this process's resolver learns its policy again
+  // (addresses it resolved before stay admitted).
+  if (auto text = ReadSmallFile(l.network); text && opts_.network) {
+    ASB_ASSIGN_OR_RETURN(auto policy, net::PolicyFromJson(*text));
+    ASB_TRY_CTX(opts_.network->Update(id, st->slot, st->pid, policy, /*forget_resolved=*/false),
+                "adopt " + id);
+  }
   return std::make_shared<NsSandbox>(id, std::move(conn), st->pid,
                                      CgroupPathsFor(layout_, opts_.cgroup_name, id), l.ws);
 }
@@ -521,12 +553,16 @@ Status NsBackend::DestroyLocked(const std::string& id) {
     keep_first(WaitCgroupsEmpty(cgroups, 10'000));
     keep_first(RemoveCgroups(cgroups));
   }
-  // 3. Workspace: unmount, detach the loop device (and those of a staged rollback).
+  // 3. Network: rules, sets, resolver state (the veth died with the namespace).
+  if (opts_.network) {
+    if (auto slot = SlotOf(id, l)) keep_first(opts_.network->Detach(id, *slot));
+  }
+  // 4. Workspace: unmount, detach the loop device (and those of a staged rollback).
   keep_first(UnmountWorkspace(l.ws));
   keep_first(UnmountWorkspace(l.ws_next));
   keep_first(DetachLoopDevices(l.image));
   keep_first(DetachLoopDevices(l.next));
-  // 4. Files, then the uid slot (last: the range stays reserved until nothing uses it).
+  // 5. Files, then the uid slot (last: the range stays reserved until nothing uses it).
   if (result) keep_first(RemoveTree(l.dir));
   if (result) keep_first(slots_.ReleaseAll(id));
   return result;
@@ -678,6 +714,36 @@ Status NsBackend::DropStagedWorkspace(const std::string& id) {
     if (::unlink(p.c_str()) != 0 && errno != ENOENT) return FailErrno("unlink " + p);
   }
   return {};
+}
+
+std::optional<uint32_t> NsBackend::SlotOf(const std::string& id, const Layout& l) {
+  if (auto text = ReadSmallFile(l.state)) {
+    if (auto st = DecodeSandboxState(*text)) return st->slot;
+  }
+  if (auto slots = slots_.List()) {
+    for (const auto& [k, owner] : *slots) {
+      if (owner == id) return k;
+    }
+  }
+  return std::nullopt;
+}
+
+Status NsBackend::UpdateNetwork(const std::string& id, const net::NetworkPolicy& policy) {
+  if (!IsValidId(id, "sb_")) return Fail(Error::NotFound("no sandbox " + id));
+  auto lock = IdLock(id);
+  std::lock_guard guard(*lock);
+  const Layout l = LayoutFor(opts_.state_dir, id);
+  auto text = ReadSmallFile(l.state);
+  if (!text) return Fail(Error::NotFound("no state for sandbox " + id));
+  auto st = DecodeSandboxState(*text);
+  if (!st || !ProcessIsRunning(st->pid)) {
+    return Fail(Error::NotFound("sandbox " + id + " is not running"));
+  }
+  if (!opts_.network || !PathExists(l.network)) {
+    return Fail(Error::InvalidArgument("sandbox " + id + " was created without network"));
+  }
+  ASB_TRY(opts_.network->Update(id, st->slot, st->pid, policy, /*forget_resolved=*/true));
+  return WriteFileAtomic(l.network, net::PolicyToJson(policy), /*durable=*/false);
 }
 
 Result<std::vector<std::string>> NsBackend::ListOwned() {

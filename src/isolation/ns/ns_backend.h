@@ -10,6 +10,7 @@
 
 #include "common/result.h"
 #include "isolation/backend.h"
+#include "isolation/net/host_network.h"
 
 namespace asb::isolation::ns {
 
@@ -34,6 +35,8 @@ struct NsBackendOptions {
   uint64_t default_workspace_bytes = 1ull << 30;
   /// How long Create waits for sandboxd's handshake, milliseconds.
   int64_t start_timeout_ms = 10'000;
+  /// The host side of networked sandboxes (issue 10); null = `network: true` is refused.
+  std::shared_ptr<net::HostNetwork> network;
 };
 
 /// Builds the backend. Errors: kUnavailable when the host lacks what it needs (user

@@ -1,0 +1,338 @@
+#include "isolation/net/dns_resolver.h"
+
+#include <arpa/inet.h>
+#include <spdlog/spdlog.h>
+
+#include <atomic>
+#include <boost/asio.hpp>
+#include <boost/asio/experimental/awaitable_operators.hpp>
+#include <cctype>
+#include <charconv>
+#include <chrono>
+#include <thread>
+
+namespace asb::isolation::net {
+namespace {
+
+namespace asio = boost::asio;
+using asio::awaitable;
+using asio::use_awaitable;
+using asio::ip::tcp;
+using asio::ip::udp;
+using namespace asio::experimental::awaitable_operators;
+
+constexpr size_t kHeader = 12;
+constexpr int kMaxInFlight = 256;   // queries being forwarded at once (all clients)
+constexpr int kMaxTcpClients = 64;  // open TCP connections at once (all clients)
+constexpr auto kUpstreamTimeout = std::chrono::seconds(2);
+constexpr auto kTcpIdleTimeout = std::chrono::seconds(10);
+
+uint16_t U16(std::string_view m, size_t off) {
+  return static_cast<uint16_t>((static_cast<uint8_t>(m[off]) << 8) |
+                               static_cast<uint8_t>(m[off + 1]));
+}
+
+// Skips a (possibly compressed) name at `*off`. False if malformed.
+bool SkipName(std::string_view m, size_t* off) {
+  for (int guard = 0; guard < 128; ++guard) {
+    if (*off >= m.size()) return false;
+    const uint8_t len = static_cast<uint8_t>(m[*off]);
+    if ((len & 0xC0) == 0xC0) {
+      if (*off + 2 > m.size()) return false;
+      *off += 2;
+      return true;
+    }
+    if (len & 0xC0) return false;
+    *off += 1 + len;
+    if (len == 0) return true;
+  }
+  return false;
+}
+
+// End of the question section (offset after QTYPE/QCLASS of every question), or 0.
+size_t QuestionEnd(std::string_view m) {
+  if (m.size() < kHeader) return 0;
+  size_t off = kHeader;
+  for (int q = 0; q < U16(m, 4); ++q) {
+    if (!SkipName(m, &off) || off + 4 > m.size()) return 0;
+    off += 4;
+  }
+  return off;
+}
+
+}  // namespace
+
+Result<std::string> ParseQuestionName(std::string_view m) {
+  auto bad = [](const char* why) { return Fail(Error::InvalidArgument(why)); };
+  if (m.size() < kHeader + 5) return bad("shorter than a header and a question");
+  if (U16(m, 2) & 0x8000) return bad("not a query");
+  if (U16(m, 4) != 1) return bad("QDCOUNT must be 1");
+  std::string name;
+  size_t off = kHeader;
+  for (;;) {
+    if (off >= m.size()) return bad("truncated name");
+    const uint8_t len = static_cast<uint8_t>(m[off]);
+    if (len & 0xC0) return bad("compressed or extended label in a question");
+    ++off;
+    if (len == 0) break;
+    if (off + len > m.size()) return bad("truncated label");
+    if (!name.empty()) name += '.';
+    for (size_t i = 0; i < len; ++i) {
+      name += static_cast<char>(std::tolower(static_cast<unsigned char>(m[off + i])));
+    }
+    off += len;
+    if (name.size() > 253) return bad("name longer than 253");
+  }
+  if (off + 4 > m.size()) return bad("truncated question");
+  return name;
+}
+
+std::string MakeErrorReply(std::string_view q, int rcode) {
+  if (q.size() < kHeader) return {};
+  size_t end = U16(q, 4) == 1 ? QuestionEnd(q) : 0;
+  std::string r(q.substr(0, end == 0 ? kHeader : end));
+  const uint16_t flags = U16(q, 2);
+  // QR, the query's opcode and RD, RA, the rcode.
+  const uint16_t out =
+      static_cast<uint16_t>(0x8000 | (flags & 0x7800) | (flags & 0x0100) | 0x0080 | (rcode & 0xF));
+  r[2] = static_cast<char>(out >> 8);
+  r[3] = static_cast<char>(out & 0xFF);
+  r[4] = 0;
+  r[5] = end == 0 ? 0 : 1;
+  for (int i = 6; i < 12; ++i) r[i] = 0;
+  return r;
+}
+
+std::vector<DnsAddress> ParseAnswerAddresses(std::string_view m) {
+  std::vector<DnsAddress> out;
+  size_t off = QuestionEnd(m);
+  if (off == 0) return out;
+  const int an = U16(m, 6);
+  for (int i = 0; i < an; ++i) {
+    if (!SkipName(m, &off) || off + 10 > m.size()) break;
+    const uint16_t type = U16(m, off);
+    const uint16_t cls = U16(m, off + 2);
+    const uint32_t ttl = (uint32_t{U16(m, off + 4)} << 16) | U16(m, off + 6);
+    const uint16_t rdlen = U16(m, off + 8);
+    off += 10;
+    if (off + rdlen > m.size()) break;
+    if (type == 1 && cls == 1 && rdlen == 4) {
+      uint32_t a = 0;
+      for (int k = 0; k < 4; ++k) a = (a << 8) | static_cast<uint8_t>(m[off + k]);
+      out.push_back({a, ttl});
+    }
+    off += rdlen;
+  }
+  return out;
+}
+
+Result<DnsUpstream> ParseUpstream(std::string_view text) {
+  DnsUpstream u;
+  std::string host(text);
+  if (size_t c = host.find(':'); c != std::string::npos) {
+    unsigned port = 0;
+    auto tail = std::string_view(host).substr(c + 1);
+    auto [p, ec] = std::from_chars(tail.data(), tail.data() + tail.size(), port);
+    if (ec != std::errc() || p != tail.data() + tail.size() || port == 0 || port > 65535) {
+      return Fail(Error::InvalidArgument("DNS upstream '" + std::string(text) + "': bad port"));
+    }
+    u.port = static_cast<uint16_t>(port);
+    host.resize(c);
+  }
+  in_addr a;
+  if (::inet_pton(AF_INET, host.c_str(), &a) != 1) {
+    return Fail(
+        Error::InvalidArgument("DNS upstream '" + std::string(text) + "': not an IPv4 address"));
+  }
+  u.addr = ntohl(a.s_addr);
+  return u;
+}
+
+std::vector<DnsUpstream> UpstreamsFromResolvConf(std::string_view text) {
+  std::vector<DnsUpstream> out;
+  size_t pos = 0;
+  while (pos < text.size()) {
+    size_t nl = text.find('\n', pos);
+    if (nl == std::string_view::npos) nl = text.size();
+    std::string_view line = text.substr(pos, nl - pos);
+    pos = nl + 1;
+    if (!line.starts_with("nameserver")) continue;
+    line.remove_prefix(10);
+    while (!line.empty() && std::isspace(static_cast<unsigned char>(line.front()))) {
+      line.remove_prefix(1);
+    }
+    while (!line.empty() && std::isspace(static_cast<unsigned char>(line.back()))) {
+      line.remove_suffix(1);
+    }
+    if (line.find(':') != std::string_view::npos) continue;  // IPv6
+    if (auto u = ParseUpstream(line)) out.push_back(*u);
+  }
+  return out;
+}
+
+struct DnsResolver::Impl {
+  asio::io_context io{1};
+  udp::socket udp_sock{io};
+  tcp::acceptor acceptor{io};
+  std::vector<DnsUpstream> upstreams;
+  PolicyFor policy_for;
+  Learned learned;
+  int in_flight = 0;    // io thread only
+  int tcp_clients = 0;  // io thread only
+  std::thread thread;
+
+  awaitable<std::string> Forward(std::string query) {
+    for (const auto& up : upstreams) {
+      udp::socket s(io, udp::v4());
+      udp::endpoint ep(asio::ip::address_v4(up.addr), up.port);
+      boost::system::error_code ec;
+      s.connect(ep, ec);
+      if (ec) continue;
+      co_await s.async_send(asio::buffer(query), use_awaitable);
+      std::string buf(4096, '\0');
+      asio::steady_timer timer(io, kUpstreamTimeout);
+      auto r = co_await (s.async_receive(asio::buffer(buf), use_awaitable) ||
+                         timer.async_wait(use_awaitable));
+      if (r.index() != 0) continue;
+      buf.resize(std::get<0>(r));
+      if (buf.size() < kHeader || buf[0] != query[0] || buf[1] != query[1]) continue;
+      co_return buf;
+    }
+    co_return std::string();
+  }
+
+  awaitable<std::string> Answer(std::string query, uint32_t client) {
+    auto name = ParseQuestionName(query);
+    if (!name) co_return MakeErrorReply(query, kRcodeFormErr);
+    auto policy = policy_for(client);
+    if (!policy) co_return MakeErrorReply(query, kRcodeRefused);
+    if (!NameAllowed(*policy, *name)) co_return MakeErrorReply(query, kRcodeNxDomain);
+    if (in_flight >= kMaxInFlight) co_return MakeErrorReply(query, kRcodeServFail);
+    ++in_flight;
+    std::string reply;
+    try {
+      reply = co_await Forward(query);
+    } catch (const std::exception&) {
+    }
+    --in_flight;
+    if (reply.empty()) co_return MakeErrorReply(query, kRcodeServFail);
+    learned(client, ParseAnswerAddresses(reply));
+    co_return reply;
+  }
+
+  awaitable<void> HandleUdp(std::string query, udp::endpoint from) {
+    try {
+      std::string reply = co_await Answer(std::move(query), from.address().to_v4().to_uint());
+      if (!reply.empty()) co_await udp_sock.async_send_to(asio::buffer(reply), from, use_awaitable);
+    } catch (const std::exception& e) {
+      spdlog::debug("dns udp: {}", e.what());
+    }
+  }
+
+  awaitable<void> UdpLoop() {
+    std::string buf(4096, '\0');
+    for (;;) {
+      udp::endpoint from;
+      boost::system::error_code ec;
+      size_t n = co_await udp_sock.async_receive_from(asio::buffer(buf), from,
+                                                      asio::redirect_error(use_awaitable, ec));
+      if (ec == asio::error::operation_aborted) co_return;
+      if (ec || !from.address().is_v4()) continue;
+      asio::co_spawn(io, HandleUdp(buf.substr(0, n), from), asio::detached);
+    }
+  }
+
+  awaitable<void> HandleTcp(tcp::socket sock) {
+    ++tcp_clients;
+    struct Count {
+      int* n;
+      ~Count() { --*n; }
+    } count{&tcp_clients};
+    try {
+      const uint32_t client = sock.remote_endpoint().address().to_v4().to_uint();
+      for (;;) {
+        uint8_t len_buf[2];
+        asio::steady_timer timer(io, kTcpIdleTimeout);
+        auto r = co_await (asio::async_read(sock, asio::buffer(len_buf), use_awaitable) ||
+                           timer.async_wait(use_awaitable));
+        if (r.index() != 0) co_return;
+        std::string query((len_buf[0] << 8) | len_buf[1], '\0');
+        timer.expires_after(kTcpIdleTimeout);
+        auto r2 = co_await (asio::async_read(sock, asio::buffer(query), use_awaitable) ||
+                            timer.async_wait(use_awaitable));
+        if (r2.index() != 0) co_return;
+        std::string reply = co_await Answer(std::move(query), client);
+        if (reply.empty() || reply.size() > 65535) co_return;
+        const uint8_t out_len[2] = {static_cast<uint8_t>(reply.size() >> 8),
+                                    static_cast<uint8_t>(reply.size() & 0xFF)};
+        std::array<asio::const_buffer, 2> bufs = {asio::buffer(out_len), asio::buffer(reply)};
+        co_await asio::async_write(sock, bufs, use_awaitable);
+      }
+    } catch (const std::exception& e) {
+      spdlog::debug("dns tcp: {}", e.what());
+    }
+  }
+
+  awaitable<void> TcpLoop() {
+    for (;;) {
+      boost::system::error_code ec;
+      tcp::socket s = co_await acceptor.async_accept(asio::redirect_error(use_awaitable, ec));
+      if (ec == asio::error::operation_aborted) co_return;
+      if (ec) continue;
+      if (!s.remote_endpoint(ec).address().is_v4() || ec) continue;
+      if (tcp_clients >= kMaxTcpClients) continue;  // closed at once: a flood gets nothing
+      asio::co_spawn(io, HandleTcp(std::move(s)), asio::detached);
+    }
+  }
+};
+
+DnsResolver::DnsResolver(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+
+DnsResolver::~DnsResolver() {
+  impl_->io.stop();
+  if (impl_->thread.joinable()) impl_->thread.join();
+}
+
+Result<std::unique_ptr<DnsResolver>> DnsResolver::Start(uint32_t listen_addr, uint16_t port,
+                                                        std::vector<DnsUpstream> upstreams,
+                                                        PolicyFor policy_for, Learned learned) {
+  auto impl = std::make_unique<Impl>();
+  impl->upstreams = std::move(upstreams);
+  impl->policy_for = std::move(policy_for);
+  impl->learned = std::move(learned);
+  const auto addr = asio::ip::address_v4(listen_addr);
+  boost::system::error_code ec;
+  impl->udp_sock.open(udp::v4(), ec);
+  if (!ec) impl->udp_sock.set_option(asio::socket_base::reuse_address(true), ec);
+  if (!ec) impl->udp_sock.bind(udp::endpoint(addr, port), ec);
+  if (ec) {
+    return Fail(
+        Error::FromErrno(ErrorCode::kConflict, ec.value(),
+                         "DNS resolver udp bind " + addr.to_string() + ":" + std::to_string(port)));
+  }
+  impl->acceptor.open(tcp::v4(), ec);
+  if (!ec) impl->acceptor.set_option(asio::socket_base::reuse_address(true), ec);
+  if (!ec) impl->acceptor.bind(tcp::endpoint(addr, port), ec);
+  if (!ec) impl->acceptor.listen(64, ec);
+  if (ec) {
+    return Fail(
+        Error::FromErrno(ErrorCode::kConflict, ec.value(),
+                         "DNS resolver tcp bind " + addr.to_string() + ":" + std::to_string(port)));
+  }
+  Impl* p = impl.get();
+  asio::co_spawn(p->io, p->UdpLoop(), asio::detached);
+  asio::co_spawn(p->io, p->TcpLoop(), asio::detached);
+  p->thread = std::thread([p] {
+    for (;;) {
+      try {
+        p->io.run();
+        return;
+      } catch (const std::exception& e) {
+        spdlog::warn("dns resolver: {}", e.what());
+      }
+    }
+  });
+  return std::unique_ptr<DnsResolver>(new DnsResolver(std::move(impl)));
+}
+
+}  // namespace asb::isolation::net
