@@ -61,7 +61,7 @@ export AGENT_SANDBOX_SANDBOXD="$STATIC_DIR/bin/sandboxd"
 rc=0
 read -r -a extra <<<"${ASB_CTEST_ARGS:-}"
 step "ctest: unit tests, sanitized (-j$JOBS)"
-ctest --test-dir "$BUILD_DIR" --output-on-failure --timeout 900 -j "$JOBS" -LE privileged \
+ctest --test-dir "$BUILD_DIR" --output-on-failure --timeout 900 -j "$JOBS" -LE 'privileged|templates' \
   --output-junit "$logs/unit.xml" "${extra[@]}" || rc=1
 unit_done=$(date +%s)
 if [[ ${ASB_SANITIZE_SKIP_PRIVILEGED:-0} != 1 ]]; then
