@@ -1,7 +1,5 @@
 #include "sandboxd/op_factory.h"
 
-#include <functional>
-
 #include "protocol/messages.h"
 #include "sandboxd/daemon.h"
 #include "sandboxd/exec_op.h"
@@ -9,31 +7,12 @@
 #include "sandboxd/file_stream_ops.h"
 #include "sandboxd/kill_all_op.h"
 #include "sandboxd/proc_ops.h"
+#include "sandboxd/sync_op.h"
 #include "sandboxd/tar_ops.h"
 
 namespace asb::sandboxd {
 
 namespace {
-
-// An operation that does all its work in Start(): the file operations that need no streaming.
-class SyncOp final : public Operation {
- public:
-  using Body = std::function<Result<std::string>(SyncOp&)>;
-  SyncOp(Daemon& d, Connection& c, uint32_t ch, Body body)
-      : Operation(d, c, ch), body_(std::move(body)) {}
-  void Start() override {
-    auto r = body_(*this);
-    if (r) {
-      Succeed(*r);
-    } else {
-      FailWith(r.error());
-    }
-  }
-  void Info(const std::string& json) { SendInfo(json); }
-
- private:
-  Body body_;
-};
 
 // Decoder errors are kBackend ("broken peer"); for an OPEN body they are the request's fault.
 Error BadRequest(const Error& e) { return Error::InvalidArgument(e.message()); }

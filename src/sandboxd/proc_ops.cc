@@ -4,12 +4,12 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <functional>
 #include <string>
 
 #include "protocol/proc_messages.h"
 #include "sandboxd/daemon.h"
 #include "sandboxd/proc_table.h"
+#include "sandboxd/sync_op.h"
 
 namespace asb::sandboxd {
 
@@ -28,26 +28,6 @@ Result<Req> Decode(Result<Req> r) {
   if (!r) return Fail(BadRequest(r.error()));
   return r;
 }
-
-// An operation that finishes in Start() (proc.list, proc.signal, proc.resize, close_stdin).
-class ProcSyncOp final : public Operation {
- public:
-  using Body = std::function<Result<std::string>(ProcSyncOp&)>;
-  ProcSyncOp(Daemon& d, Connection& c, uint32_t ch, Body body)
-      : Operation(d, c, ch), body_(std::move(body)) {}
-  void Start() override {
-    auto r = body_(*this);
-    if (r) {
-      Succeed(*r);
-    } else {
-      FailWith(r.error());
-    }
-  }
-  void Info(const std::string& json) { SendInfo(json); }
-
- private:
-  Body body_;
-};
 
 // proc.start: RESULT once the program was exec'd. If the channel goes away first, the process
 // still starts and is listed.
@@ -304,7 +284,7 @@ Result<std::unique_ptr<Operation>> MakeProcOperation(Daemon& d, Connection& c, u
     ASB_ASSIGN_OR_RETURN(auto req, Decode(protocol::DecodeProcStartRequest(json)));
     out = std::make_unique<ProcStartOp>(d, c, ch, std::move(req));
   } else if (op == "proc.list") {
-    out = std::make_unique<ProcSyncOp>(d, c, ch, [&table](ProcSyncOp& self) -> Result<std::string> {
+    out = std::make_unique<SyncOp>(d, c, ch, [&table](SyncOp& self) -> Result<std::string> {
       std::vector<protocol::ProcInfo> all = table.List();
       for (size_t i = 0; i < all.size(); i += kListBatch) {
         std::vector<protocol::ProcInfo> part(
@@ -322,7 +302,7 @@ Result<std::unique_ptr<Operation>> MakeProcOperation(Daemon& d, Connection& c, u
     out = std::make_unique<ProcStdinOp>(d, c, ch, req.pid);
   } else if (op == "proc.close_stdin") {
     ASB_ASSIGN_OR_RETURN(auto req, Decode(protocol::DecodeProcPidRequest(json)));
-    out = std::make_unique<ProcSyncOp>(d, c, ch, [&table, req](ProcSyncOp&) -> Result<std::string> {
+    out = std::make_unique<SyncOp>(d, c, ch, [&table, req](SyncOp&) -> Result<std::string> {
       ASB_ASSIGN_OR_RETURN(auto p, table.Find(req.pid));
       ASB_TRY(p->CloseStdin());
       return std::string("{}");
@@ -332,7 +312,7 @@ Result<std::unique_ptr<Operation>> MakeProcOperation(Daemon& d, Connection& c, u
     if (req.signal < 1 || req.signal > 64) {
       return Fail(Error::InvalidArgument("proc.signal: signal must be 1..64"));
     }
-    out = std::make_unique<ProcSyncOp>(d, c, ch, [&table, req](ProcSyncOp&) -> Result<std::string> {
+    out = std::make_unique<SyncOp>(d, c, ch, [&table, req](SyncOp&) -> Result<std::string> {
       ASB_ASSIGN_OR_RETURN(auto p, table.Find(req.pid));
       ASB_TRY(p->Signal(req.signal));
       return std::string("{}");
@@ -342,7 +322,7 @@ Result<std::unique_ptr<Operation>> MakeProcOperation(Daemon& d, Connection& c, u
     if (req.cols == 0 || req.rows == 0) {
       return Fail(Error::InvalidArgument("proc.resize: cols and rows must be at least 1"));
     }
-    out = std::make_unique<ProcSyncOp>(d, c, ch, [&table, req](ProcSyncOp&) -> Result<std::string> {
+    out = std::make_unique<SyncOp>(d, c, ch, [&table, req](SyncOp&) -> Result<std::string> {
       ASB_ASSIGN_OR_RETURN(auto p, table.Find(req.pid));
       ASB_TRY(p->Resize(req.cols, req.rows));
       return std::string("{}");
