@@ -1,12 +1,14 @@
 // The only translation unit of the server that includes Beast and Asio (see server.h).
 #include "api/server.h"
 
+#include <sys/socket.h>
+
+#include <atomic>
 #include <boost/asio.hpp>
 #include <boost/asio/experimental/awaitable_operators.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 #include <boost/beast/websocket.hpp>
-#include <atomic>
 #include <chrono>
 #include <mutex>
 #include <optional>
@@ -62,7 +64,9 @@ struct HttpServer::Impl {
   uint16_t bound_port = 0;
 
   Impl(ServerOptions o, const Router& r)
-      : options(std::move(o)), router(r), ioc(options.io_threads),
+      : options(std::move(o)),
+        router(r),
+        ioc(options.io_threads),
         pool(options.max_blocking_threads) {}
 
   awaitable<void> Accept();
@@ -114,8 +118,7 @@ Status HttpServer::Listen() {
   acc.set_option(net::socket_base::reuse_address(true), ec);
   acc.bind(ep, ec);
   if (ec) {
-    ErrorCode code = ec == net::error::address_in_use ? ErrorCode::kConflict
-                                                       : ErrorCode::kInternal;
+    ErrorCode code = ec == net::error::address_in_use ? ErrorCode::kConflict : ErrorCode::kInternal;
     return Fail(Error(code,
                       "bind " + impl_->options.host + ":" + std::to_string(impl_->options.port) +
                           ": " + ec.message(),
@@ -256,6 +259,43 @@ awaitable<HttpResponse> HttpServer::Impl::RunHandler(const Route& route, HttpReq
 
 namespace {
 
+// What a readable client socket holds, looked at without consuming it.
+enum class PeerState { kNothing, kData, kClosed };
+
+// recv(2) with MSG_PEEK: 0 is an orderly close, an error other than EAGAIN a reset.
+PeerState PeekPeer(tcp::socket& socket) {
+  char byte;
+  ssize_t n = ::recv(socket.native_handle(), &byte, 1, MSG_PEEK | MSG_DONTWAIT);
+  if (n > 0) return PeerState::kData;
+  if (n == 0) return PeerState::kClosed;
+  if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) return PeerState::kNothing;
+  return PeerState::kClosed;
+}
+
+// Calls `on_closed` once the client closes or resets its end of `socket`, for as long as `*alive`.
+// Readiness with nothing to read is not a close: Asio's epoll reactor is edge-triggered, and an
+// edge for bytes an earlier read already took can reach a wait queued after that read (seen under
+// ASan's timing as a sync exec cancelled while its caller still waited). Such a wake-up re-arms
+// the wait. Bytes of a pipelined next request end the watch. Completions run on the socket's
+// strand; the caller clears `*alive` there before `socket` goes away.
+void WatchPeerClose(tcp::socket& socket, std::shared_ptr<bool> alive,
+                    std::function<void()> on_closed) {
+  socket.async_wait(tcp::socket::wait_read, [&socket, alive, on_closed = std::move(on_closed)](
+                                                const beast::error_code& ec) mutable {
+    if (ec || !*alive) return;
+    switch (PeekPeer(socket)) {
+      case PeerState::kClosed:
+        on_closed();
+        return;
+      case PeerState::kData:
+        return;
+      case PeerState::kNothing:
+        WatchPeerClose(socket, std::move(alive), std::move(on_closed));
+        return;
+    }
+  });
+}
+
 template <typename Body>
 void AddCommonHeaders(http::response<Body>& res, const HttpResponse& r,
                       const std::string& request_id) {
@@ -314,33 +354,25 @@ awaitable<bool> HttpServer::Impl::WriteStream(beast::tcp_stream& stream,
   auto ex = co_await net::this_coro::executor;
   auto timer = std::make_shared<net::steady_timer>(ex);
   auto pending = std::make_shared<std::atomic<bool>>(false);
-  bool gone = false;
   body->SetNotify([ex, timer, pending] {
     if (pending->exchange(true)) return;
     net::post(ex, [timer] { timer->cancel(); });
   });
-  // A client that closes its end makes the socket readable with nothing to read. The handler
-  // may run after this coroutine has ended (it was queued just before), so it touches only
-  // shared state; the loop below looks at the socket.
-  auto readable = std::make_shared<std::atomic<bool>>(false);
-  stream.socket().async_wait(tcp::socket::wait_read,
-                             [timer, readable](const beast::error_code& ec) {
-                               if (ec) return;
-                               *readable = true;
-                               timer->cancel();
-                             });
+  // The client closing its end cuts the stream. The watch may fire after this coroutine has
+  // ended (it was queued just before), so it touches only shared state until `watching` is
+  // cleared on the way out.
+  auto closed = std::make_shared<std::atomic<bool>>(false);
+  auto watching = std::make_shared<bool>(true);
+  WatchPeerClose(stream.socket(), watching, [timer, closed] {
+    *closed = true;
+    timer->cancel();
+  });
   http::response_serializer<http::empty_body> sr(head);
   stream.expires_after(std::chrono::seconds(options.write_timeout_s));
   auto [ec, n] = co_await http::async_write_header(stream, sr, kTuple);
   bool ok = !ec;
   while (ok) {
-    if (readable->exchange(false)) {
-      beast::error_code aec;
-      // Readable with nothing to read: the peer closed (or reset) its end. Pipelined bytes of
-      // a next request are left alone and stop the watch.
-      if (stream.socket().available(aec) == 0 || aec) gone = true;
-    }
-    if (gone || handle->cut) {
+    if (*closed || handle->cut) {
       ok = false;
       break;
     }
@@ -352,8 +384,8 @@ awaitable<bool> HttpServer::Impl::WriteStream(beast::tcp_stream& stream,
     }
     if (!chunk.data.empty()) {
       stream.expires_after(std::chrono::seconds(options.write_timeout_s));
-      auto [wec, wn] = co_await net::async_write(
-          stream, http::make_chunk(net::buffer(chunk.data)), kTuple);
+      auto [wec, wn] =
+          co_await net::async_write(stream, http::make_chunk(net::buffer(chunk.data)), kTuple);
       if (wec) {
         ok = false;
         break;
@@ -365,6 +397,7 @@ awaitable<bool> HttpServer::Impl::WriteStream(beast::tcp_stream& stream,
       ok = !lec;
       body->SetNotify(nullptr);
       // Stop the disconnect watcher; the session continues with the next request.
+      *watching = false;
       stream.socket().cancel();
       co_return ok;
     }
@@ -372,6 +405,7 @@ awaitable<bool> HttpServer::Impl::WriteStream(beast::tcp_stream& stream,
     timer->expires_after(std::chrono::seconds(1));
     co_await timer->async_wait(kTuple);
   }
+  *watching = false;
   body->SetNotify(nullptr);
   body->Cancel();
   co_return false;
@@ -529,20 +563,20 @@ awaitable<void> HttpServer::Impl::Session(tcp::socket socket,
         bool header = ec == http::error::header_limit;
         HttpResponse r = header ? ErrorResponse(431, "invalid_request", "request header too large")
                                 : ErrorResponse(413, "payload_too_large", "request body too large");
-        http::response<http::string_body> res{
-            header ? http::status::request_header_fields_too_large : http::status::payload_too_large,
-            11};
+        http::response<http::string_body> res{header ? http::status::request_header_fields_too_large
+                                                     : http::status::payload_too_large,
+                                              11};
         AddCommonHeaders(res, r, NewId("req_"));
         res.keep_alive(false);
         res.body() = r.body;
         res.prepare_payload();
         co_await http::async_write(stream, res, kTuple);
         linger = true;  // the rest of the header or body may still be arriving
-      } else if (ec.category() == beast::http::make_error_code(http::error::bad_target)
-                                          .category() &&
+      } else if (ec.category() ==
+                     beast::http::make_error_code(http::error::bad_target).category() &&
                  ec != http::error::end_of_stream && ec != http::error::partial_message) {
-        HttpResponse r = ErrorResponse(400, "invalid_request", "malformed request: " +
-                                                                    ec.message());
+        HttpResponse r =
+            ErrorResponse(400, "invalid_request", "malformed request: " + ec.message());
         http::response<http::string_body> res{http::status::bad_request, 11};
         AddCommonHeaders(res, r, NewId("req_"));
         res.keep_alive(false);
@@ -591,8 +625,8 @@ awaitable<void> HttpServer::Impl::Session(tcp::socket socket,
         keep_alive = false;
         linger = true;
       } else if (bec) {
-        spdlog::info("http out request_id={} status=- ms={} (client went away: {})",
-                     req.request_id, NowMs() - start, bec.message());
+        spdlog::info("http out request_id={} status=- ms={} (client went away: {})", req.request_id,
+                     NowMs() - start, bec.message());
         break;
       }
     }
@@ -605,20 +639,15 @@ awaitable<void> HttpServer::Impl::Session(tcp::socket socket,
     } else {
       req.body = std::move(parser.get().body());
       if (match.route->options.blocking) {
-        // A client that closes its end makes the socket readable with nothing to read (as in
-        // WriteStream). The completion runs on this session's strand, so while `done` is false
-        // this coroutine is suspended in RunHandler and the stream is alive.
+        // The handler polls `client_gone` (a sync exec cancels its command when its caller has
+        // gone). While `watching`, this coroutine is suspended in RunHandler, so the stream is
+        // alive when the watch completes on this session's strand.
         auto gone = std::make_shared<std::atomic<bool>>(false);
-        auto done = std::make_shared<bool>(false);
+        auto watching = std::make_shared<bool>(true);
         req.client_gone = gone;
-        stream.socket().async_wait(tcp::socket::wait_read,
-                                   [gone, done, &stream](const beast::error_code& wec) {
-                                     if (wec || *done) return;
-                                     beast::error_code aec;
-                                     if (stream.socket().available(aec) == 0 || aec) *gone = true;
-                                   });
+        WatchPeerClose(stream.socket(), watching, [gone] { *gone = true; });
         out = co_await RunHandler(*match.route, req);
-        *done = true;
+        *watching = false;
         beast::error_code cec;
         stream.socket().cancel(cec);
       } else {
@@ -663,12 +692,12 @@ awaitable<void> HttpServer::Impl::Session(tcp::socket socket,
       auto [wec, wn] = co_await http::async_write(stream, res, kTuple);
       ok = !wec;
     }
-    spdlog::info("http out request_id={} method={} route={} key_id={} sandbox_id={} status={} "
-                 "ms={}{}",
-                 req.request_id, req.method, match.route ? req.route : req.path,
-                 req.key_id.empty() ? "-" : req.key_id,
-                 out.sandbox_id.empty() ? "-" : out.sandbox_id, out.status, NowMs() - start,
-                 ok ? "" : " (write failed)");
+    spdlog::info(
+        "http out request_id={} method={} route={} key_id={} sandbox_id={} status={} "
+        "ms={}{}",
+        req.request_id, req.method, match.route ? req.route : req.path,
+        req.key_id.empty() ? "-" : req.key_id, out.sandbox_id.empty() ? "-" : out.sandbox_id,
+        out.status, NowMs() - start, ok ? "" : " (write failed)");
     if (!ok || !keep_alive) break;
   }
   if (websocket_session) {
