@@ -4,8 +4,10 @@
 
 namespace asb::api {
 
-BlockingPool::BlockingPool(size_t max_threads)
-    : max_threads_(max_threads == 0 ? 1 : max_threads) {}
+BlockingPool::BlockingPool(size_t max_threads, int64_t idle_retire_ms, size_t keep_threads)
+    : max_threads_(max_threads == 0 ? 1 : max_threads),
+      idle_retire_ms_(idle_retire_ms),
+      keep_threads_(keep_threads) {}
 
 BlockingPool::~BlockingPool() {
   {
@@ -18,8 +20,23 @@ BlockingPool::~BlockingPool() {
   }
 }
 
+void BlockingPool::ReapRetiredLocked() {
+  for (std::thread::id id : retired_) {
+    for (auto it = threads_.begin(); it != threads_.end(); ++it) {
+      if (it->get_id() == id) {
+        // The thread gave up mu_ when it retired and has nothing left to do but exit.
+        it->join();
+        threads_.erase(it);
+        break;
+      }
+    }
+  }
+  retired_.clear();
+}
+
 void BlockingPool::Submit(std::function<void()> task) {
   std::lock_guard<std::mutex> lock(mu_);
+  if (!retired_.empty()) ReapRetiredLocked();
   queue_.push_back(std::move(task));
   if (idle_ >= queue_.size() || live_ >= max_threads_) {
     cv_.notify_one();
@@ -35,8 +52,13 @@ void BlockingPool::Worker() {
     if (queue_.empty()) {
       if (stopping_) break;
       ++idle_;
-      cv_.wait(lock, [this] { return !queue_.empty() || stopping_; });
+      bool woken = cv_.wait_for(lock, std::chrono::milliseconds(idle_retire_ms_),
+                                [this] { return !queue_.empty() || stopping_; });
       --idle_;
+      if (!woken && live_ > keep_threads_) {
+        retired_.push_back(std::this_thread::get_id());
+        break;
+      }
       continue;
     }
     std::function<void()> task = std::move(queue_.front());
