@@ -1,0 +1,70 @@
+// ChannelNdjsonBody: the shared part of the NDJSON bodies that relay a sandboxd channel line by
+// line (exec_stream.h, proc_stream.h). It drains the channel's queued events on each Poll()
+// (at most ~1 MiB of lines per Poll, so a fast producer cannot make one write unbounded) and
+// writes, one JSON object per line:
+//   {"type":"stdout","data":"..."}  {"type":"stderr","data":"..."}   for kData / kEof
+//   {"type":"keepalive"}            after keepalive_ms without a line
+//   the subclass's exit line        for the terminal kResult (ExitLine); last
+//   {"type":"error","code":"...","message":"..."}  instead, for kError or a bad kResult; last
+// Text is UTF-8 with invalid bytes replaced and characters never split across lines (each
+// stream has its own Utf8Stream, flushed at its EOF and before the last line); with base64
+// the data is base64 of the raw bytes. kInfo events go to OnInfo.
+#pragma once
+
+#include <boost/json/object.hpp>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "api/http_types.h"
+#include "api/text.h"
+#include "common/result.h"
+#include "protocol/client.h"
+
+namespace asb::api {
+
+class ChannelNdjsonBody : public StreamBody {
+ public:
+  /// `channel` is the one to drain; `owner` is whatever holds it and the sandbox alive (the
+  /// core::ExecStream or ProcessAttach), released only after the channel was cancelled and its
+  /// notifier cleared. `failure` is the message of the error line when a kError event carries
+  /// no error. `keepalive_ms` in milliseconds.
+  ChannelNdjsonBody(std::shared_ptr<protocol::Channel> channel, std::shared_ptr<const void> owner,
+                    bool base64, int64_t keepalive_ms, std::string failure);
+  /// Cancels the channel unless the stream ended, and clears its notifier.
+  ~ChannelNdjsonBody() override;
+
+  Chunk Poll() final;
+  void SetNotify(std::function<void()> notify) final;
+  /// Cancels the channel (the work behind it) unless the stream already ended.
+  void Cancel() final;
+
+ protected:
+  /// The last line's object for a kResult payload; an error becomes an error line instead.
+  virtual Result<boost::json::object> ExitLine(std::string_view result_payload) = 0;
+  /// A kInfo payload; may append lines (Line()) to `out`. Default: ignored.
+  virtual void OnInfo(std::string_view payload, std::string* out);
+  /// `o` serialized, with the newline.
+  static std::string Line(const boost::json::object& o);
+
+ private:
+  void Data(protocol::Stream stream, std::string_view bytes, bool eof, Chunk* out);
+  void FlushText(Chunk* out);
+  void Handle(const protocol::ChannelEvent& ev, Chunk* out);
+  void ErrorLine(const Error& e, Chunk* out);
+
+  // Declared first, destroyed last: the owner outlives the channel reference below.
+  std::shared_ptr<const void> owner_;
+  std::shared_ptr<protocol::Channel> channel_;
+  bool base64_;
+  int64_t keepalive_ms_;
+  std::string failure_;
+  int64_t last_emit_ms_;
+  bool done_ = false;
+  Utf8Stream out_utf8_;
+  Utf8Stream err_utf8_;
+};
+
+}  // namespace asb::api
