@@ -10,6 +10,7 @@
 #include <boost/json.hpp>
 #include <limits>
 
+#include "api/command_fields.h"
 #include "api/exec_stream.h"
 #include "api/handlers.h"
 #include "api/json_body.h"
@@ -31,15 +32,7 @@ Result<ParsedExec> ParseExec(std::string_view text) {
   ASB_ASSIGN_OR_RETURN(JsonBody body, JsonBody::Parse(text));
   ParsedExec p;
   core::ExecOptions& o = p.options;
-  ASB_ASSIGN_OR_RETURN(o.command, body.String("command"));
-  ASB_ASSIGN_OR_RETURN(auto argv, body.StringArray("argv"));
-  if (argv) o.argv = std::move(*argv);
-  ASB_ASSIGN_OR_RETURN(auto env, body.StringMap("env"));
-  if (env) o.env = std::move(*env);
-  ASB_ASSIGN_OR_RETURN(auto workdir, body.String("workdir"));
-  if (workdir) o.workdir = std::move(*workdir);
-  ASB_ASSIGN_OR_RETURN(auto user, body.String("user"));
-  if (user) o.user = std::move(*user);
+  ASB_TRY(ReadCommandFields(body, &o));
   ASB_ASSIGN_OR_RETURN(o.timeout_seconds, body.Number("timeout"));
   if (o.timeout_seconds && !(*o.timeout_seconds > 0)) {
     return Fail(Error::InvalidArgument("timeout: must be a number of seconds > 0"));
@@ -49,20 +42,14 @@ Result<ParsedExec> ParseExec(std::string_view text) {
   if (cap) o.max_output_bytes = static_cast<uint64_t>(*cap);
   ASB_ASSIGN_OR_RETURN(o.stdin_data, body.String("stdin"));
   ASB_ASSIGN_OR_RETURN(auto encoding, body.String("encoding"));
-  if (encoding) {
-    if (*encoding == "base64") {
-      p.base64 = true;
-    } else if (*encoding != "utf8" && *encoding != "utf-8") {
-      return Fail(Error::InvalidArgument("encoding: must be \"utf8\" or \"base64\""));
-    }
+  const std::string enc = encoding.value_or("utf8");
+  if (enc == "base64") {
+    p.base64 = true;
+  } else if (enc != "utf8" && enc != "utf-8") {
+    return Fail(Error::InvalidArgument("encoding: must be \"utf8\" or \"base64\""));
   }
   ASB_TRY(body.Finish());
-  if (o.command && !o.argv.empty()) {
-    return Fail(Error::InvalidArgument("give either command or argv, not both"));
-  }
-  if (!o.command && o.argv.empty()) {
-    return Fail(Error::InvalidArgument("command or argv: required"));
-  }
+  ASB_TRY(CheckCommandOrArgv(o));
   return p;
 }
 

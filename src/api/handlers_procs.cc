@@ -19,6 +19,7 @@
 #include <boost/json.hpp>
 #include <limits>
 
+#include "api/command_fields.h"
 #include "api/handlers.h"
 #include "api/json_body.h"
 #include "api/proc_stream.h"
@@ -99,15 +100,7 @@ Result<uint64_t> ReplayBytes(const HttpRequest& req) {
 Result<core::ProcessOptions> ParseStart(std::string_view text) {
   ASB_ASSIGN_OR_RETURN(JsonBody body, JsonBody::Parse(text));
   core::ProcessOptions o;
-  ASB_ASSIGN_OR_RETURN(o.command, body.String("command"));
-  ASB_ASSIGN_OR_RETURN(auto argv, body.StringArray("argv"));
-  if (argv) o.argv = std::move(*argv);
-  ASB_ASSIGN_OR_RETURN(auto env, body.StringMap("env"));
-  if (env) o.env = std::move(*env);
-  ASB_ASSIGN_OR_RETURN(auto workdir, body.String("workdir"));
-  if (workdir) o.workdir = std::move(*workdir);
-  ASB_ASSIGN_OR_RETURN(auto user, body.String("user"));
-  if (user) o.user = std::move(*user);
+  ASB_TRY(ReadCommandFields(body, &o));
   ASB_ASSIGN_OR_RETURN(auto tag, body.String("tag"));
   if (tag) o.tag = std::move(*tag);
   ASB_ASSIGN_OR_RETURN(auto stdin_pipe, body.Bool("stdin"));
@@ -120,12 +113,7 @@ Result<core::ProcessOptions> ParseStart(std::string_view text) {
       o.ring_bytes,
       body.Integer("ring_bytes", 1, static_cast<int64_t>(protocol::kProcRingMaxBytes)));
   ASB_TRY(body.Finish());
-  if (o.command && !o.argv.empty()) {
-    return Fail(Error::InvalidArgument("give either command or argv, not both"));
-  }
-  if (!o.command && o.argv.empty()) {
-    return Fail(Error::InvalidArgument("command or argv: required"));
-  }
+  ASB_TRY(CheckCommandOrArgv(o));
   return o;
 }
 
