@@ -6,6 +6,7 @@
 #include <boost/json.hpp>
 #include <limits>
 #include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <type_traits>
@@ -155,6 +156,23 @@ inline Status CheckOp(const Reader& r, std::string_view op) {
 inline std::string Serialize(const json::object& o) { return json::serialize(o); }
 
 inline json::string_view Sv(const std::string& s) { return json::string_view(s.data(), s.size()); }
+
+// A JSON array of the strings in `v`, in order.
+inline json::array StringArray(const std::vector<std::string>& v) {
+  json::array a;
+  for (const auto& s : v) a.emplace_back(Sv(s));
+  return a;
+}
+
+// Reads string member `key` into *out when present and not null; leaves *out as it is otherwise.
+inline Status ReadOptionalString(const Reader& r, std::string_view key,
+                                 std::optional<std::string>* out) {
+  if (!r.Has(key)) return {};
+  std::string s;
+  ASB_TRY(r.Get(key, &s));
+  *out = std::move(s);
+  return {};
+}
 
 inline json::object WithOp(std::string_view op) {
   json::object o;

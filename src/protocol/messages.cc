@@ -10,6 +10,7 @@
 
 #include <boost/json.hpp>
 
+#include "protocol/command_json.h"
 #include "protocol/json_util.h"
 
 namespace asb::protocol {
@@ -117,27 +118,14 @@ Result<std::string> DecodeOpName(std::string_view text) {
 
 std::string EncodeExecRequest(const ExecRequest& m) {
   json::object o = WithOp("exec");
-  json::array argv;
-  for (const auto& a : m.argv) argv.emplace_back(Sv(a));
-  o["argv"] = std::move(argv);
-  if (m.command) o["command"] = Sv(*m.command);
-  json::object env;
-  for (const auto& [k, v] : m.env) env[Sv(k)] = Sv(v);
-  o["env"] = std::move(env);
-  o["cwd"] = Sv(m.cwd);
-  o["user"] = Sv(m.user);
+  PutCommandFields(m, &o);
   o["timeout_ms"] = m.timeout_ms;
   o["kill_grace_ms"] = m.kill_grace_ms;
   o["stdin_pipe"] = m.stdin_pipe;
   o["max_stdout_bytes"] = m.max_stdout_bytes;
   o["max_stderr_bytes"] = m.max_stderr_bytes;
   o["max_output_bytes"] = m.max_output_bytes;
-  if (m.pty) {
-    json::object pty;
-    pty["cols"] = m.pty->cols;
-    pty["rows"] = m.pty->rows;
-    o["pty"] = std::move(pty);
-  }
+  PutPty(m.pty, &o);
   return Serialize(o);
 }
 
@@ -146,29 +134,14 @@ Result<ExecRequest> DecodeExecRequest(std::string_view text) {
   Reader r(obj, "exec request");
   ASB_TRY(CheckOp(r, "exec"));
   ExecRequest m;
-  ASB_TRY(r.Get("argv", &m.argv));
-  if (r.Has("command")) {
-    std::string command;
-    ASB_TRY(r.Get("command", &command));
-    m.command = std::move(command);
-  }
-  ASB_TRY(r.Get("env", &m.env));
-  ASB_TRY(r.Get("cwd", &m.cwd));
-  ASB_TRY(r.Get("user", &m.user));
+  ASB_TRY(ReadCommandFields(r, &m));
   ASB_TRY(r.Get("timeout_ms", &m.timeout_ms));
   ASB_TRY(r.Get("kill_grace_ms", &m.kill_grace_ms));
   ASB_TRY(r.Get("stdin_pipe", &m.stdin_pipe));
   ASB_TRY(r.Get("max_stdout_bytes", &m.max_stdout_bytes));
   ASB_TRY(r.Get("max_stderr_bytes", &m.max_stderr_bytes));
   ASB_TRY(r.Get("max_output_bytes", &m.max_output_bytes));
-  ASB_ASSIGN_OR_RETURN(const json::object* pty, r.Object("pty"));
-  if (pty != nullptr) {
-    Reader pr(*pty, "pty");
-    ExecRequest::Pty p;
-    ASB_TRY(pr.Get("cols", &p.cols));
-    ASB_TRY(pr.Get("rows", &p.rows));
-    m.pty = p;
-  }
+  ASB_TRY(ReadPty(r, &m.pty));
   return m;
 }
 

@@ -1,6 +1,7 @@
 // JSON codecs of the proc.* messages (proc_messages.h), with the conventions of messages.cc.
 #include "protocol/proc_messages.h"
 
+#include "protocol/command_json.h"
 #include "protocol/json_util.h"
 
 namespace asb::protocol {
@@ -8,20 +9,6 @@ namespace asb::protocol {
 namespace {
 
 using namespace internal;  // NOLINT: the shared JSON helpers
-
-json::array StringArray(const std::vector<std::string>& v) {
-  json::array a;
-  for (const auto& s : v) a.emplace_back(Sv(s));
-  return a;
-}
-
-Status ReadOptionalString(const Reader& r, std::string_view key, std::optional<std::string>* out) {
-  if (!r.Has(key)) return {};
-  std::string s;
-  ASB_TRY(r.Get(key, &s));
-  *out = std::move(s);
-  return {};
-}
 
 json::object ProcInfoToJson(const ProcInfo& m) {
   json::object o;
@@ -62,22 +49,11 @@ Result<ProcInfo> ProcInfoFromJson(const json::object& obj) {
 
 std::string EncodeProcStartRequest(const ProcStartRequest& m) {
   json::object o = WithOp("proc.start");
-  o["argv"] = StringArray(m.argv);
-  if (m.command) o["command"] = Sv(*m.command);
-  json::object env;
-  for (const auto& [k, v] : m.env) env[Sv(k)] = Sv(v);
-  o["env"] = std::move(env);
-  o["cwd"] = Sv(m.cwd);
-  o["user"] = Sv(m.user);
+  PutCommandFields(m, &o);
   o["tag"] = Sv(m.tag);
   o["stdin_pipe"] = m.stdin_pipe;
   o["ring_bytes"] = m.ring_bytes;
-  if (m.pty) {
-    json::object pty;
-    pty["cols"] = m.pty->cols;
-    pty["rows"] = m.pty->rows;
-    o["pty"] = std::move(pty);
-  }
+  PutPty(m.pty, &o);
   return Serialize(o);
 }
 
@@ -86,22 +62,11 @@ Result<ProcStartRequest> DecodeProcStartRequest(std::string_view text) {
   Reader r(obj, "proc.start request");
   ASB_TRY(CheckOp(r, "proc.start"));
   ProcStartRequest m;
-  ASB_TRY(r.Get("argv", &m.argv));
-  ASB_TRY(ReadOptionalString(r, "command", &m.command));
-  ASB_TRY(r.Get("env", &m.env));
-  ASB_TRY(r.Get("cwd", &m.cwd));
-  ASB_TRY(r.Get("user", &m.user));
+  ASB_TRY(ReadCommandFields(r, &m));
   ASB_TRY(r.Get("tag", &m.tag));
   ASB_TRY(r.Get("stdin_pipe", &m.stdin_pipe));
   ASB_TRY(r.Get("ring_bytes", &m.ring_bytes));
-  ASB_ASSIGN_OR_RETURN(const json::object* pty, r.Object("pty"));
-  if (pty != nullptr) {
-    Reader pr(*pty, "pty");
-    ExecRequest::Pty p;
-    ASB_TRY(pr.Get("cols", &p.cols));
-    ASB_TRY(pr.Get("rows", &p.rows));
-    m.pty = p;
-  }
+  ASB_TRY(ReadPty(r, &m.pty));
   return m;
 }
 
