@@ -22,9 +22,11 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <iostream>
 #include <iterator>
 #include <memory>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -234,6 +236,59 @@ int SetTimeout(const std::string& id, int64_t seconds) {
   return 0;
 }
 
+// ---- NDJSON output streams (exec --stream, attach) -----------------------------------------
+
+// Follows one of the server's NDJSON output streams, asked for with encoding=base64 so bytes
+// survive (POST .../exec/stream, GET .../processes/{pid}/stream): writes each stdout/stderr
+// line's bytes to our stdout/stderr as they come, notes "skipped" lines (only process streams
+// have them) on stderr, and returns `exit_code_of` applied to the "exit" line. Errors: the
+// client's, the server's error answer (ServerError), the stream's "error" line as
+// "<code>: <message>", or kBackend when the stream ended without an exit line.
+Result<int> FollowOutput(std::string_view method, const std::string& target, std::string body,
+                         const std::function<int(const json::object&)>& exit_code_of) {
+  ASB_ASSIGN_OR_RETURN(api::HttpClient client, MakeClient());
+  std::string pending;
+  int code = kExitRuntimeError;
+  bool ended = false;
+  std::optional<Error> failure;
+  auto on_data = [&](std::string_view data) {
+    pending.append(data);
+    size_t nl;
+    while ((nl = pending.find('\n')) != std::string::npos) {
+      std::string line = pending.substr(0, nl);
+      pending.erase(0, nl + 1);
+      json::error_code ec;
+      json::value v = json::parse(line, ec);
+      if (ec || !v.is_object()) continue;
+      const auto& o = v.as_object();
+      std::string type = Str(o, "type");
+      if (type == "stdout" || type == "stderr") {
+        std::string raw = DecodeBase64(Str(o, "data"));
+        FILE* out = type == "stdout" ? stdout : stderr;
+        std::fwrite(raw.data(), 1, raw.size(), out);
+        std::fflush(out);
+      } else if (type == "skipped") {
+        std::fprintf(stderr, "agent-sandbox: [%s bytes of output skipped]\n",
+                     Str(o, "bytes").c_str());
+      } else if (type == "exit") {
+        code = exit_code_of(o);
+        ended = true;
+      } else if (type == "error") {
+        failure =
+            Error(ErrorCodeFromName(Str(o, "code")), Str(o, "code") + ": " + Str(o, "message"));
+        ended = true;
+      }
+    }
+    return true;
+  };
+  ASB_ASSIGN_OR_RETURN(api::ClientResponse r,
+                       client.Stream(method, target, body, "application/json", on_data));
+  if (r.status >= 300) return Fail(ServerError(r));
+  if (failure) return Fail(*failure);
+  if (!ended) return Fail(Error::Backend("the stream ended without an exit event"));
+  return code;
+}
+
 // ---- exec ------------------------------------------------------------------------------------
 
 struct ExecFlags {
@@ -269,50 +324,17 @@ int Exec(const ExecFlags& f) {
   if (f.timeout) body["timeout"] = *f.timeout;
   // Raw bytes survive the trip: ask for base64 and decode locally.
   body["encoding"] = "base64";
-  auto client = MakeClient();
-  if (!client) return Fails(client.error());
-  std::string pending;
-  int code = kExitRuntimeError;
-  bool ended = false;
-  std::optional<Error> failure;
-  auto on_data = [&](std::string_view data) {
-    pending.append(data);
-    size_t nl;
-    while ((nl = pending.find('\n')) != std::string::npos) {
-      std::string line = pending.substr(0, nl);
-      pending.erase(0, nl + 1);
-      json::error_code ec;
-      json::value v = json::parse(line, ec);
-      if (ec || !v.is_object()) continue;
-      const auto& o = v.as_object();
-      std::string type = Str(o, "type");
-      if (type == "stdout" || type == "stderr") {
-        std::string raw = DecodeBase64(Str(o, "data"));
-        FILE* out = type == "stdout" ? stdout : stderr;
-        std::fwrite(raw.data(), 1, raw.size(), out);
-        std::fflush(out);
-      } else if (type == "exit") {
-        protocol::ExecResult res;
-        res.exit_code = static_cast<int>(o.at("exit_code").to_number<int64_t>());
-        res.signal = static_cast<int>(o.at("signal").to_number<int64_t>());
-        res.timed_out = o.at("timed_out").as_bool();
-        code = ExitCodeFor(res);
-        ended = true;
-      } else if (type == "error") {
-        failure = Error(ErrorCodeFromName(Str(o, "code")),
-                        Str(o, "code") + ": " + Str(o, "message"));
-        ended = true;
-      }
-    }
-    return true;
-  };
-  auto r = client->Stream("POST", "/v1/sandboxes/" + api::PercentEncode(f.id) + "/exec/stream",
-                          json::serialize(body), "application/json", on_data);
-  if (!r) return Fails(r.error());
-  if (r->status >= 300) return Fails(ServerError(*r));
-  if (failure) return Fails(*failure);
-  if (!ended) return Fails(Error::Backend("the stream ended without an exit event"));
-  return code;
+  auto code = FollowOutput("POST", "/v1/sandboxes/" + api::PercentEncode(f.id) + "/exec/stream",
+                           json::serialize(body), [](const json::object& o) {
+                             protocol::ExecResult res;
+                             res.exit_code =
+                                 static_cast<int>(o.at("exit_code").to_number<int64_t>());
+                             res.signal = static_cast<int>(o.at("signal").to_number<int64_t>());
+                             res.timed_out = o.at("timed_out").as_bool();
+                             return ExitCodeFor(res);
+                           });
+  if (!code) return Fails(code.error());
+  return *code;
 }
 
 // ---- cp --------------------------------------------------------------------------------------
@@ -436,50 +458,13 @@ int ListProcesses(const std::string& id, bool as_json) {
 // Follows the NDJSON stream (base64, so bytes survive); exits like exec with the process's
 // code once it ends (128+signal when killed).
 int Attach(const std::string& id, const std::string& pid, int64_t replay) {
-  auto client = MakeClient();
-  if (!client) return Fails(client.error());
-  std::string pending;
-  int code = kExitRuntimeError;
-  bool ended = false;
-  std::optional<Error> failure;
-  auto on_data = [&](std::string_view data) {
-    pending.append(data);
-    size_t nl;
-    while ((nl = pending.find('\n')) != std::string::npos) {
-      std::string line = pending.substr(0, nl);
-      pending.erase(0, nl + 1);
-      json::error_code ec;
-      json::value v = json::parse(line, ec);
-      if (ec || !v.is_object()) continue;
-      const auto& o = v.as_object();
-      std::string type = Str(o, "type");
-      if (type == "stdout" || type == "stderr") {
-        std::string raw = DecodeBase64(Str(o, "data"));
-        FILE* out = type == "stdout" ? stdout : stderr;
-        std::fwrite(raw.data(), 1, raw.size(), out);
-        std::fflush(out);
-      } else if (type == "skipped") {
-        std::fprintf(stderr, "agent-sandbox: [%s bytes of output skipped]\n",
-                     Str(o, "bytes").c_str());
-      } else if (type == "exit") {
-        code = static_cast<int>(o.at("exit_code").to_number<int64_t>());
-        ended = true;
-      } else if (type == "error") {
-        failure =
-            Error(ErrorCodeFromName(Str(o, "code")), Str(o, "code") + ": " + Str(o, "message"));
-        ended = true;
-      }
-    }
-    return true;
-  };
   std::string target = ProcessesPath(id) + "/" + api::PercentEncode(pid) +
                        "/stream?encoding=base64&replay_bytes=" + std::to_string(replay);
-  auto r = client->Stream("GET", target, "", "application/json", on_data);
-  if (!r) return Fails(r.error());
-  if (r->status >= 300) return Fails(ServerError(*r));
-  if (failure) return Fails(*failure);
-  if (!ended) return Fails(Error::Backend("the stream ended without an exit event"));
-  return code;
+  auto code = FollowOutput("GET", target, "", [](const json::object& o) {
+    return static_cast<int>(o.at("exit_code").to_number<int64_t>());
+  });
+  if (!code) return Fails(code.error());
+  return *code;
 }
 
 int KillProcess(const std::string& id, const std::string& pid, const std::string& signal) {
