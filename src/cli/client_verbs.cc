@@ -306,21 +306,29 @@ struct ExecFlags {
 
 int StartDetached(const ExecFlags& f);
 
-int Exec(const ExecFlags& f) {
-  if (f.detach) return StartDetached(f);
+// The request body's argv, env (from K=V assignments), workdir and user, in that order: what
+// POST .../exec/stream and POST .../processes take alike. Errors: a bad --env assignment.
+Result<json::object> CommandBody(const ExecFlags& f) {
   json::object body;
   json::array argv;
   for (const auto& a : f.argv) argv.emplace_back(a);
   body["argv"] = std::move(argv);
   if (!f.env.empty()) {
-    auto env = ParseEnvAssignments(f.env);
-    if (!env) return Fails(env.error());
+    ASB_ASSIGN_OR_RETURN(auto env, ParseEnvAssignments(f.env));
     json::object e;
-    for (const auto& [k, v] : *env) e[k] = v;
+    for (const auto& [k, v] : env) e[k] = v;
     body["env"] = std::move(e);
   }
   if (!f.workdir.empty()) body["workdir"] = f.workdir;
   if (!f.user.empty()) body["user"] = f.user;
+  return body;
+}
+
+int Exec(const ExecFlags& f) {
+  if (f.detach) return StartDetached(f);
+  auto command = CommandBody(f);
+  if (!command) return Fails(command.error());
+  json::object body = std::move(*command);
   if (f.timeout) body["timeout"] = *f.timeout;
   // Raw bytes survive the trip: ask for base64 and decode locally.
   body["encoding"] = "base64";
@@ -402,19 +410,9 @@ std::string ProcessesPath(const std::string& id) {
 
 int StartDetached(const ExecFlags& f) {
   if (f.timeout) return Fails(Error::InvalidArgument("exec -d: --timeout does not apply"));
-  json::object body;
-  json::array argv;
-  for (const auto& a : f.argv) argv.emplace_back(a);
-  body["argv"] = std::move(argv);
-  if (!f.env.empty()) {
-    auto env = ParseEnvAssignments(f.env);
-    if (!env) return Fails(env.error());
-    json::object e;
-    for (const auto& [k, v] : *env) e[k] = v;
-    body["env"] = std::move(e);
-  }
-  if (!f.workdir.empty()) body["workdir"] = f.workdir;
-  if (!f.user.empty()) body["user"] = f.user;
+  auto command = CommandBody(f);
+  if (!command) return Fails(command.error());
+  json::object body = std::move(*command);
   if (!f.tag.empty()) body["tag"] = f.tag;
   if (f.stdin_pipe) body["stdin"] = true;
   if (f.tty) body["pty"] = true;
