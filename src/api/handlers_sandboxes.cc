@@ -65,6 +65,8 @@ json::object SandboxJson(const core::SandboxInfo& s) {
   json::array keys;
   for (const auto& kv : s.env) keys.emplace_back(kv.first);
   o["env_keys"] = std::move(keys);
+  o["default_workdir"] = s.default_workdir;
+  o["default_user"] = s.default_user;
   o["created_at"] = FormatRfc3339(s.created_at_ms);
   o["expires_at"] = FormatRfc3339(s.expires_at_ms);
   o["timeout_seconds"] = s.timeout_seconds;

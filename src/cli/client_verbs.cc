@@ -518,7 +518,7 @@ void RegisterClientCommands(CLI::App& app) {
         "exec", "Run a command in a sandbox, streaming its output; exits with its code" +
                     env_note);
     sub->add_option("-e,--env", f->env, "K=V (repeatable)");
-    sub->add_option("-w,--workdir", f->workdir, "Working directory (default /workspace)");
+    sub->add_option("-w,--workdir", f->workdir, "Working directory (default: its template's)");
     sub->add_option("-u,--user", f->user, "sandbox (default) or root");
     sub->add_option("--timeout", f->timeout, "Command timeout, seconds");
     sub->add_flag("-d,--detach", f->detach,

@@ -23,6 +23,7 @@
 #include "common/ids.h"
 #include "common/log.h"
 #include "common/unique_fd.h"
+#include "core/template_defaults.h"
 #include "core/template_manifest.h"
 #include "isolation/ns/ns_backend.h"
 
@@ -37,8 +38,8 @@ struct RunOptions {
   uint64_t workspace_mb = 1024;
   double timeout_s = 0;
   std::vector<std::string> env;
-  std::string workdir = "/workspace";
-  std::string user = protocol::kUserSandbox;
+  std::string workdir;  // "" = the template's WORKDIR, else /workspace
+  std::string user;     // "" = the template's USER, else sandbox
   std::string data_dir = DefaultDataDir();
   bool interactive = false;
   bool tty = false;
@@ -97,10 +98,13 @@ Result<int> Run(const RunOptions& o) {
   spec.memory_bytes = o.memory_mb << 20;
   spec.pids_limit = o.pids_limit;
   spec.workspace_bytes = o.workspace_mb << 20;
-  // The template's environment (its manifest, ADR 0012) under the command's own --env.
+  // The template's environment (its manifest, ADR 0012) under the command's own --env, and
+  // its WORKDIR and USER under --workdir and --user (core/template_defaults.h).
+  core::CommandDefaults defaults;
   if (auto m =
           core::ReadManifest(o.data_dir + "/templates/" + o.template_name + "/manifest.json")) {
     spec.env = m->env;
+    ASB_ASSIGN_OR_RETURN(defaults, core::ResolveTemplateDefaults(*m));
   }
 
   if (!o.cidfile.empty()) {
@@ -122,8 +126,8 @@ Result<int> Run(const RunOptions& o) {
   protocol::ExecRequest req;
   req.argv = o.argv;
   req.env = std::move(env);
-  req.cwd = o.workdir;
-  req.user = o.user;
+  req.cwd = o.workdir.empty() ? defaults.workdir : o.workdir;
+  req.user = o.user.empty() ? defaults.user : o.user;
   req.timeout_ms = static_cast<uint64_t>(o.timeout_s * 1000.0);
   req.stdin_pipe = o.interactive;
   if (o.tty) {
@@ -176,11 +180,14 @@ void RegisterRunCommand(CLI::App& app) {
       ->check(CLI::Range(0.0, 1e7))
       ->capture_default_str();
   sub->add_option("--env,-e", o->env, "Set an environment variable: K=V, or K to copy ours");
-  sub->add_option("--workdir,-w", o->workdir, "Working directory inside the sandbox")
-      ->capture_default_str();
-  sub->add_option("--user,-u", o->user, "Run as 'sandbox' (uid 1000) or 'root' (of the sandbox)")
-      ->check(CLI::IsMember({std::string(protocol::kUserSandbox), std::string(protocol::kUserRoot)}))
-      ->capture_default_str();
+  sub->add_option("--workdir,-w", o->workdir,
+                  "Working directory inside the sandbox (default: the template's WORKDIR, else "
+                  "/workspace)");
+  sub->add_option("--user,-u", o->user,
+                  "Run as 'sandbox' (uid 1000) or 'root' (of the sandbox) (default: the "
+                  "template's USER, else sandbox)")
+      ->check(CLI::IsMember(
+          {std::string(protocol::kUserSandbox), std::string(protocol::kUserRoot)}));
   sub->add_option("--data-dir", o->data_dir, "Data directory (env AGENT_SANDBOX_DATA_DIR)")
       ->capture_default_str();
   sub->add_flag("--interactive,-i", o->interactive,

@@ -54,8 +54,13 @@ SandboxInfo FromRecord(const store::SandboxRecord& r);
 Status ValidateEnv(const std::map<std::string, std::string>& env, std::string_view field);
 
 /// The sandboxd request of an exec: command/argv, env, workdir and user checked, timeout and
-/// output cap from `lim` (manager_ops.cc). Errors: kInvalidArgument.
-Result<protocol::ExecRequest> BuildExecRequest(const Limits& lim, const ExecOptions& o);
+/// output cap from `lim` (manager_ops.cc). An empty o.workdir / o.user takes `defaults` (the
+/// sandbox's, SandboxInfo::default_workdir/default_user): the one place exec, background
+/// processes and PTYs get them. Errors: kInvalidArgument.
+Result<protocol::ExecRequest> BuildExecRequest(const Limits& lim, const ExecOptions& o,
+                                               const CommandDefaults& defaults);
+/// The command defaults recorded for the sandbox of `e`.
+CommandDefaults DefaultsOf(const Entry& e);
 
 class SandboxManager::Impl {
  public:

@@ -171,7 +171,13 @@ Status CheckExecArgBytes(const ExecOptions& o) {
 
 }  // namespace
 
-Result<protocol::ExecRequest> BuildExecRequest(const Limits& lim, const ExecOptions& o) {
+CommandDefaults DefaultsOf(const Entry& e) {
+  std::lock_guard l(e.info_mu);
+  return CommandDefaults{e.info.default_workdir, e.info.default_user};
+}
+
+Result<protocol::ExecRequest> BuildExecRequest(const Limits& lim, const ExecOptions& o,
+                                               const CommandDefaults& defaults) {
   protocol::ExecRequest req;
   ASB_TRY(CheckExecArgBytes(o));
   if (o.command && !o.argv.empty()) {
@@ -197,10 +203,11 @@ Result<protocol::ExecRequest> BuildExecRequest(const Limits& lim, const ExecOpti
   }
   ASB_TRY(ValidateEnv(o.env, "env"));
   req.env = o.env;
-  ASB_ASSIGN_OR_RETURN(req.cwd, NormalizeWorkdir(o.workdir));
-  if (o.user.empty() || o.user == protocol::kUserSandbox) {
+  ASB_ASSIGN_OR_RETURN(req.cwd, NormalizeWorkdir(o.workdir.empty() ? defaults.workdir : o.workdir));
+  const std::string& user = o.user.empty() ? defaults.user : o.user;
+  if (user == protocol::kUserSandbox) {
     req.user = protocol::kUserSandbox;
-  } else if (o.user == protocol::kUserRoot) {
+  } else if (user == protocol::kUserRoot) {
     req.user = protocol::kUserRoot;
   } else {
     return Fail(Error::InvalidArgument("user must be \"sandbox\" or \"root\""));
@@ -228,7 +235,8 @@ Result<protocol::ExecRequest> BuildExecRequest(const Limits& lim, const ExecOpti
 Result<ExecOutcome> SandboxManager::Exec(const std::string& owner, const std::string& id,
                                          const ExecOptions& opts) {
   ASB_ASSIGN_OR_RETURN(auto e, impl_->Find(owner, id));
-  ASB_ASSIGN_OR_RETURN(protocol::ExecRequest req, BuildExecRequest(config_.limits, opts));
+  ASB_ASSIGN_OR_RETURN(protocol::ExecRequest req,
+                       BuildExecRequest(config_.limits, opts, DefaultsOf(*e)));
   ASB_ASSIGN_OR_RETURN(Impl::Active act, impl_->BeginActivity(e));
   ASB_ASSIGN_OR_RETURN(auto conn, impl_->ConnectionFor(*e, act));
   const LimitHits before = HitsOf(*act.sandbox);
@@ -243,7 +251,8 @@ Result<ExecOutcome> SandboxManager::Exec(const std::string& owner, const std::st
 Result<ExecStream> SandboxManager::StartExec(const std::string& owner, const std::string& id,
                                              const ExecOptions& opts) {
   ASB_ASSIGN_OR_RETURN(auto e, impl_->Find(owner, id));
-  ASB_ASSIGN_OR_RETURN(protocol::ExecRequest req, BuildExecRequest(config_.limits, opts));
+  ASB_ASSIGN_OR_RETURN(protocol::ExecRequest req,
+                       BuildExecRequest(config_.limits, opts, DefaultsOf(*e)));
   ASB_ASSIGN_OR_RETURN(Impl::Active act, impl_->BeginActivity(e));
   ASB_ASSIGN_OR_RETURN(auto conn, impl_->ConnectionFor(*e, act));
   const LimitHits before = HitsOf(*act.sandbox);

@@ -75,7 +75,8 @@ Result<protocol::ProcInfo> SandboxManager::StartProcess(const std::string& owner
   eo.env = opts.env;
   eo.workdir = opts.workdir;
   eo.user = opts.user;
-  ASB_ASSIGN_OR_RETURN(protocol::ExecRequest exec, BuildExecRequest(config_.limits, eo));
+  ASB_ASSIGN_OR_RETURN(protocol::ExecRequest exec,
+                       BuildExecRequest(config_.limits, eo, DefaultsOf(*e)));
   protocol::ProcStartRequest req;
   req.argv = std::move(exec.argv);
   req.command = std::move(exec.command);

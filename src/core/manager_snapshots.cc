@@ -463,7 +463,15 @@ Result<SandboxInfo> SandboxManager::Fork(const std::string& owner, const std::st
   base.pids_limit = config_.limits.default_pids_limit;
   base.workspace_mb = config_.limits.default_workspace_mb;
   base.timeout_seconds = config_.limits.default_timeout_seconds;
+  // The source's command defaults, if its record has them (older ones and uploads do not:
+  // the template's apply then).
+  base.default_workdir.clear();
+  base.default_user.clear();
   DecodeSpecJson(rec.spec_json, &base);
+  std::optional<CommandDefaults> inherited;
+  if (!base.default_workdir.empty() && !base.default_user.empty()) {
+    inherited = CommandDefaults{base.default_workdir, base.default_user};
+  }
   CreateRequest cr;
   cr.template_name = rec.template_name;
   cr.cpus = req.cpus.value_or(base.cpus);
@@ -487,7 +495,7 @@ Result<SandboxInfo> SandboxManager::Fork(const std::string& owner, const std::st
     }
   }
   if (cr.network && base.network) cr.network_policy = base.network_policy;
-  ASB_ASSIGN_OR_RETURN(SandboxInfo created, CreateWith(snap.owner, cr, image));
+  ASB_ASSIGN_OR_RETURN(SandboxInfo created, CreateWith(snap.owner, cr, image, inherited));
 
   auto fill = [&]() -> Result<SandboxInfo> {
     ASB_ASSIGN_OR_RETURN(auto e, impl_->Find(kAnyOwner, created.id));

@@ -205,7 +205,8 @@ Result<SandboxInfo> SandboxManager::Create(const std::string& owner, const Creat
 }
 
 Result<SandboxInfo> SandboxManager::CreateWith(const std::string& owner, const CreateRequest& req,
-                                               const std::string& workspace_image) {
+                                               const std::string& workspace_image,
+                                               const std::optional<CommandDefaults>& inherited) {
   const Limits& lim = config_.limits;
   SandboxInfo info;
   info.owner = owner;
@@ -224,6 +225,15 @@ Result<SandboxInfo> SandboxManager::CreateWith(const std::string& owner, const C
   const int64_t default_workspace_mb =
       tr.workspace_mb > 0 ? std::clamp(tr.workspace_mb, lim.min_workspace_mb, lim.max_workspace_mb)
                           : lim.default_workspace_mb;
+  // The template's WORKDIR and USER become the defaults of every command (a fork keeps its
+  // source's); a template the sandbox cannot honour is refused here, not silently ignored.
+  CommandDefaults defaults;
+  if (inherited) {
+    ASB_ASSIGN_OR_RETURN(defaults.workdir, ResolveTemplateWorkdir(inherited->workdir));
+    ASB_ASSIGN_OR_RETURN(defaults.user, ResolveTemplateUser(inherited->user));
+  } else {
+    ASB_ASSIGN_OR_RETURN(defaults, ResolveTemplateDefaults(tmpl.manifest));
+  }
   if (req.cpus) {
     double c = *req.cpus;
     if (!std::isfinite(c) || c <= 0 || c > lim.max_cpus) {
@@ -258,6 +268,8 @@ Result<SandboxInfo> SandboxManager::CreateWith(const std::string& owner, const C
   info.template_name = tmpl.name;
   info.env = tmpl.manifest.env;  // the template's environment; the request's own wins
   for (const auto& [k, v] : req.env) info.env[k] = v;
+  info.default_workdir = defaults.workdir;
+  info.default_user = defaults.user;
   info.network = req.network;
   info.read_only_rootfs = true;
   info.tmp_size_mb = lim.tmp_size_mb;

@@ -40,6 +40,7 @@
 #include "common/clock.h"
 #include "common/result.h"
 #include "core/config.h"
+#include "core/template_defaults.h"
 #include "core/templates.h"
 #include "isolation/backend.h"
 #include "protocol/client.h"
@@ -97,6 +98,10 @@ struct SandboxInfo {
   isolation::net::NetworkPolicy network_policy{};  // meaningful with network
   bool read_only_rootfs = true;
   std::map<std::string, std::string> env{};
+  /// Cwd and user of every exec, process and PTY that names none: its template's WORKDIR and
+  /// USER (core/template_defaults.h), recorded at create; forks keep the source's.
+  std::string default_workdir = "/workspace";  // absolute
+  std::string default_user = "sandbox";        // "sandbox" or "root"
   int64_t created_at_ms = 0;
   int64_t updated_at_ms = 0;
   int64_t expires_at_ms = 0;
@@ -114,9 +119,11 @@ struct ExecOptions {
   std::optional<std::string> command{};
   /// Layered over the sandbox's env. Same key/value rules as CreateRequest::env.
   std::map<std::string, std::string> env{};
-  /// "" = /workspace; relative = under /workspace; absolute anywhere ("/tmp").
+  /// "" = the sandbox's default_workdir (its template's WORKDIR, else /workspace); relative =
+  /// under /workspace; absolute anywhere ("/tmp").
   std::string workdir{};
-  /// "" or "sandbox" (uid 1000), or "root" (root of the sandbox's user namespace).
+  /// "" = the sandbox's default_user (its template's USER, else "sandbox"); "sandbox" (uid
+  /// 1000), or "root" (root of the sandbox's user namespace).
   std::string user{};
   /// Seconds, > 0; absent = default_exec_timeout_seconds; above the max it is clamped.
   std::optional<double> timeout_seconds{};
@@ -459,9 +466,11 @@ class SandboxManager {
 
  private:
   class Impl;
-  /// Create, with the workspace cloned from `workspace_image` (a snapshot's) when not "".
+  /// Create, with the workspace cloned from `workspace_image` (a snapshot's) when not "", and
+  /// the command defaults `inherited` (a fork's source's) instead of the template's when set.
   Result<SandboxInfo> CreateWith(const std::string& owner, const CreateRequest& req,
-                                 const std::string& workspace_image);
+                                 const std::string& workspace_image,
+                                 const std::optional<CommandDefaults>& inherited = std::nullopt);
   /// The snapshot's tar.zst, made from its image on first use when the snapshot has none yet
   /// (a short-lived sandbox exports it). Errors: kInternal (neither archive nor image), those
   /// of Create and the export.

@@ -23,6 +23,8 @@ std::string EncodeSpecJson(const SandboxInfo& info) {
   json::object env;
   for (const auto& [k, v] : info.env) env[k] = v;
   o["env"] = std::move(env);
+  o["default_workdir"] = info.default_workdir;
+  o["default_user"] = info.default_user;
   return json::serialize(o);
 }
 
@@ -56,6 +58,14 @@ void DecodeSpecJson(std::string_view text, SandboxInfo* info) {
   }
   if (const json::value* x = o.if_contains("read_only_rootfs"); x && x->is_bool()) {
     info->read_only_rootfs = x->get_bool();
+  }
+  // Records written before templates' WORKDIR/USER applied have neither: the defaults stay
+  // /workspace and sandbox, as those sandboxes always had.
+  if (const json::value* x = o.if_contains("default_workdir"); x && x->is_string()) {
+    info->default_workdir = std::string(x->get_string());
+  }
+  if (const json::value* x = o.if_contains("default_user"); x && x->is_string()) {
+    info->default_user = std::string(x->get_string());
   }
   if (const json::value* x = o.if_contains("env"); x && x->is_object()) {
     for (const auto& [k, val] : x->get_object()) {

@@ -18,6 +18,8 @@
 #include <sstream>
 #include <vector>
 
+#include "core/template_defaults.h"
+
 namespace asb::core {
 
 namespace fs = std::filesystem;
@@ -352,6 +354,9 @@ Status InstallTemplate(const TemplateLayout& layout, std::string_view name, Stag
                                        "': the built rootfs has no /bin/sh"));
   }
   manifest.name = std::string(name);
+  // Its workdir and user become its sandboxes' command defaults: one they cannot honour is
+  // refused now, while the old template is still in place.
+  ASB_TRY(ResolveTemplateDefaults(manifest));
   if (manifest.display_name.empty()) manifest.display_name = manifest.name;
   if (manifest.created_at.empty()) manifest.created_at = NowRfc3339();
   if (manifest.size_bytes == 0) {

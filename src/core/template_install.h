@@ -111,7 +111,8 @@ Status FinishRootfs(const std::string& rootfs);
 /// none yet). The previous version is removed, or set aside as .retired-<name>-<time> while a
 /// mount still uses it. A reader sees either the old or the new template, never a mix; on any
 /// error before the swap the old template is untouched. Requires <stage>/rootfs/bin/sh.
-/// Call with the lock held. Errors: kInvalidArgument (name, no rootfs/bin/sh), errno errors.
+/// Call with the lock held. Errors: kInvalidArgument (name, no rootfs/bin/sh, a workdir or
+/// user its sandboxes cannot honour: ResolveTemplateDefaults), errno errors.
 Status InstallTemplate(const TemplateLayout& layout, std::string_view name, StagingDir& stage,
                        TemplateManifest manifest);
 

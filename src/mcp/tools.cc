@@ -120,7 +120,8 @@ json::array BuildDefinitions() {
     json::object p;
     p["sandbox_id"] = Prop("string", "");
     p["command"] = Prop("string", "Shell command, run by /bin/sh -c.");
-    p["workdir"] = Prop("string", "Working directory (default /workspace).");
+    p["workdir"] = Prop("string",
+                        "Working directory (default: the template's WORKDIR, else /workspace).");
     p["env"] = EnvProp();
     p["timeout"] = Prop("number",
                         "Seconds before the command is killed (exit code 124-style "

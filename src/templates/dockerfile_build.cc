@@ -10,6 +10,7 @@
 #include <optional>
 #include <vector>
 
+#include "core/template_defaults.h"
 #include "core/template_install.h"
 #include "templates/build_sandbox.h"
 #include "templates/context_copy.h"
@@ -277,6 +278,16 @@ Result<core::TemplateManifest> BuildFromDockerfile(const DockerfileBuildOptions&
     for (const auto& [k, v] : base.env) state.env.emplace_back(k, v);
     state.labels = base.labels;
     if (!base.workdir.empty()) state.workdir = base.workdir;
+  }
+  // The final USER becomes the default user of the template's sandboxes, which have only
+  // "sandbox" and "root": refuse any other before a step runs (InstallTemplate checks again).
+  const DockerStep* last_user = nullptr;
+  for (const auto& s : df.steps) {
+    if (s.kind == Kind::kUser) last_user = &s;
+  }
+  if (auto u = core::ResolveTemplateUser(last_user ? last_user->value : base.user); !u) {
+    if (last_user == nullptr) return Fail(std::move(u).error().WithContext("FROM " + df.from));
+    return Fail(AtLine(*last_user, u.error().WithContext("USER")));
   }
 
   ASB_ASSIGN_OR_RETURN(core::TemplateLock lock, core::LockTemplate(layout, name));

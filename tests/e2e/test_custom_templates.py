@@ -124,6 +124,50 @@ class CustomTemplatesTest(unittest.TestCase):
         finally:
             s.request("DELETE", "/v1/sandboxes/" + sb["id"], check=False)
 
+    def proc_output(self, sid, body):
+        """Starts a background process and returns its output (all of it: the stream of a
+        process that exited replays it and ends)."""
+        s = self.srv()
+        r = s.request("POST", "/v1/sandboxes/%s/processes" % sid, body)
+        self.assertEqual(r.status, 201, r)
+        pid = r.json()["pid"]
+        r = s.request("GET", "/v1/sandboxes/%s/processes/%d/stream?replay_bytes=65536" %
+                      (sid, pid), timeout=60)
+        self.assertEqual(r.status, 200, r)
+        events = [json.loads(l) for l in r.body.decode().splitlines() if l]
+        self.assertEqual(events[-1]["type"], "exit", events)
+        return "".join(e.get("data", "") for e in events
+                       if e["type"] in ("stdout", "stderr")).replace("\r\n", "\n")
+
+    def check_defaults(self, template, workdir, user, uid, cmd="pwd; id -u"):
+        """A sandbox of `template` reports and applies the defaults workdir/user (uid)."""
+        s = self.srv()
+        sb = s.create(template=template)
+        sid = sb["id"]
+        try:
+            self.assertEqual((sb["default_workdir"], sb["default_user"]), (workdir, user))
+            got = s.request("GET", "/v1/sandboxes/" + sid).json()
+            self.assertEqual((got["default_workdir"], got["default_user"]), (workdir, user))
+            listed = [x for x in s.request("GET", "/v1/sandboxes").json()["sandboxes"]
+                      if x["id"] == sid]
+            self.assertEqual((listed[0]["default_workdir"], listed[0]["default_user"]),
+                             (workdir, user))
+            want = "%s\n%s\n" % (workdir, uid)
+            self.assertEqual(s.run(sid, cmd)["stdout"], want)
+            self.assertEqual(self.proc_output(sid, {"command": cmd}), want)
+            self.assertEqual(self.proc_output(sid, {"command": cmd, "pty": True}), want)
+            # The request's own values win, each on its own.
+            self.assertEqual(s.run(sid, cmd, workdir="/", user="sandbox")["stdout"], "/\n1000\n")
+            self.assertEqual(s.run(sid, cmd, user="sandbox")["stdout"], "%s\n1000\n" % workdir)
+            self.assertEqual(s.run(sid, cmd, workdir="/tmp")["stdout"], "/tmp\n%s\n" % uid)
+            # Relative workdirs and file paths keep their meaning: under /workspace.
+            self.assertEqual(s.run(sid, cmd, workdir=".")["stdout"], "/workspace\n%s\n" % uid)
+            r = s.put_file(sid, "rel.txt", b"x")
+            self.assertIn(r.status, (200, 201), r)
+            self.assertEqual(s.run(sid, "read l < /workspace/rel.txt; echo $l")["stdout"], "x\n")
+        finally:
+            s.request("DELETE", "/v1/sandboxes/" + sid, check=False)
+
     def test_1_dockerfile_with_every_supported_instruction(self):
         with open(os.path.join(self.ctx, "hello.txt"), "w") as f:
             f.write("hello from the context\n")
@@ -161,10 +205,21 @@ class CustomTemplatesTest(unittest.TestCase):
         # A sandbox from it sees every step's effect, and the ENV.
         out = self.sandbox_run("e2ecustom",
                                "cat /srv/app/run.txt /srv/app/hello.txt /srv/app/where; "
-                               "/opt/tool; echo \"$APP_HOME $MODE\"; id -u")
+                               "/opt/tool; echo \"$APP_HOME $MODE\"")
         self.assertEqual(out["exit_code"], 0, out)
         self.assertEqual(out["stdout"],
-                         "hi e2e\nhello from the context\n/srv/app\ntool-ran\n/srv/app e2e\n1000\n")
+                         "hi e2e\nhello from the context\n/srv/app\ntool-ran\n/srv/app e2e\n")
+        # The final WORKDIR and USER are the defaults of every exec, process and terminal of
+        # its sandboxes; a request's own workdir and user win.
+        self.check_defaults("e2ecustom", "/srv/app", "root", "0")
+        # `agent-sandbox run` (no server) applies them too, under its own --workdir/--user.
+        for extra, want in [([], "/srv/app\n0\n"),
+                            (["-w", "/tmp", "-u", "sandbox"], "/tmp\n1000\n")]:
+            r = subprocess.run([BIN, "run", "--data-dir", self.data_dir, "--template", "e2ecustom"]
+                               + extra + ["--", "sh", "-c", "pwd; id -u"],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                               timeout=120)
+            self.assertEqual((r.returncode, r.stdout), (0, want), r.stderr)
         # What a `USER sandbox` step wrote belongs to the sandbox user inside (the template is
         # mounted idmapped), so even a private file is readable; the rest belongs to root.
         out = self.sandbox_run("e2ecustom", "stat -c '%U %a' /home/data/p /srv/app/run.txt; "
@@ -176,6 +231,14 @@ class CustomTemplatesTest(unittest.TestCase):
         self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
         self.assertIn("Dockerfile line 3: EXPOSE is not supported", r.stderr)
         self.assertFalse(os.path.exists(os.path.join(self.templates, "e2ebad")))
+        # A final USER sandboxes cannot run as is refused before any step runs.
+        with open(os.path.join(self.ctx, "mini.tar"), "wb") as f:
+            f.write(self.mini)
+        r = self.build("FROM scratch\nADD mini.tar /\nUSER root\nRUN true\nUSER app\n", "e2ebad")
+        self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
+        self.assertIn("Dockerfile line 5: USER: user 'app' is not supported", r.stderr)
+        self.assertNotIn("Step 2/", r.stdout)
+        self.assertFalse(os.path.exists(os.path.join(self.templates, "e2ebad")))
 
     def test_3_oci_import_runs_a_command_and_a_failed_build_keeps_it(self):
         archive = os.path.join(self.data_dir, "image.tar")
@@ -185,15 +248,29 @@ class CustomTemplatesTest(unittest.TestCase):
             layer({".wh.junk": None}),
         ], {"architecture": "amd64", "os": "linux",
             "config": {"Env": ["PATH=/usr/bin:/bin", "IMPORTED=yes"],
+                       "WorkingDir": "/etc/", "User": "0:0",
                        "Labels": {"template.displayName": "E2E import"}},
             "rootfs": {"type": "layers", "diff_ids": []}})
         r = self.cli("import", archive, "--name", "e2eimport")
         self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        # The image's WorkingDir and User are its sandboxes' defaults (dash only: no `id`).
+        self.check_defaults("e2eimport", "/etc", "root", "0",
+                            cmd="pwd; while read k v r; do [ $k = Uid: ] && echo $v; done "
+                                "< /proc/self/status; true")
         run = "read line < /etc/motd-e2e; echo \"$line $IMPORTED\"; test -e /junk || echo gone"
         out = self.sandbox_run("e2eimport", run)
         self.assertEqual(out["stdout"], "imported yes\ngone\n", out)
         t = self.srv().request("GET", "/v1/templates/e2eimport").json()
         self.assertEqual(t["display_name"], "E2E import")
+        # An image whose User sandboxes cannot run as is refused, naming it.
+        bad = os.path.join(self.data_dir, "bad-user.tar")
+        oci_archive(bad, [gzip.compress(self.mini)],
+                    {"architecture": "amd64", "os": "linux", "config": {"User": "nobody"},
+                     "rootfs": {"type": "layers", "diff_ids": []}})
+        r = self.cli("import", bad, "--name", "e2ebaduser")
+        self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
+        self.assertIn("user 'nobody' is not supported", r.stderr)
+        self.assertFalse(os.path.exists(os.path.join(self.templates, "e2ebaduser")))
         # A Dockerfile build of the same name whose RUN fails leaves it usable.
         with open(os.path.join(self.ctx, "mini.tar"), "wb") as f:
             f.write(self.mini)

@@ -74,14 +74,16 @@ class DocumentTest(unittest.TestCase):
     def test_wrong_bodies_fail_validation(self):
         good = {"id": "sb_0123456789abcdef", "status": "running", "template": "base", "cpus": 1,
                 "memory_mb": 512, "pids_limit": 256, "workspace_mb": 1024, "network": False,
-                "read_only_rootfs": True, "env_keys": [], "created_at": "2026-01-01T00:00:00Z",
+                "read_only_rootfs": True, "env_keys": [], "default_workdir": "/workspace",
+                "default_user": "sandbox", "created_at": "2026-01-01T00:00:00Z",
                 "expires_at": "2026-01-01T01:00:00Z", "timeout_seconds": 3600,
                 "idle_timeout_seconds": 0, "source_snapshot_id": None}
         ct = {"Content-Type": "application/json"}
         path = "/v1/sandboxes/sb_0123456789abcdef"
         self.assertEqual(openapi_check.check("GET", path, 200, ct, json.dumps(good)), [])
         for mutate in (lambda o: o.pop("status"), lambda o: o.update(colour="blue"),
-                       lambda o: o.update(memory_mb="512"), lambda o: o.update(status="asleep")):
+                       lambda o: o.update(memory_mb="512"), lambda o: o.update(status="asleep"),
+                       lambda o: o.update(default_user="nobody")):
             bad = copy.deepcopy(good)
             mutate(bad)
             self.assertNotEqual(openapi_check.check("GET", path, 200, ct, json.dumps(bad)), [],

@@ -118,9 +118,11 @@ class Sandbox:
 
         command: a str run by /bin/sh -c, or a list of str run as argv (never shell-expanded).
         env: dict of extra environment variables; workdir: directory (relative ones are under
-        /workspace); timeout: seconds (float) after which the command is killed (the result
-        then has timed_out True); stdin: str or bytes fed to the command; max_output_bytes:
-        cap on stdout+stderr kept; user: "sandbox" (default) or "root".
+        /workspace; default the sandbox's default_workdir, its template's WORKDIR or /workspace);
+        timeout: seconds (float) after which the command is killed (the result then has
+        timed_out True); stdin: str or bytes fed to the command; max_output_bytes: cap on
+        stdout+stderr kept; user: "sandbox" or "root" (default the sandbox's default_user, its
+        template's USER or "sandbox").
         Returns ExecResult (check .ok). A non-zero exit is not an exception.
         Raises SandboxAPIError (400 bad request, 404 no such sandbox), SandboxConnectionError.
         """

@@ -148,6 +148,8 @@ class SandboxInfo:
     network: bool = False
     read_only_rootfs: bool = True
     env_keys: List[str] = field(default_factory=list)
+    default_workdir: str = "/workspace"  # cwd of commands that name none (template WORKDIR)
+    default_user: str = "sandbox"  # user of commands that name none (template USER)
     created_at: str = ""
     expires_at: str = ""
     timeout_seconds: int = 0
