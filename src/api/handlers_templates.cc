@@ -13,6 +13,7 @@
 #include "api/handlers.h"
 #include "api/resource_json.h"
 #include "core/sandbox_manager.h"
+#include "core/template_defaults.h"
 #include "core/template_install.h"
 
 namespace asb::api {
@@ -47,6 +48,11 @@ json::object TemplateJson(const core::TemplateInfo& t, const core::Limits& lim) 
           ? std::clamp(m.resources.workspace_mb, lim.min_workspace_mb, lim.max_workspace_mb)
           : lim.default_workspace_mb;
   o["resources"] = std::move(r);
+  // What its sandboxes' commands default to (core/template_defaults.h); a manifest those
+  // cannot honour (installed before the check) shows its raw values, and creates fail.
+  auto d = core::ResolveTemplateDefaults(m);
+  o["default_workdir"] = d ? d->workdir : m.workdir;
+  o["default_user"] = d ? d->user : m.user;
   o["size_bytes"] = m.size_bytes;
   if (m.created_at.empty()) {
     o["created_at"] = nullptr;

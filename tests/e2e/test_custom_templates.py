@@ -202,6 +202,7 @@ class CustomTemplatesTest(unittest.TestCase):
         self.assertEqual(mine[0]["description"], "from a Dockerfile")
         one = s.request("GET", "/v1/templates/e2ecustom").json()
         self.assertEqual(one["base"], "base")
+        self.assertEqual((one["default_workdir"], one["default_user"]), ("/srv/app", "root"))
         # A sandbox from it sees every step's effect, and the ENV.
         out = self.sandbox_run("e2ecustom",
                                "cat /srv/app/run.txt /srv/app/hello.txt /srv/app/where; "
@@ -262,6 +263,7 @@ class CustomTemplatesTest(unittest.TestCase):
         self.assertEqual(out["stdout"], "imported yes\ngone\n", out)
         t = self.srv().request("GET", "/v1/templates/e2eimport").json()
         self.assertEqual(t["display_name"], "E2E import")
+        self.assertEqual((t["default_workdir"], t["default_user"]), ("/etc", "root"))
         # An image whose User sandboxes cannot run as is refused, naming it.
         bad = os.path.join(self.data_dir, "bad-user.tar")
         oci_archive(bad, [gzip.compress(self.mini)],

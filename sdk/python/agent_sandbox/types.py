@@ -185,6 +185,8 @@ class TemplateInfo:
     resources: Dict = field(default_factory=dict)
     created_at: Optional[str] = None
     size_bytes: int = 0
+    default_workdir: str = "/workspace"  # its sandboxes' commands' default cwd (WORKDIR)
+    default_user: str = "sandbox"  # and user (USER)
 
     @classmethod
     def from_json(cls, o):
@@ -193,7 +195,9 @@ class TemplateInfo:
                    base=o.get("base", ""), tools=list(o.get("tools", [])),
                    packages=list(o.get("packages", [])), env=dict(o.get("env", {})),
                    resources=dict(o.get("resources", {})), created_at=o.get("created_at"),
-                   size_bytes=o.get("size_bytes", 0))
+                   size_bytes=o.get("size_bytes", 0),
+                   default_workdir=o.get("default_workdir", "/workspace"),
+                   default_user=o.get("default_user", "sandbox"))
 
 
 @dataclass

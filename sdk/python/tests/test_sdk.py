@@ -75,6 +75,8 @@ class SdkTest(unittest.TestCase):
         self.assertEqual((got.info.cpus, got.info.memory_mb, got.info.timeout_seconds),
                          (0.5, 256, 60))
         self.assertEqual(got.info.env_keys, ["GREETING"])
+        self.assertEqual((got.info.default_workdir, got.info.default_user),
+                         ("/workspace", "sandbox"))  # the base template names neither
         self.assertIn(sb.id, [s.id for s in c.list()])
         before = harness.parse_time(sb.info.expires_at)
         info = sb.set_timeout(600)

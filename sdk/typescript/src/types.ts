@@ -13,6 +13,10 @@ export interface SandboxInfo {
   network: boolean;
   readOnlyRootfs: boolean;
   envKeys: string[];
+  /** Cwd of commands that name none: the template's WORKDIR, else /workspace. */
+  defaultWorkdir: string;
+  /** User of commands that name none: the template's USER ("sandbox" or "root"). */
+  defaultUser: string;
   createdAt: string;
   expiresAt: string;
   timeoutSeconds: number;
@@ -150,6 +154,8 @@ export function sandboxInfo(o: any): SandboxInfo {
     network: o.network,
     readOnlyRootfs: o.read_only_rootfs,
     envKeys: o.env_keys ?? [],
+    defaultWorkdir: o.default_workdir ?? "/workspace",
+    defaultUser: o.default_user ?? "sandbox",
     createdAt: o.created_at,
     expiresAt: o.expires_at,
     timeoutSeconds: o.timeout_seconds,

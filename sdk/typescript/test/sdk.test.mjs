@@ -45,6 +45,7 @@ test("create, get, list, setTimeout, destroy", async () => {
   const got = await client.get(s.id);
   assert.deepEqual([got.info.cpus, got.info.memoryMb, got.info.timeoutSeconds], [0.5, 256, 60]);
   assert.deepEqual(got.info.envKeys, ["G"]);
+  assert.deepEqual([got.info.defaultWorkdir, got.info.defaultUser], ["/workspace", "sandbox"]);
   assert.ok((await client.list()).some((x) => x.id === s.id));
   const before = Date.parse(s.info.expiresAt);
   const info = await s.setTimeout(600);
