@@ -5,16 +5,20 @@
 #   abuse    tests/e2e/test_abuse.py (bombs, floods, storms, argv limit; real server)
 #   crash    tests/e2e/crash_harness.py, 5 SIGKILLs (--long: 100), seed printed
 #   fuzz     scripts/fuzz.sh smoke (libFuzzer targets, 12 s each), when that script exists
+#   sanitize scripts/sanitize.sh: the unit, privileged and e2e suites built with ASan + UBSan
+#            (a second, Debug build in BUILD_DIR-asan: the longest part; skip it with
+#            ASB_ADV_SKIP=sanitize when only the product changed)
 # and prints ONE table (attempt, expected, seen) of every row of them all, then a summary.
 #
 # Usage: sudo bash scripts/adversarial.sh [--long] [BUILD_DIR]      (default BUILD_DIR: build)
 #   The build needs agent-sandbox, sandboxd, adversarial_test and asb_adv_probe:
 #   cmake --build BUILD_DIR --target agent-sandbox sandboxd adversarial_test asb_adv_probe
 # Env: ASB_CRASH_SEED (replay a crash schedule), ASB_ADV_SKIP (space-separated parts to skip:
-#      escapes abuse crash fuzz), AGENT_SANDBOX_DATA_DIR (template location).
+#      escapes abuse crash fuzz sanitize), AGENT_SANDBOX_DATA_DIR (template location).
 # Exit status: 0 when every part passed (a part that cannot run here is a SKIP row with the
 # reason), 1 otherwise. Not run by CI as such: CI runs the same parts as CTest tests
-# (adversarial_test, e2e_abuse, e2e_crash) and the fuzz smoke from scripts/test.sh.
+# (adversarial_test, e2e_abuse, e2e_crash) and the fuzz smoke from scripts/test.sh; the
+# sanitizer pass is too long for CI (see scripts/sanitize.sh).
 set -uo pipefail
 
 REPO_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -140,6 +144,42 @@ PY
       status=1
     fi
   fi
+fi
+
+# ---- sanitizers: the suites again, built with ASan + UBSan; rows from sanitize.sh's JUnit ------
+if ! skipping sanitize; then
+  part "sanitizers (scripts/sanitize.sh, $BUILD_DIR-asan)"
+  bash "$REPO_DIR/scripts/sanitize.sh" "$BUILD_DIR-asan" >"$WORK/sanitize.log" 2>&1
+  rc=$?
+  python3 - "$BUILD_DIR-asan/sanitize-logs" "$WORK/sanitize.log" "$rc" >>"$ROWS" <<'PY'
+import glob, os, re, sys
+import xml.etree.ElementTree as ET
+logs, log, rc = sys.argv[1], sys.argv[2], int(sys.argv[3])
+for path in sorted(glob.glob(logs + "/*.xml")):
+    suite = os.path.basename(path)[:-4]
+    passed, failed = 0, []
+    for case in ET.parse(path).getroot().iter("testcase"):
+        if case.find("skipped") is not None or case.get("status") in ("notrun", "disabled"):
+            continue
+        if case.find("failure") is not None or case.find("error") is not None:
+            failed.append(case.get("name"))
+        else:
+            passed += 1
+    for name in failed:
+        print("sanitized %s: %s\tpasses under ASan + UBSan\tfailed\tFAIL" % (suite, name))
+    print("sanitized %s tests\tall pass under ASan + UBSan\t%d passed, %d failed\t%s"
+          % (suite, passed, len(failed), "FAIL" if failed else "ok"))
+text = open(log, errors="replace").read()
+m = re.search(r"==> \[.*\] sanitizer reports\n(.*?)\n(?:[a-z]+\.xml:|sanitize\.sh:)", text, re.S)
+reports = m.group(1).strip() if m else "(sanitize.sh ended before its report step)"
+print("sanitizer reports (ASan, LSan, UBSan)\tnone\t%s\t%s"
+      % (" / ".join(reports.splitlines())[:200], "ok" if reports == "none" else "FAIL"))
+if rc != 0:
+    last = [l for l in text.splitlines() if l.strip()][-1:] or ["?"]
+    print("sanitize.sh\texit 0\texit %d (%s)\tFAIL" % (rc, last[0][:120]))
+PY
+  [[ $rc -eq 0 ]] || status=1
+  grep '^sanitize.sh:' "$WORK/sanitize.log" >&2
 fi
 
 # ---- the one table ---------------------------------------------------------------------------
