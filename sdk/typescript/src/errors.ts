@@ -3,7 +3,8 @@
  * - SandboxAPIError: the server answered an error status, with its error shape
  *   `{"error":{"code","message"}}` (docs/adr/0007-rest-api-server.md);
  * - NotFoundError: a SandboxAPIError with status 404;
- * - SandboxConnectionError: the server could not be reached or the connection broke.
+ * - SandboxConnectionError: the server could not be reached or the connection broke;
+ * - StreamError: a followed process stream ended with an error event (waitProcess).
  */
 
 /** Base class of every error the SDK throws. */
@@ -37,3 +38,15 @@ export class NotFoundError extends SandboxAPIError {}
 
 /** The server could not be reached, or the connection failed mid-answer. */
 export class SandboxConnectionError extends SandboxError {}
+
+/** A stream ended with an error event instead of its exit (e.g. the sandbox was destroyed
+ * while a waitProcess() was following the process); code is the server's error code, e.g.
+ * "backend_error". Thrown by waitProcess(); streams yield such events instead. */
+export class StreamError extends SandboxError {
+  readonly code: string;
+
+  constructor(code: string, message: string) {
+    super(message);
+    this.code = code;
+  }
+}

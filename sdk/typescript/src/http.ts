@@ -82,6 +82,48 @@ export class Transport {
   }
 }
 
+/**
+ * Yields the JSON objects of an NDJSON answer, one per non-empty line, as they arrive
+ * (internal; used by execStream and streamProcess). The connection is released when the
+ * iteration ends, also when the consumer stops early. Throws SandboxConnectionError when the
+ * body breaks or a line is not JSON.
+ */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+export async function* ndjsonObjects(res: Response, what: string): AsyncGenerator<any> {
+  const reader = res.body!.getReader();
+  const decoder = new TextDecoder();
+  let buf = "";
+  try {
+    for (;;) {
+      let chunk: ReadableStreamReadResult<Uint8Array>;
+      try {
+        chunk = await reader.read();
+      } catch (e) {
+        throw new SandboxConnectionError(`${what} broke: ${(e as Error).message}`, { cause: e });
+      }
+      if (chunk.done) return;
+      buf += decoder.decode(chunk.value, { stream: true });
+      let nl: number;
+      while ((nl = buf.indexOf("\n")) >= 0) {
+        const line = buf.slice(0, nl).trim();
+        buf = buf.slice(nl + 1);
+        if (!line) continue;
+        let ev: unknown;
+        try {
+          ev = JSON.parse(line);
+        } catch (e) {
+          throw new SandboxConnectionError(`${what}: not a JSON line: ${line.slice(0, 200)}`, {
+            cause: e,
+          });
+        }
+        yield ev;
+      }
+    }
+  } finally {
+    await reader.cancel().catch(() => {});
+  }
+}
+
 async function readText(res: Response, method: string, path: string): Promise<string> {
   try {
     return await res.text();

@@ -14,7 +14,13 @@ export {
   SandboxAPIError,
   SandboxConnectionError,
   SandboxError,
+  StreamError,
 } from "./errors.js";
+export {
+  ProcessHandle,
+  type StreamProcessOptions,
+  type WaitProcessOptions,
+} from "./process.js";
 export type {
   CreateOptions,
   ExecEvent,
@@ -24,8 +30,12 @@ export type {
   FileInfo,
   ForkOptions,
   OutputChunk,
+  ProcessEvent,
+  ProcessExit,
+  ProcessInfo,
   SandboxInfo,
   SnapshotInfo,
+  StartProcessOptions,
   TemplateInfo,
   WriteResult,
 } from "./types.js";

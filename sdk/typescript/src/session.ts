@@ -1,10 +1,11 @@
 // Session: the handle on one sandbox (commands, files, snapshots, lifetime).
-import type { Transport } from "./http.js";
+import { ndjsonObjects, type Transport } from "./http.js";
 import { readTar, writeTar, type TarEntry } from "./tar.js";
 import {
   exitInfo,
   fileInfo,
   isOk,
+  processInfo,
   sandboxInfo,
   snapshotInfo,
   type ExecEvent,
@@ -12,11 +13,24 @@ import {
   type ExecResult,
   type FileInfo,
   type OutputChunk,
+  type ProcessEvent,
+  type ProcessExit,
+  type ProcessInfo,
+  type StartProcessOptions,
   type SandboxInfo,
   type SnapshotInfo,
   type WriteResult,
 } from "./types.js";
 import { SandboxConnectionError } from "./errors.js";
+import {
+  ProcessHandle,
+  processEvents,
+  startBody,
+  stdinBody,
+  waitForExit,
+  type StreamProcessOptions,
+  type WaitProcessOptions,
+} from "./process.js";
 
 /** runCode languages -> the interpreter that reads the program from stdin. */
 const LANGUAGES: Record<string, string[]> = {
@@ -61,6 +75,14 @@ function execBody(command: string | string[], o: ExecOptions): Record<string, un
   if (o.maxOutputBytes !== undefined) body.max_output_bytes = o.maxOutputBytes;
   if (o.user !== undefined) body.user = o.user;
   return body;
+}
+
+/** pid as it goes into a path: a positive integer, else TypeError. */
+function checkPid(pid: number): number {
+  if (!Number.isSafeInteger(pid) || pid < 1) {
+    throw new TypeError(`pid must be a positive integer, got ${JSON.stringify(pid)}`);
+  }
+  return pid;
 }
 
 function modeText(mode: number | string | undefined): string | undefined {
@@ -177,46 +199,151 @@ export class Session {
       json: execBody(command, options),
       accept: "application/x-ndjson",
     });
-    const reader = res.body!.getReader();
-    const decoder = new TextDecoder();
-    let buf = "";
-    let finished = false;
-    try {
-      for (;;) {
-        let chunk: ReadableStreamReadResult<Uint8Array>;
-        try {
-          chunk = await reader.read();
-        } catch (e) {
-          throw new SandboxConnectionError(`exec stream broke: ${(e as Error).message}`, {
-            cause: e,
-          });
-        }
-        if (chunk.done) break;
-        buf += decoder.decode(chunk.value, { stream: true });
-        let nl: number;
-        while ((nl = buf.indexOf("\n")) >= 0) {
-          const line = buf.slice(0, nl).trim();
-          buf = buf.slice(nl + 1);
-          if (!line) continue;
-          const ev = JSON.parse(line);
-          if (ev.type === "stdout" || ev.type === "stderr") {
-            yield { type: ev.type, data: ev.data ?? "" };
-          } else if (ev.type === "exit") {
-            finished = true;
-            const exit = exitInfo(ev);
-            yield { type: "exit", ok: isOk(exit), ...exit };
-            return;
-          } else if (ev.type === "error") {
-            finished = true;
-            yield { type: "error", code: ev.code ?? "internal", message: ev.message ?? "" };
-            return;
-          }
-        }
+    for await (const ev of ndjsonObjects(res, "exec stream")) {
+      if (ev.type === "stdout" || ev.type === "stderr") {
+        yield { type: ev.type, data: ev.data ?? "" };
+      } else if (ev.type === "exit") {
+        const exit = exitInfo(ev);
+        yield { type: "exit", ok: isOk(exit), ...exit };
+        return;
+      } else if (ev.type === "error") {
+        yield { type: "error", code: ev.code ?? "internal", message: ev.message ?? "" };
+        return;
       }
-      if (!finished) throw new SandboxConnectionError("exec stream ended without an exit event");
-    } finally {
-      await reader.cancel().catch(() => {});
+      // "keepalive" and unknown types are skipped.
     }
+    throw new SandboxConnectionError("exec stream ended without an exit event");
+  }
+
+  // ---- background processes (issue 8) ------------------------------------------------------
+
+  /**
+   * Starts a background process (POST /v1/sandboxes/{id}/processes) and resolves with its
+   * handle as soon as it runs. It outlives this call and this client; destroying the sandbox
+   * ends it. command: a string run by /bin/sh -c, or an argv array (never shell-expanded);
+   * with options.args, command is the program. options: env, cwd, user as for exec(); tag (a
+   * label, at most 256 bytes); stdin (give it a stdin pipe for writeStdin); pty with cols x
+   * rows (default 80 x 24, each 1..10000); ringBytes (output kept for replay, default 256 KiB,
+   * at most 4 MiB). Output is not lost while nobody follows: it waits in the ring.
+   * Rejects with SandboxAPIError 400 (bad options), 429 (over 256 running), NotFoundError (no
+   * such sandbox, or a missing cwd), SandboxConnectionError.
+   */
+  async startProcess(
+    command: string | string[],
+    options: StartProcessOptions = {},
+  ): Promise<ProcessHandle> {
+    const info = processInfo(
+      await this.#t.json("POST", await this.#path("/processes"), {
+        json: startBody(command, options),
+      }),
+    );
+    return new ProcessHandle(this, info.pid, info);
+  }
+
+  /** A handle on a process of this sandbox by pid, e.g. one from listProcesses(); sends
+   * nothing (a later call rejects with NotFoundError if the pid is unknown). */
+  process(pid: number): ProcessHandle {
+    return new ProcessHandle(this, checkPid(pid));
+  }
+
+  /** Running and recently exited (the 64 most recent) background processes, in start order
+   * (GET .../processes). Rejects with NotFoundError when the sandbox is gone. */
+  async listProcesses(): Promise<ProcessInfo[]> {
+    // eslint-disable-next-line @typescript-eslint/no-explicit-any
+    const o: any = await this.#t.json("GET", await this.#path("/processes"));
+    return (o.processes ?? []).map(processInfo);
+  }
+
+  /** One background process (GET .../processes/{pid}). Rejects with NotFoundError for an
+   * unknown pid; TypeError for a pid that is not a positive integer. */
+  async getProcess(pid: number): Promise<ProcessInfo> {
+    return processInfo(await this.#t.json("GET", await this.#procPath(pid)));
+  }
+
+  /**
+   * Follows a background process's output (GET .../processes/{pid}/stream, NDJSON). Yields
+   * {type:"stdout"|"stderr", data} as the process writes (text; invalid UTF-8 becomes U+FFFD,
+   * characters are never split), {type:"skipped", bytes} when this reader fell behind the
+   * replay ring and lost that much output, then exactly one {type:"exit", exitCode, signal,
+   * ok} when the process ends (at once for one that has already exited) or {type:"error",
+   * code, message}. options.replayBytes first replays up to that many bytes of past output
+   * (default 0, at most 4 MiB). The stream attaches when iteration starts (the first
+   * next()), so output written before that arrives only through replayBytes. Keepalives are
+   * skipped; there is no idle limit. Breaking out of the loop detaches; the process keeps
+   * running.
+   * Rejects with NotFoundError (unknown pid or sandbox), SandboxAPIError 400 (replayBytes out
+   * of range), SandboxConnectionError if the stream breaks or ends without a final event.
+   */
+  async *streamProcess(
+    pid: number,
+    options: StreamProcessOptions = {},
+  ): AsyncGenerator<ProcessEvent, void, undefined> {
+    const res = await this.#t.send("GET", await this.#procPath(pid, "/stream"), {
+      query: { replay_bytes: options.replayBytes },
+      accept: "application/x-ndjson",
+    });
+    yield* processEvents(res);
+  }
+
+  /**
+   * Waits until a background process exits and resolves with {exitCode, signal, ok}
+   * (exitCode is the status or 128+signal; ok: exit 0 and no signal). It follows the
+   * process's stream, passing output to options.onStdout / options.onStderr; output written
+   * before the call reaches them only with options.replayBytes. Resolves at once for a
+   * process that has already exited (still listed: the 64 most recent are).
+   * Rejects with NotFoundError (unknown pid or sandbox), StreamError (the stream ended with an
+   * error event, e.g. the sandbox was destroyed), SandboxConnectionError.
+   */
+  async waitProcess(pid: number, options: WaitProcessOptions = {}): Promise<ProcessExit> {
+    return waitForExit(this.streamProcess(pid, options), options);
+  }
+
+  /**
+   * Writes to a background process's stdin (POST .../processes/{pid}/stdin): a string as
+   * UTF-8, bytes as they are. Resolves with the number of bytes accepted. Rejects with
+   * SandboxAPIError 409 (no open stdin: started without stdin, or closed), 429 (more than
+   * 1 MiB waiting unread), NotFoundError (unknown pid).
+   */
+  async writeStdin(pid: number, data: string | Uint8Array): Promise<number> {
+    // eslint-disable-next-line @typescript-eslint/no-explicit-any
+    const o: any = await this.#t.json("POST", await this.#procPath(pid, "/stdin"), {
+      json: stdinBody(data),
+    });
+    return o.bytes;
+  }
+
+  /** Sends EOF to a background process's stdin, ^D on a PTY (POST .../close-stdin).
+   * Rejects with SandboxAPIError 409 (no open stdin), NotFoundError (unknown pid). */
+  async closeStdin(pid: number): Promise<void> {
+    await this.#t.bytes("POST", await this.#procPath(pid, "/close-stdin"));
+  }
+
+  /** Sends a signal to a background process's process group (POST .../signal): a name such
+   * as "SIGINT" or "term" (SIG optional, any case; see signal(7)) or a number 1..64; default
+   * "SIGTERM". Rejects with SandboxAPIError 400 (unknown signal), 409 (already exited),
+   * NotFoundError (unknown pid). */
+  async signalProcess(pid: number, signal: string | number = "SIGTERM"): Promise<void> {
+    await this.#t.bytes("POST", await this.#procPath(pid, "/signal"), {
+      json: { signal: String(signal) },
+    });
+  }
+
+  /** Resizes a background process's PTY to cols x rows character cells, each 1..10000
+   * (POST .../resize). Rejects with SandboxAPIError 400 (out of range), 409 (no PTY),
+   * NotFoundError (unknown pid). */
+  async resizeProcess(pid: number, cols: number, rows: number): Promise<void> {
+    await this.#t.bytes("POST", await this.#procPath(pid, "/resize"), { json: { cols, rows } });
+  }
+
+  /** Kills a background process and its whole tree (SIGKILL, repeated until none is left;
+   * DELETE .../processes/{pid}); resolves with its final ProcessInfo (state "exited", signal
+   * 9 unless it had already ended). Rejects with NotFoundError (unknown pid). */
+  async killProcess(pid: number): Promise<ProcessInfo> {
+    return processInfo(await this.#t.json("DELETE", await this.#procPath(pid)));
+  }
+
+  async #procPath(pid: number, tail = ""): Promise<string> {
+    return this.#path(`/processes/${checkPid(pid)}${tail}`);
   }
 
   /**

@@ -139,6 +139,65 @@ export interface SnapshotInfo {
   createdAt: string;
 }
 
+/** A background process (GET /v1/sandboxes/{id}/processes/{pid}). pid is the process id
+ * inside the sandbox; argv is as started (empty when a shell command was given, then command
+ * holds it); exitCode is null while running, else the exit status or 128+signal; signal is
+ * the signal that ended it (0 if none); startedAt/endedAt are RFC 3339 UTC text (endedAt null
+ * while running); outputBytes counts output written so far, both streams. */
+export interface ProcessInfo {
+  pid: number;
+  tag: string;
+  argv: string[];
+  command: string | null;
+  state: "running" | "exited";
+  exitCode: number | null;
+  signal: number;
+  startedAt: string;
+  endedAt: string | null;
+  pty: boolean;
+  stdinOpen: boolean;
+  outputBytes: number;
+}
+
+/** Options of Session.startProcess(); omitted values take the server's defaults. */
+export interface StartProcessOptions {
+  /** Arguments: with args, `command` is the program and nothing is shell-expanded. */
+  args?: string[];
+  /** Extra environment variables. */
+  env?: Record<string, string>;
+  /** Working directory; relative paths are under /workspace (404 if it does not exist). */
+  cwd?: string;
+  /** "sandbox" (default) or "root". */
+  user?: "sandbox" | "root";
+  /** A label shown by listProcesses (at most 256 bytes). */
+  tag?: string;
+  /** Give the process a stdin pipe (writeStdin, closeStdin); default false: /dev/null. */
+  stdin?: boolean;
+  /** Run it on a pseudo-terminal (implies stdin; all output arrives as "stdout"). */
+  pty?: boolean;
+  /** PTY size in character cells, each 1..10000 (default 80 x 24). */
+  cols?: number;
+  rows?: number;
+  /** Bytes of recent output kept for replay: 1..4194304 (default 262144 = 256 KiB). */
+  ringBytes?: number;
+}
+
+/** How a background process ended: exitCode is the status or 128+signal, signal the signal
+ * that ended it (0 if none); ok is exitCode 0 and no signal. */
+export interface ProcessExit {
+  exitCode: number;
+  signal: number;
+  ok: boolean;
+}
+
+/** Events of streamProcess: output chunks and "skipped" (this reader fell behind the replay
+ * ring and `bytes` of output were lost to it), then exactly one "exit" or "error". */
+export type ProcessEvent =
+  | OutputChunk
+  | { type: "skipped"; bytes: number }
+  | ({ type: "exit" } & ProcessExit)
+  | { type: "error"; code: string; message: string };
+
 // ---- conversions from the wire (snake_case) ------------------------------------------------
 
 /* eslint-disable @typescript-eslint/no-explicit-any */
@@ -201,6 +260,23 @@ export function exitInfo(o: any): ExitInfo {
     truncated: Boolean(o.truncated),
     oomKilled: Boolean(o.oom_killed),
     durationMs: o.duration_ms ?? 0,
+  };
+}
+
+export function processInfo(o: any): ProcessInfo {
+  return {
+    pid: o.pid,
+    tag: o.tag ?? "",
+    argv: o.argv ?? [],
+    command: o.command ?? null,
+    state: o.state,
+    exitCode: o.exit_code ?? null,
+    signal: o.signal ?? 0,
+    startedAt: o.started_at,
+    endedAt: o.ended_at ?? null,
+    pty: Boolean(o.pty),
+    stdinOpen: Boolean(o.stdin_open),
+    outputBytes: o.output_bytes ?? 0,
   };
 }
 

@@ -18,6 +18,8 @@ import {
   SandboxAPIError,
   SandboxConnectionError,
   SandboxError,
+  StreamError,
+  ProcessHandle,
 } from "../dist/index.js";
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
@@ -112,6 +114,186 @@ test("execStream: typed events in order, split UTF-8 whole, error event on destr
   await assert.rejects(async () => {
     for await (const _ of gone.execStream("true"));
   }, NotFoundError);
+});
+
+// ---- background processes (issue 8) ---------------------------------------------------------
+
+test("processes: stream is live, both lines, exit code; wait with callbacks", { timeout: 60_000 }, async () => {
+  const s = session();
+  const p = await s.startProcess("echo a; sleep 1; echo b", { tag: "ab" });
+  assert.ok(p instanceof ProcessHandle);
+  assert.ok(Number.isInteger(p.pid) && p.pid > 1, String(p.pid));
+  assert.deepEqual([p.info.state, p.info.tag, p.info.command, p.info.exitCode], [
+    "running", "ab", "echo a; sleep 1; echo b", null,
+  ]);
+  const events = [];
+  let stateAtA;
+  // replayBytes: "a" may be written before the stream is attached.
+  for await (const ev of p.stream({ replayBytes: 1024 })) {
+    events.push(ev);
+    if (ev.type === "stdout" && ev.data.includes("a") && stateAtA === undefined) {
+      stateAtA = (await s.getProcess(p.pid)).state; // live: "a" arrives before the end
+    }
+  }
+  const out = events.filter((e) => e.type === "stdout").map((e) => e.data).join("");
+  assert.equal(out, "a\nb\n");
+  assert.equal(stateAtA, "running");
+  assert.deepEqual(events.at(-1), { type: "exit", exitCode: 0, signal: 0, ok: true });
+  const done = await p.refresh();
+  assert.deepEqual([done.state, done.exitCode, done.outputBytes], ["exited", 0, 4]);
+  assert.ok(Date.parse(done.endedAt) >= Date.parse(done.startedAt) + 900);
+
+  // wait(): exit code, output to callbacks (replayed), stdout and stderr apart.
+  const q = await s.startProcess(["sh", "-c", "echo out; sleep 0.3; echo err >&2; exit 3"]);
+  let stdout = "";
+  let stderr = "";
+  const exit = await q.wait({
+    replayBytes: 4096,
+    onStdout: (d) => (stdout += d),
+    onStderr: (d) => (stderr += d),
+  });
+  assert.deepEqual(exit, { exitCode: 3, signal: 0, ok: false });
+  assert.deepEqual([stdout, stderr], ["out\n", "err\n"]);
+  // An exited process: wait() and stream() answer at once.
+  assert.deepEqual(await s.waitProcess(q.pid), exit);
+  const again = [];
+  for await (const ev of s.process(q.pid).stream()) again.push(ev);
+  assert.deepEqual(again, [{ type: "exit", exitCode: 3, signal: 0, ok: false }]);
+  const listed = await s.listProcesses();
+  assert.deepEqual(listed.map((x) => [x.pid, x.tag, x.state]), [
+    [p.pid, "ab", "exited"],
+    [q.pid, "", "exited"],
+  ]);
+  assert.deepEqual(listed[1].argv, ["sh", "-c", "echo out; sleep 0.3; echo err >&2; exit 3"]);
+});
+
+test("processes: stdin round trip through cat (text and bytes), EOF ends it", { timeout: 60_000 }, async () => {
+  const s = session();
+  const p = await s.startProcess("cat", { stdin: true });
+  assert.equal(p.info.stdinOpen, true);
+  // The stream attaches at its first next(): replayBytes keeps what cat wrote before that.
+  const it = p.stream({ replayBytes: 1024 })[Symbol.asyncIterator]();
+  assert.equal(await p.writeStdin("hello\n"), 6);
+  let got = "";
+  while (!got.includes("hello\n")) {
+    const n = await it.next();
+    assert.ok(!n.done && n.value.type === "stdout", JSON.stringify(n.value));
+    got += n.value.data;
+  }
+  assert.equal(got, "hello\n"); // echoed while cat still runs
+  assert.equal(await p.writeStdin(new Uint8Array([0xc3, 0xa9, 0x0a])), 3); // "é\n", base64
+  await p.closeStdin();
+  const rest = [];
+  for (let n = await it.next(); !n.done; n = await it.next()) rest.push(n.value);
+  assert.deepEqual(rest.at(-1), { type: "exit", exitCode: 0, signal: 0, ok: true });
+  assert.equal(rest.slice(0, -1).map((e) => e.data).join(""), "\u00e9\n");
+  const info = await p.refresh();
+  assert.deepEqual([info.stdinOpen, info.outputBytes], [false, 9]);
+  await assert.rejects(
+    p.writeStdin("late"),
+    (e) => e instanceof SandboxAPIError && e.statusCode === 409,
+  );
+  const noStdin = await s.startProcess("sleep 30");
+  await assert.rejects(noStdin.writeStdin("x"), (e) => e.statusCode === 409);
+  await noStdin.kill();
+});
+
+test("processes: kill and signals end them by signal; PTY resize", { timeout: 60_000 }, async () => {
+  const s = session();
+  const p = await s.startProcess("sleep 100");
+  const waiting = p.wait();
+  const t0 = Date.now();
+  const killed = await p.kill();
+  assert.deepEqual([killed.state, killed.signal, killed.exitCode], ["exited", 9, 137]);
+  assert.deepEqual(await waiting, { exitCode: 137, signal: 9, ok: false });
+  assert.ok(Date.now() - t0 < 10_000);
+  assert.equal(p.info.state, "exited");
+
+  const t = await s.startProcess(["sleep", "100"]);
+  await s.signalProcess(t.pid, "term"); // SIG optional, any case
+  assert.deepEqual(await t.wait(), { exitCode: 143, signal: 15, ok: false });
+  // argv, not "sleep 100": dash (sh -c) catches a SIGINT that arrives before it has exec'd
+  // the command and then runs it anyway, so a signal right after the start could be lost.
+  const n = await s.startProcess(["sleep", "100"]);
+  await assert.rejects(
+    s.signalProcess(n.pid, "SIGNOPE"),
+    (e) => e instanceof SandboxAPIError && e.statusCode === 400 && e.code === "invalid_request",
+  );
+  await n.signal(2);
+  assert.equal((await n.wait()).signal, 2);
+
+  // A PTY: stty sees the size given at start, then the resized one.
+  const tty = await s.startProcess("sh", { pty: true, cols: 100, rows: 30 });
+  assert.equal(tty.info.pty, true);
+  const it = tty.stream({ replayBytes: 65536 })[Symbol.asyncIterator]();
+  let screen = "";
+  const until = async (text) => {
+    while (!screen.includes(text)) {
+      const x = await it.next();
+      assert.ok(!x.done && x.value.type !== "exit", `waiting for ${text}: ${screen}`);
+      if (x.value.type === "stdout") screen += x.value.data;
+    }
+  };
+  await tty.writeStdin("stty size\n");
+  await until("30 100");
+  await tty.resize(120, 40);
+  await tty.writeStdin("stty size; exit 4\n");
+  await until("40 120");
+  let last;
+  for (let x = await it.next(); !x.done; x = await it.next()) last = x.value;
+  assert.deepEqual(last, { type: "exit", exitCode: 4, signal: 0, ok: false });
+  await assert.rejects(tty.resize(10001, 40), (e) => e.statusCode === 400);
+  await assert.rejects(p.resize(80, 24), (e) => e instanceof SandboxAPIError);
+});
+
+test("processes: unknown pid is a 404 in the one error shape; bad arguments", { timeout: 60_000 }, async () => {
+  const s = await session().ready();
+  const notFound = (e) =>
+    e instanceof NotFoundError && e.statusCode === 404 && e.code === "not_found" &&
+    e.message.includes("999999");
+  await assert.rejects(s.getProcess(999999), notFound);
+  await assert.rejects(s.killProcess(999999), notFound);
+  await assert.rejects(s.writeStdin(999999, "x"), notFound);
+  await assert.rejects(s.signalProcess(999999), notFound);
+  await assert.rejects(s.process(999999).wait(), notFound);
+  await assert.rejects(async () => {
+    for await (const _ of s.streamProcess(999999));
+  }, notFound);
+  // The raw answer is the one error shape {"error":{"code","message"}}.
+  const res = await fetch(`${URL_}/v1/sandboxes/${s.id}/processes/999999`, {
+    headers: { Authorization: `Bearer ${KEY}` },
+  });
+  assert.equal(res.status, 404);
+  const body = await res.json();
+  assert.deepEqual(Object.keys(body), ["error"]);
+  assert.deepEqual(Object.keys(body.error).sort(), ["code", "message"]);
+  assert.equal(body.error.code, "not_found");
+
+  assert.throws(() => s.process(0), TypeError);
+  await assert.rejects(s.getProcess(1.5), TypeError);
+  await assert.rejects(s.startProcess("true", { ringBytes: 4194305 }), (e) => e.statusCode === 400);
+  await assert.rejects(s.startProcess("true", { cwd: "/workspace/nope" }), NotFoundError);
+  const p = await s.startProcess("true");
+  await assert.rejects(async () => {
+    for await (const _ of p.stream({ replayBytes: 4194305 }));
+  }, (e) => e instanceof SandboxAPIError && e.statusCode === 400);
+  assert.equal((await p.wait()).exitCode, 0);
+
+  // A process whose sandbox is destroyed while waiting: the wait ends (an error event or an
+  // exit by signal), never hangs.
+  const s2 = await session().ready();
+  const long = await s2.startProcess("sleep 100");
+  const waiting = long.wait().then(
+    (x) => x,
+    (e) => e,
+  );
+  await new Promise((r) => setTimeout(r, 200));
+  await s2.destroy();
+  const end = await waiting;
+  assert.ok(
+    end instanceof StreamError || end instanceof SandboxConnectionError || end.ok === false,
+    String(end),
+  );
 });
 
 test("runCode: python, sh, javascript, unknown language", async () => {
