@@ -9,6 +9,7 @@
 #include <boost/json.hpp>
 #include <memory>
 
+#include "core/template_defaults.h"
 #include "core/template_install.h"
 #include "templates/layer.h"
 #include "templates/rooted_dir.h"
@@ -272,6 +273,12 @@ Result<core::TemplateManifest> ImportImage(const ImportOptions& o) {
   }
   core::TemplateManifest m;
   ASB_TRY_CTX(ReadConfig(image, img, &m), "image config");
+  // WorkingDir and User become the defaults of its sandboxes' commands, which have only the
+  // users sandbox and root: refuse any other before the layers are unpacked.
+  auto user = core::ResolveTemplateUser(m.user);
+  if (!user) return Fail(std::move(user).error().WithContext("image config User"));
+  auto workdir = core::ResolveTemplateWorkdir(m.workdir);
+  if (!workdir) return Fail(std::move(workdir).error().WithContext("image config WorkingDir"));
   for (size_t i = 0; i < img.layer_paths.size(); ++i) {
     const auto& path = img.layer_paths[i];
     o.progress("layer " + std::to_string(i + 1) + "/" + std::to_string(img.layer_paths.size()) +
@@ -285,6 +292,11 @@ Result<core::TemplateManifest> ImportImage(const ImportOptions& o) {
     if (!st) return Fail(st.error().WithContext("layer " + path));
   }
   ASB_TRY(core::RemoveTree(unpacked));  // before the swap: it must not end up in the template
+  if (!m.workdir.empty()) {
+    // Docker makes a missing WorkingDir when a container starts; our rootfs is read-only then.
+    auto dir = root.OpenDir(*workdir, /*create=*/true, 0755, 0, 0);
+    if (!dir) return Fail(std::move(dir).error().WithContext("image config WorkingDir"));
+  }
   o.progress("finishing the rootfs (sandbox user, mount points)");
   ASB_TRY_CTX(FinishUntrustedRootfs(stage.rootfs()), "finish rootfs");
   {

@@ -7,6 +7,9 @@
 // (layer.h), the manifest is chosen (the only one, or the one for linux/<host arch>), blobs
 // named by a sha256 digest are verified, layers are applied in order with whiteouts, and the
 // image config's Env, WorkingDir, User and Labels are recorded in the template's manifest.
+// WorkingDir and User become the defaults of its sandboxes' commands (core/template_defaults.h):
+// a missing WorkingDir is made (root, 0755), and a User other than sandbox/1000/root/0 is
+// refused before any layer is unpacked.
 // The rootfs is then finished for sandboxes and swapped in atomically, as for a Dockerfile.
 #pragma once
 
@@ -27,7 +30,8 @@ struct ImportOptions {
 
 /// Imports and installs; returns the installed manifest. Errors: kInvalidArgument for an
 /// archive that is neither layout, a digest mismatch, a refused entry, several images in a
-/// docker save archive, no /bin/sh; kNotFound for a missing archive or blob; errno errors.
+/// docker save archive, no /bin/sh, a User or WorkingDir sandboxes cannot have; kNotFound for
+/// a missing archive or blob; errno errors.
 Result<core::TemplateManifest> ImportImage(const ImportOptions& opts);
 
 }  // namespace asb::templates

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 #include <openssl/evp.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cstdlib>
@@ -148,6 +149,13 @@ TEST_F(ImageImportTest, OciLayoutWithWhiteoutsAndConfig) {
   EXPECT_EQ(m->env.at("PATH"), "/usr/bin:/bin");
   EXPECT_EQ(m->workdir, "/srv");
   EXPECT_EQ(m->user, "1000");
+  // No layer has /srv: the import makes it, as Docker does at container start (its sandboxes'
+  // commands start there and the rootfs is read-only then).
+  struct stat st;
+  ASSERT_EQ(::stat((r + "/srv").c_str(), &st), 0);
+  EXPECT_TRUE(S_ISDIR(st.st_mode));
+  EXPECT_EQ(st.st_mode & 07777, 0755u);
+  EXPECT_EQ(st.st_uid, 0u);
   EXPECT_EQ(m->recipe_hash, "sha256:" + Sha256(config_));
 }
 
@@ -200,6 +208,15 @@ TEST_F(ImageImportTest, BadArchivesAreRefusedAndInstallNothing) {
   auto evil = Import(dir_ + "/evil.tar", "bad");
   ASSERT_FALSE(evil);
   EXPECT_NE(evil.error().message().find("'..' are not allowed"), std::string::npos);
+  // A User sandboxes do not have is refused (they run commands as sandbox or root only).
+  config_ = R"({"architecture":"amd64","os":"linux","config":{"User":"nobody"},)"
+            R"("rootfs":{"type":"layers","diff_ids":[]}})";
+  auto nobody = Import(OciArchive(), "bad");
+  ASSERT_FALSE(nobody);
+  EXPECT_EQ(nobody.error().code(), ErrorCode::kInvalidArgument);
+  EXPECT_NE(nobody.error().message().find("User: user 'nobody' is not supported"),
+            std::string::npos)
+      << nobody.error().message();
   auto missing = Import(dir_ + "/nope.tar", "bad");
   ASSERT_FALSE(missing);
   EXPECT_EQ(missing.error().code(), ErrorCode::kNotFound);

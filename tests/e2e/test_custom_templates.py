@@ -249,13 +249,14 @@ class CustomTemplatesTest(unittest.TestCase):
             layer({".wh.junk": None}),
         ], {"architecture": "amd64", "os": "linux",
             "config": {"Env": ["PATH=/usr/bin:/bin", "IMPORTED=yes"],
-                       "WorkingDir": "/etc/", "User": "0:0",
+                       "WorkingDir": "/srv/imported/", "User": "0:0",
                        "Labels": {"template.displayName": "E2E import"}},
             "rootfs": {"type": "layers", "diff_ids": []}})
         r = self.cli("import", archive, "--name", "e2eimport")
         self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
-        # The image's WorkingDir and User are its sandboxes' defaults (dash only: no `id`).
-        self.check_defaults("e2eimport", "/etc", "root", "0",
+        # The image's WorkingDir (made by the import: no layer has it) and User are its
+        # sandboxes' defaults (dash only: no `id`).
+        self.check_defaults("e2eimport", "/srv/imported", "root", "0",
                             cmd="pwd; while read k v r; do [ $k = Uid: ] && echo $v; done "
                                 "< /proc/self/status; true")
         run = "read line < /etc/motd-e2e; echo \"$line $IMPORTED\"; test -e /junk || echo gone"
@@ -263,7 +264,7 @@ class CustomTemplatesTest(unittest.TestCase):
         self.assertEqual(out["stdout"], "imported yes\ngone\n", out)
         t = self.srv().request("GET", "/v1/templates/e2eimport").json()
         self.assertEqual(t["display_name"], "E2E import")
-        self.assertEqual((t["default_workdir"], t["default_user"]), ("/etc", "root"))
+        self.assertEqual((t["default_workdir"], t["default_user"]), ("/srv/imported", "root"))
         # An image whose User sandboxes cannot run as is refused, naming it.
         bad = os.path.join(self.data_dir, "bad-user.tar")
         oci_archive(bad, [gzip.compress(self.mini)],
