@@ -8,6 +8,8 @@ export interface RequestOptions {
   json?: unknown;
   body?: Uint8Array;
   accept?: string;
+  /** Aborts the request, and reading its body (the rejection is signal.reason). */
+  signal?: AbortSignal;
 }
 
 /** Sends requests to one server (internal; used by Sandbox and Session). */
@@ -54,8 +56,9 @@ export class Transport {
     }
     let res: Response;
     try {
-      res = await fetch(url, { method, headers, body });
+      res = await fetch(url, { method, headers, body, signal: opts.signal });
     } catch (e) {
+      if (opts.signal?.aborted) throw opts.signal.reason;
       throw new SandboxConnectionError(`${method} ${url}: ${(e as Error).message}`, { cause: e });
     }
     if (res.status >= 400) throw await apiError(res);
@@ -86,10 +89,14 @@ export class Transport {
  * Yields the JSON objects of an NDJSON answer, one per non-empty line, as they arrive
  * (internal; used by execStream and streamProcess). The connection is released when the
  * iteration ends, also when the consumer stops early. Throws SandboxConnectionError when the
- * body breaks or a line is not JSON.
+ * body breaks or a line is not JSON, signal.reason when signal (the request's) aborted it.
  */
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
-export async function* ndjsonObjects(res: Response, what: string): AsyncGenerator<any> {
+export async function* ndjsonObjects(
+  res: Response,
+  what: string,
+  signal?: AbortSignal,
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any
+): AsyncGenerator<any> {
   const reader = res.body!.getReader();
   const decoder = new TextDecoder();
   let buf = "";
@@ -99,6 +106,7 @@ export async function* ndjsonObjects(res: Response, what: string): AsyncGenerato
       try {
         chunk = await reader.read();
       } catch (e) {
+        if (signal?.aborted) throw signal.reason;
         throw new SandboxConnectionError(`${what} broke: ${(e as Error).message}`, { cause: e });
       }
       if (chunk.done) return;

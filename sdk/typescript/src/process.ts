@@ -16,6 +16,9 @@ export interface StreamProcessOptions {
   /** First replay up to this many bytes of the output already written (0..4194304, the
    * ring's size at most; default 0: only output from now on). */
   replayBytes?: number;
+  /** Detaches when aborted (e.g. AbortSignal.timeout(ms)): the call rejects with
+   * signal.reason (an AbortError or TimeoutError DOMException); the process keeps running. */
+  signal?: AbortSignal;
 }
 
 /** Options of waitProcess() / ProcessHandle.wait(). */
@@ -59,8 +62,11 @@ export function stdinBody(data: string | Uint8Array): Record<string, string> {
 
 /** The typed events of a process's NDJSON stream (internal); ends after "exit" or "error".
  * Throws SandboxConnectionError when the stream ends without either. */
-export async function* processEvents(res: Response): AsyncGenerator<ProcessEvent, void, undefined> {
-  for await (const ev of ndjsonObjects(res, "process stream")) {
+export async function* processEvents(
+  res: Response,
+  signal?: AbortSignal,
+): AsyncGenerator<ProcessEvent, void, undefined> {
+  for await (const ev of ndjsonObjects(res, "process stream", signal)) {
     if (ev.type === "stdout" || ev.type === "stderr") {
       yield { type: ev.type, data: ev.data ?? "" };
     } else if (ev.type === "skipped") {

@@ -269,8 +269,8 @@ export class Session {
    * code, message}. options.replayBytes first replays up to that many bytes of past output
    * (default 0, at most 4 MiB). The stream attaches when iteration starts (the first
    * next()), so output written before that arrives only through replayBytes. Keepalives are
-   * skipped; there is no idle limit. Breaking out of the loop detaches; the process keeps
-   * running.
+   * skipped; there is no idle limit. Breaking out of the loop, or options.signal aborting
+   * (the loop then rejects with signal.reason), detaches; the process keeps running.
    * Rejects with NotFoundError (unknown pid or sandbox), SandboxAPIError 400 (replayBytes out
    * of range), SandboxConnectionError if the stream breaks or ends without a final event.
    */
@@ -281,8 +281,9 @@ export class Session {
     const res = await this.#t.send("GET", await this.#procPath(pid, "/stream"), {
       query: { replay_bytes: options.replayBytes },
       accept: "application/x-ndjson",
+      signal: options.signal,
     });
-    yield* processEvents(res);
+    yield* processEvents(res, options.signal);
   }
 
   /**
@@ -290,9 +291,11 @@ export class Session {
    * (exitCode is the status or 128+signal; ok: exit 0 and no signal). It follows the
    * process's stream, passing output to options.onStdout / options.onStderr; output written
    * before the call reaches them only with options.replayBytes. Resolves at once for a
-   * process that has already exited (still listed: the 64 most recent are).
+   * process that has already exited (still listed: the 64 most recent are). It waits as
+   * long as the process runs; options.signal (e.g. AbortSignal.timeout(ms)) stops waiting.
    * Rejects with NotFoundError (unknown pid or sandbox), StreamError (the stream ended with an
-   * error event, e.g. the sandbox was destroyed), SandboxConnectionError.
+   * error event, e.g. the sandbox was destroyed), SandboxConnectionError, or options.signal's
+   * reason when it aborted (the process keeps running).
    */
   async waitProcess(pid: number, options: WaitProcessOptions = {}): Promise<ProcessExit> {
     return waitForExit(this.streamProcess(pid, options), options);

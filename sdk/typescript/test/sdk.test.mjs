@@ -118,7 +118,9 @@ test("execStream: typed events in order, split UTF-8 whole, error event on destr
 
 // ---- background processes (issue 8) ---------------------------------------------------------
 
-test("processes: stream is live, both lines, exit code; wait with callbacks", { timeout: 60_000 }, async () => {
+const T60 = { timeout: 60_000 }; // a lost exit fails the test instead of hanging the suite
+
+test("processes: stream is live, both lines, exit code; wait with callbacks", T60, async () => {
   const s = session();
   const p = await s.startProcess("echo a; sleep 1; echo b", { tag: "ab" });
   assert.ok(p instanceof ProcessHandle);
@@ -167,7 +169,7 @@ test("processes: stream is live, both lines, exit code; wait with callbacks", { 
   assert.deepEqual(listed[1].argv, ["sh", "-c", "echo out; sleep 0.3; echo err >&2; exit 3"]);
 });
 
-test("processes: stdin round trip through cat (text and bytes), EOF ends it", { timeout: 60_000 }, async () => {
+test("processes: stdin round trip through cat (text and bytes), EOF ends it", T60, async () => {
   const s = session();
   const p = await s.startProcess("cat", { stdin: true });
   assert.equal(p.info.stdinOpen, true);
@@ -198,7 +200,7 @@ test("processes: stdin round trip through cat (text and bytes), EOF ends it", { 
   await noStdin.kill();
 });
 
-test("processes: kill and signals end them by signal; PTY resize", { timeout: 60_000 }, async () => {
+test("processes: kill and signals end them by signal; PTY resize", T60, async () => {
   const s = session();
   const p = await s.startProcess("sleep 100");
   const waiting = p.wait();
@@ -209,7 +211,19 @@ test("processes: kill and signals end them by signal; PTY resize", { timeout: 60
   assert.ok(Date.now() - t0 < 10_000);
   assert.equal(p.info.state, "exited");
 
-  const t = await s.startProcess(["sleep", "100"]);
+  // Detaching (a break, an aborted wait) leaves the process running.
+  const t = await s.startProcess(["sh", "-c", "echo up; exec sleep 100"]);
+  for await (const ev of t.stream({ replayBytes: 100 })) {
+    assert.deepEqual(ev, { type: "stdout", data: "up\n" });
+    break;
+  }
+  const t1 = Date.now();
+  await assert.rejects(
+    t.wait({ signal: AbortSignal.timeout(300) }),
+    (e) => e.name === "TimeoutError",
+  );
+  assert.ok(Date.now() - t1 < 5000);
+  assert.equal((await t.refresh()).state, "running");
   await s.signalProcess(t.pid, "term"); // SIG optional, any case
   assert.deepEqual(await t.wait(), { exitCode: 143, signal: 15, ok: false });
   // argv, not "sleep 100": dash (sh -c) catches a SIGINT that arrives before it has exec'd
@@ -246,7 +260,7 @@ test("processes: kill and signals end them by signal; PTY resize", { timeout: 60
   await assert.rejects(p.resize(80, 24), (e) => e instanceof SandboxAPIError);
 });
 
-test("processes: unknown pid is a 404 in the one error shape; bad arguments", { timeout: 60_000 }, async () => {
+test("processes: unknown pid is a 404 in the one error shape; bad arguments", T60, async () => {
   const s = await session().ready();
   const notFound = (e) =>
     e instanceof NotFoundError && e.statusCode === 404 && e.code === "not_found" &&
@@ -273,11 +287,23 @@ test("processes: unknown pid is a 404 in the one error shape; bad arguments", { 
   await assert.rejects(s.getProcess(1.5), TypeError);
   await assert.rejects(s.startProcess("true", { ringBytes: 4194305 }), (e) => e.statusCode === 400);
   await assert.rejects(s.startProcess("true", { cwd: "/workspace/nope" }), NotFoundError);
-  const p = await s.startProcess("true");
+  // Limits at the boundary: 4 MiB of ring and of replay, 10000 cells of terminal.
+  const p = await s.startProcess("echo x", { ringBytes: 4194304 });
   await assert.rejects(async () => {
     for await (const _ of p.stream({ replayBytes: 4194305 }));
   }, (e) => e instanceof SandboxAPIError && e.statusCode === 400);
-  assert.equal((await p.wait()).exitCode, 0);
+  let replayed = "";
+  const ended = await p.wait({ replayBytes: 4194304, onStdout: (d) => (replayed += d) });
+  assert.deepEqual([ended, replayed], [{ exitCode: 0, signal: 0, ok: true }, "x\n"]);
+  const big = await s.startProcess(["sleep", "100"], { pty: true, cols: 10000, rows: 10000 });
+  await big.resize(10000, 1);
+  await assert.rejects(big.resize(1, 10001), (e) => e.statusCode === 400);
+  await assert.rejects(big.resize(0, 24), (e) => e.statusCode === 400);
+  await assert.rejects(
+    s.startProcess("true", { pty: true, cols: 10001 }),
+    (e) => e.statusCode === 400,
+  );
+  await big.kill();
 
   // A process whose sandbox is destroyed while waiting: the wait ends (an error event or an
   // exit by signal), never hangs.
