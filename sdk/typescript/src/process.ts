@@ -73,8 +73,8 @@ export async function* processEvents(
       yield { type: "skipped", bytes: ev.bytes ?? 0 };
     } else if (ev.type === "exit") {
       const exitCode: number = ev.exit_code ?? -1;
-      const signal: number = ev.signal ?? 0;
-      yield { type: "exit", exitCode, signal, ok: exitCode === 0 && signal === 0 };
+      const bySignal: number = ev.signal ?? 0;
+      yield { type: "exit", exitCode, signal: bySignal, ok: exitCode === 0 && bySignal === 0 };
       return;
     } else if (ev.type === "error") {
       yield { type: "error", code: ev.code ?? "internal", message: ev.message ?? "" };
