@@ -213,6 +213,17 @@ class CustomTemplatesTest(unittest.TestCase):
         # The final WORKDIR and USER are the defaults of every exec, process and terminal of
         # its sandboxes; a request's own workdir and user win.
         self.check_defaults("e2ecustom", "/srv/app", "root", "0")
+        # A server restart (SIGKILL: nothing shut down) keeps a running sandbox's defaults.
+        s = self.srv()
+        sid = s.create(template="e2ecustom")["id"]
+        try:
+            s.kill9()
+            s.start()
+            got = s.request("GET", "/v1/sandboxes/" + sid).json()
+            self.assertEqual((got["default_workdir"], got["default_user"]), ("/srv/app", "root"))
+            self.assertEqual(s.run(sid, "pwd; id -u")["stdout"], "/srv/app\n0\n")
+        finally:
+            s.request("DELETE", "/v1/sandboxes/" + sid, check=False)
         # `agent-sandbox run` (no server) applies them too, under its own --workdir/--user.
         for extra, want in [([], "/srv/app\n0\n"),
                             (["-w", "/tmp", "-u", "sandbox"], "/tmp\n1000\n")]:
