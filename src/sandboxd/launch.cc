@@ -48,6 +48,9 @@ Result<LaunchedCommand> LaunchCommand(Daemon& daemon, const protocol::ExecReques
     }
   }
   std::map<std::string, std::string> env = opt.env;
+  // USER names the identity the command runs as (environ(7)); HOME stays /workspace for root
+  // too, because /root is on the template's read-only rootfs. The request's env still wins.
+  if (as_root) env["USER"] = "root";
   if (req.pty) env["TERM"] = "xterm-256color";
   for (const auto& [k, v] : req.env) {
     if (k.empty() || k.find('=') != std::string::npos || k.find('\0') != std::string::npos ||

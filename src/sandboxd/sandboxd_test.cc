@@ -73,6 +73,12 @@ TEST_F(SandboxdTest, EnvAndCwd) {
   req.cwd = "/tmp";
   req.command = "pwd";
   EXPECT_EQ(Run(req).stdout_data, "/tmp\n");
+  // As root, USER says so; HOME stays the writable workspace; a request's USER still wins.
+  ExecRequest root = ShellRequest("echo $USER $HOME; id -u");
+  root.user = "root";
+  EXPECT_EQ(Run(root).stdout_data, "root /workspace\n0\n");
+  root.env = {{"USER", "admin"}};
+  EXPECT_EQ(Run(root).stdout_data, "admin /workspace\n0\n");
 }
 
 TEST_F(SandboxdTest, MissingProgramIs127WithAClearLine) {
