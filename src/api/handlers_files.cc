@@ -80,16 +80,18 @@ class FileReadBody final : public StreamBody {
 }  // namespace
 
 json::object StatJson(const protocol::FileStat& s) {
+  // Names come from the sandbox's file system, where any byte but '/' and NUL is allowed; JSON
+  // text must be UTF-8 (RFC 8259 section 8.1), so invalid sequences become U+FFFD.
   json::object o;
-  o["name"] = s.name;
-  o["path"] = s.path;
+  o["name"] = SanitizeUtf8(s.name);
+  o["path"] = SanitizeUtf8(s.path);
   o["type"] = s.type;
   o["size"] = s.size;
   o["mode"] = FormatMode(s.mode);
   o["uid"] = s.uid;
   o["gid"] = s.gid;
   o["mtime"] = FormatRfc3339(s.mtime_ms);
-  if (s.type == "symlink") o["link_target"] = s.link_target;
+  if (s.type == "symlink") o["link_target"] = SanitizeUtf8(s.link_target);
   return o;
 }
 
@@ -161,7 +163,7 @@ void AddFileRoutes(Router& router, ApiContext& ctx) {
                ASB_ASSIGN_OR_RETURN(protocol::FileStat st,
                                     m->WriteFile(OwnerOf(req), id, path, req.body, mode));
                json::object o;
-               o["path"] = st.path;
+               o["path"] = SanitizeUtf8(st.path);
                o["size"] = st.size;
                o["mode"] = FormatMode(st.mode);
                HttpResponse r = JsonResponse(200, json::serialize(o));
@@ -193,7 +195,7 @@ void AddFileRoutes(Router& router, ApiContext& ctx) {
                for (const auto& e : entries) list.emplace_back(StatJson(e));
                json::object o;
                auto norm = core::NormalizeWorkspacePath(path);
-               o["path"] = norm ? *norm : path;
+               o["path"] = SanitizeUtf8(norm ? *norm : path);
                o["entries"] = std::move(list);
                HttpResponse r = JsonResponse(200, json::serialize(o));
                r.sandbox_id = id;

@@ -272,15 +272,15 @@ Result<HttpResponse> Files(SeedA& s, HttpRequest& req) {
   json::array files;
   for (const auto& e : entries) {
     json::object f;
-    f["name"] = e.name;
-    f["path"] = e.path;
+    f["name"] = SanitizeUtf8(e.name);  // file names need not be UTF-8; JSON must be
+    f["path"] = SanitizeUtf8(e.path);
     f["type"] = e.type;
     f["size"] = e.size;
     files.emplace_back(std::move(f));
   }
   json::object o;
   auto norm = core::NormalizeWorkspacePath(path);
-  o["path"] = norm ? *norm : path;
+  o["path"] = SanitizeUtf8(norm ? *norm : path);
   o["files"] = std::move(files);
   HttpResponse r = JsonResponse(200, json::serialize(o));
   r.sandbox_id = id;

@@ -3,6 +3,7 @@ that tries to outlive its command or fill its disks, symlink and FIFO tricks aga
 API, malformed HTTP framing, and a SIGKILL of the server while commands run. Each test states
 what a hostile user did and what must hold."""
 
+import json
 import socket
 import time
 
@@ -101,6 +102,36 @@ class BreakerTest(ServerTestCase):
         self.assertLess(time.time() - t0, 5)
         self.assertEqual(self.sh("echo alive")["stdout"], "alive\n")
         self.sh("rm -f /workspace/fifo")
+
+    def test_file_names_that_are_not_utf8_still_answer_utf8_json(self):
+        # Any byte but '/' and NUL may name a file, so a command can make names that are not
+        # UTF-8; the listing, stat and upload answers used to carry those bytes verbatim, which
+        # is not JSON (RFC 8259 section 8.1): the SDKs' parsers failed on the whole listing.
+        # Invalid sequences become U+FFFD; the file itself stays reachable by its bytes.
+        self.sh("cd /workspace && rm -rf u8 && mkdir u8 && touch \"u8/$(printf 'bad\\377')\" && "
+                "ln -s \"$(printf '/x\\376')\" u8/link")
+        base = "/v1/sandboxes/%s/files" % self.sid
+        for path in ("/list?path=u8", "/list?path=u8&recursive=true", "/stat?path=u8/bad%FF",
+                     "/stat?path=u8/link", "/list?path=u8%FF"):
+            with self.subTest(path=path):
+                r = self.server.request("GET", base + path)
+                text = r.body.decode("utf-8")  # raises on invalid UTF-8
+                if path == "/list?path=u8%FF":  # no such directory: the error is UTF-8 too
+                    self.assertEqual(r.status, 404, r)
+                    continue
+                self.assertEqual(r.status, 200, r)
+                doc = json.loads(text)
+                for e in doc.get("entries", [doc]):
+                    self.assertIn(e["name"], ("bad\ufffd", "link"))
+                    if e["name"] == "link":
+                        self.assertEqual(e["link_target"], "/x\ufffd")
+        r = self.server.request("PUT", base + "?path=u8/up%C0%AF", body=b"x",
+                                headers={"Content-Type": "application/octet-stream"})
+        self.assertEqual(r.status, 200, r)
+        self.assertEqual(json.loads(r.body.decode("utf-8"))["path"],
+                         "/workspace/u8/up\ufffd\ufffd")
+        r = self.server.request("GET", base + "?path=u8/bad%FF")
+        self.assertEqual((r.status, r.body), (200, b""))
 
     def test_full_disks_are_refused_cleanly_and_recoverable(self):
         r = self.sh("dd if=/dev/zero of=/workspace/fill bs=1M count=200 2>/dev/null; "
