@@ -9,6 +9,7 @@
 #include <cctype>
 #include <charconv>
 #include <chrono>
+#include <map>
 #include <thread>
 
 namespace asb::isolation::net {
@@ -24,6 +25,9 @@ using namespace asio::experimental::awaitable_operators;
 constexpr size_t kHeader = 12;
 constexpr int kMaxInFlight = 256;   // queries being forwarded at once (all clients)
 constexpr int kMaxTcpClients = 64;  // open TCP connections at once (all clients)
+// Open TCP connections at once per client address: without a share, one sandbox holding every
+// slot (a query every < kTcpIdleTimeout keeps a connection) denied TCP DNS to all the others.
+constexpr int kMaxTcpPerClient = 8;
 constexpr auto kUpstreamTimeout = std::chrono::seconds(2);
 constexpr auto kTcpIdleTimeout = std::chrono::seconds(10);
 
@@ -171,14 +175,17 @@ std::vector<DnsUpstream> UpstreamsFromResolvConf(std::string_view text) {
 }
 
 struct DnsResolver::Impl {
+  // Declared before io: destroying io destroys the suspended connection coroutines, whose
+  // guards decrement these counters.
+  int tcp_clients = 0;                     // io thread only
+  std::map<uint32_t, int> tcp_per_client;  // io thread only; open connections by address
   asio::io_context io{1};
   udp::socket udp_sock{io};
   tcp::acceptor acceptor{io};
   std::vector<DnsUpstream> upstreams;
   PolicyFor policy_for;
   Learned learned;
-  int in_flight = 0;    // io thread only
-  int tcp_clients = 0;  // io thread only
+  int in_flight = 0;  // io thread only
   std::thread thread;
 
   awaitable<std::string> Forward(std::string query) {
@@ -242,14 +249,17 @@ struct DnsResolver::Impl {
     }
   }
 
-  awaitable<void> HandleTcp(tcp::socket sock) {
-    ++tcp_clients;
+  // TcpLoop counted the connection (before the spawn, so a burst of accepts sees it).
+  awaitable<void> HandleTcp(tcp::socket sock, uint32_t client) {
     struct Count {
-      int* n;
-      ~Count() { --*n; }
-    } count{&tcp_clients};
+      Impl* self;
+      uint32_t client;
+      ~Count() {
+        --self->tcp_clients;
+        if (--self->tcp_per_client[client] == 0) self->tcp_per_client.erase(client);
+      }
+    } count{this, client};
     try {
-      const uint32_t client = sock.remote_endpoint().address().to_v4().to_uint();
       for (;;) {
         uint8_t len_buf[2];
         asio::steady_timer timer(io, kTcpIdleTimeout);
@@ -279,9 +289,18 @@ struct DnsResolver::Impl {
       tcp::socket s = co_await acceptor.async_accept(asio::redirect_error(use_awaitable, ec));
       if (ec == asio::error::operation_aborted) co_return;
       if (ec) continue;
-      if (!s.remote_endpoint(ec).address().is_v4() || ec) continue;
-      if (tcp_clients >= kMaxTcpClients) continue;  // closed at once: a flood gets nothing
-      asio::co_spawn(io, HandleTcp(std::move(s)), asio::detached);
+      const tcp::endpoint peer = s.remote_endpoint(ec);
+      if (ec || !peer.address().is_v4()) continue;
+      const uint32_t client = peer.address().to_v4().to_uint();
+      // Over a cap the connection is closed at once: a flood gets nothing.
+      if (tcp_clients >= kMaxTcpClients) continue;
+      if (auto it = tcp_per_client.find(client);
+          it != tcp_per_client.end() && it->second >= kMaxTcpPerClient) {
+        continue;
+      }
+      ++tcp_clients;
+      ++tcp_per_client[client];
+      asio::co_spawn(io, HandleTcp(std::move(s), client), asio::detached);
     }
   }
 };

@@ -53,6 +53,8 @@ class DnsResolver {
   using Learned = std::function<void(uint32_t client, const std::vector<DnsAddress>&)>;
 
   /// Binds UDP and TCP `listen_addr`:`port` (host order) and serves on a thread of its own.
+  /// TCP: at most 64 connections at once, 8 per client address (more are closed at once), each
+  /// closed after 10 s without a complete query.
   /// Errors: FromErrno of bind (kConflict if the port is taken).
   static Result<std::unique_ptr<DnsResolver>> Start(uint32_t listen_addr, uint16_t port,
                                                     std::vector<DnsUpstream> upstreams,

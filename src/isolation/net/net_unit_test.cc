@@ -1,6 +1,15 @@
 // Unit tests of the pure parts of networking: policy rules (seed A's syntax), the seed
 // variables, domain matching, and DNS message parsing/building (RFC 1035 4.1).
+#include <arpa/inet.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <thread>
+#include <vector>
 
 #include "isolation/net/dns_resolver.h"
 #include "isolation/net/policy.h"
@@ -141,6 +150,84 @@ TEST(NetDns, QuestionAndReplies) {
   EXPECT_EQ(addrs[1].addr, 0x0A610102u);
   // Truncated: what is complete counts, the rest is ignored.
   EXPECT_EQ(ParseAnswerAddresses(ans.substr(0, ans.size() - 3)).size(), 1u);
+}
+
+// A TCP DNS client from a given loopback source address (127.0.0.0/8 is all local, so each
+// address stands for a different sandbox).
+int TcpFrom(uint32_t src, uint16_t port) {
+  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(src);
+  if (bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
+    close(fd);
+    return -1;
+  }
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  a.sin_port = htons(port);
+  if (connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
+    close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+// Sends one query on `fd` and returns the reply's RCODE (SERVFAIL here: no upstreams), or -1
+// when the resolver closed the connection (or said nothing within 5 s).
+int AskTcp(int fd) {
+  std::string q = Query("x");
+  std::string msg =
+      std::string(1, static_cast<char>(q.size() >> 8)) + static_cast<char>(q.size() & 0xFF) + q;
+  if (send(fd, msg.data(), msg.size(), MSG_NOSIGNAL) != static_cast<ssize_t>(msg.size())) {
+    return -1;
+  }
+  std::string in;
+  char buf[512];
+  while (in.size() < 2 + 4) {
+    pollfd p{fd, POLLIN, 0};
+    if (poll(&p, 1, 5000) != 1) return -1;
+    ssize_t n = recv(fd, buf, sizeof buf, 0);
+    if (n <= 0) return -1;
+    in.append(buf, static_cast<size_t>(n));
+  }
+  return static_cast<uint8_t>(in[2 + 3]) & 0x0F;
+}
+
+TEST(NetDns, OneClientCannotTakeEveryTcpSlot) {
+  // A free port on 127.0.0.1 for the resolver (bound and released; the resolver binds it next).
+  int probe = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(bind(probe, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+  socklen_t len = sizeof a;
+  ASSERT_EQ(getsockname(probe, reinterpret_cast<sockaddr*>(&a), &len), 0);
+  const uint16_t port = ntohs(a.sin_port);
+  close(probe);
+  auto resolver = DnsResolver::Start(
+      INADDR_LOOPBACK, port, {},
+      [](uint32_t) -> std::optional<NetworkPolicy> { return NetworkPolicy{}; },
+      [](uint32_t, const std::vector<DnsAddress>&) {});
+  ASSERT_TRUE(resolver) << resolver.error().ToString();
+
+  const uint32_t hog = 0x7F000002, other = 0x7F000003;  // 127.0.0.2, 127.0.0.3
+  std::vector<int> held;
+  for (int i = 0; i < 8; ++i) {  // exactly the per-client share: all answered
+    int fd = TcpFrom(hog, port);
+    ASSERT_GE(fd, 0);
+    held.push_back(fd);
+    EXPECT_GE(AskTcp(fd), 0) << "connection " << i;
+  }
+  int over = TcpFrom(hog, port);  // one more from the same address: closed unanswered
+  ASSERT_GE(over, 0);
+  EXPECT_EQ(AskTcp(over), -1);
+  close(over);
+  int fd = TcpFrom(other, port);  // another client is still served
+  ASSERT_GE(fd, 0);
+  EXPECT_GE(AskTcp(fd), 0);
+  close(fd);
+  for (int h : held) EXPECT_GE(AskTcp(h), 0);  // the first 8 still work
+  for (int h : held) close(h);
 }
 
 TEST(NetDns, Upstreams) {
