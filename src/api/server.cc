@@ -200,12 +200,23 @@ awaitable<void> HttpServer::Impl::Drain() {
 }
 
 awaitable<void> HttpServer::Impl::Accept() {
+  net::steady_timer pause(co_await net::this_coro::executor);
+  uint64_t failed = 0;  // accepts failed in a row
   for (;;) {
     auto [ec, socket] = co_await acceptor.async_accept(net::make_strand(ioc), kTuple);
     if (ec) {
       if (stopping || ec == net::error::operation_aborted) co_return;
-      spdlog::warn("accept: {}", ec.message());
+      // Out of descriptors (EMFILE, ENFILE: a client holding connections up to RLIMIT_NOFILE)
+      // or memory: the pending connection keeps the listener readable, so retrying at once
+      // spun a core and wrote this warning ~300,000 times a second. Pause, warn once a run.
+      if (failed++ == 0) spdlog::warn("accept: {} (retrying every 100 ms)", ec.message());
+      pause.expires_after(std::chrono::milliseconds(100));
+      co_await pause.async_wait(kTuple);
       continue;
+    }
+    if (failed > 0) {
+      spdlog::info("accept: working again after {} failed attempt(s)", failed);
+      failed = 0;
     }
     auto handle = std::make_shared<SessionHandle>();
     handle->executor = socket.get_executor();

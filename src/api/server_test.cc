@@ -3,7 +3,9 @@
 
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
+#include <fcntl.h>
 #include <netinet/in.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -11,6 +13,7 @@
 #include <chrono>
 #include <future>
 #include <thread>
+#include <vector>
 
 #include "api/http_client.h"
 
@@ -312,6 +315,48 @@ TEST_F(ServerTest, AWaitingCallerIsNeverTakenForGone) {
   for (auto& t : clients) t.join();
   EXPECT_EQ(answered, kConnections * kRequestsEach);
   EXPECT_EQ(gone_seen_, 0);
+}
+
+// CPU time of this process (all threads), microseconds.
+int64_t ProcessCpuUs() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  return (u.ru_utime.tv_sec + u.ru_stime.tv_sec) * 1'000'000LL + u.ru_utime.tv_usec +
+         u.ru_stime.tv_usec;
+}
+
+TEST_F(ServerTest, RunningOutOfDescriptorsPausesTheAcceptLoopInsteadOfSpinning) {
+  // A client may hold connections until the server's RLIMIT_NOFILE is used up (no key needed).
+  // A failed accept used to be retried at once, forever: the pending connection keeps the
+  // listener readable, so the server spun a core and logged ~300,000 warnings a second (the
+  // breaker saw serve.log grow by 190 MB in 10 s). Here the descriptors run out in this
+  // process, the server's own, with one connection pending.
+  rlimit old{};
+  ASSERT_EQ(getrlimit(RLIMIT_NOFILE, &old), 0);
+  rlimit low = old;
+  low.rlim_cur = 256;
+  ASSERT_EQ(setrlimit(RLIMIT_NOFILE, &low), 0);
+  std::vector<int> filler;
+  for (int fd; (fd = open("/dev/null", O_RDONLY | O_CLOEXEC)) >= 0;) filler.push_back(fd);
+  ASSERT_FALSE(filler.empty());
+  close(filler.back());  // exactly one free descriptor: the client's socket takes it
+  filler.pop_back();
+  int client = Connect();  // completes in the listen backlog; the server's accept has no fd
+  std::this_thread::sleep_for(200ms);
+  int64_t cpu0 = ProcessCpuUs();
+  std::this_thread::sleep_for(500ms);
+  int64_t spent = ProcessCpuUs() - cpu0;
+  for (int fd : filler) close(fd);
+  ASSERT_EQ(setrlimit(RLIMIT_NOFILE, &old), 0);
+  EXPECT_LT(spent, 100'000) << "the accept loop burned " << spent << " us of CPU in 500 ms";
+  // With descriptors back, the pending connection is accepted and answered.
+  std::string req = "GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
+  ASSERT_EQ(write(client, req.data(), req.size()), static_cast<ssize_t>(req.size()));
+  std::string out;
+  char buf[4096];
+  for (ssize_t n; (n = read(client, buf, sizeof buf)) > 0;) out.append(buf, n);
+  close(client);
+  EXPECT_EQ(out.rfind("HTTP/1.1 200", 0), 0u) << out;
 }
 
 TEST_F(ServerTest, StopWaitsForInFlightRequests) {
