@@ -380,11 +380,13 @@ Status HostNetwork::Detach(const std::string& id, uint32_t slot) {
     return {};
   }
   // Each "add" makes the following "delete" valid whether or not the thing existed, so the
-  // transaction is idempotent.
+  // transaction is idempotent. The chain comes first: nft refuses a map element that jumps to a
+  // chain that does not exist, which failed the destroy of every sandbox without network once
+  // the tables existed (that sandbox never had a chain).
   const std::string t = table_, set = SetName(id), veth = VethName(slot);
   std::string s;
-  s += "add element inet " + t + " sandboxes { " + *addr + " : jump " + id + " }\n";
   s += "add chain inet " + t + " " + id + "\n";
+  s += "add element inet " + t + " sandboxes { " + *addr + " : jump " + id + " }\n";
   s += "delete element inet " + t + " sandboxes { " + *addr + " : jump " + id + " }\n";
   s += "flush chain inet " + t + " " + id + "\ndelete chain inet " + t + " " + id + "\n";
   s += "add set inet " + t + " " + set + " { type ipv4_addr; flags timeout; }\n";
