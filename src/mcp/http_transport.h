@@ -52,6 +52,9 @@ struct McpHttpOptions {
   int64_t session_idle_timeout_s = 3600;
   /// Live sessions at most; an initialize beyond it answers 429 limit_exceeded.
   size_t max_sessions = 1000;
+  /// Live sessions of one API key at most (429 beyond it), so that one tenant cannot hold all
+  /// max_sessions for the idle timeout. Not applied without authentication (no key id).
+  size_t max_sessions_per_key = 100;
   /// Quiet time after which an SSE stream sends a comment line, milliseconds.
   int64_t keepalive_ms = 15'000;
 };

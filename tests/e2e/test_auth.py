@@ -460,6 +460,38 @@ class AuthTest(ServerTestCase):
         self.assertTrue(any("key_id" in o and "sandbox_id" in o and "request_id" in o
                             for o in outs))
 
+    def test_one_key_cannot_take_every_mcp_session(self):
+        # The endpoint holds at most 1000 sessions for all keys, each kept for an hour of
+        # idleness; one tenant opened all of them in 0.7 s and every other tenant's initialize
+        # answered 429 (found by the breaker). A key now has at most 100.
+        init = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+                "params": {"protocolVersion": "2025-03-26", "capabilities": {},
+                           "clientInfo": {"name": "t", "version": "1"}}}
+        hdrs = {"Accept": "application/json, text/event-stream"}
+        a, b = self.make_key()["key"], self.make_key()["key"]
+        opened = []
+        try:
+            for i in range(100):  # exactly the per-key limit passes
+                r = self.as_key(a, "POST", "/mcp", init, headers=hdrs)
+                self.assertEqual(r.status, 200, (i, r))
+                opened.append((a, r.headers["mcp-session-id"]))
+            r = self.as_key(a, "POST", "/mcp", init, headers=hdrs)  # one over fails
+            self.assertError(r, 429, "limit_exceeded")
+            self.assertIn("this API key", r.json()["error"]["message"])
+            r = self.as_key(b, "POST", "/mcp", init, headers=hdrs)  # another tenant is served
+            self.assertEqual(r.status, 200, r)
+            opened.append((b, r.headers["mcp-session-id"]))
+            key, sid = opened.pop(0)  # an ended session frees its place
+            h = dict(hdrs, **{"Mcp-Session-Id": sid})
+            self.assertLess(self.as_key(key, "DELETE", "/mcp", headers=h).status, 300)
+            r = self.as_key(a, "POST", "/mcp", init, headers=hdrs)
+            self.assertEqual(r.status, 200, r)
+            opened.append((a, r.headers["mcp-session-id"]))
+        finally:
+            for key, sid in opened:
+                self.as_key(key, "DELETE", "/mcp", headers=dict(hdrs, **{"Mcp-Session-Id": sid}),
+                            check=False)
+
 
 class KeyFromDatabaseTest(unittest.TestCase):
     """A server with no AGENT_SANDBOX_API_KEYS starts when the data dir's database holds a key
