@@ -208,6 +208,21 @@ class AuthTest(ServerTestCase):
 
     # ---- K2 ------------------------------------------------------------------------------
 
+    def process_routes(self, key, base):
+        """Starts a background process as `key`; returns its pid and its routes."""
+        r = self.as_key(key, "POST", base + "/processes", {"command": "sleep 300"})
+        self.assertEqual(r.status, 201, r)
+        pid = r.json()["pid"]
+        p = base + "/processes/%d" % pid
+        return pid, [("GET", base + "/processes", None),
+                     ("POST", base + "/processes", {"command": "true"}),
+                     ("GET", p, None), ("DELETE", p, None),
+                     ("POST", p + "/signal", {"signal": "KILL"}),
+                     ("POST", p + "/stdin", {"data": "x"}),
+                     ("POST", p + "/close-stdin", {}),
+                     ("POST", p + "/resize", {"cols": 80, "rows": 24}),
+                     ("GET", p + "/stream", None)]
+
     def test_k2_a_key_never_sees_another_keys_sandbox(self):
         a = self.make_key(scopes=["exec"])
         b = self.make_key(scopes=["exec"])
@@ -215,6 +230,7 @@ class AuthTest(ServerTestCase):
         sid = sa["id"]
         base = "/v1/sandboxes/" + sid
         q = "?path=%2Fworkspace%2Fx.txt"
+        pid, proc_routes = self.process_routes(a["key"], base)
         for method, path, body in [
                 ("GET", base, None),
                 ("DELETE", base, None),
@@ -228,9 +244,20 @@ class AuthTest(ServerTestCase):
                 ("GET", base + "/files/stat" + q, None),
                 ("POST", base + "/files/mkdir", {"path": "/workspace/d"}),
                 ("POST", base + "/files/move", {"from": "/workspace/a", "to": "/workspace/b"}),
-                ("GET", base + "/events", None)]:
+                ("GET", base + "/events", None)] + proc_routes + [
+                # (the breaker's additions: every other per-sandbox route)
+                ("GET", base + "/network", None),
+                ("PUT", base + "/network", {"allow_out": []}),
+                ("GET", base + "/archive", None),
+                ("PUT", base + "/archive", b"x" * 1024),
+                ("POST", base + "/snapshots", {}),
+                ("POST", base + "/rollback", {"snapshot_id": "snap_0123456789abcdef"}),
+                ("GET", base + "/ports/8080/x", None)]:
             r = self.as_key(b["key"], method, path, body)
             self.assertError(r, 404, "not_found")
+        # A's background process was neither signalled nor killed by B's attempts.
+        r = self.as_key(a["key"], "GET", base + "/processes/%d" % pid)
+        self.assertEqual(r.json()["state"], "running", r)
         listed = self.as_key(b["key"], "GET", "/v1/sandboxes").json()["sandboxes"]
         self.assertNotIn(sid, [x["id"] for x in listed])
         # B's trail holds only B's own refused attempts, nothing A did.
