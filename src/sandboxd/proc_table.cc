@@ -232,6 +232,8 @@ Status ProcTable::Start(const protocol::ProcStartRequest& req, StartDone done) {
   if (running >= kMaxRunning) {
     return Fail(Error::LimitExceeded("too many background processes (at most 256 running)"));
   }
+  const uint64_t ring_cap = req.ring_bytes ? req.ring_bytes : protocol::kProcRingDefaultBytes;
+  ASB_TRY(ReserveRing(ring_cap));
   protocol::ExecRequest exec;
   exec.argv = req.argv;
   exec.command = req.command;
@@ -250,8 +252,7 @@ Status ProcTable::Start(const protocol::ProcStartRequest& req, StartDone done) {
   info.started_at_ms = NowUnixMs();
   info.state = "running";
   info.pty = req.pty.has_value();
-  auto proc = std::make_shared<BgProcess>(
-      daemon_, std::move(info), req.ring_bytes ? req.ring_bytes : protocol::kProcRingDefaultBytes);
+  auto proc = std::make_shared<BgProcess>(daemon_, std::move(info), ring_cap);
   std::weak_ptr<BgProcess> weak = proc;
   daemon_.WatchChild(l.pid, [this, weak](int status) {
     if (auto p = weak.lock()) OnExit(p, status);
@@ -310,6 +311,28 @@ void ProcTable::Trim() {
       ++it;
     }
   }
+}
+
+Status ProcTable::ReserveRing(uint64_t cap) {
+  uint64_t pinned = 0;  // rings of starting and running processes: cannot be forgotten
+  uint64_t exited = 0;
+  for (const auto& s : starting_) pinned += s.proc->ring_cap_;
+  for (const auto& p : procs_) (p->running() ? pinned : exited) += p->ring_cap_;
+  if (pinned + cap > kRingBudgetBytes) {
+    return Fail(Error::LimitExceeded(
+        "output buffers of background processes would exceed " +
+        std::to_string(kRingBudgetBytes) + " bytes (" + std::to_string(pinned) +
+        " in use by running processes); use a smaller ring_bytes or stop running processes"));
+  }
+  for (auto it = procs_.begin(); pinned + exited + cap > kRingBudgetBytes && it != procs_.end();) {
+    if ((*it)->running()) {
+      ++it;
+      continue;
+    }
+    exited -= (*it)->ring_cap_;
+    it = procs_.erase(it);
+  }
+  return {};
 }
 
 std::vector<protocol::ProcInfo> ProcTable::List() const {

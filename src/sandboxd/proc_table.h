@@ -13,6 +13,11 @@
 //
 // Bounds: at most kMaxRunning running processes (more: limit_exceeded); exited processes stay
 // listed with their exit code, the kMaxExitedKept most recent ones (older are forgotten).
+// Ring memory is bounded per daemon too: the sum of the ring caps of every kept process
+// (starting, running or exited) stays within kRingBudgetBytes. A start whose ring does not fit
+// first forgets exited processes oldest-first; if running ones alone leave no room it is
+// limit_exceeded (REST 429). Caps, not current fill, are counted, so the bound holds however
+// the rings fill.
 #pragma once
 
 #include <sys/types.h>
@@ -121,6 +126,11 @@ class ProcTable {
   static constexpr size_t kMaxExitedKept = 64;
   static constexpr uint64_t kMaxStdinQueue = 1 << 20;
   static constexpr size_t kMaxTagBytes = 256;
+  /// Total ring capacity (bytes) of all kept processes. sandboxd's memory is charged to the
+  /// sandbox cgroup, whose limit is the work limit + kDaemonMemoryHeadroom (32 MiB,
+  /// isolation/ns/cgroup.h): half of that headroom is left for rings so that output a tenant
+  /// cannot free never OOM-kills the daemon (ADR 0014; security review W2).
+  static constexpr uint64_t kRingBudgetBytes = 16 << 20;
 
   explicit ProcTable(Daemon& daemon) : daemon_(daemon) {}
   ~ProcTable();
@@ -145,6 +155,10 @@ class ProcTable {
   void OnStartReport(int pid);
   void OnExit(const std::shared_ptr<BgProcess>& p, int status);
   void Trim();
+  /// Makes room for a new ring of `cap` bytes within kRingBudgetBytes by forgetting exited
+  /// processes oldest-first. Errors: kLimitExceeded (running ones alone leave no room; then
+  /// nothing is forgotten).
+  Status ReserveRing(uint64_t cap);
 
   Daemon& daemon_;
   std::vector<std::shared_ptr<BgProcess>> procs_;  // listed, in start order

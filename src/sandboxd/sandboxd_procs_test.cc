@@ -3,11 +3,14 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 
+#include <algorithm>
 #include <chrono>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "protocol/proc_client.h"
+#include "sandboxd/proc_table.h"
 #include "sandboxd/sandboxd_harness.h"
 
 namespace asb::sandboxd::testing {
@@ -221,6 +224,95 @@ TEST_F(SandboxdTest, ProcStartFailureIsAnError) {
   auto list = protocol::ListProcesses(*conn_);
   ASSERT_TRUE(list);
   EXPECT_TRUE(list->empty());
+}
+
+// The sum of ring caps of kept processes is bounded per daemon (ProcTable::kRingBudgetBytes,
+// security review W2): exactly at the budget starts, one byte over is limit_exceeded; exited
+// processes are forgotten oldest-first to make room, running ones never.
+TEST_F(SandboxdTest, ProcRingBudgetBoundsTheSumOfRingCaps) {
+  constexpr uint64_t kMax = protocol::kProcRingMaxBytes;
+  static_assert(ProcTable::kRingBudgetBytes % kMax == 0);
+  const size_t kFull = ProcTable::kRingBudgetBytes / kMax;  // 4 rings of 4 MiB
+  auto start = [&](const std::string& cmd, uint64_t ring) {
+    ProcStartRequest r = Cmd(cmd);
+    r.ring_bytes = ring;
+    return protocol::StartProcess(*conn_, r);
+  };
+  // Two exited (oldest first), then running ones up to exactly the budget.
+  auto e1 = start("true", kMax);
+  ASSERT_TRUE(e1) << e1.error().ToString();
+  auto e2 = start("true", kMax);
+  ASSERT_TRUE(e2) << e2.error().ToString();
+  auto exited = [&](int pid) {
+    for (int i = 0; i < 100; ++i) {
+      auto l = protocol::ListProcesses(*conn_);
+      if (!l) return false;
+      for (const auto& p : *l) {
+        if (p.pid == pid && p.state == "exited") return true;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    return false;
+  };
+  ASSERT_TRUE(exited(e1->pid));
+  ASSERT_TRUE(exited(e2->pid));
+  std::vector<int> running;
+  for (size_t i = 0; i + 3 < kFull; ++i) {  // 1 running of 4 MiB
+    auto p = start("sleep 30", kMax);
+    ASSERT_TRUE(p) << p.error().ToString();
+    running.push_back(p->pid);
+  }
+  // 2 exited + 1 running = 12 MiB; one more 4 MiB - 1 fits with nothing forgotten.
+  auto r1 = start("sleep 30", kMax - 1);
+  ASSERT_TRUE(r1) << r1.error().ToString();
+  running.push_back(r1->pid);
+  auto pids = [&] {
+    std::vector<int> out;
+    auto l = protocol::ListProcesses(*conn_);
+    EXPECT_TRUE(l);
+    if (l) {
+      for (const auto& p : *l) out.push_back(p.pid);
+    }
+    return out;
+  };
+  EXPECT_EQ(pids().size(), 4u);
+  // 4 MiB more fits only by forgetting an exited one: the oldest, not the newer.
+  auto r2 = start("sleep 30", kMax);
+  ASSERT_TRUE(r2) << r2.error().ToString();
+  running.push_back(r2->pid);
+  auto now = pids();
+  EXPECT_EQ(std::count(now.begin(), now.end(), e1->pid), 0);
+  EXPECT_EQ(std::count(now.begin(), now.end(), e2->pid), 1);
+  // Again: now the other exited one goes.
+  auto r3 = start("sleep 30", kMax);
+  ASSERT_TRUE(r3) << r3.error().ToString();
+  running.push_back(r3->pid);
+  now = pids();
+  EXPECT_EQ(std::count(now.begin(), now.end(), e2->pid), 0);
+  EXPECT_EQ(now.size(), running.size());
+  // Running processes hold exactly 16 MiB - 1: 1 byte more fits, 2 bytes do not.
+  auto over = start("true", 2);
+  ASSERT_FALSE(over);
+  EXPECT_EQ(over.error().code(), ErrorCode::kLimitExceeded);
+  EXPECT_NE(over.error().message().find("16777216 bytes (16777215 in use"), std::string::npos)
+      << over.error().ToString();
+  auto last = start("sleep 30", 1);
+  ASSERT_TRUE(last) << last.error().ToString();
+  running.push_back(last->pid);
+  EXPECT_FALSE(start("true", 1));
+  // No running process was forgotten.
+  now = pids();
+  for (int pid : running) EXPECT_EQ(std::count(now.begin(), now.end(), pid), 1) << pid;
+  // Killing one frees nothing until a start needs room: then its record goes.
+  ASSERT_TRUE(protocol::KillProcess(*conn_, running.front()));
+  auto again = start("sleep 30", kMax);
+  ASSERT_TRUE(again) << again.error().ToString();
+  running.push_back(again->pid);
+  now = pids();
+  EXPECT_EQ(std::count(now.begin(), now.end(), running.front()), 0);
+  for (size_t i = 1; i < running.size(); ++i) {
+    ASSERT_TRUE(protocol::KillProcess(*conn_, running[i])) << running[i];
+  }
 }
 
 }  // namespace
