@@ -155,6 +155,48 @@ class BreakerTest(ServerTestCase):
         r = self.sh("echo alive")
         self.assertEqual(r["stdout"], "alive\n")
 
+    def test_full_output_rings_are_refused_429_and_leave_sandboxd_answering(self):
+        # W2: background processes' output rings live in sandboxd's memory (charged to the
+        # sandbox cgroup: work limit + 32 MiB headroom). Starting processes that fill 4 MiB
+        # rings used to OOM-kill sandboxd at the 34th (502, then the sandbox in `error` for
+        # good). Now the rings' caps share a 16 MiB budget: the 5th such start is 429.
+        sid = self.create(memory_mb=128)["id"]
+        procs = "/v1/sandboxes/%s/processes" % sid
+        body = {"command": "head -c 4194304 /dev/urandom | base64 -w0; sleep 600",
+                "ring_bytes": 4194304}
+        started, refused = 0, None
+        for _ in range(80):
+            r = self.server.request("POST", procs, body)
+            if r.status != 201:
+                refused = r
+                break
+            started += 1
+        self.assertIsNotNone(refused, "80 starts of 4 MiB rings were all accepted")
+        self.assertError(refused, 429, "limit_exceeded")
+        self.assertIn("16777216 bytes (16777216 in use", refused.json()["error"]["message"])
+        self.assertEqual(started, 4)
+        # The rings really are full (the bound is on caps, so it holds however they fill).
+        deadline = time.time() + 5
+        while time.time() < deadline:
+            listed = self.server.request("GET", procs).json()["processes"]
+            if all(p["output_bytes"] >= 4194304 for p in listed):
+                break
+            time.sleep(0.05)
+        self.assertEqual(len(listed), 4)
+        self.assertTrue(all(p["output_bytes"] >= 4194304 for p in listed), listed)
+        # The daemon still answers at once, and the sandbox is not in `error`.
+        t0 = time.time()
+        r = self.server.exec(sid, {"command": "echo alive"}, timeout=5)
+        self.assertLess(time.time() - t0, 1.0)
+        self.assertEqual(r.status, 200, r)
+        self.assertEqual(r.json()["stdout"], "alive\n")
+        self.assertEqual(self.server.request("GET", "/v1/sandboxes/" + sid).json()["status"],
+                         "running")
+        # A smaller ring still fits once a process is gone.
+        self.assertEqual(self.server.request("DELETE", "%s/%d" % (procs, listed[0]["pid"]))
+                         .status, 200)
+        self.assertEqual(self.server.request("POST", procs, body).status, 201)
+
     def test_malformed_http_framing_is_answered_400(self):
         port = self.server.port
         for name, data in (
