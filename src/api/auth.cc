@@ -98,6 +98,22 @@ int64_t RateLimiter::Admit(const std::string& key, int64_t limit, int64_t now_ms
   return std::max<int64_t>(1, (wait_ms + 999) / 1000);
 }
 
+bool ConcurrencyLimiter::Acquire(const std::string& key, int64_t limit) {
+  if (limit <= 0) return true;
+  std::lock_guard<std::mutex> lock(mu_);
+  int64_t& n = in_flight_[key];
+  if (n >= limit) return false;
+  ++n;
+  return true;
+}
+
+void ConcurrencyLimiter::Release(const std::string& key) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = in_flight_.find(key);
+  if (it == in_flight_.end()) return;
+  if (--it->second <= 0) in_flight_.erase(it);
+}
+
 AuthLayer::AuthLayer(AuthOptions options, store::Store& store, core::SandboxManager& manager,
                      isolation::Backend* backend, Clock& clock)
     : options_(std::move(options)),
@@ -205,6 +221,7 @@ HttpResponse AuthLayer::Handle(const Route& route, HttpRequest& req) {
 
   Principal p;
   std::optional<HttpResponse> refused;
+  bool holds_place = false;  // a place of concurrency_ taken for this request
   if (options_.insecure_no_auth) {
     p.admin = true;
   } else if (auto pr = Authenticate(req); !pr) {
@@ -236,10 +253,32 @@ HttpResponse AuthLayer::Handle(const Route& route, HttpRequest& req) {
       refused = ErrorResponse(
           Error::PermissionDenied("this API key lacks the '" + std::string(scope) + "' scope"),
           req.request_id);
+    } else if (route.options.blocking && !p.admin &&
+               !concurrency_.Acquire(p.key_id, options_.max_concurrent_requests_per_key)) {
+      metrics_.CountAuth("concurrency_limited");
+      refused = ErrorResponse(
+          Error::LimitExceeded("this API key already has " +
+                               std::to_string(options_.max_concurrent_requests_per_key) +
+                               " requests in progress, the most it may have at once; retry "
+                               "when one finishes"),
+          req.request_id);
+      refused->headers.emplace_back("Retry-After", "1");
     } else {
       metrics_.CountAuth("ok");
+      if (route.options.blocking && !p.admin && options_.max_concurrent_requests_per_key > 0) {
+        holds_place = true;
+      }
     }
   }
+  // Gives the place back however the handler ends (it may throw: the server answers 500).
+  struct PlaceGuard {
+    ConcurrencyLimiter& limiter;
+    const std::string& key;
+    bool held;
+    ~PlaceGuard() {
+      if (held) limiter.Release(key);
+    }
+  } place_guard{concurrency_, p.key_id, holds_place};
 
   CallInfo call = DescribeCall(route, req);
   req.owner = p.admin ? std::string(core::kAnyOwner) : p.lineage;

@@ -16,7 +16,8 @@
 //  5. req.owner = the key's lineage (non-admin), or kAnyOwner (admin; but a create by an admin
 //     key records the admin's lineage as owner); req.key_id = the key's id;
 //  6. POST /v1/sandboxes or a snapshot fork over the key's max_sandboxes (live sandboxes of
-//     its lineage) → 429;
+//     its lineage) → 429; a blocking route while the key already has
+//     AuthOptions::max_concurrent_requests_per_key of them in progress → 429;
 //  7. the handler runs; then HTTP metrics, and an audit event for every mutating call and
 //     every exec (streams: when the stream ends, with the exit code it carried).
 //
@@ -77,8 +78,30 @@ class RateLimiter {
   std::map<std::string, std::deque<int64_t>> windows_;
 };
 
+/// How many requests each key has in progress, capped per key. Keeps one tenant from holding
+/// every thread of the server's blocking pool (sync execs hold theirs for the command's whole
+/// run), which would make every other tenant's calls wait.
+class ConcurrencyLimiter {
+ public:
+  /// Takes a place for `key` and returns true, or returns false when `key` already holds
+  /// `limit` places. limit <= 0: always true (and nothing is counted).
+  bool Acquire(const std::string& key, int64_t limit);
+  /// Gives back a place that Acquire took with limit > 0.
+  void Release(const std::string& key);
+
+ private:
+  std::mutex mu_;
+  std::map<std::string, int64_t> in_flight_;  // keys with none are erased
+};
+
 struct AuthOptions {
   bool insecure_no_auth = false;
+  /// Requests of one non-admin key that may run on the server's blocking pool at once (sync
+  /// execs, file transfers, creates: every route with RouteOptions::blocking). One more is 429
+  /// limit_exceeded with Retry-After: 1. The default is a quarter of the pool's 512 threads
+  /// (ServerOptions::max_blocking_threads), so three tenants at their cap still leave threads
+  /// for everybody else. 0 = no limit. Admin keys are not limited.
+  int64_t max_concurrent_requests_per_key = 128;
   /// Raw admin keys (AGENT_SANDBOX_API_KEYS). Kept only as hashes.
   std::vector<std::string> env_keys;
   /// Audit events older than this are deleted (hourly); 0 = kept for ever.
@@ -146,6 +169,7 @@ class AuthLayer {
   store::EventStore events_;
   Metrics metrics_;
   RateLimiter limiter_;
+  ConcurrencyLimiter concurrency_;
   std::vector<std::string> env_key_hashes_;
   std::mutex mu_;
   std::map<std::string, std::unique_ptr<std::mutex>> quota_locks_;

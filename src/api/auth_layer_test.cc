@@ -5,9 +5,12 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <boost/json.hpp>
 #include <chrono>
+#include <condition_variable>
 #include <filesystem>
+#include <mutex>
 #include <thread>
 
 #include "api/auth.h"
@@ -121,6 +124,70 @@ TEST_F(AuthLayerTest, AnswersWithoutAValidKeyOrScope) {
   EXPECT_EQ(Call(exec.raw_key, "GET", "/metrics").status, 403);
   EXPECT_EQ(Call(exec.raw_key, "GET", "/v1/keys").status, 403);
   EXPECT_EQ(Call(kAdmin, "GET", "/v1/keys").status, 200);
+}
+
+// One tenant's sync execs must not take every thread of the blocking pool (a security review
+// held all 512 with one key; another tenant's list then waited 20.8 s).
+TEST_F(AuthLayerTest, OneKeyHasAtMostItsCapOfBlockingRequestsInProgress) {
+  AuthOptions ao;
+  ao.env_keys = {kAdmin};
+  ao.backend_name = "fake";
+  ao.data_dir = dir_;
+  ao.max_concurrent_requests_per_key = 3;
+  auth_ =
+      std::make_unique<AuthLayer>(ao, *store_, *manager_, backend_.get(), SystemClock::Instance());
+  std::mutex mu;
+  std::condition_variable cv;
+  bool release = false;
+  std::atomic<int> entered{0};
+  Router inner;
+  inner.Add("GET", "/v1/hold", [&](HttpRequest&) {  // blocking, like a sync exec
+    ++entered;
+    std::unique_lock<std::mutex> lock(mu);
+    cv.wait(lock, [&] { return release; });
+    return JsonResponse(200, "{}");
+  });
+  RouteOptions quick;
+  quick.blocking = false;
+  inner.Add(
+      "GET", "/v1/quick", [](HttpRequest&) { return JsonResponse(200, "{}"); }, quick);
+  router_ = auth_->Wrap(inner);
+  auto a = Key({"exec"});
+  auto b = Key({"exec"});
+  auto wait_entered = [&](int n) {
+    for (int i = 0; i < 500 && entered < n; ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    return entered.load() == n;
+  };
+
+  std::vector<std::thread> holders;
+  std::vector<int> statuses(5, 0);
+  for (int i = 0; i < 3; ++i) {
+    holders.emplace_back([&, i] { statuses[i] = Call(a.raw_key, "GET", "/v1/hold").status; });
+  }
+  ASSERT_TRUE(wait_entered(3));                            // exactly at the cap: all three run
+  HttpResponse over = Call(a.raw_key, "GET", "/v1/hold");  // one over: refused at once
+  EXPECT_EQ(over.status, 429);
+  EXPECT_EQ(Code(over), "limit_exceeded");
+  EXPECT_NE(over.body.find("3 requests in progress"), std::string::npos) << over.body;
+  ASSERT_EQ(over.headers.size(), 1u);
+  EXPECT_EQ(over.headers[0].first, "Retry-After");
+  EXPECT_EQ(entered, 3);
+  EXPECT_EQ(Call(a.raw_key, "GET", "/v1/quick").status, 200);  // not a pool route: not counted
+  // Other keys are not held back by a's: another tenant, and an admin (not limited).
+  holders.emplace_back([&] { statuses[3] = Call(b.raw_key, "GET", "/v1/hold").status; });
+  holders.emplace_back([&] { statuses[4] = Call(kAdmin, "GET", "/v1/hold").status; });
+  EXPECT_TRUE(wait_entered(5));
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    release = true;
+  }
+  cv.notify_all();
+  for (auto& t : holders) t.join();
+  EXPECT_EQ(statuses, std::vector<int>(5, 200));
+  // Finished requests gave their places back.
+  for (int i = 0; i < 4; ++i) EXPECT_EQ(Call(a.raw_key, "GET", "/v1/hold").status, 200);
 }
 
 TEST_F(AuthLayerTest, TenancyRotationQuotaAuditAndMetrics) {

@@ -54,14 +54,16 @@ std::vector<Setting> MakeSettings() {
       Int(0, 65535, [](ServeConfig& c, int64_t n) { c.port = static_cast<uint16_t>(n); }));
   add("DATA_DIR", "data-dir", "data directory (default /var/lib/agent-sandbox)",
       [](ServeConfig& c, std::string_view v) -> Status {
-        if (v.empty() || v[0] != '/') return Fail(Error::InvalidArgument("must be an absolute path"));
+        if (v.empty() || v[0] != '/')
+          return Fail(Error::InvalidArgument("must be an absolute path"));
         c.manager.data_dir = std::string(v);
         return {};
       });
   add("MAX_SANDBOXES", "max-sandboxes", "sandboxes at once",
       Int(1, 100000, [](ServeConfig& c, int64_t n) { c.manager.limits.max_sandboxes = n; }));
   add("DEFAULT_TIMEOUT_SECONDS", "default-timeout-seconds", "default sandbox TTL",
-      Int(1, kBig, [](ServeConfig& c, int64_t n) { c.manager.limits.default_timeout_seconds = n; }));
+      Int(1, kBig,
+          [](ServeConfig& c, int64_t n) { c.manager.limits.default_timeout_seconds = n; }));
   add("MAX_TIMEOUT_SECONDS", "max-timeout-seconds", "longest sandbox TTL",
       Int(1, kBig, [](ServeConfig& c, int64_t n) { c.manager.limits.max_timeout_seconds = n; }));
   add("DEFAULT_CPUS", "default-cpus", "default CPU cores per sandbox",
@@ -129,7 +131,8 @@ std::vector<Setting> MakeSettings() {
       });
   add("SANDBOXD", "sandboxd", "path of the sandboxd binary (default: beside agent-sandbox)",
       [](ServeConfig& c, std::string_view v) -> Status {
-        if (v.empty() || v[0] != '/') return Fail(Error::InvalidArgument("must be an absolute path"));
+        if (v.empty() || v[0] != '/')
+          return Fail(Error::InvalidArgument("must be an absolute path"));
         c.sandboxd_path = std::string(v);
         return {};
       });
@@ -137,8 +140,8 @@ std::vector<Setting> MakeSettings() {
       Bool([](ServeConfig& c, bool b) { c.insecure_no_auth = b; }));
   add("LOG_LEVEL", "", "trace, debug, info, warn, error",
       [](ServeConfig& c, std::string_view v) -> Status {
-        static const char* kLevels[] = {"trace", "debug", "info", "warn", "error", "critical",
-                                        "off"};
+        static const char* kLevels[] = {"trace", "debug",    "info", "warn",
+                                        "error", "critical", "off"};
         for (const char* l : kLevels) {
           if (v == l) {
             c.log_level = std::string(v);
@@ -169,6 +172,9 @@ std::vector<Setting> MakeSettings() {
       Int(0, 3600, [](ServeConfig& c, int64_t n) { c.shutdown_grace_seconds = n; }));
   add("STREAM_KEEPALIVE_SECONDS", "stream-keepalive-seconds", "quiet time before a keepalive",
       Int(1, 3600, [](ServeConfig& c, int64_t n) { c.stream_keepalive_seconds = n; }));
+  add("MAX_REQUESTS_PER_KEY", "max-requests-per-key",
+      "blocking requests one API key may have in progress at once, 0 = no limit",
+      Int(0, 100000, [](ServeConfig& c, int64_t n) { c.max_requests_per_key = n; }));
   return s;
 }
 
@@ -181,8 +187,8 @@ const std::vector<Setting>& Settings() {
 
 Result<int64_t> ParseInteger(std::string_view text, int64_t min, int64_t max) {
   std::string s(text);
-  std::string range = "must be an integer in [" + std::to_string(min) + ", " +
-                      std::to_string(max) + "], got " + Quote(text);
+  std::string range = "must be an integer in [" + std::to_string(min) + ", " + std::to_string(max) +
+                      "], got " + Quote(text);
   if (s.empty() || s.find_first_not_of("+-0123456789") != std::string::npos) {
     return Fail(Error::InvalidArgument(range));
   }
@@ -206,8 +212,7 @@ Result<double> ParseDecimal(std::string_view text, double min, double max) {
   errno = 0;
   char* end = nullptr;
   double v = strtod(s.c_str(), &end);
-  if (errno != 0 || end == s.c_str() || *end != '\0' || !std::isfinite(v) || v < min ||
-      v > max) {
+  if (errno != 0 || end == s.c_str() || *end != '\0' || !std::isfinite(v) || v < min || v > max) {
     return Fail(Error::InvalidArgument(why));
   }
   return v;
@@ -219,8 +224,7 @@ Result<bool> ParseBool(std::string_view text) {
   return Fail(Error::InvalidArgument("must be true or false, got " + Quote(text)));
 }
 
-Status ApplyEnvironment(ServeConfig& cfg,
-                        const std::function<const char*(const char*)>& getenv) {
+Status ApplyEnvironment(ServeConfig& cfg, const std::function<const char*(const char*)>& getenv) {
   for (const Setting& s : Settings()) {
     const char* v = getenv(s.env.c_str());
     if (v == nullptr) continue;

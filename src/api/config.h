@@ -30,6 +30,10 @@ struct ServeConfig {
   int64_t shutdown_grace_seconds = 30;
   /// Quiet time before a stream keepalive, seconds.
   int64_t stream_keepalive_seconds = 10;
+  /// Blocking requests (sync exec, files, create...) one non-admin key may have in progress at
+  /// once; one more is 429 (api/auth.h, AuthOptions::max_concurrent_requests_per_key).
+  /// 0 = no limit.
+  int64_t max_requests_per_key = 128;
   /// "none": workspace images live in <data>/sandboxes; "xfs": in an XFS (reflink=1) file system
   /// on the sparse loop file <data>/workspace-pool.xfs (made on first use), mounted at
   /// <data>/xfs, so image clones share extents even on an ext4 host.
@@ -59,8 +63,7 @@ const std::vector<Setting>& Settings();
 
 /// Applies every AGENT_SANDBOX_* variable that `getenv` returns non-null for. Errors:
 /// kInvalidArgument "<ENV_NAME>: <why>".
-Status ApplyEnvironment(ServeConfig& cfg,
-                        const std::function<const char*(const char*)>& getenv);
+Status ApplyEnvironment(ServeConfig& cfg, const std::function<const char*(const char*)>& getenv);
 
 /// Applies the value of one setting named by its flag; errors name the flag ("--port: ...").
 Status ApplyFlag(ServeConfig& cfg, const Setting& setting, std::string_view value);

@@ -18,8 +18,8 @@
 
 #include "api/auth.h"
 #include "api/config.h"
-#include "api/json_log.h"
 #include "api/handlers.h"
+#include "api/json_log.h"
 #include "api/server.h"
 #include "cli/command.h"
 #include "cli/run_support.h"
@@ -70,8 +70,8 @@ int StartupError(const Error& e) {
 struct ServeFlags {
   std::map<std::string, std::string> values;  // flag name -> text, only when given
   bool insecure_no_auth = false;
-  std::string log_format;                     // --log-format, "" when not given
-  std::string event_retention_days;           // --event-retention-days, "" when not given
+  std::string log_format;            // --log-format, "" when not given
+  std::string event_retention_days;  // --event-retention-days, "" when not given
 };
 
 // Issue 5's settings, read here beside api/config.h's: AGENT_SANDBOX_API_KEYS (comma-separated
@@ -195,8 +195,10 @@ int Serve(CLI::App& root, const ServeFlags& flags) {
   // is info, so that every request is logged.
   spdlog::set_level(spdlog::level::from_str(level));
   if (cfg.insecure_no_auth) {
-    spdlog::warn("serving WITHOUT authentication (--insecure-no-auth): anyone who can reach "
-                 "{}:{} controls every sandbox", cfg.host, cfg.port);
+    spdlog::warn(
+        "serving WITHOUT authentication (--insecure-no-auth): anyone who can reach "
+        "{}:{} controls every sandbox",
+        cfg.host, cfg.port);
   }
 
   // Data directory and its pieces.
@@ -230,8 +232,7 @@ int Serve(CLI::App& root, const ServeFlags& flags) {
   }
   bo.sandboxd_path = sandboxd;
   bo.cgroup_name = CgroupNameFor(std::filesystem::weakly_canonical(data, ec).string());
-  bo.default_workspace_bytes =
-      static_cast<uint64_t>(cfg.manager.limits.default_workspace_mb) << 20;
+  bo.default_workspace_bytes = static_cast<uint64_t>(cfg.manager.limits.default_workspace_mb) << 20;
   if (cfg.network_enabled) {
     isolation::net::HostNetworkOptions no;
     no.state_dir = bo.state_dir;
@@ -260,13 +261,13 @@ int Serve(CLI::App& root, const ServeFlags& flags) {
   // sandboxes the first one owns.
   api::ApiContext ctx;
   ctx.stream_keepalive_ms = cfg.stream_keepalive_seconds * 1000;
-  core::SandboxManager manager(cfg.manager, **store, **backend, SystemClock::Instance(),
-                               templates);
+  core::SandboxManager manager(cfg.manager, **store, **backend, SystemClock::Instance(), templates);
   ctx.manager = &manager;
   api::AuthOptions ao;
   ao.insecure_no_auth = cfg.insecure_no_auth;
   ao.env_keys = std::move(auth_settings->env_keys);
   ao.event_retention_days = auth_settings->retention_days;
+  ao.max_concurrent_requests_per_key = cfg.max_requests_per_key;
   ao.backend_name = std::string((*backend)->name());
   ao.data_dir = data;
   api::AuthLayer auth(std::move(ao), **store, manager, backend->get(), SystemClock::Instance());
@@ -288,9 +289,11 @@ int Serve(CLI::App& root, const ServeFlags& flags) {
   if (auto st = server.Listen(); !st) return StartupError(st.error());
   if (auto st = manager.Start(); !st) return StartupError(st.error().WithContext("recover"));
   auth.StartRetention();
-  spdlog::info("agent-sandbox {} serving on http://{}:{} (data dir {}, backend {}, max {} "
-               "sandboxes)", ASB_VERSION, cfg.host, server.port(), data, (*backend)->name(),
-               cfg.manager.limits.max_sandboxes);
+  spdlog::info(
+      "agent-sandbox {} serving on http://{}:{} (data dir {}, backend {}, max {} "
+      "sandboxes)",
+      ASB_VERSION, cfg.host, server.port(), data, (*backend)->name(),
+      cfg.manager.limits.max_sandboxes);
   bool clean = server.Run();
   auth.Stop();
   manager.Stop();

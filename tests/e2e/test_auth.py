@@ -7,6 +7,7 @@ import os
 import re
 import sqlite3
 import subprocess
+import threading
 import time
 import unittest
 
@@ -27,7 +28,8 @@ def bearer(key):
 
 
 class AuthTest(ServerTestCase):
-    SERVER_ENV = {"AGENT_SANDBOX_API_KEYS": ADMIN_KEY, "AGENT_SANDBOX_LOG_FORMAT": "json"}
+    SERVER_ENV = {"AGENT_SANDBOX_API_KEYS": ADMIN_KEY, "AGENT_SANDBOX_LOG_FORMAT": "json",
+                  "AGENT_SANDBOX_MAX_REQUESTS_PER_KEY": "4"}
 
     @classmethod
     def setUpClass(cls):
@@ -518,6 +520,39 @@ class AuthTest(ServerTestCase):
             for key, sid in opened:
                 self.as_key(key, "DELETE", "/mcp", headers=dict(hdrs, **{"Mcp-Session-Id": sid}),
                             check=False)
+
+    def test_one_key_cannot_hold_every_request_thread(self):
+        # Sync execs hold a thread of the server's blocking pool for their whole run; one key
+        # held all 512 and another tenant's list waited 20.8 s (found by the breaker). A key
+        # now has at most AGENT_SANDBOX_MAX_REQUESTS_PER_KEY (4 here; 128 by default) at once.
+        a, b = self.make_key(), self.make_key()
+        sid = self.create_as(a["key"])["id"]
+        results = [None] * 4
+
+        def hold(i):
+            r = self.as_key(a["key"], "POST", "/v1/sandboxes/%s/exec" % sid,
+                            {"command": "sleep 3", "timeout": 30}, timeout=60)
+            results[i] = r.status
+
+        threads = [threading.Thread(target=hold, args=(i,)) for i in range(4)]
+        for t in threads:
+            t.start()
+        time.sleep(1.0)  # the four are running (exactly at the limit)
+        t0 = time.monotonic()
+        r = self.as_key(a["key"], "GET", "/v1/sandboxes")  # one over: refused at once
+        self.assertError(r, 429, "limit_exceeded")
+        self.assertIn("4 requests in progress", r.json()["error"]["message"])
+        self.assertEqual(r.headers.get("retry-after"), "1")
+        r = self.as_key(b["key"], "GET", "/v1/sandboxes")  # another tenant is served at once
+        self.assertEqual(r.status, 200, r)
+        self.assertLess(time.monotonic() - t0, 1.0)
+        r = self.server.request("GET", "/v1/sandboxes")  # admin keys are not limited
+        self.assertEqual(r.status, 200, r)
+        for t in threads:
+            t.join(60)
+        self.assertEqual(results, [200] * 4)
+        r = self.as_key(a["key"], "GET", "/v1/sandboxes")  # places are given back
+        self.assertEqual(r.status, 200, r)
 
 
 class KeyFromDatabaseTest(unittest.TestCase):
