@@ -88,15 +88,17 @@ class LifecycleTest(ServerTestCase):
         t = self.server.request("POST", "/v1/sandboxes/%s/timeout" % extended["id"],
                                 {"timeout_seconds": 120})
         self.assertEqual(t.status, 200, t)
-        deadline = time.time() + 4
+        # Reaped within the TTL + one reap interval (1 s) + the destroy; the slack is for a
+        # loaded 2-core CI machine (3.9 s was seen there with other builds running).
+        deadline = time.time() + 6
         gone_at = None
         while time.time() < deadline:
             if self.server.request("GET", "/v1/sandboxes/" + short["id"]).status == 404:
                 gone_at = time.time()
                 break
             time.sleep(0.1)
-        self.assertIsNotNone(gone_at, "TTL 1 s sandbox still there after 4 s")
-        self.assertLess(gone_at - parse_time(short["created_at"]), 3.5)
+        self.assertIsNotNone(gone_at, "TTL 1 s sandbox still there after 6 s")
+        self.assertLess(gone_at - parse_time(short["created_at"]), 5.0)
         # Its processes, mounts, cgroups and files go with it.
         for _ in range(30):
             left = sandbox_leftovers(self.server, short["id"])

@@ -103,9 +103,18 @@ TEST(WorkspaceSnapshotTest, QuiesceThenReflinkOnXfsIsConsistentAndFast) {
   struct Cleanup {
     std::string dir, mnt, wsm, cm;
     ~Cleanup() {
-      Sh("umount " + cm + " 2>/dev/null; umount " + wsm + " 2>/dev/null; umount " + mnt +
-         " 2>/dev/null");
-      fs::remove_all(dir);
+      // The kernel releases a loop device after its file system's umount asynchronously, so the
+      // XFS holding ws.img can stay busy for a moment after ws is unmounted: retry (a CI run
+      // under load saw "cannot remove all: Device or resource busy" here).
+      for (const std::string& m : {cm, wsm, mnt}) {
+        for (int i = 0; i < 50 && Sh("mountpoint -q " + m) == 0; ++i) {
+          if (Sh("umount " + m + " 2>/dev/null") == 0) break;
+          ::usleep(100'000);
+        }
+      }
+      std::error_code ec;
+      fs::remove_all(dir, ec);
+      if (ec) std::fprintf(stderr, "cleanup of %s: %s\n", dir.c_str(), ec.message().c_str());
     }
   } cleanup{dir, mnt, wsm, cm};
   ASSERT_EQ(Sh("truncate -s 4G " + xfs + " && mkfs.xfs -q -m reflink=1 " + xfs), 0);
