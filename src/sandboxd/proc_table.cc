@@ -20,6 +20,9 @@ using protocol::Stream;
 
 namespace {
 constexpr size_t kMaxChunkBytes = 64 * 1024;  // consecutive output of one stream is merged
+// Memory a ring chunk holds beyond its bytes: the Chunk in the deque (48 bytes) and the heap
+// block header of its string, rounded up.
+constexpr uint64_t kChunkOverhead = 64;
 constexpr uint64_t kUnlimitedWindow = 1ull << 62;
 constexpr int kExitDrainRounds = 16;
 
@@ -71,24 +74,43 @@ uint64_t BgProcess::Keepable(Stream) { return std::numeric_limits<uint64_t>::max
 
 void BgProcess::Deliver(Stream stream, std::string_view kept, size_t) {
   if (kept.empty()) return;
+  // Chunks never exceed the ring, and their strings are kept tight (at most 1/8 spare), so
+  // that the bytes counted are the memory held (ProcTable::kRingBudgetBytes counts caps).
+  const uint64_t chunk_limit = std::min<uint64_t>(kMaxChunkBytes, ring_cap_);
   if (!ring_.empty() && ring_.back().stream == stream &&
-      ring_.back().bytes.size() + kept.size() <= kMaxChunkBytes) {
-    ring_.back().bytes.append(kept);
+      ring_.back().bytes.size() + kept.size() <= chunk_limit) {
+    std::string& back = ring_.back().bytes;
+    const size_t need = back.size() + kept.size();
+    if (need > back.capacity()) {
+      std::string grown;
+      grown.reserve(static_cast<size_t>(std::min<uint64_t>(chunk_limit, need + need / 8)));
+      grown.append(back);
+      back.swap(grown);
+    }
+    back.append(kept);
   } else {
     ring_.push_back(Chunk{info_.output_bytes, stream, std::string(kept)});
   }
   info_.output_bytes += kept.size();
   ring_kept_ += kept.size();
-  while (ring_kept_ > ring_cap_ && !ring_.empty()) {
+  // Each chunk also costs its bookkeeping: output in many small pieces (interleaved stdout and
+  // stderr writes) keeps fewer bytes rather than more memory.
+  const uint64_t mem_limit = ring_cap_ + ring_cap_ / 8 + 4 * kChunkOverhead;
+  auto over_memory = [&] { return ring_kept_ + ring_.size() * kChunkOverhead > mem_limit; };
+  while (!ring_.empty() && (ring_kept_ > ring_cap_ || over_memory())) {
     Chunk& front = ring_.front();
-    uint64_t excess = ring_kept_ - ring_cap_;
-    if (excess >= front.bytes.size()) {
+    uint64_t excess = ring_kept_ > ring_cap_ ? ring_kept_ - ring_cap_ : 0;
+    if (excess == 0 || excess >= front.bytes.size()) {
       ring_kept_ -= front.bytes.size();
       ring_.pop_front();
     } else {
       front.bytes.erase(0, static_cast<size_t>(excess));
       front.offset += excess;
       ring_kept_ -= excess;
+      const size_t size = front.bytes.size();
+      if (front.bytes.capacity() > size + size / 8 + kChunkOverhead) {
+        std::string(front.bytes).swap(front.bytes);  // give back what the erase freed
+      }
     }
   }
   ring_start_ = ring_.empty() ? info_.output_bytes : ring_.front().offset;

@@ -17,7 +17,8 @@
 // (starting, running or exited) stays within kRingBudgetBytes. A start whose ring does not fit
 // first forgets exited processes oldest-first; if running ones alone leave no room it is
 // limit_exceeded (REST 429). Caps, not current fill, are counted, so the bound holds however
-// the rings fill.
+// the rings fill: a ring's memory, bookkeeping included, stays within 1.125 x ring_bytes +
+// 256 (output in many small pieces, e.g. interleaved stdout/stderr writes, keeps fewer bytes).
 #pragma once
 
 #include <sys/types.h>

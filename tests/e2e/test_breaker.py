@@ -197,6 +197,49 @@ class BreakerTest(ServerTestCase):
                          .status, 200)
         self.assertEqual(self.server.request("POST", procs, body).status, 201)
 
+    def test_output_in_tiny_pieces_does_not_grow_sandboxd_past_its_ring(self):
+        # W2, second half: the ring counted output bytes, but every piece of output (a stdout
+        # write, then a stderr one, ...) also cost ~50 bytes of bookkeeping. Measured before:
+        # this test grew sandboxd by 2 MB for a 256 KiB ring, and 2 MB written this way into a
+        # 4 MiB ring by 15 MB, so four such rings (inside the 16 MiB budget) would pass the
+        # 32 MiB headroom. Now the bookkeeping counts against the ring.
+        sid = self.create(memory_mb=128)["id"]
+
+        def sandboxd_rss_kib():
+            for pid in sandbox_pids(sid):
+                try:
+                    with open("/proc/%d/cmdline" % pid, "rb") as f:
+                        if b"sandboxd" not in f.read().split(b"\0")[0]:
+                            continue
+                    with open("/proc/%d/status" % pid) as f:
+                        for line in f:
+                            if line.startswith("VmRSS:"):
+                                return int(line.split()[1])
+                except OSError:
+                    pass
+            self.fail("no sandboxd among the sandbox's processes")
+
+        self.server.put_file(sid, "/workspace/pieces.py",
+                             b"import os\nfor i in range(300000):\n"
+                             b"    os.write(1, b'a')\n    os.write(2, b'b')\n")
+        before = sandboxd_rss_kib()
+        r = self.server.request("POST", "/v1/sandboxes/%s/processes" % sid,
+                                {"command": "python3 pieces.py; sleep 600",
+                                 "ring_bytes": 262144})
+        self.assertEqual(r.status, 201, r)
+        pid = r.json()["pid"]
+        deadline = time.time() + 20
+        while time.time() < deadline:
+            p = self.server.request("GET", "/v1/sandboxes/%s/processes/%d" % (sid, pid)).json()
+            if p["output_bytes"] >= 600000:
+                break
+            time.sleep(0.1)
+        self.assertEqual(p["output_bytes"], 600000, p)
+        grown = sandboxd_rss_kib() - before
+        # Measured: ~300 KiB now (the ring's bound is 1.125 x 256 KiB + 256), 2044 KiB before.
+        self.assertLess(grown, 512, "sandboxd grew by %d KiB for a 256 KiB ring" % grown)
+        self.assertEqual(self.server.run(sid, "echo alive")["stdout"], "alive\n")
+
     def test_malformed_http_framing_is_answered_400(self):
         port = self.server.port
         for name, data in (
