@@ -377,11 +377,18 @@ class ServerTestCase(unittest.TestCase):
         self._created = []
 
     def tearDown(self):
+        # A destroy that fails is a product bug, not cleanup noise: the breaker found deletes
+        # failing with 502 (and leaking the workspace) that these quiet deletes had hidden.
+        failed = []
         for sid in self._created:
             try:
-                self.server.request("DELETE", "/v1/sandboxes/" + sid, timeout=60, check=False)
-            except Exception:
-                pass
+                r = self.server.request("DELETE", "/v1/sandboxes/" + sid, timeout=60,
+                                        check=False)
+                if r.status not in (204, 404):
+                    failed.append((sid, r.status, r.body[:200]))
+            except Exception as e:
+                failed.append((sid, 0, repr(e)))
+        self.assertEqual(failed, [], "cleanup: DELETE of the test's sandboxes failed")
 
     def create(self, **spec):
         s = self.server.create(**spec)
