@@ -30,6 +30,8 @@ constexpr int kMaxTcpClients = 64;  // open TCP connections at once (all clients
 constexpr int kMaxTcpPerClient = 8;
 constexpr auto kUpstreamTimeout = std::chrono::seconds(2);
 constexpr auto kTcpIdleTimeout = std::chrono::seconds(10);
+// Completion token for operations whose errors are results, not exceptions.
+constexpr auto kAsTuple = asio::as_tuple(asio::use_awaitable);
 
 uint16_t U16(std::string_view m, size_t off) {
   return static_cast<uint16_t>((static_cast<uint8_t>(m[off]) << 8) |
@@ -198,10 +200,11 @@ struct DnsResolver::Impl {
       co_await s.async_send(asio::buffer(query), use_awaitable);
       std::string buf(4096, '\0');
       asio::steady_timer timer(io, kUpstreamTimeout);
-      auto r = co_await (s.async_receive(asio::buffer(buf), use_awaitable) ||
+      // An error (ICMP port unreachable) moves on to the next upstream at once.
+      auto r = co_await (s.async_receive(asio::buffer(buf), kAsTuple) ||
                          timer.async_wait(use_awaitable));
-      if (r.index() != 0) continue;
-      buf.resize(std::get<0>(r));
+      if (r.index() != 0 || std::get<0>(std::get<0>(r))) continue;
+      buf.resize(std::get<1>(std::get<0>(r)));
       if (buf.size() < kHeader || buf[0] != query[0] || buf[1] != query[1]) continue;
       co_return buf;
     }
@@ -263,14 +266,17 @@ struct DnsResolver::Impl {
       for (;;) {
         uint8_t len_buf[2];
         asio::steady_timer timer(io, kTcpIdleTimeout);
-        auto r = co_await (asio::async_read(sock, asio::buffer(len_buf), use_awaitable) ||
+        // The reads complete as (error, n) tuples: `||` waits for the first operation that
+        // succeeds, so a read that threw on the client's close would leave the slot held until
+        // the timer fired (a client could keep its share by opening and closing).
+        auto r = co_await (asio::async_read(sock, asio::buffer(len_buf), kAsTuple) ||
                            timer.async_wait(use_awaitable));
-        if (r.index() != 0) co_return;
+        if (r.index() != 0 || std::get<0>(std::get<0>(r))) co_return;
         std::string query((len_buf[0] << 8) | len_buf[1], '\0');
         timer.expires_after(kTcpIdleTimeout);
-        auto r2 = co_await (asio::async_read(sock, asio::buffer(query), use_awaitable) ||
+        auto r2 = co_await (asio::async_read(sock, asio::buffer(query), kAsTuple) ||
                             timer.async_wait(use_awaitable));
-        if (r2.index() != 0) co_return;
+        if (r2.index() != 0 || std::get<0>(std::get<0>(r2))) co_return;
         std::string reply = co_await Answer(std::move(query), client);
         if (reply.empty() || reply.size() > 65535) co_return;
         const uint8_t out_len[2] = {static_cast<uint8_t>(reply.size() >> 8),
