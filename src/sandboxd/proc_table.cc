@@ -138,6 +138,13 @@ Status BgProcess::WriteStdin(std::string&& bytes) {
     return Fail(Error::LimitExceeded("process " + std::to_string(info_.pid) +
                                      " is not reading its stdin: over 1 MiB waits already"));
   }
+  if (uint64_t all = daemon_.procs().StdinQueued();
+      all + bytes.size() > ProcTable::kStdinBudgetBytes) {
+    return Fail(Error::LimitExceeded(
+        "stdin of background processes would exceed " +
+        std::to_string(ProcTable::kStdinBudgetBytes) + " bytes waiting in total (" +
+        std::to_string(all) + " waiting); let the processes read it or close their stdin"));
+  }
   stdin_queued_ += bytes.size();
   in_->Write(std::move(bytes));
   if (in_->closed()) info_.stdin_open = false;  // the reader is gone (EPIPE)
@@ -355,6 +362,12 @@ Status ProcTable::ReserveRing(uint64_t cap) {
     it = procs_.erase(it);
   }
   return {};
+}
+
+uint64_t ProcTable::StdinQueued() const {
+  uint64_t all = 0;
+  for (const auto& p : procs_) all += p->stdin_queued_;
+  return all;
 }
 
 std::vector<protocol::ProcInfo> ProcTable::List() const {

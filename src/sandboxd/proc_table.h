@@ -9,7 +9,8 @@
 // by its attachers: output is read as it comes; an attacher whose host does not keep up (its
 // window stays closed while the ring moves past its position) skips the lost bytes and is told
 // how many ({"skipped":N}). Stdin is a pipe (or the PTY) fed through a bounded queue: at most
-// kMaxStdinQueue bytes may wait for a process that does not read, more is limit_exceeded.
+// kMaxStdinQueue bytes may wait for a process that does not read, and kStdinBudgetBytes for all
+// of them together; more is limit_exceeded.
 //
 // Bounds: at most kMaxRunning running processes (more: limit_exceeded); exited processes stay
 // listed with their exit code, the kMaxExitedKept most recent ones (older are forgotten).
@@ -132,6 +133,10 @@ class ProcTable {
   /// isolation/ns/cgroup.h): half of that headroom is left for rings so that output a tenant
   /// cannot free never OOM-kills the daemon (ADR 0014; security review W2).
   static constexpr uint64_t kRingBudgetBytes = 16 << 20;
+  /// Stdin bytes that may wait in sandboxd for all processes together (each at most
+  /// kMaxStdinQueue): 256 processes x 1 MiB also OOM-killed sandboxd. Rings (16 MiB, x1.125)
+  /// and this stay well inside the 32 MiB headroom.
+  static constexpr uint64_t kStdinBudgetBytes = 4 << 20;
 
   explicit ProcTable(Daemon& daemon) : daemon_(daemon) {}
   ~ProcTable();
@@ -146,6 +151,8 @@ class ProcTable {
   /// The process `pid` (a running one before an exited one of the same pid). Errors:
   /// kNotFound.
   Result<std::shared_ptr<BgProcess>> Find(int pid) const;
+  /// Stdin bytes waiting in sandboxd for all listed processes.
+  uint64_t StdinQueued() const;
 
  private:
   struct Starting {

@@ -315,5 +315,45 @@ TEST_F(SandboxdTest, ProcRingBudgetBoundsTheSumOfRingCaps) {
   }
 }
 
+// Stdin waiting in sandboxd is bounded for all processes together (ProcTable::kStdinBudgetBytes;
+// 256 processes x 1 MiB OOM-killed sandboxd): exactly at the budget passes, one byte over is
+// limit_exceeded.
+TEST_F(SandboxdTest, ProcStdinBudgetBoundsAllQueuesTogether) {
+  constexpr uint64_t kBudget = ProcTable::kStdinBudgetBytes;
+  std::vector<int> pids;
+  for (int i = 0; i < 5; ++i) {  // none reads its stdin
+    ProcStartRequest r = Cmd("exec sleep 30", /*stdin_pipe=*/true);
+    r.ring_bytes = 1;
+    auto p = protocol::StartProcess(*conn_, r);
+    ASSERT_TRUE(p) << p.error().ToString();
+    pids.push_back(p->pid);
+  }
+  const std::string mib(ProcTable::kMaxStdinQueue, 'x');
+  // Four fill their pipe and queue (just under) 1 MiB each; the fifth reaches the budget.
+  for (int i = 0; i < 4; ++i) ASSERT_TRUE(protocol::WriteProcessStdin(*conn_, pids[i], mib));
+  auto refused = protocol::WriteProcessStdin(*conn_, pids[4], mib);
+  ASSERT_FALSE(refused);
+  EXPECT_EQ(refused.error().code(), ErrorCode::kLimitExceeded);
+  const std::string& msg = refused.error().message();
+  ASSERT_NE(msg.find("exceed 4194304 bytes waiting in total ("), std::string::npos) << msg;
+  uint64_t waiting = std::stoull(msg.substr(msg.find(" total (") + 8));
+  ASSERT_LE(waiting, kBudget);
+  ASSERT_GT(waiting, kBudget - ProcTable::kMaxStdinQueue);
+  // Exactly up to the budget passes, then one byte more does not.
+  if (waiting < kBudget) {
+    auto fill = protocol::WriteProcessStdin(*conn_, pids[4], std::string(kBudget - waiting, 'y'));
+    ASSERT_TRUE(fill) << fill.error().ToString();
+  }
+  auto one = protocol::WriteProcessStdin(*conn_, pids[4], "z");
+  ASSERT_FALSE(one);
+  EXPECT_EQ(one.error().code(), ErrorCode::kLimitExceeded);
+  EXPECT_NE(one.error().message().find("(4194304 waiting)"), std::string::npos)
+      << one.error().ToString();
+  // Killing a process gives its queue back.
+  ASSERT_TRUE(protocol::KillProcess(*conn_, pids[0]));
+  EXPECT_TRUE(protocol::WriteProcessStdin(*conn_, pids[4], "z"));
+  for (size_t i = 1; i < pids.size(); ++i) ASSERT_TRUE(protocol::KillProcess(*conn_, pids[i]));
+}
+
 }  // namespace
 }  // namespace asb::sandboxd::testing
