@@ -332,6 +332,7 @@ class SandboxManager {
                                         std::optional<uint64_t> size_hint = std::nullopt);
 
   /// Lists a directory (entries sorted by name; sandboxd includes dotfiles and symlinks).
+  /// kTooLarge over protocol::kMaxListingBytes, kLimitExceeded over 100,000 entries.
   Result<std::vector<protocol::FileStat>> ListFiles(const std::string& owner, const std::string& id,
                                                     const std::string& path, bool recursive);
   Result<protocol::FileStat> StatFile(const std::string& owner, const std::string& id,

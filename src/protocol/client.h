@@ -131,6 +131,8 @@ Result<CollectedExec> ExecCollect(Connection& conn, const ExecRequest& req,
 Result<std::string> ReadFile(Connection& conn, const FileReadRequest& req);
 /// Writes `data` as a whole file (atomically unless req.append). Returns the new file's stat.
 Result<FileStat> WriteFile(Connection& conn, const FileWriteRequest& req, std::string_view data);
+/// Collects a listing. Enforces req.max_entries (kLimitExceeded) and req.max_bytes (kTooLarge,
+/// ListingBytes summed) itself too, so a hostile sandboxd cannot make the host hold more.
 Result<std::vector<FileStat>> ListFiles(Connection& conn, const FileListRequest& req);
 Result<FileStat> StatFile(Connection& conn, const FileStatRequest& req);
 Result<FileStat> MakeDir(Connection& conn, const FileMkdirRequest& req);

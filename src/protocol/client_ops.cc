@@ -191,6 +191,7 @@ Result<FileStat> WriteFile(Connection& conn, const FileWriteRequest& req, std::s
 Result<std::vector<FileStat>> ListFiles(Connection& conn, const FileListRequest& req) {
   ASB_ASSIGN_OR_RETURN(std::shared_ptr<Channel> ch, conn.Open(EncodeFileListRequest(req)));
   std::vector<FileStat> entries;
+  uint64_t bytes = 0;  // sum of ListingBytes: sandboxd enforces max_bytes, but may be hostile
   while (true) {
     ASB_ASSIGN_OR_RETURN(ChannelEvent ev, ch->Next());
     switch (ev.kind) {
@@ -200,6 +201,11 @@ Result<std::vector<FileStat>> ListFiles(Connection& conn, const FileListRequest&
           (void)ch->Cancel();
           return Fail(Error::LimitExceeded("listing has more than " +
                                            std::to_string(req.max_entries) + " entries"));
+        }
+        for (const FileStat& e : batch) bytes += ListingBytes(e);
+        if (bytes > req.max_bytes) {
+          (void)ch->Cancel();
+          return Fail(Error::TooLarge(ListingTooLargeMessage(req.max_bytes)));
         }
         std::move(batch.begin(), batch.end(), std::back_inserter(entries));
         break;

@@ -347,6 +347,21 @@ TEST_F(ClientOpsTest, ListStatMkdirMoveRemoveKillAll) {
   ASSERT_FALSE(capped);
   EXPECT_EQ(capped.error().code(), ErrorCode::kLimitExceeded);
 
+  // The byte budget, checked by the host too: this fake sandboxd ignores max_bytes, as a
+  // hostile one would. Paths 15 + 12 + 12 bytes, plus the fixed cost of each entry.
+  lr.max_entries = 100000;
+  lr.max_bytes = 15 + 12 + 12 + 3 * kListingEntryCost;
+  auto at_budget = ListFiles(conn(), lr);
+  ASSERT_TRUE(at_budget) << at_budget.error().ToString();
+  EXPECT_EQ(at_budget->size(), 3u);
+  lr.max_bytes -= 1;
+  auto over_budget = ListFiles(conn(), lr);
+  ASSERT_FALSE(over_budget);
+  EXPECT_EQ(over_budget.error().code(), ErrorCode::kTooLarge);
+  EXPECT_EQ(over_budget.error().message(), "listing exceeds " + std::to_string(lr.max_bytes) +
+                                               " bytes; list a narrower path or without recursive");
+  EXPECT_TRUE(conn().alive());
+
   FileStatRequest sr;
   sr.path = "/workspace/a";
   auto st = StatFile(conn(), sr);

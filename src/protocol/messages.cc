@@ -259,8 +259,14 @@ std::string EncodeFileListRequest(const FileListRequest& m) {
   o["path"] = Sv(m.path);
   o["recursive"] = m.recursive;
   o["max_entries"] = m.max_entries;
+  o["max_bytes"] = m.max_bytes;
   o["scope"] = ScopeToJson(m.scope);
   return Serialize(o);
+}
+
+std::string ListingTooLargeMessage(uint64_t max_bytes) {
+  return "listing exceeds " + std::to_string(max_bytes) +
+         " bytes; list a narrower path or without recursive";
 }
 
 Result<FileListRequest> DecodeFileListRequest(std::string_view text) {
@@ -271,6 +277,7 @@ Result<FileListRequest> DecodeFileListRequest(std::string_view text) {
   ASB_TRY(r.Get("path", &m.path));
   ASB_TRY(r.Get("recursive", &m.recursive));
   ASB_TRY(r.Get("max_entries", &m.max_entries));
+  ASB_TRY(r.Get("max_bytes", &m.max_bytes));
   ASB_TRY(ReadScope(r, &m.scope));
   return m;
 }

@@ -11,7 +11,8 @@
 //                host->d DATA stdin + EOF; SIGNAL; RESIZE; RESULT ExecResult.
 //   file.read    OPEN FileReadRequest; INFO FileStat; DATA stdout...; EOF; RESULT {}.
 //   file.write   OPEN FileWriteRequest; host DATA stdin...; EOF; RESULT FileStat.
-//   file.list    OPEN FileListRequest; INFO {"entries":[FileStat...]}...; RESULT {"count"}.
+//   file.list    OPEN FileListRequest; INFO {"entries":[FileStat...]}...; RESULT {"count"}
+//                (or ERROR limit_exceeded over max_entries, payload_too_large over max_bytes).
 //   file.stat    OPEN FileStatRequest; RESULT FileStat.
 //   file.mkdir   OPEN FileMkdirRequest; RESULT FileStat.
 //   file.remove  OPEN FileRemoveRequest; RESULT {}.
@@ -133,10 +134,34 @@ struct FileWriteRequest {
   FileScope scope;
 };
 
+/// Budget of one listing, in "listing bytes": each entry costs kListingEntryCost plus the
+/// lengths of its path and link target (ListingBytes below). Without it a listing was capped
+/// only by max_entries, and with 4 KiB paths 100,000 entries are ~400 MB, built whole in
+/// sandboxd (which the sandbox's memory limit then OOM-kills) and again in the server (security
+/// review W5). 16 MiB keeps the server's copy (its JSON answer is ~2x that) well below what one
+/// request may hold, and still admits 100,000 entries of paths up to ~100 bytes.
+inline constexpr uint64_t kMaxListingBytes = 16 * 1024 * 1024;
+/// Fixed cost per listed entry: a rough upper bound of a FileStat's own size (struct, type,
+/// numbers) apart from its strings.
+inline constexpr uint64_t kListingEntryCost = 64;
+
+/// The cost of `e` against FileListRequest::max_bytes: path + link target + kListingEntryCost
+/// (the name is a suffix of the path, so it is not counted twice).
+inline uint64_t ListingBytes(const FileStat& e) {
+  return kListingEntryCost + e.path.size() + e.link_target.size();
+}
+
+/// The message of the kTooLarge error of a listing over `max_bytes`; sandboxd and the host
+/// (which enforces the same budget against a hostile sandboxd) use the same words.
+std::string ListingTooLargeMessage(uint64_t max_bytes);
+
 struct FileListRequest {
   std::string path;
   bool recursive = false;
   uint32_t max_entries = 100000;  // more is an ERROR limit_exceeded
+  /// Sum of ListingBytes over the entries; more is an ERROR payload_too_large. An older peer
+  /// that omits it gets the default.
+  uint64_t max_bytes = kMaxListingBytes;
   FileScope scope;
 };
 

@@ -309,12 +309,22 @@ TEST(MessagesTest, FileListRequestGoldenAndRoundTrip) {
   r.recursive = true;
   std::string json = EncodeFileListRequest(r);
   EXPECT_EQ(json,
-            std::string(R"({"op":"file.list","path":".","recursive":true,"max_entries":100000,)") +
+            std::string(R"({"op":"file.list","path":".","recursive":true,"max_entries":100000,)"
+                        R"("max_bytes":16777216,)") +
                 kScopeJson + "}");
   auto d = DecodeFileListRequest(json);
   ASSERT_TRUE(d);
   EXPECT_TRUE(d->recursive);
   EXPECT_EQ(d->max_entries, 100000u);
+  EXPECT_EQ(d->max_bytes, kMaxListingBytes);
+  r.max_bytes = 100;
+  auto small = DecodeFileListRequest(EncodeFileListRequest(r));
+  ASSERT_TRUE(small);
+  EXPECT_EQ(small->max_bytes, 100u);
+  // An older host that does not send max_bytes still gets the budget.
+  auto old = DecodeFileListRequest(R"({"op":"file.list","path":"."})");
+  ASSERT_TRUE(old);
+  EXPECT_EQ(old->max_bytes, kMaxListingBytes);
 }
 
 TEST(MessagesTest, FileStatRequestGoldenAndRoundTrip) {

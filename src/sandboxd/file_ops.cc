@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <optional>
 
 namespace asb::sandboxd {
 
@@ -15,8 +16,13 @@ using protocol::FileStat;
 
 namespace {
 
-// Names in directory `fd` (without "." and ".."). `fd` is not consumed.
-Result<std::vector<std::string>> ReadNames(int fd, const std::string& display) {
+// Names in directory `fd` (without "." and ".."). `fd` is not consumed. With `max_bytes`, fails
+// with `too_large` once the names plus kListingEntryCost each exceed it (a listing's budget:
+// each entry's path is longer than its name, so such a directory could not be listed anyway,
+// and its names alone must not take sandboxd's memory).
+Result<std::vector<std::string>> ReadNames(int fd, const std::string& display,
+                                           std::optional<uint64_t> max_bytes = std::nullopt,
+                                           const std::string& too_large = {}) {
   int dupfd = fcntl(fd, F_DUPFD_CLOEXEC, 0);
   if (dupfd < 0) return FailErrno(display);
   DIR* dir = fdopendir(dupfd);
@@ -26,10 +32,16 @@ Result<std::vector<std::string>> ReadNames(int fd, const std::string& display) {
     return Fail(Error::FromErrno(err, display));
   }
   std::vector<std::string> names;
+  uint64_t bytes = 0;
   errno = 0;
   while (dirent* d = readdir(dir)) {
     std::string_view n = d->d_name;
     if (n == "." || n == "..") continue;
+    bytes += protocol::kListingEntryCost + n.size();
+    if (max_bytes && bytes > *max_bytes) {
+      closedir(dir);
+      return Fail(Error::TooLarge(too_large));
+    }
     names.emplace_back(n);
   }
   int err = errno;
@@ -50,9 +62,20 @@ Status RemoveTreeAt(int parent, const std::string& name, const std::string& disp
   return {};
 }
 
-Status ListInto(int dirfd, const std::string& display, bool recursive, uint32_t max_entries,
-                std::vector<FileStat>* out) {
-  ASB_ASSIGN_OR_RETURN(auto names, ReadNames(dirfd, display));
+// A listing under way: its limits and what it holds so far.
+struct Listing {
+  bool recursive = false;
+  uint32_t max_entries = 0;
+  uint64_t max_bytes = 0;
+  uint64_t bytes = 0;  // sum of ListingBytes over `out`
+  std::vector<FileStat> out;
+};
+
+Status ListInto(int dirfd, const std::string& display, Listing* l) {
+  std::vector<FileStat>* out = &l->out;
+  const uint32_t max_entries = l->max_entries;
+  const std::string too_large = protocol::ListingTooLargeMessage(l->max_bytes);
+  ASB_ASSIGN_OR_RETURN(auto names, ReadNames(dirfd, display, l->max_bytes - l->bytes, too_large));
   for (const auto& n : names) {
     if (out->size() >= max_entries) {
       return Fail(Error::LimitExceeded("listing has more than " + std::to_string(max_entries) +
@@ -64,14 +87,18 @@ Status ListInto(int dirfd, const std::string& display, bool recursive, uint32_t 
       if (errno == ENOENT) continue;  // removed while we listed
       return FailErrno(path);
     }
-    out->push_back(MakeFileStat(st, path, n, dirfd, n.c_str()));
-    if (recursive && S_ISDIR(st.st_mode)) {
+    FileStat e = MakeFileStat(st, path, n, dirfd, n.c_str());
+    uint64_t cost = protocol::ListingBytes(e);
+    if (cost > l->max_bytes - l->bytes) return Fail(Error::TooLarge(too_large));
+    l->bytes += cost;
+    out->push_back(std::move(e));
+    if (l->recursive && S_ISDIR(st.st_mode)) {
       UniqueFd sub(openat(dirfd, n.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
       if (!sub) {
         if (errno == EACCES || errno == ENOENT) continue;  // unreadable: listed, not descended
         return FailErrno(path);
       }
-      ASB_TRY(ListInto(sub.get(), path, recursive, max_entries, out));
+      ASB_TRY(ListInto(sub.get(), path, l));
     }
   }
   return {};
@@ -175,8 +202,13 @@ Result<uint64_t> ListDirectory(const FsContext& ctx, const protocol::FileListReq
   FsIdentity id(req.scope);
   ASB_ASSIGN_OR_RETURN(FsPath p, ResolvePath(ctx, req.path, req.scope));
   ASB_ASSIGN_OR_RETURN(UniqueFd dir, OpenResolved(ctx, p, p.rel, O_RDONLY | O_DIRECTORY));
-  std::vector<FileStat> all;
-  ASB_TRY(ListInto(dir.get(), p.display, req.recursive, req.max_entries, &all));
+  Listing l;
+  l.recursive = req.recursive;
+  l.max_entries = req.max_entries;
+  // The host may ask for less (tests do), never for more than the product's budget.
+  l.max_bytes = std::min(req.max_bytes, protocol::kMaxListingBytes);
+  ASB_TRY(ListInto(dir.get(), p.display, &l));
+  std::vector<FileStat>& all = l.out;
   std::sort(all.begin(), all.end(),
             [](const FileStat& a, const FileStat& b) { return a.path < b.path; });
   // Chunks of at most `chunk` entries and well under the 1 MiB frame limit (a name is at most

@@ -37,7 +37,9 @@ Result<protocol::FileStat> MovePath(const FsContext& ctx, const protocol::FileMo
 
 /// Lists a directory (sorted by path; dotfiles included; symlinks not followed), calling
 /// `emit` with chunks of at most `chunk` entries. Returns the total count. Errors:
-/// kLimitExceeded over max_entries, kInvalidArgument for a non-directory.
+/// kLimitExceeded over max_entries, kTooLarge over max_bytes (protocol::ListingBytes summed;
+/// at most protocol::kMaxListingBytes whatever the request says), kInvalidArgument for a
+/// non-directory.
 Result<uint64_t> ListDirectory(const FsContext& ctx, const protocol::FileListRequest& req,
                                const std::function<void(std::vector<protocol::FileStat>&&)>& emit,
                                size_t chunk = 1000);

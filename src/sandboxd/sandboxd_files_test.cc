@@ -175,6 +175,59 @@ TEST_F(SandboxdFilesTest, ListIsSortedWithDotfilesDirsSymlinksAndSizes) {
   EXPECT_EQ(protocol::ListFiles(*conn_, capped).error().code(), ErrorCode::kLimitExceeded);
 }
 
+// Security review W5: a listing has a byte budget (protocol::kMaxListingBytes), which sandboxd
+// enforces while it lists, before it holds more: exactly at the budget passes, one over fails.
+TEST_F(SandboxdFilesTest, ListingByteBudgetExactlyAtPassesOneOverFails) {
+  ASSERT_EQ(Sh("mkdir -p budget/d && touch budget/a budget/d/bb && ln -s /a/long/target "
+               "budget/link")
+                .result.exit_code,
+            0);
+  auto all = List("budget", true);
+  ASSERT_TRUE(all) << all.error().ToString();
+  ASSERT_EQ(all->size(), 4u);
+  uint64_t exact = 0;
+  for (const auto& e : *all) exact += protocol::ListingBytes(e);
+  EXPECT_EQ(exact, 4 * protocol::kListingEntryCost + 4 * Ws("budget/").size() + 1 + 1 + 4 + 4 +
+                       std::string("/a/long/target").size());
+  // Straight to sandboxd (one OPEN, its first answer), so the host's own check is not involved.
+  auto first_answer = [&](uint64_t max_bytes) -> ChannelEvent {
+    protocol::FileListRequest req;
+    req.path = "budget";
+    req.recursive = true;
+    req.max_bytes = max_bytes;
+    auto ch = conn_->Open(protocol::EncodeFileListRequest(req));
+    EXPECT_TRUE(ch);
+    auto ev = (*ch)->Next();
+    EXPECT_TRUE(ev);
+    ChannelEvent out = *ev;
+    while (ev && ev->kind != ChannelEvent::Kind::kResult &&
+           ev->kind != ChannelEvent::Kind::kError) {
+      ev = (*ch)->Next();
+    }
+    return out;
+  };
+  EXPECT_EQ(first_answer(exact).kind, ChannelEvent::Kind::kInfo);
+  const std::string msg = "listing exceeds " + std::to_string(exact - 1) +
+                          " bytes; list a narrower path or without recursive";
+  for (uint64_t budget : {exact - 1, uint64_t{100}}) {  // the last entry; the names themselves
+    ChannelEvent over = first_answer(budget);
+    ASSERT_EQ(over.kind, ChannelEvent::Kind::kError) << budget;
+    ASSERT_TRUE(over.error);
+    EXPECT_EQ(over.error->code(), ErrorCode::kTooLarge);
+    EXPECT_EQ(over.error->message(), protocol::ListingTooLargeMessage(budget));
+  }
+  EXPECT_EQ(protocol::ListingTooLargeMessage(exact - 1), msg);
+  // Through the host client: the same error, and the daemon keeps answering.
+  protocol::FileListRequest req;
+  req.path = "budget";
+  req.recursive = true;
+  req.max_bytes = exact;
+  EXPECT_TRUE(protocol::ListFiles(*conn_, req));
+  req.max_bytes = exact - 1;
+  EXPECT_EQ(protocol::ListFiles(*conn_, req).error().code(), ErrorCode::kTooLarge);
+  EXPECT_TRUE(List("budget"));
+}
+
 TEST_F(SandboxdFilesTest, LargeListingsArriveInSeveralChunks) {
   ASSERT_EQ(Sh("mkdir many && cd many && L=$(head -c 200 /dev/zero | tr '\\0' x) && "
                "for i in $(seq -f %05g 0 2499); do : > f${i}_$L; done")

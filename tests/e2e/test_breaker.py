@@ -133,6 +133,32 @@ class BreakerTest(ServerTestCase):
         r = self.server.request("GET", base + "?path=u8/bad%FF")
         self.assertEqual((r.status, r.body), (200, b""))
 
+    def test_a_huge_listing_is_refused_413_and_the_sandbox_still_answers(self):
+        # W5: a recursive listing was capped at 100,000 entries but not in size; paths may be 4 KiB,
+        # so one listing could be ~400 MB, built whole in sandboxd (OOM-killed: the sandbox went
+        # to `error` for good) and again in the server. Now a listing has a 16 MiB budget (each
+        # entry: path + link target + 64 bytes). 4,200 entries of 4,034-byte paths are
+        # 4,200 x 4,098 = 17.2 MB, just over it (scaled down from the breaker's 60,000).
+        made = self.sh("cd /workspace && rm -rf W5 && mkdir W5 && cd W5 && "
+                       "N=$(printf '%0250d' 0) && "
+                       "for i in $(seq 15); do mkdir $N && cd $N || exit 1; done && "
+                       "seq -f '%0255.0f' 1 4200 | xargs touch && ls | wc -l && pwd | wc -c")
+        self.assertEqual(made["stdout"].split(), ["4200", str(3778 + 1)], made)
+        base = "/v1/sandboxes/%s/files/list" % self.sid
+        r = self.server.request("GET", base + "?path=W5&recursive=true")
+        self.assertEqual(r.status, 413, r)
+        self.assertEqual(r.json()["error"], {
+            "code": "payload_too_large",
+            "message": "listing exceeds 16777216 bytes; list a narrower path or without recursive"})
+        # The sandbox (and its sandboxd) still answers; narrower listings still work.
+        self.assertEqual(self.sh("echo alive")["stdout"], "alive\n")
+        r = self.server.request("GET", base + "?path=W5")
+        self.assertEqual(r.status, 200, r)
+        self.assertEqual(len(r.json()["entries"]), 1)
+        r = self.server.request("GET", "/v1/sandboxes/%s" % self.sid)
+        self.assertEqual(r.json()["status"], "running", r)
+        self.sh("rm -rf /workspace/W5")
+
     def test_full_disks_are_refused_cleanly_and_recoverable(self):
         r = self.sh("dd if=/dev/zero of=/workspace/fill bs=1M count=200 2>/dev/null; "
                     "dd if=/dev/zero of=/tmp/fill bs=1M count=2000 2>/dev/null; "
