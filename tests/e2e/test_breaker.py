@@ -157,6 +157,29 @@ class BreakerTest(ServerTestCase):
         self.assertEqual(len(r.json()["entries"]), 1)
         r = self.server.request("GET", "/v1/sandboxes/%s" % self.sid)
         self.assertEqual(r.json()["status"], "running", r)
+        # The MCP list tool goes through the same path: a tool error with the same words.
+        hdrs = {"Accept": "application/json, text/event-stream"}
+        init = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+                "params": {"protocolVersion": "2025-03-26", "capabilities": {},
+                           "clientInfo": {"name": "t", "version": "1"}}}
+        r = self.server.request("POST", "/mcp", init, headers=hdrs)
+        self.assertEqual(r.status, 200, r)
+        hdrs["Mcp-Session-Id"] = r.headers["mcp-session-id"]
+        try:
+            call = {"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+                    "params": {"name": "sandbox_list_files",
+                               "arguments": {"sandbox_id": self.sid, "path": "W5",
+                                             "recursive": True}}}
+            r = self.server.request("POST", "/mcp", call, headers=hdrs)
+            self.assertEqual(r.status, 200, r)
+            text = r.body.decode()
+            if r.headers.get("content-type", "").startswith("text/event-stream"):
+                text = next(l[5:] for l in text.splitlines() if l.startswith("data:"))
+            result = json.loads(text)["result"]
+            self.assertIs(result.get("isError"), True, result)
+            self.assertIn("listing exceeds 16777216 bytes", json.dumps(result))
+        finally:
+            self.server.request("DELETE", "/mcp", headers=hdrs, check=False)
         self.sh("rm -rf /workspace/W5")
 
     def test_full_disks_are_refused_cleanly_and_recoverable(self):

@@ -216,6 +216,20 @@ class SeedATest(ServerTestCase):
         rd = self.server.request("GET", "/exec/%s/read?path=e.txt" % name).json()
         self.assertEqual(rd, {"path": "/workspace/e.txt", "size": 0, "content": ""})
 
+    def test_a_listing_over_the_byte_budget_is_413(self):
+        # Security review W5: seed A's listing shares the 16 MiB listing budget of
+        # /v1/.../files/list (4,200 paths of 4,034 bytes are 17.2 MB of listing data).
+        name = self.session("w5")
+        tree = ("mkdir W5 && cd W5 && N=$(printf '%0250d' 0) && "
+                "for i in $(seq 15); do mkdir $N && cd $N || exit 1; done && "
+                "seq -f '%0255.0f' 1 4200 | xargs touch")
+        r = self.execute(name, {"command": "sh", "args": ["-c", tree]})
+        self.assertEqual(r.json()["exitCode"], 0, r)
+        r = self.server.request("GET", "/exec/%s/files?path=W5&recursive=true" % name)
+        self.assertError(r, 413, "payload_too_large")
+        self.assertIn("listing exceeds 16777216 bytes", r.json()["error"]["message"])
+        self.assertEqual(self.server.request("GET", "/exec/%s/files?path=W5" % name).status, 200)
+
     def test_guest_errors_are_errors(self):
         name = self.session("errs")
         self.assertEqual(self.execute(name, {"command": "true"}).status, 200)
