@@ -241,6 +241,14 @@ void BgProcess::ReleasePipes() {
   in_.reset();
 }
 
+void BgProcess::Forget() {
+  ReleasePipes();
+  std::deque<Chunk>().swap(ring_);
+  ring_kept_ = 0;
+  ring_start_ = info_.output_bytes;
+  ForEachWatcher(watchers_, [](ProcWatcher* w) { w->OnProcOutput(); });
+}
+
 // ---- ProcTable -------------------------------------------------------------------------------
 
 ProcTable::~ProcTable() {
@@ -317,9 +325,11 @@ void ProcTable::OnStartReport(int pid) {
     return;
   }
   // A process of the same pid that exited earlier is no longer addressable: forget it.
-  procs_.erase(std::remove_if(procs_.begin(), procs_.end(),
-                              [pid](const auto& p) { return p->pid() == pid && !p->running(); }),
-               procs_.end());
+  auto reused = [pid](const auto& p) { return p->pid() == pid && !p->running(); };
+  for (const auto& p : procs_) {
+    if (reused(p)) p->Forget();
+  }
+  procs_.erase(std::remove_if(procs_.begin(), procs_.end(), reused), procs_.end());
   procs_.push_back(s.proc);
   s.done(s.proc->info());
 }
@@ -334,6 +344,7 @@ void ProcTable::Trim() {
   for (const auto& p : procs_) exited += p->running() ? 0 : 1;
   for (auto it = procs_.begin(); exited > kMaxExitedKept && it != procs_.end();) {
     if (!(*it)->running()) {
+      (*it)->Forget();
       it = procs_.erase(it);
       --exited;
     } else {
@@ -359,6 +370,7 @@ Status ProcTable::ReserveRing(uint64_t cap) {
       continue;
     }
     exited -= (*it)->ring_cap_;
+    (*it)->Forget();
     it = procs_.erase(it);
   }
   return {};

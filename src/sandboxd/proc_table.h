@@ -106,6 +106,10 @@ class BgProcess final : public OutputPipe::Owner {
   void OnLeaderExit(int status, int64_t now_ms);
   /// Gives still-open output pipes (held by descendants) to the daemon's void drain.
   void ReleasePipes();
+  /// The table forgets this exited process: its ring is freed at once, even while attachers
+  /// still hold it (they are told what they skipped and end), so that forgotten rings cannot
+  /// outlive the ring budget; output still coming goes to the void drain.
+  void Forget();
 
   Daemon& daemon_;
   protocol::ProcInfo info_;

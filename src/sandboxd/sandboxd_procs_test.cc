@@ -355,5 +355,40 @@ TEST_F(SandboxdTest, ProcStdinBudgetBoundsAllQueuesTogether) {
   for (size_t i = 1; i < pids.size(); ++i) ASSERT_TRUE(protocol::KillProcess(*conn_, pids[i]));
 }
 
+// An attacher that does not read cannot keep a forgotten process's ring alive outside the
+// budget: when the table forgets the process its ring goes, and the attacher is told what it
+// skipped and ends.
+TEST_F(SandboxdTest, ProcForgottenRingIsFreedUnderAStalledAttacher) {
+  constexpr uint64_t kMax = protocol::kProcRingMaxBytes;
+  ProcStartRequest r = Cmd("head -c 1048576 /dev/zero");
+  r.ring_bytes = kMax;
+  auto old = protocol::StartProcess(*conn_, r);
+  ASSERT_TRUE(old) << old.error().ToString();
+  auto a = protocol::AttachProcess(*conn_, {old->pid, kMax, false});
+  ASSERT_TRUE(a) << a.error().ToString();
+  // Not read: after its first window (256 KiB) the attacher stalls. Fill the budget with
+  // running rings, which forgets the exited process.
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  std::vector<int> running;
+  for (uint64_t i = 0; i < ProcTable::kRingBudgetBytes / kMax; ++i) {
+    ProcStartRequest s = Cmd("sleep 30");
+    s.ring_bytes = kMax;
+    auto p = protocol::StartProcess(*conn_, s);
+    ASSERT_TRUE(p) << p.error().ToString();
+    running.push_back(p->pid);
+  }
+  auto list = protocol::ListProcesses(*conn_);
+  ASSERT_TRUE(list);
+  for (const auto& p : *list) EXPECT_NE(p.pid, old->pid);
+  uint64_t skipped = 0;
+  std::optional<ProcInfo> fin;
+  std::string out = ReadUntil(**a, "", &fin, &skipped);
+  ASSERT_TRUE(fin);
+  EXPECT_EQ(fin->output_bytes, 1048576u);
+  EXPECT_GT(skipped, 0u);
+  EXPECT_EQ(out.size() + skipped, 1048576u);
+  for (int pid : running) ASSERT_TRUE(protocol::KillProcess(*conn_, pid)) << pid;
+}
+
 }  // namespace
 }  // namespace asb::sandboxd::testing
