@@ -201,7 +201,8 @@ awaitable<void> HttpServer::Impl::Drain() {
 
 awaitable<void> HttpServer::Impl::Accept() {
   net::steady_timer pause(co_await net::this_coro::executor);
-  uint64_t failed = 0;  // accepts failed in a row
+  uint64_t failed = 0;   // accepts failed in a row
+  uint64_t refused = 0;  // connections refused in a row at max_connections
   for (;;) {
     auto [ec, socket] = co_await acceptor.async_accept(net::make_strand(ioc), kTuple);
     if (ec) {
@@ -217,6 +218,32 @@ awaitable<void> HttpServer::Impl::Accept() {
     if (failed > 0) {
       spdlog::info("accept: working again after {} failed attempt(s)", failed);
       failed = 0;
+    }
+    if (options.max_connections > 0 && SessionCount() >= options.max_connections) {
+      // Over the cap: a short answer written straight to the new socket (it fits in the
+      // socket's send buffer, so the non-blocking write does not wait), then close.
+      static const std::string kBody =
+          "{\"error\":{\"code\":\"unavailable\",\"message\":\"too many open connections; "
+          "retry later\"}}";
+      static const std::string kOverCap =
+          "HTTP/1.1 503 Service Unavailable\r\nServer: agent-sandbox\r\n"
+          "Content-Type: application/json\r\nRetry-After: 1\r\nConnection: close\r\n"
+          "Content-Length: " +
+          std::to_string(kBody.size()) + "\r\n\r\n" + kBody;
+      beast::error_code wec;
+      socket.non_blocking(true, wec);
+      socket.write_some(net::buffer(kOverCap), wec);
+      socket.shutdown(tcp::socket::shutdown_send, wec);
+      socket.close(wec);
+      if (refused++ == 0) {
+        spdlog::warn("accept: {} connections open, the most allowed; refusing new ones",
+                     options.max_connections);
+      }
+      continue;
+    }
+    if (refused > 0) {
+      spdlog::info("accept: taking connections again after refusing {}", refused);
+      refused = 0;
     }
     auto handle = std::make_shared<SessionHandle>();
     handle->executor = socket.get_executor();

@@ -29,17 +29,21 @@ namespace asb::api {
 
 struct ServerOptions {
   std::string host = "127.0.0.1";
-  uint16_t port = 8080;                  // 0: any free port (see HttpServer::port())
+  uint16_t port = 8080;  // 0: any free port (see HttpServer::port())
   int io_threads = 2;
   size_t max_header_bytes = 16 * 1024;
   size_t max_json_body_bytes = 1 << 20;
   size_t max_file_body_bytes = (100u << 20) + 64 * 1024;
-  int idle_timeout_s = 120;              // keep-alive idle and header read
-  int body_timeout_s = 300;              // reading one request body
-  int write_timeout_s = 300;             // one write (a response, a stream chunk)
+  int idle_timeout_s = 120;   // keep-alive idle and header read
+  int body_timeout_s = 300;   // reading one request body
+  int write_timeout_s = 300;  // one write (a response, a stream chunk)
   int shutdown_grace_s = 30;
   size_t max_blocking_threads = 512;
-  bool handle_signals = true;            // SIGTERM/SIGINT start a graceful shutdown
+  // Open client connections at most; one more is answered 503 (the one error shape, with
+  // Retry-After: 1) and closed. Without a cap, a client holding idle connections used up
+  // RLIMIT_NOFILE and the server could open nothing else (sandboxes, snapshots). 0 = no cap.
+  size_t max_connections = 8192;
+  bool handle_signals = true;  // SIGTERM/SIGINT start a graceful shutdown
 };
 
 class HttpServer {

@@ -2,8 +2,8 @@
 #include "api/server.h"
 
 #include <arpa/inet.h>
-#include <gtest/gtest.h>
 #include <fcntl.h>
+#include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
@@ -357,6 +357,60 @@ TEST_F(ServerTest, RunningOutOfDescriptorsPausesTheAcceptLoopInsteadOfSpinning) 
   for (ssize_t n; (n = read(client, buf, sizeof buf)) > 0;) out.append(buf, n);
   close(client);
   EXPECT_EQ(out.rfind("HTTP/1.1 200", 0), 0u) << out;
+}
+
+TEST(ServerLimitsTest, ConnectionsOverTheCapAreAnswered503AndClosed) {
+  Router router;
+  router.Add("GET", "/healthz", [](HttpRequest&) { return JsonResponse(200, "{}"); });
+  ServerOptions o;
+  o.port = 0;
+  o.handle_signals = false;
+  o.max_connections = 3;
+  HttpServer server(o, router);
+  ASSERT_TRUE(server.Listen());
+  std::thread runner([&] { server.Run(); });
+  auto connect_one = [&] {
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_port = htons(server.port());
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    EXPECT_EQ(connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)), 0);
+    return fd;
+  };
+  auto ask = [](int fd) {  // one keep-alive request; the answer's status line
+    const std::string req = "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n";
+    if (write(fd, req.data(), req.size()) != static_cast<ssize_t>(req.size())) return std::string();
+    char buf[1024];
+    ssize_t n = read(fd, buf, sizeof buf);
+    return n > 0 ? std::string(buf, n) : std::string();
+  };
+  std::vector<int> held;
+  for (int i = 0; i < 3; ++i) {  // exactly at the cap: served, and kept open
+    held.push_back(connect_one());
+    EXPECT_EQ(ask(held.back()).rfind("HTTP/1.1 200", 0), 0u) << i;
+  }
+  int over = connect_one();  // one over: a 503 in the error shape, then closed
+  std::string answer;
+  char buf[1024];
+  for (ssize_t n; (n = read(over, buf, sizeof buf)) > 0;) answer.append(buf, n);
+  close(over);
+  EXPECT_EQ(answer.rfind("HTTP/1.1 503", 0), 0u) << answer;
+  EXPECT_NE(answer.find("Retry-After: 1"), std::string::npos);
+  EXPECT_NE(answer.find("{\"error\":{\"code\":\"unavailable\""), std::string::npos);
+  close(held.back());  // a place comes free once a connection closes
+  held.pop_back();
+  bool served = false;
+  for (int i = 0; i < 100 && !served; ++i) {
+    int fd = connect_one();
+    served = ask(fd).rfind("HTTP/1.1 200", 0) == 0;
+    close(fd);
+    if (!served) std::this_thread::sleep_for(20ms);
+  }
+  EXPECT_TRUE(served);
+  for (int fd : held) close(fd);
+  server.Stop();
+  runner.join();
 }
 
 TEST_F(ServerTest, StopWaitsForInFlightRequests) {
