@@ -75,7 +75,7 @@ if [[ ${ASB_SANITIZE_SKIP_PRIVILEGED:-0} != 1 ]]; then
 fi
 
 step "sanitizer reports"
-reports=$(cat "$logs"/asan.* "$logs"/ubsan.* 2>/dev/null | grep -E '^(SUMMARY|ERROR): ' || true)
+reports=$(cat "$logs"/asan.* "$logs"/ubsan.* 2>/dev/null | grep -E '^(SUMMARY|ERROR): |: runtime error: ' || true)
 if [[ -n $reports ]]; then
   echo "$reports" | sort | uniq -c
   echo "full reports: $logs/asan.* $logs/ubsan.*"
