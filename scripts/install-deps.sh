@@ -3,14 +3,15 @@
 # template need. Idempotent and quiet: when dpkg-query reports all of them installed, apt is
 # not touched at all, so repeated runs of scripts/test.sh cost a fraction of a second.
 #
-# Usage: sudo bash scripts/install-deps.sh
+# Usage: bash scripts/install-deps.sh   (as root, or as a user with sudo: it re-runs itself
+#        under sudo when something is missing)
 set -euo pipefail
 
 PACKAGES=(
   # toolchain
   g++ cmake ninja-build pkg-config make git
   # libraries (headers + static archives; sandboxd links statically)
-  libboost1.81-dev libspdlog-dev libfmt-dev libcli11-dev libsqlite3-dev libseccomp-dev
+  libboost1.81-dev libboost-json1.81-dev libboost-url1.81-dev libspdlog-dev libfmt-dev libcli11-dev libsqlite3-dev libseccomp-dev
   libcap-dev libarchive-dev libzstd-dev libssl-dev libexpected-dev
   # template.toml parser (ADR 0012)
   libtoml11-dev
@@ -33,12 +34,27 @@ PACKAGES=(
   # networked sandboxes (issue 10): nft for our tables; tests/e2e/test_network.py runs dnsmasq
   # (the binary only, no system service) as the test internet's DNS server
   nftables dnsmasq-base
+  # the Python SDK's offline install test (pip install into a venv, built by setuptools+wheel)
+  python3-pip python3-venv python3-setuptools python3-wheel
+  # the TypeScript SDK's suite and the MCP suite (the official MCP client from npm)
+  nodejs
+)
+# Needed only when the command is missing: another packaging of Node.js (NodeSource's nodejs,
+# which conflicts with Debian's npm) already provides it.
+COMMAND_PACKAGES=(
+  npm:npm
 )
 
 missing=()
 for p in "${PACKAGES[@]}"; do
   status=$(dpkg-query -W -f='${db:Status-Status}' "$p" 2>/dev/null || true)
   [[ "$status" == "installed" ]] || missing+=("$p")
+done
+for cp in "${COMMAND_PACKAGES[@]}"; do
+  if ! command -v "${cp%%:*}" >/dev/null 2>&1; then
+    PACKAGES+=("${cp#*:}")
+    missing+=("${cp#*:}")
+  fi
 done
 
 if ((${#missing[@]} == 0)); then
@@ -47,6 +63,10 @@ if ((${#missing[@]} == 0)); then
 fi
 
 if [[ $(id -u) -ne 0 ]]; then
+  if command -v sudo >/dev/null 2>&1; then
+    echo "install-deps: installing ${missing[*]} with sudo"
+    exec sudo bash "${BASH_SOURCE[0]}" "$@"
+  fi
   echo "install-deps: missing packages (${missing[*]}); run as root" >&2
   exit 1
 fi

@@ -6,7 +6,7 @@
 #   4. builds the base template into the data directory (scripts/build-template.sh base),
 #   5. runs the demo (scripts/demo.sh).
 #
-# Usage: sudo bash scripts/setup.sh
+# Usage: bash scripts/setup.sh   (as root, or as a user with sudo: it re-runs itself under sudo)
 # Env:   AGENT_SANDBOX_DATA_DIR (default /var/lib/agent-sandbox), ASB_JOBS (default nproc),
 #        ASB_PREFIX (install prefix, default /usr/local), ASB_BUILD_DIR (default build/).
 set -euo pipefail
@@ -19,8 +19,13 @@ cd "$REPO_DIR"
 started=$(date +%s)
 step() { printf '\n==> [%4ss] %s\n' "$(($(date +%s) - started))" "$*"; }
 
+# Root is needed (packages, namespaces, cgroups, loop devices): a user with sudo is re-run
+# under it, keeping the ASB_* and AGENT_SANDBOX_* settings above.
 if [[ $(id -u) -ne 0 ]]; then
-  echo "setup.sh: run as root (sudo bash scripts/setup.sh): sandboxes need namespaces, cgroups" \
+  if command -v sudo >/dev/null 2>&1; then
+    exec sudo -E bash "$REPO_DIR/scripts/setup.sh" "$@"
+  fi
+  echo "setup.sh: run as root, or as a user with sudo: sandboxes need namespaces, cgroups" \
     "and loop devices" >&2
   exit 1
 fi

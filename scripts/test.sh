@@ -5,7 +5,8 @@
 # `privileged` (real sandboxes; they need root) one at a time. Tests that need something this
 # host lacks (root, KVM, runsc) skip with a reason.
 #
-# Usage: sudo bash scripts/test.sh [BUILD_DIR]      (default BUILD_DIR: build-ci)
+# Usage: bash scripts/test.sh [BUILD_DIR]      (default BUILD_DIR: build-ci; as root, or as a
+#        user with sudo: it re-runs itself under sudo; ASB_NO_SUDO=1 runs it unprivileged)
 # Env:   AGENT_SANDBOX_DATA_DIR (template location), ASB_JOBS (parallel jobs, default nproc),
 #        ASB_CI_TEMPLATE (built beside base; default go, the quickest), ASB_TEMPLATES=all
 #        (also build and smoke-test every bundled template: ctest -L templates, minutes),
@@ -18,6 +19,11 @@ BUILD_DIR=${1:-build-ci}
 [[ $BUILD_DIR == /* ]] || BUILD_DIR="$REPO_DIR/$BUILD_DIR"
 JOBS=${ASB_JOBS:-$(nproc)}
 cd "$REPO_DIR"
+# The privileged tests need root: a user with sudo is re-run under it (keeping the ASB_* and
+# AGENT_SANDBOX_* settings); without sudo the tests that need root skip and say so.
+if [[ $(id -u) -ne 0 ]] && command -v sudo >/dev/null 2>&1 && [[ -z ${ASB_NO_SUDO:-} ]]; then
+  exec sudo -E bash "$REPO_DIR/scripts/test.sh" "$@"
+fi
 started=$(date +%s)
 step() { printf '\n==> [%4ss] %s\n' "$(($(date +%s) - started))" "$*"; }
 

@@ -1,0 +1,224 @@
+#!/usr/bin/env bash
+# The fresh-machine check: proves that the README's two commands work on a Debian 12 machine
+# that has nothing but Debian's minbase variant, so that no package installed by hand on a
+# developer's or CI's machine can hide a missing install step.
+#
+#   1. mmdebstrap makes a new Debian 12 (bookworm) minbase root in a temporary directory;
+#   2. a clean `git archive` of HEAD is unpacked in it (/src/agent-sandbox; uncommitted changes
+#      are not part of the check);
+#   3. /proc, /sys (with the cgroup mounts under it) and /dev are bound in, so that real
+#      sandboxes can run, and the host's resolv.conf is copied for the package mirror;
+#   4. in a chroot, as root, the README's "Quick start" commands run exactly as written (they
+#      are read from README.md, not repeated here): the first must end with the demo's success
+#      line, the second with "N passed, 0 failed".
+# Every mount, loop device, process and file it made is removed on exit, also on failure or
+# Ctrl-C. Each step prints how long it took.
+#
+# Usage: sudo bash scripts/fresh-check.sh [--ci]
+#   --ci  the cheap part only, which .ci/run runs before the tests: the minbase root,
+#         scripts/install-deps.sh, and CMake's configure step (which checks every library,
+#         program and Python module the build, the tests and the benchmarks need, and names
+#         what is missing). A few minutes.
+# Env:  ASB_FRESH_DIR (parent of the temporary root; default /var/tmp),
+#       ASB_FRESH_APT_CACHE (downloaded .debs kept between runs so that a rerun does not fetch
+#       them again; the packages are still installed afresh; default
+#       /var/cache/agent-sandbox/fresh-check-debs; "none" to keep nothing),
+#       ASB_FRESH_KEEP=1 (leave the root in place for a look; mounts are still removed),
+#       ASB_DEBIAN_MIRROR, ASB_DEBIAN_SECURITY_MIRROR (default deb.debian.org's).
+# Exit status: 0 when every step passed, 1 when one failed (the step is named), 2 on misuse.
+set -euo pipefail
+
+REPO_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+MODE=full
+case "${1:-}" in
+  --ci) MODE=ci ;;
+  "") ;;
+  *)
+    echo "usage: sudo bash scripts/fresh-check.sh [--ci]" >&2
+    exit 2
+    ;;
+esac
+if [[ $(id -u) -ne 0 ]]; then
+  echo "fresh-check: run as root (mmdebstrap --mode=root, bind mounts, chroot)" >&2
+  exit 2
+fi
+for tool in mmdebstrap git chroot mount umount; do
+  if ! command -v "$tool" >/dev/null; then
+    echo "fresh-check: $tool is missing (scripts/install-deps.sh installs it)" >&2
+    exit 2
+  fi
+done
+
+MIRROR=${ASB_DEBIAN_MIRROR:-http://deb.debian.org/debian}
+SECURITY_MIRROR=${ASB_DEBIAN_SECURITY_MIRROR:-http://deb.debian.org/debian-security}
+APT_CACHE=${ASB_FRESH_APT_CACHE:-/var/cache/agent-sandbox/fresh-check-debs}
+PARENT=${ASB_FRESH_DIR:-/var/tmp}
+mkdir -p "$PARENT"
+ROOT=$(mktemp -d "$PARENT/asb-fresh.XXXXXX")
+SRC=/src/agent-sandbox
+LOGS=$ROOT.logs
+mkdir -p "$LOGS"
+
+started=$(date +%s)
+step_started=$started
+current_step=
+step() {
+  local now
+  now=$(date +%s)
+  if [[ -n $current_step ]]; then
+    printf 'fresh-check:   %s: %d s\n' "$current_step" "$((now - step_started))"
+  fi
+  current_step=$1
+  step_started=$now
+  printf '\n==> [%4ss] %s\n' "$((now - started))" "$1"
+}
+fail() {
+  echo "fresh-check: FAILED at \"$current_step\": $*" >&2
+  exit 1
+}
+
+# ---- cleanup: processes, loop devices, mounts, files -----------------------------------------
+# Everything is found by where it lives (under $ROOT), never by name.
+processes_in_root() {
+  local p
+  for p in /proc/[0-9]*; do
+    [[ $(readlink "$p/root" 2>/dev/null) == "$ROOT" ]] && echo "${p#/proc/}"
+  done
+  return 0
+}
+cleanup() {
+  local rc=$? pids loop back mp
+  set +e
+  pids=$(processes_in_root)
+  if [[ -n $pids ]]; then
+    echo "fresh-check: ending processes left in the root: $(echo $pids)" >&2
+    kill -TERM $pids 2>/dev/null
+    sleep 2
+    pids=$(processes_in_root)
+    [[ -n $pids ]] && kill -KILL $pids 2>/dev/null && sleep 1
+  fi
+  # Mounts under the root, deepest first (the workspace pool, sandboxes' mounts made in the
+  # host's namespace, then our binds). --make-rslave below keeps these from reaching the host.
+  for mp in $(awk -v r="$ROOT" '$5 == r || index($5, r "/") == 1 { print $5 }' \
+    /proc/self/mountinfo | sort -r); do
+    umount -l "$mp" 2>/dev/null
+  done
+  for loop in /sys/block/loop*/loop/backing_file; do
+    [[ -r $loop ]] || continue
+    back=$(cat "$loop" 2>/dev/null)
+    if [[ $back == "$ROOT"/* ]]; then
+      loop=${loop#/sys/block/}
+      losetup -d "/dev/${loop%%/*}" 2>/dev/null
+    fi
+  done
+  if [[ ${ASB_FRESH_KEEP:-} == 1 ]]; then
+    echo "fresh-check: kept the root at $ROOT (ASB_FRESH_KEEP=1); logs in $LOGS" >&2
+  else
+    rm -rf --one-file-system "$ROOT"
+    if ((rc == 0)); then rm -rf "$LOGS"; else echo "fresh-check: logs kept in $LOGS" >&2; fi
+  fi
+  printf 'fresh-check: total %d s\n' "$(($(date +%s) - started))"
+  exit "$rc"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+# ---- 1. the minbase root ---------------------------------------------------------------------
+step "mmdebstrap: Debian 12 minbase root in $ROOT"
+hooks=()
+if [[ $APT_CACHE != none ]]; then
+  mkdir -p "$APT_CACHE"
+  # The same download cache idiom as the template builder (mmdebstrap(1), EXAMPLES).
+  hooks=(--setup-hook='mkdir -p "$1"/var/cache/apt/archives/'
+    --setup-hook="sync-in $APT_CACHE /var/cache/apt/archives/"
+    --customize-hook="sync-out /var/cache/apt/archives $APT_CACHE")
+fi
+mmdebstrap --variant=minbase --mode=root --format=directory \
+  --aptopt='Acquire::Retries "3"' "${hooks[@]}" bookworm "$ROOT" \
+  "deb $MIRROR bookworm main" "deb $MIRROR bookworm-updates main" \
+  "deb $SECURITY_MIRROR bookworm-security main" >"$LOGS/mmdebstrap.log" 2>&1 ||
+  fail "mmdebstrap (log: $LOGS/mmdebstrap.log): $(tail -n 3 "$LOGS/mmdebstrap.log")"
+# The package lists stay: the README's first command must run `apt-get update` itself anyway.
+
+# ---- 2. the source ---------------------------------------------------------------------------
+step "git archive HEAD -> $SRC"
+mkdir -p "$ROOT$SRC"
+git -C "$REPO_DIR" archive --format=tar HEAD | tar -x -C "$ROOT$SRC"
+echo "fresh-check: HEAD is $(git -C "$REPO_DIR" rev-parse --short HEAD)"
+
+# ---- 3. binds --------------------------------------------------------------------------------
+step "bind /proc, /sys (cgroups), /dev; resolv.conf"
+for d in proc sys dev; do
+  mkdir -p "$ROOT/$d"
+  mount --rbind "/$d" "$ROOT/$d"
+  mount --make-rslave "$ROOT/$d"
+done
+cp -L /etc/resolv.conf "$ROOT/etc/resolv.conf"
+if [[ $APT_CACHE != none ]]; then
+  # install-deps.sh's apt-get downloads into the same cache (bound, so nothing is copied).
+  mount --bind "$APT_CACHE" "$ROOT/var/cache/apt/archives"
+fi
+
+# Runs a command line in the fresh root as a fresh root login would: a clean environment.
+in_root() {
+  chroot "$ROOT" /usr/bin/env -i HOME=/root USER=root LOGNAME=root TERM=dumb LANG=C.UTF-8 \
+    PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
+    /bin/bash -c "cd $SRC && $1" </dev/null
+}
+
+if [[ $MODE == ci ]]; then
+  # ---- the cheap part: dependencies and the configure step -----------------------------------
+  step "scripts/install-deps.sh in the fresh root"
+  in_root "bash scripts/install-deps.sh" >"$LOGS/install-deps.log" 2>&1 ||
+    fail "install-deps.sh (log: $LOGS/install-deps.log): $(tail -n 5 "$LOGS/install-deps.log")"
+  step "cmake configure (build, tests and benchmarks) in the fresh root"
+  if ! in_root "cmake -S . -B build-fresh -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+      -DASB_WERROR=ON -DASB_BUILD_TESTS=ON -DASB_BUILD_BENCH=ON" >"$LOGS/configure.log" 2>&1; then
+    # CMake's own words name the missing package, program or module.
+    grep -E -A4 'CMake Error|Could NOT find|Could not find|missing' "$LOGS/configure.log" |
+      head -n 30 >&2
+    fail "cmake configure: a dependency is missing from scripts/install-deps.sh (above)"
+  fi
+  step "done"
+  echo "fresh-check: the CI part passed: install-deps.sh and configure on a minbase root"
+  exit 0
+fi
+
+# ---- 4. the README's commands, exactly as written --------------------------------------------
+# The first two ```sh blocks under "## Quick start" hold one command each.
+mapfile -t commands < <(python3 - "$REPO_DIR/README.md" <<'PY'
+import re, sys
+text = open(sys.argv[1]).read()
+section = text.split("## Quick start", 1)[1].split("\n## ", 1)[0]
+blocks = re.findall(r"```sh\n(.*?)```", section, re.S)
+for block in blocks[:2]:
+    lines = [l for l in block.splitlines() if l.strip() and not l.lstrip().startswith("#")]
+    if len(lines) != 1:
+        sys.exit("README.md: a Quick start block must hold exactly one command")
+    print(lines[0].strip())
+PY
+)
+((${#commands[@]} == 2)) || fail "README.md's Quick start does not hold two commands"
+
+step "README command 1: ${commands[0]}"
+set +e
+in_root "${commands[0]}" 2>&1 | tee "$LOGS/command1.log" | sed -u 's/^/   | /'
+rc=${PIPESTATUS[0]}
+set -e
+last=$(grep -v '^\s*$' "$LOGS/command1.log" | tail -n 1)
+((rc == 0)) || fail "\"${commands[0]}\" exited with $rc; last line: $last"
+[[ $last == "demo: all steps ended as expected"* ]] ||
+  fail "\"${commands[0]}\" did not end with the demo's success line; it ended with: $last"
+
+step "README command 2: ${commands[1]}"
+set +e
+in_root "${commands[1]}" 2>&1 | tee "$LOGS/command2.log" | sed -u 's/^/   | /'
+rc=${PIPESTATUS[0]}
+set -e
+last=$(grep -v '^\s*$' "$LOGS/command2.log" | tail -n 1)
+((rc == 0)) || fail "\"${commands[1]}\" exited with $rc; last line: $last"
+[[ $last =~ ^test\.sh:\ [0-9]+\ passed,\ 0\ failed ]] ||
+  fail "\"${commands[1]}\" did not end with \"N passed, 0 failed\"; it ended with: $last"
+
+step "done"
+echo "fresh-check: passed: both README commands on a fresh Debian 12 minbase root ($last)"
