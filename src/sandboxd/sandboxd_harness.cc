@@ -198,6 +198,30 @@ int CountProcessesMatching(const std::string& needle) {
   return n;
 }
 
+int CountProcessesWithCommandLine(const std::string& cmdline) {
+  int n = 0;
+  ForEachStat([&](pid_t pid, char st, pid_t, pid_t) {
+    if (st == 'Z') return;
+    std::string cmd = ReadAll("/proc/" + std::to_string(pid) + "/cmdline");
+    if (!cmd.empty() && cmd.back() == '\0') cmd.pop_back();
+    for (char& c : cmd) {
+      if (c == '\0') c = ' ';
+    }
+    if (cmd == cmdline) ++n;
+  });
+  return n;
+}
+
+bool WaitUntil(const std::function<bool()>& done, int timeout_ms) {
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+  bool ok = done();
+  while (!ok && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    ok = done();
+  }
+  return ok;
+}
+
 // ---- PidsCgroup ------------------------------------------------------------------------------
 
 namespace {

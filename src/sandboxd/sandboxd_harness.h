@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 #include <sys/types.h>
 
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -65,6 +66,12 @@ int CountSession(pid_t sid);
 int CountZombieChildren(pid_t pid);
 /// Live processes on the host whose command line contains `needle` (argv joined by spaces).
 int CountProcessesMatching(const std::string& needle);
+/// Live processes whose whole command line (argv joined by spaces) is exactly `cmdline`.
+int CountProcessesWithCommandLine(const std::string& cmdline);
+/// Polls `done` every 10 ms until it returns true or `timeout_ms` passes; returns its last
+/// answer. For states a test cannot wait on directly, such as a shell that printed a line
+/// before it forked or exec'd the processes a test counts.
+bool WaitUntil(const std::function<bool()>& done, int timeout_ms = 5000);
 
 /// Fixture: a fresh sandboxd (config env BASE_VAR=base, OVERRIDE_ME=old) and a connection.
 class SandboxdTest : public ::testing::Test {

@@ -130,6 +130,13 @@ TEST_F(SandboxdTest, ProcOutlivesItsConnectionAndKillTakesTheWholeTree) {
   ASSERT_TRUE(list);
   ASSERT_EQ(list->size(), 1u);
   EXPECT_EQ((*list)[0].state, "running");
+  // "ready" comes before the shell's own `exec sleep 3033`, and the two background children may
+  // not have exec'd yet either: wait for the three sleeps themselves.
+  EXPECT_TRUE(WaitUntil([] {
+    return CountProcessesWithCommandLine("sleep 3031") == 1 &&
+           CountProcessesWithCommandLine("sleep 3032") == 1 &&
+           CountProcessesWithCommandLine("sleep 3033") == 1;
+  })) << CountProcessesMatching("sleep 303") << " processes match";
   EXPECT_EQ(CountProcessesMatching("sleep 303"), 3);
   auto killed = protocol::KillProcess(**conn2, p->pid);
   ASSERT_TRUE(killed) << killed.error().ToString();

@@ -16,6 +16,7 @@
 #include <atomic>
 #include <cerrno>
 #include <chrono>
+#include <csignal>
 #include <cstddef>
 #include <cstdio>
 #include <cstring>
@@ -29,6 +30,7 @@
 
 #include "common/unique_fd.h"
 #include "isolation/ns/ns_test_support.h"
+#include "sandboxd/testing/int80_probe.h"
 
 namespace asb::isolation::ns::testing {
 namespace {
@@ -139,27 +141,38 @@ TEST_F(AdversarialTest, EscapeAttemptsFailAsUserAndAsRoot) {
     int id;
     ~ShmRemover() { ::shmctl(id, IPC_RMID, nullptr); }
   } shm_remover{shm_id};
-  const std::vector<std::string> argv = {"/workspace/probe",
-                                         "--secret",
-                                         secret,
-                                         "--host-path",
-                                         state_dir_,
-                                         "--host-path",
-                                         state_dir_ + "/" + b->id(),
-                                         "--host-path",
-                                         marker,
-                                         "--host-path",
-                                         "/work/main",
-                                         "--host-path",
-                                         rootfs_,
-                                         "--host-path",
-                                         "/run/agent-sandbox/uid-ranges",
-                                         "--tcp-port",
-                                         std::to_string(ntohs(sa.sin_port)),
-                                         "--abstract",
-                                         abstract,
-                                         "--shm-key",
-                                         std::to_string(shm_key)};
+  std::vector<std::string> argv = {"/workspace/probe",
+                                   "--secret",
+                                   secret,
+                                   "--host-path",
+                                   state_dir_,
+                                   "--host-path",
+                                   state_dir_ + "/" + b->id(),
+                                   "--host-path",
+                                   marker,
+                                   "--host-path",
+                                   "/work/main",
+                                   "--host-path",
+                                   rootfs_,
+                                   "--host-path",
+                                   "/run/agent-sandbox/uid-ranges",
+                                   "--tcp-port",
+                                   std::to_string(ntohs(sa.sin_port)),
+                                   "--abstract",
+                                   abstract,
+                                   "--shm-key",
+                                   std::to_string(shm_key)};
+  // What this kernel does with int 0x80 decides what the i386 row must see (probe.c).
+  const int i386_signal = ::asb::kernel_probe::ExpectedI386DeathSignal();
+  ASSERT_GT(i386_signal, 0) << "could not tell what this kernel does with int 0x80";
+  if (i386_signal != SIGSYS) {
+    argv.push_back("--int80-fault");
+    argv.push_back(sigabbrev_np(i386_signal));
+    std::printf(
+        "note: this kernel faults on int 0x80 without a filter (SIG%s): the i386 row "
+        "expects that signal, not SIGSYS\n",
+        sigabbrev_np(i386_signal));
+  }
 
   std::map<std::string, Attempt> seen[2];
   for (int as_root = 0; as_root < 2; ++as_root) {
