@@ -2,7 +2,8 @@
 # The whole adversarial suite of issue 11 in one command (ADR 0014), as root on a host with the
 # base template, over an existing build:
 #   escapes  tests/adversarial (probe.c from inside real sandboxes, races, shell one-liners)
-#   abuse    tests/e2e/test_abuse.py (bombs, floods, storms, argv limit; real server)
+#   abuse    tests/e2e/test_abuse.py (bombs, floods, storms, argv limit; and a client with no
+#            key against the HTTP layer: log injection, slow-loris, dripped heads; real server)
 #   crash    tests/e2e/crash_harness.py, 5 SIGKILLs (--long: 100), seed printed
 #   fuzz     scripts/fuzz.sh smoke (libFuzzer targets, 12 s each), when that script exists
 #   sanitize scripts/sanitize.sh: the unit, privileged and e2e suites built with ASan + UBSan

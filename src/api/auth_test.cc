@@ -7,6 +7,7 @@
 #include "api/audit.h"
 #include "api/json_log.h"
 #include "api/metrics.h"
+#include "common/log.h"
 
 namespace asb::api {
 namespace {
@@ -65,8 +66,18 @@ TEST(JsonLogTest, EscapesAndLiftsFields) {
                                  "status=200 \"quoted\"\n\x01");
   EXPECT_EQ(line,
             "{\"ts\":\"2026-01-01T00:00:00.000Z\",\"level\":\"info\",\"msg\":\"http out "
-            "request_id=req_1 key_id=key_2 sandbox_id=- status=200 \\\"quoted\\\"\\n\\u0001\","
+            "request_id=req_1 key_id=key_2 sandbox_id=- status=200 \\\"quoted\\\"\\\\x0a\\\\x01\","
             "\"request_id\":\"req_1\",\"key_id\":\"key_2\",\"status\":\"200\"}");
+}
+
+// Issue 26 finding 1: JSON text must be UTF-8, and one hostile message stays one bounded line.
+TEST(JsonLogTest, InvalidUtf8IsEscapedAndLongMessagesAreCut) {
+  std::string line = JsonLogLine("t", "info", "route=/x\xff\xc3\xa9\x1b[2J");
+  EXPECT_NE(line.find("\"msg\":\"route=/x\\\\xff\xc3\xa9\\\\x1b[2J\""), std::string::npos) << line;
+  EXPECT_NE(line.find("\"route\":\"/x\\\\xff\xc3\xa9\\\\x1b[2J\""), std::string::npos) << line;
+  std::string big = JsonLogLine("t", "info", "route=/" + std::string(100000, 'a'));
+  EXPECT_LT(big.size(), 2 * kLogMessageMax + 200);
+  EXPECT_NE(big.find("...(100007 bytes)"), std::string::npos);
 }
 
 TEST(AuditTest, ExecEndIsFoundWithoutBeingFooledByOutput) {

@@ -175,6 +175,18 @@ std::vector<Setting> MakeSettings() {
   add("MAX_REQUESTS_PER_KEY", "max-requests-per-key",
       "blocking requests one API key may have in progress at once, 0 = no limit",
       Int(0, 100000, [](ServeConfig& c, int64_t n) { c.max_requests_per_key = n; }));
+  add("MAX_CONNECTIONS", "max-connections",
+      "open client connections at most (503 past it), 0 = no limit",
+      Int(0, 1 << 20, [](ServeConfig& c, int64_t n) { c.max_connections = n; }));
+  add("MAX_CONNECTIONS_PER_IP", "max-connections-per-ip",
+      "open connections from one client address, loopback included (503 past it), 0 = no limit",
+      Int(0, 1 << 20, [](ServeConfig& c, int64_t n) { c.max_connections_per_ip = n; }));
+  add("RESERVED_CONNECTIONS", "reserved-connections",
+      "of max-connections, places only clients with a valid API key keep (below it)",
+      Int(0, 1 << 20, [](ServeConfig& c, int64_t n) { c.reserved_connections = n; }));
+  add("REQUEST_HEAD_TIMEOUT_SECONDS", "request-head-timeout-seconds",
+      "time a request line and headers may take in all (the connection is closed past it)",
+      Int(1, 3600, [](ServeConfig& c, int64_t n) { c.request_head_timeout_seconds = n; }));
   return s;
 }
 
@@ -240,6 +252,11 @@ Status ApplyFlag(ServeConfig& cfg, const Setting& setting, std::string_view valu
 
 Status ValidateServeConfig(const ServeConfig& cfg) {
   ASB_TRY(cfg.manager.Validate());
+  if (cfg.max_connections > 0 && cfg.reserved_connections >= cfg.max_connections) {
+    return Fail(Error::InvalidArgument(
+        "reserved-connections (" + std::to_string(cfg.reserved_connections) +
+        ") must be below max-connections (" + std::to_string(cfg.max_connections) + ")"));
+  }
   return {};
 }
 

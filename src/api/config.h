@@ -34,6 +34,13 @@ struct ServeConfig {
   /// once; one more is 429 (api/auth.h, AuthOptions::max_concurrent_requests_per_key).
   /// 0 = no limit.
   int64_t max_requests_per_key = 128;
+  /// The HTTP server's connection limits (api/server.h, ServerOptions; issue 26): open client
+  /// connections in all, from one client address (loopback included), and the part of the
+  /// total kept for clients that present a valid key; and the time a request head may take.
+  int64_t max_connections = 8192;
+  int64_t max_connections_per_ip = 256;
+  int64_t reserved_connections = 512;
+  int64_t request_head_timeout_seconds = 10;
   /// "none": workspace images live in <data>/sandboxes; "xfs": in an XFS (reflink=1) file system
   /// on the sparse loop file <data>/workspace-pool.xfs (made on first use), mounted at
   /// <data>/xfs, so image clones share extents even on an ext4 host.

@@ -51,5 +51,26 @@ TEST(ServeConfigTest, WorkspacePoolIsNoneOrXfs) {
   EXPECT_FALSE(Apply(cfg, {{"AGENT_SANDBOX_WORKSPACE_POOL_GB", "0"}}));
 }
 
+// Issue 26: the HTTP server's connection limits.
+TEST(ServeConfigTest, ConnectionLimitsAndTheReserveBelowTheTotal) {
+  ServeConfig cfg;
+  EXPECT_EQ(cfg.max_connections, 8192);
+  EXPECT_EQ(cfg.max_connections_per_ip, 256);
+  EXPECT_EQ(cfg.reserved_connections, 512);
+  EXPECT_EQ(cfg.request_head_timeout_seconds, 10);
+  ASSERT_TRUE(Apply(cfg, {{"AGENT_SANDBOX_MAX_CONNECTIONS", "100"},
+                          {"AGENT_SANDBOX_MAX_CONNECTIONS_PER_IP", "8"},
+                          {"AGENT_SANDBOX_RESERVED_CONNECTIONS", "10"},
+                          {"AGENT_SANDBOX_REQUEST_HEAD_TIMEOUT_SECONDS", "3"}}));
+  EXPECT_EQ(cfg.max_connections, 100);
+  EXPECT_EQ(cfg.max_connections_per_ip, 8);
+  EXPECT_EQ(cfg.reserved_connections, 10);
+  EXPECT_EQ(cfg.request_head_timeout_seconds, 3);
+  EXPECT_TRUE(ValidateServeConfig(cfg));
+  cfg.reserved_connections = 100;  // the whole total reserved: refused
+  EXPECT_FALSE(ValidateServeConfig(cfg));
+  EXPECT_FALSE(Apply(cfg, {{"AGENT_SANDBOX_REQUEST_HEAD_TIMEOUT_SECONDS", "0"}}));
+}
+
 }  // namespace
 }  // namespace asb::api

@@ -6,6 +6,8 @@
 #include <chrono>
 #include <ctime>
 
+#include "common/log.h"
+
 namespace asb::api {
 
 namespace {
@@ -70,7 +72,11 @@ class JsonFormatter final : public spdlog::formatter {
 
 }  // namespace
 
-std::string JsonLogLine(std::string_view ts, std::string_view level, std::string_view msg) {
+std::string JsonLogLine(std::string_view ts, std::string_view level, std::string_view raw) {
+  // Controls and invalid UTF-8 escaped and the length bounded first (common/log.h), so the
+  // line is valid JSON (UTF-8) and a hostile message stays one short line.
+  const std::string safe = LogSafeMessage(raw);
+  const std::string_view msg = safe;
   std::string out = "{\"ts\":\"";
   Escape(out, ts);
   out += "\",\"level\":\"";

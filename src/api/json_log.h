@@ -14,7 +14,8 @@ namespace asb::api {
 /// Switches the default spdlog logger to JSON lines.
 void UseJsonLogFormat();
 
-/// The JSON line for one message (without the newline), for tests.
+/// The JSON line for one message (without the newline), for tests. The message first passes
+/// asb::LogSafeMessage (controls and invalid UTF-8 as \xHH, at most kLogMessageMax bytes).
 std::string JsonLogLine(std::string_view ts, std::string_view level, std::string_view msg);
 
 }  // namespace asb::api

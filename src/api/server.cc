@@ -47,7 +47,45 @@ struct SessionHandle {
   std::atomic<bool> cut{false};
   // Closed by shutdown; set by the session once its stream exists.
   std::function<void()> close;  // runs on `executor`
+  std::string peer;             // the client's address: the per-address count's key
+  bool probation = false;       // admitted into the reserve (ServerOptions::reserved_connections)
+  bool authenticated = false;   // has presented a valid key; guarded by Impl::mu
 };
+
+// An answer written straight to a socket that is then closed, for connections refused before
+// a session exists. It fits in the socket's send buffer, so the non-blocking write does not
+// wait. The one error shape, with Retry-After: 1.
+std::string OverLimitAnswer(std::string_view message) {
+  std::string body = "{\"error\":{\"code\":\"unavailable\",\"message\":\"";
+  body += message;
+  body += "\"}}";
+  return "HTTP/1.1 503 Service Unavailable\r\nServer: agent-sandbox\r\n"
+         "Content-Type: application/json\r\nRetry-After: 1\r\nConnection: close\r\n"
+         "Content-Length: " +
+         std::to_string(body.size()) + "\r\n\r\n" + body;
+}
+
+template <typename Socket>
+void AnswerAndClose(Socket& socket, const std::string& answer) {
+  beast::error_code wec;
+  socket.non_blocking(true, wec);
+  socket.write_some(net::buffer(answer), wec);
+  socket.shutdown(tcp::socket::shutdown_send, wec);
+  socket.close(wec);
+}
+
+// The per-address key of a connection: its IP address (IPv4-mapped IPv6 as IPv4).
+template <typename Socket>
+std::string PeerKey(const Socket& socket) {
+  beast::error_code ec;
+  tcp::endpoint ep = socket.remote_endpoint(ec);
+  if (ec) return "?";
+  net::ip::address a = ep.address();
+  if (a.is_v6() && a.to_v6().is_v4_mapped()) {
+    a = net::ip::make_address_v4(net::ip::v4_mapped, a.to_v6());
+  }
+  return a.to_string();
+}
 
 }  // namespace
 
@@ -60,6 +98,8 @@ struct HttpServer::Impl {
   std::atomic<bool> stopping{false};
   std::mutex mu;
   std::unordered_map<uint64_t, std::shared_ptr<SessionHandle>> sessions;
+  std::unordered_map<std::string, size_t> per_peer;  // open connections by client address
+  size_t unauthenticated = 0;  // open connections that have presented no valid key
   uint64_t next_session = 1;
   uint16_t bound_port = 0;
 
@@ -85,6 +125,8 @@ struct HttpServer::Impl {
                                  const std::shared_ptr<WebSocketSession>& ws_session,
                                  const std::shared_ptr<SessionHandle>& handle);
   void BeginShutdown();
+  /// Counts `handle`'s connection as authenticated (no longer against the reserve).
+  void MarkAuthenticated(SessionHandle& handle);
   awaitable<void> Drain();
   size_t SessionCount() {
     std::lock_guard<std::mutex> lock(mu);
@@ -173,6 +215,13 @@ void HttpServer::Impl::BeginShutdown() {
   net::co_spawn(ioc, Drain(), net::detached);
 }
 
+void HttpServer::Impl::MarkAuthenticated(SessionHandle& handle) {
+  std::lock_guard<std::mutex> lock(mu);
+  if (handle.authenticated) return;
+  handle.authenticated = true;
+  --unauthenticated;
+}
+
 awaitable<void> HttpServer::Impl::Drain() {
   net::steady_timer timer(co_await net::this_coro::executor);
   int64_t deadline = NowMs() + int64_t{options.shutdown_grace_s} * 1000;
@@ -201,8 +250,10 @@ awaitable<void> HttpServer::Impl::Drain() {
 
 awaitable<void> HttpServer::Impl::Accept() {
   net::steady_timer pause(co_await net::this_coro::executor);
-  uint64_t failed = 0;   // accepts failed in a row
-  uint64_t refused = 0;  // connections refused in a row at max_connections
+  uint64_t failed = 0;        // accepts failed in a row
+  uint64_t refused = 0;       // connections refused in a row at max_connections
+  uint64_t peer_refused = 0;  // refused at max_connections_per_ip since the last warning
+  int64_t peer_warned_ms = NowMs() - 10000;
   for (;;) {
     auto [ec, socket] = co_await acceptor.async_accept(net::make_strand(ioc), kTuple);
     if (ec) {
@@ -219,25 +270,58 @@ awaitable<void> HttpServer::Impl::Accept() {
       spdlog::info("accept: working again after {} failed attempt(s)", failed);
       failed = 0;
     }
-    if (options.max_connections > 0 && SessionCount() >= options.max_connections) {
-      // Over the cap: a short answer written straight to the new socket (it fits in the
-      // socket's send buffer, so the non-blocking write does not wait), then close.
-      static const std::string kBody =
-          "{\"error\":{\"code\":\"unavailable\",\"message\":\"too many open connections; "
-          "retry later\"}}";
-      static const std::string kOverCap =
-          "HTTP/1.1 503 Service Unavailable\r\nServer: agent-sandbox\r\n"
-          "Content-Type: application/json\r\nRetry-After: 1\r\nConnection: close\r\n"
-          "Content-Length: " +
-          std::to_string(kBody.size()) + "\r\n\r\n" + kBody;
-      beast::error_code wec;
-      socket.non_blocking(true, wec);
-      socket.write_some(net::buffer(kOverCap), wec);
-      socket.shutdown(tcp::socket::shutdown_send, wec);
-      socket.close(wec);
+    // Admission (issue 26 finding 2): the total cap, then the per-address cap, then the
+    // reserve for authenticated clients; all counted under `mu` with the session table.
+    auto handle = std::make_shared<SessionHandle>();
+    handle->executor = socket.get_executor();
+    handle->peer = PeerKey(socket);
+    enum class Refusal { kNone, kTotal, kPeer } refusal = Refusal::kNone;
+    uint64_t id = 0;
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      size_t& from_peer = per_peer[handle->peer];
+      if (options.max_connections > 0 && sessions.size() >= options.max_connections) {
+        refusal = Refusal::kTotal;
+      } else if (options.max_connections_per_ip > 0 &&
+                 from_peer >= options.max_connections_per_ip) {
+        refusal = Refusal::kPeer;
+      } else {
+        if (options.max_connections > 0 && options.reserved_connections > 0) {
+          size_t open_to_all = options.max_connections > options.reserved_connections
+                                   ? options.max_connections - options.reserved_connections
+                                   : 0;
+          handle->probation = unauthenticated >= open_to_all;
+        }
+        ++from_peer;
+        ++unauthenticated;
+        id = next_session++;
+        sessions.emplace(id, handle);
+      }
+      if (from_peer == 0) per_peer.erase(handle->peer);
+    }
+    if (refusal == Refusal::kTotal) {
+      static const std::string kOverCap = OverLimitAnswer("too many open connections; retry later");
+      AnswerAndClose(socket, kOverCap);
       if (refused++ == 0) {
         spdlog::warn("accept: {} connections open, the most allowed; refusing new ones",
                      options.max_connections);
+      }
+      continue;
+    }
+    if (refusal == Refusal::kPeer) {
+      static const std::string kOverPeerCap =
+          OverLimitAnswer("too many open connections from your address; retry later");
+      AnswerAndClose(socket, kOverPeerCap);
+      // At most one line per 10 s however many are refused (a log line per refused connection
+      // would let the client grow the log at will).
+      ++peer_refused;
+      if (int64_t now = NowMs(); now - peer_warned_ms >= 10000) {
+        spdlog::warn(
+            "accept: refused {} connection(s) over the limit of {} per client address "
+            "(the latest from {})",
+            peer_refused, options.max_connections_per_ip, LogField(handle->peer, 64));
+        peer_refused = 0;
+        peer_warned_ms = now;
       }
       continue;
     }
@@ -245,16 +329,8 @@ awaitable<void> HttpServer::Impl::Accept() {
       spdlog::info("accept: taking connections again after refusing {}", refused);
       refused = 0;
     }
-    auto handle = std::make_shared<SessionHandle>();
-    handle->executor = socket.get_executor();
-    uint64_t id;
-    {
-      std::lock_guard<std::mutex> lock(mu);
-      id = next_session++;
-      sessions.emplace(id, handle);
-    }
     net::co_spawn(handle->executor, Session(std::move(socket), handle),
-                  [this, id](std::exception_ptr e) {
+                  [this, id, handle](std::exception_ptr e) {
                     if (e) {
                       try {
                         std::rethrow_exception(e);
@@ -264,6 +340,10 @@ awaitable<void> HttpServer::Impl::Accept() {
                     }
                     std::lock_guard<std::mutex> lock(mu);
                     sessions.erase(id);
+                    if (auto it = per_peer.find(handle->peer); it != per_peer.end()) {
+                      if (--it->second == 0) per_peer.erase(it);
+                    }
+                    if (!handle->authenticated) --unauthenticated;
                   });
   }
 }
@@ -586,6 +666,7 @@ awaitable<void> HttpServer::Impl::Session(tcp::socket socket,
   // relayed after the loop too, for the same reason as the WebSocket.
   std::optional<HttpResponse> relay_response;
   int64_t relay_start = 0;
+  bool first = true;
   for (;;) {
     handle->busy = false;
     if (stopping) break;
@@ -594,7 +675,18 @@ awaitable<void> HttpServer::Impl::Session(tcp::socket socket,
     // The route decides the body limit; until it is known, admit the largest (a declared
     // Content-Length above every limit already fails here).
     parser.body_limit(std::max(options.max_json_body_bytes, options.max_file_body_bytes));
-    stream.expires_after(std::chrono::seconds(options.idle_timeout_s));
+    // The head's deadline (ServerOptions::head_timeout_s): from the accept for the first
+    // request; for a later one, the keep-alive idle wait ends with its first byte and the
+    // deadline counts from there. Beast's deadline is absolute across the reads it covers, so
+    // dripping bytes does not extend it; on expiry the socket is closed.
+    if (!first && buffer.size() == 0) {
+      stream.expires_after(std::chrono::seconds(options.idle_timeout_s));
+      auto [iec, in] = co_await stream.async_read_some(buffer.prepare(4096), kTuple);
+      if (iec) break;
+      buffer.commit(in);
+    }
+    first = false;
+    stream.expires_after(std::chrono::seconds(options.head_timeout_s));
     auto [ec, n] = co_await http::async_read_header(stream, buffer, parser, kTuple);
     if (ec) {
       if (ec == http::error::header_limit || ec == http::error::body_limit) {
@@ -636,9 +728,12 @@ awaitable<void> HttpServer::Impl::Session(tcp::socket socket,
       req.params = match.params;
     }
     std::string sandbox_id = req.Param("id");
+    // Before authentication: small, and every client-chosen word escaped and bounded
+    // (common/log.h), so a path cannot forge a line or grow the log by its own length.
+    const std::string log_method = LogField(req.method, 16);
+    const std::string log_route = match.route ? req.route : LogField(req.path);
     spdlog::info("http in  request_id={} method={} route={} sandbox_id={}", req.request_id,
-                 req.method, match.route ? req.route : req.path,
-                 sandbox_id.empty() ? "-" : sandbox_id);
+                 log_method, log_route, LogField(sandbox_id, 64));
     bool keep_alive = head.keep_alive() && !stopping;
     std::optional<HttpResponse> early;
     size_t limit = match.route && match.route->options.file_body ? options.max_file_body_bytes
@@ -694,20 +789,25 @@ awaitable<void> HttpServer::Impl::Session(tcp::socket socket,
     }
     if (out.sandbox_id.empty()) out.sandbox_id = sandbox_id;
     if (stopping) keep_alive = false;
+    if (!req.key_id.empty()) {
+      MarkAuthenticated(*handle);
+    } else if (handle->probation) {
+      keep_alive = false;  // admitted into the reserve and presented no valid key: one answer
+    }
+    const std::string log_sandbox = LogField(out.sandbox_id, 64);
+    const std::string log_key = LogField(req.key_id, 64);
     bool ok;
     if (out.websocket && out.status == 101) {
       // Served after the loop: the connection belongs to the WebSocket from now on.
       websocket_session = std::move(out.websocket);
       upgrade.emplace(parser.release());
-      upgrade_log = "request_id=" + req.request_id + " method=" + req.method +
-                    " route=" + req.route + " key_id=" + (req.key_id.empty() ? "-" : req.key_id) +
-                    " sandbox_id=" + (out.sandbox_id.empty() ? "-" : out.sandbox_id);
+      upgrade_log = "request_id=" + req.request_id + " method=" + log_method +
+                    " route=" + log_route + " key_id=" + log_key + " sandbox_id=" + log_sandbox;
       upgrade_id = req.request_id;
       break;
     } else if (dynamic_cast<UpgradedStream*>(out.stream.get()) && out.status == 101) {
-      upgrade_log = "request_id=" + req.request_id + " method=" + req.method +
-                    " route=" + req.route + " key_id=" + (req.key_id.empty() ? "-" : req.key_id) +
-                    " sandbox_id=" + (out.sandbox_id.empty() ? "-" : out.sandbox_id);
+      upgrade_log = "request_id=" + req.request_id + " method=" + log_method +
+                    " route=" + log_route + " key_id=" + log_key + " sandbox_id=" + log_sandbox;
       upgrade_id = req.request_id;
       relay_start = start;
       relay_response.emplace(std::move(out));
@@ -733,9 +833,8 @@ awaitable<void> HttpServer::Impl::Session(tcp::socket socket,
     spdlog::info(
         "http out request_id={} method={} route={} key_id={} sandbox_id={} status={} "
         "ms={}{}",
-        req.request_id, req.method, match.route ? req.route : req.path,
-        req.key_id.empty() ? "-" : req.key_id, out.sandbox_id.empty() ? "-" : out.sandbox_id,
-        out.status, NowMs() - start, ok ? "" : " (write failed)");
+        req.request_id, log_method, log_route, log_key, log_sandbox, out.status, NowMs() - start,
+        ok ? "" : " (write failed)");
     if (!ok || !keep_alive) break;
   }
   if (websocket_session) {

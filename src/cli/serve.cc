@@ -285,6 +285,10 @@ int Serve(CLI::App& root, const ServeFlags& flags) {
   so.port = cfg.port;
   so.max_file_body_bytes = cfg.manager.limits.max_file_bytes + 64 * 1024;
   so.shutdown_grace_s = static_cast<int>(cfg.shutdown_grace_seconds);
+  so.max_connections = static_cast<size_t>(cfg.max_connections);
+  so.max_connections_per_ip = static_cast<size_t>(cfg.max_connections_per_ip);
+  so.reserved_connections = static_cast<size_t>(cfg.reserved_connections);
+  so.head_timeout_s = static_cast<int>(cfg.request_head_timeout_seconds);
   api::HttpServer server(so, router);
   if (auto st = server.Listen(); !st) return StartupError(st.error());
   if (auto st = manager.Start(); !st) return StartupError(st.error().WithContext("recover"));

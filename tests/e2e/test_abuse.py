@@ -11,6 +11,7 @@ Run: python3 tests/e2e/test_abuse.py (root, base template; see harness.py). Abou
 import json
 import os
 import shutil
+import socket
 import statistics
 import subprocess
 import threading
@@ -92,7 +93,6 @@ class AbuseTest(ServerTestCase):
                     cls.server.request("DELETE", "/v1/sandboxes/" + sid, check=False)
         finally:
             super().tearDownClass()
-            print_table()
 
     @classmethod
     def latency_ms(cls, sid, overhead_only=False):
@@ -429,6 +429,159 @@ class AbuseTest(ServerTestCase):
                 break
             time.sleep(0.2)
         self.assertEqual(r["stdout"].strip(), "0", "processes left in the victim")
+
+
+PER_IP_LIMIT = 8       # the HTTP cases' --max-connections-per-ip: a few sockets, not 8,300
+HEAD_TIMEOUT_S = 3     # their --request-head-timeout-seconds
+
+
+def connect_from(source, port, timeout=5.0):
+    """A TCP connection from `source` (any 127/8 address reaches lo) to 127.0.0.1:port."""
+    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    s.settimeout(timeout)
+    s.bind((source, 0))
+    s.connect(("127.0.0.1", port))
+    return s
+
+
+def read_until_closed(s):
+    out = b""
+    try:
+        while True:
+            chunk = s.recv(4096)
+            if not chunk:
+                break
+            out += chunk
+    except OSError:
+        pass
+    return out
+
+
+class HttpAbuseTest(ServerTestCase):
+    """Issue 26 findings 1 and 2: a client with no key against the HTTP layer (the real binary,
+    loopback only). The hostile client is 127.0.0.2, everyone else 127.0.0.1."""
+
+    SERVER_ENV = {
+        "AGENT_SANDBOX_MAX_CONNECTIONS_PER_IP": str(PER_IP_LIMIT),
+        "AGENT_SANDBOX_REQUEST_HEAD_TIMEOUT_SECONDS": str(HEAD_TIMEOUT_S),
+    }
+
+    def log_bytes(self):
+        return os.path.getsize(self.server.log_path)
+
+    def raw(self, target, request_id):
+        """GET target (raw bytes, so nothing re-encodes it), waits for its "http out" line."""
+        s = connect_from("127.0.0.2", self.server.port)
+        s.sendall(b"GET " + target + b" HTTP/1.1\r\nHost: x\r\nX-Request-Id: " +
+                  request_id.encode() + b"\r\nConnection: close\r\n\r\n")
+        answer = read_until_closed(s)
+        s.close()
+        deadline = time.monotonic() + 5
+        while time.monotonic() < deadline:
+            with open(self.server.log_path, "rb") as f:
+                if b"http out request_id=" + request_id.encode() in f.read():
+                    break
+            time.sleep(0.05)
+        return answer
+
+    def test_log_injection_via_a_path(self):
+        forged = b"FORGED 2026-01-01T00:00:00.000Z info http out key_id=key_admin"
+        t0 = time.monotonic()
+        self.raw(b"/v1/sandboxes/x%0a" + forged.replace(b" ", b"%20") + b"%1b%5b2J%22", "inj-1")
+        self.raw(b"/nothing%0d%0a" + forged.replace(b" ", b"%20") + b"%1b]0;t%07", "inj-2")
+        with open(self.server.log_path, "rb") as f:
+            log = f.read()
+        lines = log.split(b"\n")
+        forged_lines = [l for l in lines if l.startswith(b"FORGED")]
+        controls = sum(log.count(bytes([c])) for c in (0x1b, 0x07, 0x0d))
+        escaped = log.count(b"\\x0aFORGED")
+        # Flooding: bytes added to the log per byte of a long hostile path (under the 16 KiB
+        # header limit).
+        path = b"/nothing/" + b"a" * 15000
+        before = self.log_bytes()
+        self.raw(path, "inj-3")
+        per_byte = (self.log_bytes() - before) / float(len(path))
+        ok = not forged_lines and controls == 0 and escaped >= 2 and per_byte < 0.05
+        ROWS.append(("log injection via %0a/%1b path (no key)", "escaped",
+                     "forged lines %d, raw ESC/BEL/CR %d, escaped %d; %.3f log bytes per "
+                     "request byte (15 KB path); %.1f s" % (len(forged_lines), controls, escaped,
+                                                          per_byte, time.monotonic() - t0), ok))
+        self.assertEqual(forged_lines, [])
+        self.assertEqual(controls, 0)
+        self.assertGreaterEqual(escaped, 2, log[-2000:])
+        self.assertLess(per_byte, 0.05)
+
+    def test_slow_loris_from_one_address(self):
+        t0 = time.monotonic()
+        held, refused = [], 0
+        try:
+            for _ in range(PER_IP_LIMIT + 4):
+                held.append(connect_from("127.0.0.2", self.server.port, timeout=1.0))
+            time.sleep(0.3)
+            still_open = []
+            for s in held:  # a refused one has its 503 waiting and is closed
+                try:
+                    s.setblocking(False)
+                    data = s.recv(4096)
+                    if data.startswith(b"HTTP/1.1 503") and b"Retry-After: 1" in data:
+                        refused += 1
+                        s.close()
+                        continue
+                except BlockingIOError:
+                    pass
+                s.sendall(b"GET /heal")  # a partial request line, never finished
+                still_open.append(s)
+            held = still_open
+            t1 = time.monotonic()
+            r = self.server.request("GET", "/healthz", timeout=5)
+            other_ms = (time.monotonic() - t1) * 1000
+        finally:
+            for s in held:
+                s.close()
+        ok = r.status == 200 and len(held) == PER_IP_LIMIT and refused == 4 and other_ms < 1000
+        ROWS.append(("slow-loris connections from one address (no key)", "other client served",
+                     "held %d of %d (limit %d), %d answered 503 Retry-After; other client %d in "
+                     "%.0f ms; %.1f s" % (len(held), PER_IP_LIMIT + 4, PER_IP_LIMIT, refused,
+                                          r.status, other_ms, time.monotonic() - t0), ok))
+        self.assertEqual(len(held), PER_IP_LIMIT)
+        self.assertEqual(refused, 4)
+        self.assertEqual(r.status, 200)
+        self.assertLess(other_ms, 1000)
+
+    def test_header_dripped_past_the_head_deadline(self):
+        s = connect_from("127.0.0.2", self.server.port, timeout=1.0)
+        t0 = time.monotonic()
+        s.sendall(b"GET /healthz HTTP/1.1\r\n")
+        closed_after = None
+        for i in range(HEAD_TIMEOUT_S + 4):
+            time.sleep(1)
+            try:
+                s.setblocking(False)
+                if s.recv(1) == b"":
+                    closed_after = time.monotonic() - t0
+                    break
+            except BlockingIOError:
+                pass
+            except OSError:
+                closed_after = time.monotonic() - t0
+                break
+            try:
+                s.sendall(b"X-Drip-%d: 1\r\n" % i)
+            except OSError:
+                closed_after = time.monotonic() - t0
+                break
+        s.close()
+        ok = closed_after is not None and closed_after < HEAD_TIMEOUT_S + 1.5
+        ROWS.append(("request head dripped a line a second (no key)",
+                     "closed at the %d s head deadline" % HEAD_TIMEOUT_S,
+                     "closed after %s s" % ("-" if closed_after is None else
+                                            "%.1f" % closed_after), ok))
+        self.assertIsNotNone(closed_after, "still open after %d s" % (HEAD_TIMEOUT_S + 4))
+        self.assertLess(closed_after, HEAD_TIMEOUT_S + 1.5)
+
+
+def tearDownModule():
+    print_table()
 
 
 def safe(fn):
