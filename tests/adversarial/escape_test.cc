@@ -159,7 +159,11 @@ TEST_F(AdversarialTest, EscapeAttemptsFailAsUserAndAsRoot) {
                                          "--abstract",
                                          abstract,
                                          "--shm-key",
-                                         std::to_string(shm_key)};
+                                         std::to_string(shm_key),
+                                         "--mountinfo-token",
+                                         state_dir_,
+                                         "--mountinfo-token",
+                                         a->id()};
 
   std::map<std::string, Attempt> seen[2];
   for (int as_root = 0; as_root < 2; ++as_root) {
@@ -216,6 +220,12 @@ TEST_F(AdversarialTest, EscapeAttemptsFailAsUserAndAsRoot) {
                            "io_uring_setup",
                            "raw_socket",
                            "packet_socket",
+                           "vsock_socket",
+                           "xdp_socket",
+                           "proc_config_gz",
+                           "proc_partitions",
+                           "proc_cmdline",
+                           "mountinfo_host_paths",
                            "mknod_char_mem",
                            "mknod_block_sda",
                            "chroot_breakout",
