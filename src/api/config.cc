@@ -136,6 +136,10 @@ std::vector<Setting> MakeSettings() {
         c.sandboxd_path = std::string(v);
         return {};
       });
+  add("ALLOW_PACKET_SOCKETS", "allow-packet-sockets",
+      "true: commands may open AF_PACKET sockets (raw capture in the sandbox's own network; "
+      "off, socket(AF_PACKET) fails with EAFNOSUPPORT)",
+      Bool([](ServeConfig& c, bool b) { c.allow_packet_sockets = b; }));
   add("INSECURE_NO_AUTH", "", "true: serve without API keys",
       Bool([](ServeConfig& c, bool b) { c.insecure_no_auth = b; }));
   add("LOG_LEVEL", "", "trace, debug, info, warn, error",

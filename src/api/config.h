@@ -25,6 +25,7 @@ struct ServeConfig {
   bool insecure_no_auth = false;
   /// Path of the sandboxd binary; "" = "sandboxd" beside /proc/self/exe.
   std::string sandboxd_path;
+  bool allow_packet_sockets = false;  // commands may open AF_PACKET sockets (issue 26)
   std::string log_level = "info";
   /// Longest wait for in-flight requests at shutdown, seconds.
   int64_t shutdown_grace_seconds = 30;

@@ -57,7 +57,7 @@ int main(int argc, char** argv) {
   if (!workspace) {
     return Fatal(asb::Error::FromErrno(errno, "open workspace " + options->workspace));
   }
-  auto seccomp = SeccompProgram::Compile();
+  auto seccomp = SeccompProgram::Compile({.allow_packet_sockets = options->allow_packet_sockets});
   if (!seccomp) return Fatal(seccomp.error());
   auto loop = EventLoop::Create();
   if (!loop) return Fatal(loop.error());

@@ -56,6 +56,8 @@ Result<Options> ParseCommandLine(const std::vector<std::string>& args) {
         return Fail(Error::InvalidArgument("--work-cgroup-fd given more than 3 times"));
       }
       o.work_cgroup_fds.push_back(fd);
+    } else if (a == "--allow-packet-sockets") {
+      o.allow_packet_sockets = true;
     } else if (a == "--no-pid1") {
       o.pid1 = false;
     } else {

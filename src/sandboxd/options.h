@@ -2,7 +2,7 @@
 // and the optional JSON config read from --config-fd.
 //
 //   sandboxd --listen-fd=N [--config-fd=M] [--workspace=/workspace] [--no-pid1]
-//            [--work-cgroup-fd=K]...
+//            [--work-cgroup-fd=K]... [--allow-packet-sockets]
 //
 // --listen-fd  an inherited, bound and listening unix SOCK_STREAM socket.
 // --config-fd  a pipe carrying one JSON object until EOF:
@@ -12,6 +12,7 @@
 // --work-cgroup-fd  an inherited fd of a cgroup.procs file (at most 3): every command moves
 //              itself there before exec ("0" = the writer), so commands are limited below
 //              sandboxd's own cgroup (isolation/ns/cgroup.h). An exec fails if the move does.
+// --allow-packet-sockets  commands may open AF_PACKET sockets (seccomp_policy.h).
 #pragma once
 
 #include <map>
@@ -28,6 +29,7 @@ struct Options {
   std::string workspace = "/workspace";
   bool pid1 = true;
   std::vector<int> work_cgroup_fds;
+  bool allow_packet_sockets = false;
   /// The base environment of every command: defaults overlaid with the config's "env".
   std::map<std::string, std::string> env;
   std::string hostname;

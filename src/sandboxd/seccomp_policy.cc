@@ -10,6 +10,7 @@
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -139,7 +140,7 @@ Error SeccompError(int rc, std::string_view what) {
 
 }  // namespace
 
-Result<SeccompProgram> SeccompProgram::Compile() {
+Result<SeccompProgram> SeccompProgram::Compile(const SeccompOptions& options) {
   std::unique_ptr<void, CtxDeleter> ctx(seccomp_init(SCMP_ACT_ALLOW));
   if (!ctx) return Fail(Error::Internal("seccomp: seccomp_init failed"));
   int rc = seccomp_attr_set(ctx.get(), SCMP_FLTATR_ACT_BADARCH, SCMP_ACT_KILL_PROCESS);
@@ -189,6 +190,7 @@ Result<SeccompProgram> SeccompProgram::Compile() {
     return FailErrno("seccomp: read exported program");
   }
   p.personality_ = PersonalityFilter();
+  p.families_ = SocketFamilyFilter(options);
   return p;
 }
 
@@ -217,8 +219,32 @@ std::vector<sock_filter> SeccompProgram::PersonalityFilter() {
   return f;
 }
 
+// socket(2), socketpair(2): an allow list of address families, which libseccomp 2.5 cannot
+// express (several comparisons of one argument in one rule), so hand-written like the
+// personality filter. The kernel reads the family as an int: the low 32 bits are compared, so
+// high bits set in the register cannot slip a family past the list.
+std::vector<sock_filter> SeccompProgram::SocketFamilyFilter(const SeccompOptions& options) {
+  constexpr uint32_t kNr = offsetof(seccomp_data, nr);
+  constexpr uint32_t kArg0Low = offsetof(seccomp_data, args[0]);
+  std::vector<uint32_t> allowed = {AF_UNIX, AF_INET, AF_INET6, AF_NETLINK};
+  if (options.allow_packet_sockets) allowed.push_back(AF_PACKET);
+  const auto n = static_cast<uint8_t>(allowed.size());
+  std::vector<sock_filter> f = {
+      BPF_STMT(BPF_LD | BPF_W | BPF_ABS, kNr),
+      BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_socket, 1, 0),
+      BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_socketpair, 0, static_cast<uint8_t>(n + 2)),
+      BPF_STMT(BPF_LD | BPF_W | BPF_ABS, kArg0Low),
+  };
+  for (uint8_t i = 0; i < n; ++i) {
+    f.push_back(BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, allowed[i], static_cast<uint8_t>(n - i), 0));
+  }
+  f.push_back(BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | (EAFNOSUPPORT & SECCOMP_RET_DATA)));
+  f.push_back(BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW));
+  return f;
+}
+
 int SeccompProgram::InstallInChild() const {
-  for (const auto* insns : {&insns_, &personality_}) {
+  for (const auto* insns : {&insns_, &personality_, &families_}) {
     sock_fprog prog{};
     prog.len = static_cast<unsigned short>(insns->size());
     prog.filter = const_cast<sock_filter*>(insns->data());

@@ -161,7 +161,11 @@ TEST_F(AdversarialTest, EscapeAttemptsFailAsUserAndAsRoot) {
                                    "--abstract",
                                    abstract,
                                    "--shm-key",
-                                   std::to_string(shm_key)};
+                                   std::to_string(shm_key),
+                                   "--mountinfo-token",
+                                   state_dir_,
+                                   "--mountinfo-token",
+                                   a->id()};
   // What this kernel does with int 0x80 decides what the i386 row must see (probe.c).
   const int i386_signal = ::asb::kernel_probe::ExpectedI386DeathSignal();
   ASSERT_GT(i386_signal, 0) << "could not tell what this kernel does with int 0x80";
@@ -229,6 +233,12 @@ TEST_F(AdversarialTest, EscapeAttemptsFailAsUserAndAsRoot) {
                            "io_uring_setup",
                            "raw_socket",
                            "packet_socket",
+                           "vsock_socket",
+                           "xdp_socket",
+                           "proc_config_gz",
+                           "proc_partitions",
+                           "proc_cmdline",
+                           "mountinfo_host_paths",
                            "mknod_char_mem",
                            "mknod_block_sda",
                            "chroot_breakout",

@@ -11,7 +11,8 @@
 // socket that can only ever see the sandbox's own loopback.
 //
 // Usage: probe [--host-path P]... [--secret NAME] [--tcp-port N] [--abstract NAME]
-//              [--shm-key K] [--int80-fault SIG] [ONLY_ATTEMPT]
+//              [--shm-key K] [--int80-fault SIG] [--mountinfo-token T]...
+//              [ONLY_ATTEMPT]
 //   --host-path P  a path that exists on the host; it must not exist here (repeatable)
 //   --secret NAME  a file name that exists only in another sandbox's workspace
 //   --tcp-port N   a TCP port the host listens on at 127.0.0.1
@@ -20,6 +21,8 @@
 //   --int80-fault SIG  this kernel faults on `int $0x80` before any filter sees it (the host
 //                  measured it without a filter: see src/sandboxd/testing/int80_probe.h), so
 //                  an i386 call dies of SIG (e.g. SEGV) instead of the filter's SIGSYS
+//   --mountinfo-token T  a host string (the data directory, a sandbox id) /proc/self/mountinfo
+//                  must not contain (repeatable)
 //   ONLY_ATTEMPT   print only this attempt (most attempts still run; inside a sandbox every
 //                  one of them is refused or confined)
 // Exit status: 0 when every attempt is ok, 1 otherwise, 2 when not run inside a sandbox
@@ -77,6 +80,8 @@ static int g_tcp_port;
 static const char* g_abstract;
 static long g_shm_key;
 static char g_i386_expected[48] = "killed_SIGSYS";
+static const char* g_mountinfo_tokens[8];
+static int g_n_mountinfo_tokens;
 
 static char g_buf[256];
 
@@ -465,7 +470,22 @@ static void Sockets(void) {
   fd = socket(AF_PACKET, SOCK_RAW | SOCK_CLOEXEC, htons(ETH_P_ALL));
   seen = fd < 0 ? Rc(-1) : OnlyLo();
   if (fd >= 0) close(fd);
-  Report("packet_socket", ByUser("EPERM", "lo_only"), seen);
+  // Issue 26: families no sandbox needs are refused by the seccomp filter, as root too
+  // (AF_VSOCK reaches the hypervisor's agents on a VM host).
+  Report("packet_socket", "EAFNOSUPPORT", seen);
+  const struct {
+    const char* name;
+    int family, type;
+  } kRefused[] = {{"vsock_socket", AF_VSOCK, SOCK_STREAM},
+                  {"xdp_socket", AF_XDP, SOCK_RAW},
+                  {"key_socket", AF_KEY, SOCK_RAW},
+                  {"alg_socket", AF_ALG, SOCK_SEQPACKET}};
+  for (size_t i = 0; i < sizeof(kRefused) / sizeof(kRefused[0]); ++i) {
+    fd = socket(kRefused[i].family, kRefused[i].type | SOCK_CLOEXEC, 0);
+    seen = Rc(fd);
+    if (fd >= 0) close(fd);
+    Report(kRefused[i].name, "EAFNOSUPPORT", seen);
+  }
   // Reaching the host over the network: nothing but lo, so no route.
   fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   struct sockaddr_in sa = {0};
@@ -626,6 +646,48 @@ static void SetuidBinary(void) {
   Report("setuid_binary_su", "euid_unchanged", seen);
 }
 
+// ---- host facts ------------------------------------------------------------------------------
+
+// Reads up to sizeof(g_file) - 1 bytes of `path` into g_file; returns the count or -1 (errno).
+static char g_file[65536];
+static long ReadSmall(const char* path) {
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return -1;
+  long total = 0;
+  for (;;) {
+    ssize_t n = read(fd, g_file + total, sizeof(g_file) - 1 - (size_t)total);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    total += n;
+    if ((size_t)total == sizeof(g_file) - 1) break;
+  }
+  close(fd);
+  g_file[total] = 0;
+  return total;
+}
+
+// Issue 26: what reveals the host or the other sandboxes is masked or virtualised.
+static void HostFacts(void) {
+  // The host kernel's build configuration.
+  long n = ReadSmall("/proc/config.gz");
+  Report("proc_config_gz", "empty|ENOENT", n < 0 ? Rc(-1) : n == 0 ? "empty" : "readable");
+  // Every block device of the host, the other sandboxes' loop devices among them.
+  n = ReadSmall("/proc/partitions");
+  const char* seen = n < 0 ? Rc(-1) : n == 0 ? "empty" : "readable";
+  Report("proc_partitions", "empty", seen);
+  // The host's boot command line; the sandbox reads a benign one.
+  n = ReadSmall("/proc/cmdline");
+  Report("proc_cmdline", "benign",
+         n < 0 ? Rc(-1) : strcmp(g_file, "ro quiet\n") == 0 ? "benign" : "host_cmdline");
+  // Host paths of the data directory (state dir, sandbox ids) as mount sources.
+  n = ReadSmall("/proc/self/mountinfo");
+  seen = n < 0 ? Rc(-1) : "no_host_paths";
+  for (int i = 0; n > 0 && i < g_n_mountinfo_tokens; ++i) {
+    if (strstr(g_file, g_mountinfo_tokens[i])) seen = "shows_host_path";
+  }
+  Report("mountinfo_host_paths", "no_host_paths", seen);
+}
+
 // Another sandbox's workspace file must not be anywhere in this one's tree.
 static int Find(const char* dir, const char* name, int depth) {
   if (depth > 12) return 0;
@@ -663,6 +725,9 @@ int main(int argc, char** argv) {
       g_shm_key = strtol(argv[++i], NULL, 0);
     } else if (strcmp(argv[i], "--int80-fault") == 0 && i + 1 < argc) {
       snprintf(g_i386_expected, sizeof(g_i386_expected), "killed_SIG%s", argv[++i]);
+    } else if (strcmp(argv[i], "--mountinfo-token") == 0 && i + 1 < argc &&
+               g_n_mountinfo_tokens < 8) {
+      g_mountinfo_tokens[g_n_mountinfo_tokens++] = argv[++i];
     } else if (strcmp(argv[i], "--secret") == 0 && i + 1 < argc) {
       g_secret = argv[++i];
     } else {
@@ -693,6 +758,7 @@ int main(int argc, char** argv) {
   Kernel();
   Abis();
   Sockets();
+  HostFacts();
   Ipc();
   Limits();
   FileSystem();

@@ -31,6 +31,11 @@ RT_TABLE = str(20000 + PID % 10000)
 ALLOWED_IP, DENIED_IP, PORTS_IP, DNS_IP, META_IP = (
     "198.19.1.1", "198.19.2.2", "198.19.3.3", "198.19.0.53", "169.254.169.254")
 BIG_BYTES = 400_000
+# Issue 26: a hostile DNS answers private and local addresses for allowed names (rebinding).
+# PRIVATE_IP lives on the router too, so an admitted address would connect.
+PRIVATE_IP, PRIVATE2_IP = "10.99.77.1", "192.168.77.1"
+REBIND = {"rebind10.test": PRIVATE_IP, "rebind192.test": PRIVATE2_IP,
+          "rebind127.test": "127.0.0.1", "rebindgw.test": GATEWAY}
 
 
 def sh(*args, check=True):
@@ -73,7 +78,7 @@ class Internet:
         sh(*n, "ip", "addr", "add", "198.18.0.2/30", "dev", "up0")
         sh(*n, "ip", "link", "set", "up0", "up")
         sh(*n, "ip", "link", "set", "lo", "up")
-        for a in (ALLOWED_IP, DENIED_IP, PORTS_IP, DNS_IP, META_IP):
+        for a in (ALLOWED_IP, DENIED_IP, PORTS_IP, DNS_IP, META_IP, PRIVATE_IP, PRIVATE2_IP):
             sh(*n, "ip", "addr", "add", a + "/32", "dev", "lo")
         # The host reaches the test servers (the resolver's upstream) through the uplink; the
         # route goes with the veth.
@@ -94,7 +99,8 @@ class Internet:
                         "--pid-file=", "--log-facility=-",
                         "--address=/allowed.test/" + ALLOWED_IP,
                         "--address=/denied.test/" + DENIED_IP,
-                        "--address=/ports.test/" + PORTS_IP])
+                        "--address=/ports.test/" + PORTS_IP] +
+                   ["--address=/%s/%s" % kv for kv in REBIND.items()])
         deadline = time.time() + 10
         while time.time() < deadline:   # the servers answer on the router's addresses
             if sh(*n, "python3", "-c", "import socket;socket.create_connection(('%s',80),1);"
@@ -220,6 +226,23 @@ class NetworkTest(harness.ServerTestCase):
         self.assertTrue(self.py(sid, PY_CONNECT, DENIED_IP, "80").startswith("refused"))
         r = self.server.request("GET", "/v1/sandboxes/%s/network" % sid)
         self.assertEqual(r.json()["allow_out"], ["allowed.test"])
+
+    def test_hostile_dns_answers_admit_nothing_private(self):
+        s = self.networked({"allow_out": ["allowed.test"] + list(REBIND)})
+        sid = s["id"]
+        for name in REBIND:   # removed from the answer: the name has no address left
+            self.assertTrue(self.py(sid, PY_RESOLVE, name).startswith("unresolved"), name)
+        for ip in (PRIVATE_IP, PRIVATE2_IP):
+            self.assertTrue(self.py(sid, PY_CONNECT, ip, "80").startswith("refused"), ip)
+        self.assertEqual(self.py(sid, PY_RESOLVE, "allowed.test"), "resolved " + ALLOWED_IP)
+        learned = sh("nft", "list", "table", "inet", "asb_" + self.hash).stdout
+        for ip in (PRIVATE_IP, PRIVATE2_IP, "127.0.0.1"):   # (the gateway is in the base rules)
+            self.assertNotIn(ip + " ", learned)
+        self.assertIn(ALLOWED_IP, learned)
+        # Named explicitly as a CIDR, the private range is relayed and reachable by that rule.
+        t = self.networked({"allow_out": ["rebind10.test", "10.99.77.0/24:80/tcp"]})["id"]
+        self.assertEqual(self.py(t, PY_RESOLVE, "rebind10.test"), "resolved " + PRIVATE_IP)
+        self.assertEqual(self.py(t, PY_CONNECT, PRIVATE_IP, "80"), "connected")
 
     def test_cidr_and_port_rules(self):
         s = self.networked({"allow_out": [PORTS_IP + "/32:8443/tcp", "198.19.1.0/24"],

@@ -3,6 +3,7 @@
 #include <arpa/inet.h>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <atomic>
 #include <boost/asio.hpp>
 #include <boost/asio/experimental/awaitable_operators.hpp>
@@ -11,6 +12,7 @@
 #include <chrono>
 #include <map>
 #include <thread>
+#include <utility>
 
 namespace asb::isolation::net {
 namespace {
@@ -30,6 +32,8 @@ constexpr int kMaxTcpClients = 64;  // open TCP connections at once (all clients
 constexpr int kMaxTcpPerClient = 8;
 constexpr auto kUpstreamTimeout = std::chrono::seconds(2);
 constexpr auto kTcpIdleTimeout = std::chrono::seconds(10);
+constexpr auto kDropLogWindow = std::chrono::seconds(60);
+constexpr int kDropLogBurst = 20;
 // Completion token for operations whose errors are results, not exceptions.
 constexpr auto kAsTuple = asio::as_tuple(asio::use_awaitable);
 
@@ -53,6 +57,20 @@ bool SkipName(std::string_view m, size_t* off) {
     if (len == 0) return true;
   }
   return false;
+}
+
+// A name from a sandbox's query for the log: printable ASCII as is; backslash, '"' and every other
+// byte as \xNN; at most 253 bytes of it (ParseQuestionName's bound).
+std::string EscapeForLog(std::string_view s) {
+  std::string out;
+  for (unsigned char c : s.substr(0, 253)) {
+    if (c >= 0x20 && c < 0x7F && c != '\\' && c != '"') {
+      out += static_cast<char>(c);
+    } else {
+      out += fmt::format("\\x{:02x}", c);
+    }
+  }
+  return out;
 }
 
 // End of the question section (offset after QTYPE/QCLASS of every question), or 0.
@@ -132,6 +150,252 @@ std::vector<DnsAddress> ParseAnswerAddresses(std::string_view m) {
   return out;
 }
 
+namespace {
+
+// A name's labels, read from `m` at `*off` following compression pointers (backwards only, so
+// no loop); `*off` moves past the name where it starts. False if malformed or over 255 bytes.
+bool ReadName(std::string_view m, size_t* off, std::vector<std::string>* labels) {
+  labels->clear();
+  size_t pos = *off, wire = 1;
+  bool jumped = false;
+  for (int guard = 0; guard < 128; ++guard) {
+    if (pos >= m.size()) return false;
+    const uint8_t len = static_cast<uint8_t>(m[pos]);
+    if ((len & 0xC0) == 0xC0) {
+      if (pos + 2 > m.size()) return false;
+      const size_t target = ((len & 0x3F) << 8) | static_cast<uint8_t>(m[pos + 1]);
+      if (target >= pos) return false;
+      if (!jumped) *off = pos + 2;
+      jumped = true;
+      pos = target;
+      continue;
+    }
+    if (len & 0xC0) return false;
+    if (len == 0) {
+      if (!jumped) *off = pos + 1;
+      return true;
+    }
+    if (pos + 1 + len > m.size() || (wire += 1 + len) > 255) return false;
+    labels->emplace_back(m.substr(pos + 1, len));
+    pos += 1 + len;
+  }
+  return false;
+}
+
+// Writes names into a message being built, compressing against the suffixes written before
+// (RFC 1035 4.1.4; exact bytes, so case is preserved).
+class NameWriter {
+ public:
+  explicit NameWriter(std::string* out) : out_(out) {}
+  // Records a name already in `out` at `at` (the question's).
+  void Note(const std::vector<std::string>& labels, size_t at) {
+    for (size_t i = 0; i < labels.size(); ++i) {
+      if (at < 0x4000) seen_.emplace_back(Key(labels, i), at);
+      at += 1 + labels[i].size();
+    }
+  }
+  void Write(const std::vector<std::string>& labels) {
+    for (size_t i = 0; i < labels.size(); ++i) {
+      const std::string key = Key(labels, i);
+      for (const auto& [k, at] : seen_) {
+        if (k == key) {
+          *out_ += static_cast<char>(0xC0 | (at >> 8));
+          *out_ += static_cast<char>(at & 0xFF);
+          return;
+        }
+      }
+      if (out_->size() < 0x4000) seen_.emplace_back(key, out_->size());
+      *out_ += static_cast<char>(labels[i].size());
+      *out_ += labels[i];
+    }
+    *out_ += '\0';
+  }
+
+ private:
+  static std::string Key(const std::vector<std::string>& labels, size_t from) {
+    std::string k;
+    for (size_t i = from; i < labels.size(); ++i) k += static_cast<char>(labels[i].size()) + labels[i];
+    return k;
+  }
+  std::string* out_;
+  std::vector<std::pair<std::string, size_t>> seen_;
+};
+
+void PutU16(std::string* out, size_t at, size_t v) {
+  (*out)[at] = static_cast<char>((v >> 8) & 0xFF);
+  (*out)[at + 1] = static_cast<char>(v & 0xFF);
+}
+
+std::string Dotted4(uint32_t a) {
+  char buf[INET_ADDRSTRLEN] = {};
+  in_addr in{htonl(a)};
+  ::inet_ntop(AF_INET, &in, buf, sizeof buf);
+  return buf;
+}
+
+// Why an answer's address is removed, or "" when it is kept.
+std::string DropReason4(uint32_t a, const NetworkPolicy& p, const AnswerGuard& g) {
+  for (const auto& [net, len] : g.blocked4) {
+    const uint32_t mask = len == 0 ? 0 : ~uint32_t{0} << (32 - len);
+    if ((a & mask) == net) return "server or sandbox address";
+  }
+  std::string_view range;
+  const AddressClass cls = ClassifyAddress(a, &range);
+  if (cls == AddressClass::kPublic || AllowRuleCovers(p, a)) return "";
+  if (cls == AddressClass::kPrivate && p.allow_out.empty()) return "";
+  return std::string(range);
+}
+
+std::string DropReason6(const unsigned char* b, const AnswerGuard& g) {
+  for (const auto& own : g.blocked6) {
+    if (std::equal(own.begin(), own.end(), b)) return "server address";
+  }
+  return std::string(SpecialRange6(b));
+}
+
+}  // namespace
+
+FilteredAnswer FilterAnswer(std::string_view m, const NetworkPolicy& p, const AnswerGuard& g) {
+  FilteredAnswer f;
+  const size_t qend = QuestionEnd(m);
+  if (qend == 0) {
+    f.reply = std::string(m);
+    return f;
+  }
+  struct Record {
+    size_t fixed, end;  // in m: type..rdlength, end of rdata
+    std::vector<std::string> owner;
+    uint16_t type;
+    bool keep;
+  };
+  std::vector<Record> records;
+  size_t off = qend;
+  const int an = U16(m, 6);
+  for (int i = 0; i < an; ++i) {
+    Record r;
+    if (!ReadName(m, &off, &r.owner) || off + 10 > m.size()) break;
+    r.fixed = off;
+    r.type = U16(m, off);
+    const uint16_t cls = U16(m, off + 2);
+    const uint32_t ttl = (uint32_t{U16(m, off + 4)} << 16) | U16(m, off + 6);
+    const uint16_t rdlen = U16(m, off + 8);
+    off += 10;
+    if (off + rdlen > m.size()) break;
+    const auto* rd = reinterpret_cast<const unsigned char*>(m.data() + off);
+    std::string why;
+    if (r.type == 1 && cls == 1 && rdlen == 4) {
+      const uint32_t a = (uint32_t{rd[0]} << 24) | (uint32_t{rd[1]} << 16) |
+                         (uint32_t{rd[2]} << 8) | rd[3];
+      why = DropReason4(a, p, g);
+      if (!why.empty()) {
+        f.dropped.push_back(Dotted4(a) + " (" + why + ")");
+      } else if (ClassifyAddress(a) == AddressClass::kPublic) {
+        f.admitted.push_back({a, ttl});
+      }
+    } else if (r.type == 28 && cls == 1 && rdlen == 16) {
+      why = DropReason6(rd, g);
+      if (!why.empty()) {
+        char buf[INET6_ADDRSTRLEN] = {};
+        ::inet_ntop(AF_INET6, rd, buf, sizeof buf);
+        f.dropped.push_back(std::string(buf) + " (" + why + ")");
+      }
+    }
+    off += rdlen;
+    r.end = off;
+    r.keep = why.empty();
+    records.push_back(std::move(r));
+  }
+  const bool complete = records.size() == static_cast<size_t>(an);
+  if (f.dropped.empty()) {
+    f.reply = std::string(m);
+    return f;
+  }
+  // Rebuild: header and question as they were, the kept records with their names (and the
+  // names in RFC 1035 rdata) written again, so no pointer into a removed record survives.
+  std::string out(m.substr(0, qend));
+  NameWriter names(&out);
+  {
+    size_t q = kHeader;
+    std::vector<std::string> qname;
+    if (ReadName(m, &q, &qname)) names.Note(qname, kHeader);
+  }
+  size_t kept = 0;
+  for (const auto& r : records) {
+    if (!r.keep) continue;
+    std::vector<std::string> labels;
+    names.Write(r.owner);
+    out += m.substr(r.fixed, 8);  // type, class, ttl
+    const size_t rdlen_at = out.size();
+    out += std::string(2, '\0');
+    const size_t rd_start = r.fixed + 10, rd_end = r.end;
+    size_t rp = rd_start;
+    bool ok = true;
+    auto name = [&] {
+      ok = ok && ReadName(m, &rp, &labels) && rp <= rd_end;
+      if (ok) names.Write(labels);
+    };
+    auto bytes = [&](size_t n) {
+      ok = ok && rp + n <= rd_end;
+      if (ok) out += m.substr(rp, n);
+      rp += n;
+    };
+    const size_t before = out.size();
+    switch (r.type) {
+      case 2: case 5: case 12: case 39:  // NS, CNAME, PTR, DNAME
+        name();
+        break;
+      case 15:  // MX
+        bytes(2);
+        name();
+        break;
+      case 6:  // SOA
+        name();
+        name();
+        bytes(20);
+        break;
+      default:  // no compressed names (RFC 3597 3)
+        bytes(rd_end - rd_start);
+        break;
+    }
+    if (!ok || rp != rd_end) {  // odd rdata: copied as it came (no names in it for us)
+      out.resize(before);
+      out += m.substr(rd_start, rd_end - rd_start);
+    }
+    PutU16(&out, rdlen_at, out.size() - rdlen_at - 2);
+    ++kept;
+  }
+  // The OPT pseudo-record (EDNS) of the additional section, if the sections parse.
+  size_t opts = 0;
+  if (complete) {
+    size_t pos = records.empty() ? qend : records.back().end;
+    const int rest = U16(m, 8) + U16(m, 10);
+    std::vector<std::string> labels;
+    for (int i = 0; i < rest; ++i) {
+      const size_t start = pos;
+      if (!ReadName(m, &pos, &labels) || pos + 10 > m.size()) break;
+      const size_t end = pos + 10 + U16(m, pos + 8);
+      if (end > m.size()) break;
+      if (i >= U16(m, 8) && U16(m, pos) == 41 && labels.empty()) {
+        out += m.substr(start, end - start);
+        ++opts;
+      }
+      pos = end;
+    }
+  }
+  PutU16(&out, 6, kept);
+  PutU16(&out, 8, 0);
+  PutU16(&out, 10, opts);
+  if (out.size() > m.size()) {
+    // Longer than what came (a contrived reply): truncated, the client asks again over TCP.
+    out.resize(qend);
+    out[2] = static_cast<char>(out[2] | 0x02);  // TC
+    PutU16(&out, 6, 0);
+    PutU16(&out, 10, 0);
+  }
+  f.reply = std::move(out);
+  return f;
+}
+
 Result<DnsUpstream> ParseUpstream(std::string_view text) {
   DnsUpstream u;
   std::string host(text);
@@ -187,7 +451,36 @@ struct DnsResolver::Impl {
   std::vector<DnsUpstream> upstreams;
   PolicyFor policy_for;
   Learned learned;
+  AnswerGuard guard;
   int in_flight = 0;  // io thread only
+  // Log budget for dropped answers (io thread only): a sandbox asking in a loop must not
+  // flood the log. kDropLogBurst lines per kDropLogWindow, then one count of the rest.
+  std::chrono::steady_clock::time_point drop_log_window{};
+  int drop_log_lines = 0;
+  uint64_t drop_log_suppressed = 0;
+
+  void LogDropped(uint32_t client, std::string_view name, const std::vector<std::string>& d) {
+    const auto now = std::chrono::steady_clock::now();
+    if (now - drop_log_window > kDropLogWindow) {
+      drop_log_window = now;
+      drop_log_lines = 0;
+    }
+    if (drop_log_lines >= kDropLogBurst) {
+      ++drop_log_suppressed;
+      return;
+    }
+    ++drop_log_lines;
+    std::string list;
+    for (size_t i = 0; i < d.size() && i < 8; ++i) list += (i ? ", " : "") + d[i];
+    if (d.size() > 8) list += ", and " + std::to_string(d.size() - 8) + " more";
+    spdlog::warn(
+        "dns: answer for sandbox {} name \"{}\" dropped {} (private, local or host address "
+        "not in allow_out){}",
+        asio::ip::address_v4(client).to_string(), EscapeForLog(name), list,
+        drop_log_suppressed ? fmt::format("; {} earlier such lines suppressed",
+                                          std::exchange(drop_log_suppressed, 0))
+                            : std::string());
+  }
   std::thread thread;
 
   awaitable<std::string> Forward(std::string query) {
@@ -226,8 +519,10 @@ struct DnsResolver::Impl {
     }
     --in_flight;
     if (reply.empty()) co_return MakeErrorReply(query, kRcodeServFail);
-    learned(client, ParseAnswerAddresses(reply));
-    co_return reply;
+    FilteredAnswer f = FilterAnswer(reply, *policy, guard);
+    if (!f.dropped.empty()) LogDropped(client, *name, f.dropped);
+    learned(client, f.admitted);
+    co_return std::move(f.reply);
   }
 
   awaitable<void> HandleUdp(std::string query, udp::endpoint from) {
@@ -320,8 +615,10 @@ DnsResolver::~DnsResolver() {
 
 Result<std::unique_ptr<DnsResolver>> DnsResolver::Start(uint32_t listen_addr, uint16_t port,
                                                         std::vector<DnsUpstream> upstreams,
-                                                        PolicyFor policy_for, Learned learned) {
+                                                        PolicyFor policy_for, Learned learned,
+                                                        AnswerGuard guard) {
   auto impl = std::make_unique<Impl>();
+  impl->guard = std::move(guard);
   impl->upstreams = std::move(upstreams);
   impl->policy_for = std::move(policy_for);
   impl->learned = std::move(learned);

@@ -1,6 +1,7 @@
 #include "isolation/net/host_network.h"
 
 #include <arpa/inet.h>
+#include <ifaddrs.h>
 #include <net/if.h>
 #include <spdlog/spdlog.h>
 #include <unistd.h>
@@ -228,7 +229,25 @@ Status HostNetwork::EnsureBaseLocked() {
        "\" ether type arp iifname . arp saddr ip != @ports drop\n";
   s += "add rule bridge " + t + " input iifname \"" + v + "\" ether type ip6 drop\n";
   ASB_TRY_CTX(RunTool({nft_, "-f", "-"}, s), "networking base rules");
-  // The resolver.
+  // The resolver. Answers never carry the sandbox subnet or the server's own addresses
+  // (unreachable: the always-on rules), nor, under an allow list, private ones it does not name.
+  AnswerGuard guard;
+  guard.blocked4.emplace_back(subnet_, prefix_len_);
+  if (ifaddrs* ifs = nullptr; ::getifaddrs(&ifs) == 0) {
+    for (ifaddrs* i = ifs; i != nullptr; i = i->ifa_next) {
+      if (i->ifa_addr == nullptr) continue;
+      if (i->ifa_addr->sa_family == AF_INET) {
+        guard.blocked4.emplace_back(
+            ntohl(reinterpret_cast<sockaddr_in*>(i->ifa_addr)->sin_addr.s_addr), 32);
+      } else if (i->ifa_addr->sa_family == AF_INET6) {
+        const auto* a6 = reinterpret_cast<sockaddr_in6*>(i->ifa_addr)->sin6_addr.s6_addr;
+        std::array<unsigned char, 16> own;
+        std::copy(a6, a6 + 16, own.begin());
+        guard.blocked6.push_back(own);
+      }
+    }
+    ::freeifaddrs(ifs);
+  }
   auto self = this;
   auto resolver = DnsResolver::Start(
       subnet_ + 1, opts_.dns_port, upstreams_,
@@ -238,7 +257,8 @@ Status HostNetwork::EnsureBaseLocked() {
         if (it == self->clients_.end()) return std::nullopt;
         return it->second.policy;
       },
-      [self](uint32_t client, const std::vector<DnsAddress>& a) { self->Learn(client, a); });
+      [self](uint32_t client, const std::vector<DnsAddress>& a) { self->Learn(client, a); },
+      std::move(guard));
   if (!resolver) return Fail(std::move(resolver).error().WithContext("networking"));
   resolver_ = std::move(*resolver);
   base_ready_ = true;

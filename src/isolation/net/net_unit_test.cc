@@ -152,6 +152,220 @@ TEST(NetDns, QuestionAndReplies) {
   EXPECT_EQ(ParseAnswerAddresses(ans.substr(0, ans.size() - 3)).size(), 1u);
 }
 
+NetworkPolicy Allow(std::vector<std::string> allow_out) {
+  NetworkPolicy p;
+  p.allow_out = std::move(allow_out);
+  return p;
+}
+
+TEST(NetDns, AddressClasses) {
+  struct Case {
+    const char* addr;
+    AddressClass cls;
+    const char* range;
+  };
+  for (const Case& c : std::vector<Case>{
+           {"8.8.8.8", AddressClass::kPublic, ""},
+           {"198.19.1.1", AddressClass::kPublic, ""},
+           {"172.32.0.1", AddressClass::kPublic, ""},
+           {"100.128.0.1", AddressClass::kPublic, ""},
+           {"10.0.0.1", AddressClass::kPrivate, "private"},
+           {"172.16.0.1", AddressClass::kPrivate, "private"},
+           {"172.31.255.255", AddressClass::kPrivate, "private"},
+           {"192.168.1.1", AddressClass::kPrivate, "private"},
+           {"100.64.0.1", AddressClass::kPrivate, "shared"},
+           {"100.127.255.255", AddressClass::kPrivate, "shared"},
+           {"127.0.0.1", AddressClass::kUnreachable, "loopback"},
+           {"0.0.0.0", AddressClass::kUnreachable, "this-network"},
+           {"169.254.169.254", AddressClass::kUnreachable, "link-local"},
+           {"224.0.0.1", AddressClass::kUnreachable, "multicast"},
+           {"240.0.0.1", AddressClass::kUnreachable, "reserved"},
+           {"255.255.255.255", AddressClass::kUnreachable, "broadcast"},
+       }) {
+    in_addr a;
+    ASSERT_EQ(inet_pton(AF_INET, c.addr, &a), 1);
+    std::string_view range = "unset";
+    EXPECT_EQ(ClassifyAddress(ntohl(a.s_addr), &range), c.cls) << c.addr;
+    EXPECT_EQ(range, c.range) << c.addr;
+  }
+  for (auto [addr, range] : std::vector<std::pair<const char*, const char*>>{
+           {"::1", "loopback"},
+           {"::", "unspecified"},
+           {"fd00::1", "ula"},
+           {"fc00::1", "ula"},
+           {"fe80::1", "link-local"},
+           {"febf::1", "link-local"},
+           {"ff02::1", "multicast"},
+           {"::ffff:10.0.0.1", "v4-mapped"},
+           {"::ffff:127.0.0.1", "v4-mapped"},
+           {"::ffff:8.8.8.8", ""},
+           {"2001:4860::8888", ""},
+           {"fec0::1", ""},
+       }) {
+    in6_addr a;
+    ASSERT_EQ(inet_pton(AF_INET6, addr, &a), 1);
+    EXPECT_EQ(SpecialRange6(a.s6_addr), range) << addr;
+  }
+  NetworkPolicy p = Allow({"example.com", "10.1.0.0/16:443/tcp", "192.168.7.7/32"});
+  EXPECT_TRUE(AllowRuleCovers(p, 0x0A010203));   // 10.1.2.3
+  EXPECT_FALSE(AllowRuleCovers(p, 0x0A020203));  // 10.2.2.3
+  EXPECT_TRUE(AllowRuleCovers(p, 0xC0A80707));   // 192.168.7.7
+  EXPECT_FALSE(AllowRuleCovers(p, 0xC0A80708));
+  EXPECT_FALSE(AllowRuleCovers(NetworkPolicy{}, 0x0A010203));
+}
+
+// An answer record: `owner` (wire bytes, maybe a pointer), type, TTL 300, rdata.
+std::string Rr(const std::string& owner, uint16_t type, const std::string& rdata) {
+  std::string r = owner;
+  r += static_cast<char>(type >> 8);
+  r += static_cast<char>(type & 0xFF);
+  r += std::string("\0\x01\0\0\x01\x2C", 6);
+  r += static_cast<char>(rdata.size() >> 8);
+  r += static_cast<char>(rdata.size() & 0xFF);
+  return r + rdata;
+}
+
+std::string A(const char* dotted) {
+  in_addr a;
+  inet_pton(AF_INET, dotted, &a);
+  return std::string(reinterpret_cast<const char*>(&a.s_addr), 4);
+}
+
+std::string Aaaa(const char* text) {
+  in6_addr a;
+  inet_pton(AF_INET6, text, &a);
+  return std::string(reinterpret_cast<const char*>(a.s6_addr), 16);
+}
+
+// A reply to Query(name) with `records` as the answer section and `an`/`ns`/`ar` counts.
+std::string Reply(const std::string& name, const std::string& records, int an, int ns = 0,
+                  int ar = 0) {
+  std::string r = Query(name);
+  r[2] = static_cast<char>(0x81);
+  r[3] = static_cast<char>(0x80);
+  r[7] = static_cast<char>(an);
+  r[9] = static_cast<char>(ns);
+  r[11] = static_cast<char>(ar);
+  return r + records;
+}
+
+std::vector<std::string> Dotted(const std::vector<DnsAddress>& v) {
+  std::vector<std::string> out;
+  for (const auto& a : v) {
+    in_addr in{htonl(a.addr)};
+    out.push_back(inet_ntoa(in));
+  }
+  return out;
+}
+
+// Issue 26, finding 4: a hostile upstream answering private, local and host addresses for an
+// allowed name (DNS rebinding) admits none of them, and the sandbox is not told them.
+TEST(NetDns, RebindingAnswersAreNeitherAdmittedNorRelayed) {
+  const std::string ptr_q = "\xC0\x0C", ptr_ex = "\xC0\x10";  // www.example.com, example.com
+  std::string recs = Rr(ptr_q, 5, ptr_ex);                     // CNAME example.com
+  const char* hostile[] = {"10.1.1.1",  "127.0.0.1",  "192.168.1.1", "100.64.0.1", "172.16.0.1",
+                           "169.254.169.254", "0.0.0.0", "224.0.0.1", "255.255.255.255",
+                           "10.213.0.5" /* sandbox subnet */, "203.0.113.9" /* server */};
+  for (const char* h : hostile) recs += Rr(ptr_ex, 1, A(h));
+  recs += Rr(ptr_ex, 1, A("198.51.100.7"));
+  recs += Rr(ptr_ex, 28, Aaaa("::1"));
+  recs += Rr(ptr_ex, 28, Aaaa("fd00::1"));
+  recs += Rr(ptr_ex, 28, Aaaa("fe80::1"));
+  recs += Rr(ptr_ex, 28, Aaaa("2001:db8::9"));  // the server's own
+  recs += Rr(ptr_ex, 28, Aaaa("2001:db8::1"));
+  const int n = 1 + 11 + 1 + 5;
+  const std::string opt = std::string("\0\0\x29\x10\0\0\0\0\0\0\0", 11);
+  const std::string soa = Rr(ptr_ex, 6, std::string("\xC0\x10\xC0\x10", 4) + std::string(20, 1));
+  const std::string reply = Reply("www.example.com", recs + soa + opt, n, 1, 1);
+  // Before the fix every A record was admitted.
+  EXPECT_EQ(ParseAnswerAddresses(reply).size(), 12u);
+
+  AnswerGuard g;
+  g.blocked4 = {{0x0AD50000, 16}, {0xCB007109, 32}};
+  std::array<unsigned char, 16> own;
+  in6_addr a6;
+  inet_pton(AF_INET6, "2001:db8::9", &a6);
+  std::copy(a6.s6_addr, a6.s6_addr + 16, own.begin());
+  g.blocked6 = {own};
+  const NetworkPolicy p = Allow({"example.com"});
+  FilteredAnswer f = FilterAnswer(reply, p, g);
+  EXPECT_EQ(Dotted(f.admitted), (std::vector<std::string>{"198.51.100.7"}));
+  EXPECT_EQ(f.admitted[0].ttl, 300u);
+  EXPECT_EQ(f.dropped,
+            (std::vector<std::string>{
+                "10.1.1.1 (private)", "127.0.0.1 (loopback)", "192.168.1.1 (private)",
+                "100.64.0.1 (shared)", "172.16.0.1 (private)", "169.254.169.254 (link-local)",
+                "0.0.0.0 (this-network)", "224.0.0.1 (multicast)", "255.255.255.255 (broadcast)",
+                "10.213.0.5 (server or sandbox address)", "203.0.113.9 (server or sandbox address)",
+                "::1 (loopback)", "fd00::1 (ula)", "fe80::1 (link-local)",
+                "2001:db8::9 (server address)"}));
+  // What the sandbox gets: the question, the CNAME, the public A and AAAA, the OPT record; no
+  // authority section. Names are recompressed against the question.
+  const std::string want = Reply("www.example.com",
+                                 Rr(ptr_q, 5, ptr_ex) + Rr(ptr_ex, 1, A("198.51.100.7")) +
+                                     Rr(ptr_ex, 28, Aaaa("2001:db8::1")) + opt,
+                                 3, 0, 1);
+  EXPECT_EQ(f.reply, want);
+  EXPECT_EQ(Dotted(ParseAnswerAddresses(f.reply)), (std::vector<std::string>{"198.51.100.7"}));
+
+  // Named in allow_out (a range, or an address of it): relayed, but still not learned — the
+  // address rule, with its ports, is what admits it. 192.168.1.1 is not named: dropped.
+  const NetworkPolicy named = Allow({"example.com", "10.1.0.0/16:443/tcp", "127.0.0.1"});
+  f = FilterAnswer(Reply("www.example.com",
+                         Rr(ptr_q, 1, A("10.1.1.1")) + Rr(ptr_q, 1, A("127.0.0.1")) +
+                             Rr(ptr_q, 1, A("192.168.1.1")) + Rr(ptr_q, 1, A("10.2.0.1")),
+                         4),
+                   named, g);
+  EXPECT_TRUE(f.admitted.empty());
+  EXPECT_EQ(Dotted(ParseAnswerAddresses(f.reply)),
+            (std::vector<std::string>{"10.1.1.1", "127.0.0.1"}));
+  EXPECT_EQ(f.dropped, (std::vector<std::string>{"192.168.1.1 (private)", "10.2.0.1 (private)"}));
+
+  // No allow list (everything not denied is allowed): private answers are relayed, local and
+  // host ones are not.
+  f = FilterAnswer(Reply("www.example.com",
+                         Rr(ptr_q, 1, A("10.1.1.1")) + Rr(ptr_q, 1, A("127.0.0.1")) +
+                             Rr(ptr_q, 1, A("10.213.0.9")),
+                         3),
+                   NetworkPolicy{}, g);
+  EXPECT_EQ(Dotted(ParseAnswerAddresses(f.reply)), (std::vector<std::string>{"10.1.1.1"}));
+  EXPECT_TRUE(f.admitted.empty());
+  EXPECT_EQ(f.dropped.size(), 2u);
+
+  // Nothing dropped: the reply is relayed byte for byte.
+  const std::string clean = Reply("www.example.com", Rr(ptr_q, 1, A("198.51.100.7")) + soa, 1, 1);
+  f = FilterAnswer(clean, p, g);
+  EXPECT_EQ(f.reply, clean);
+  EXPECT_TRUE(f.dropped.empty());
+  EXPECT_EQ(f.admitted.size(), 1u);
+}
+
+TEST(NetDns, RebuiltAnswerNeverPointsIntoARemovedRecord) {
+  // The first (dropped) record spells "evil.test" in full; the kept one points at it.
+  const std::string evil = std::string("\x04" "evil\x04test", 10) + '\0';
+  const std::string reply =
+      Reply("www.example.com", Rr(evil, 1, A("10.0.0.1")) + Rr("\xC0\x21", 1, A("198.51.100.7")) +
+                                   Rr("\xC0\x21", 5, "\xC0\x21"),
+            3);
+  ASSERT_EQ(static_cast<size_t>(0x21), Query("www.example.com").size());
+  const FilteredAnswer f = FilterAnswer(reply, Allow({"x.com"}), {});
+  EXPECT_EQ(Dotted(f.admitted), (std::vector<std::string>{"198.51.100.7"}));
+  // The kept A record now carries the name itself, and the CNAME's owner and target point at it.
+  const std::string want = Reply(
+      "www.example.com", Rr(evil, 1, A("198.51.100.7")) + Rr("\xC0\x21", 5, "\xC0\x21"), 2);
+  EXPECT_EQ(f.reply, want);
+
+  // A truncated tail: the records before it are kept, the reply stays well-formed.
+  const FilteredAnswer t =
+      FilterAnswer(reply.substr(0, reply.size() - 3), Allow({"x.com"}), {});
+  EXPECT_EQ(Dotted(t.admitted), (std::vector<std::string>{"198.51.100.7"}));
+  EXPECT_EQ(Dotted(ParseAnswerAddresses(t.reply)), (std::vector<std::string>{"198.51.100.7"}));
+  EXPECT_EQ(static_cast<uint8_t>(t.reply[7]), 1);
+  // Pointer loops and forward pointers end the scan without admitting anything after them.
+  const std::string loop = Reply("www.example.com", Rr("\xC0\x21", 1, A("198.51.100.7")), 1);
+  EXPECT_TRUE(FilterAnswer(loop, NetworkPolicy{}, {}).admitted.empty());
+}
+
 // A TCP DNS client from a given loopback source address (127.0.0.0/8 is all local, so each
 // address stands for a different sandbox).
 int TcpFrom(uint32_t src, uint16_t port) {

@@ -313,4 +313,64 @@ bool NameAllowed(const NetworkPolicy& p, std::string_view name) {
   return !any_allowed_domain;
 }
 
+AddressClass ClassifyAddress(uint32_t a, std::string_view* range) {
+  struct Range {
+    uint32_t net;
+    int len;
+    AddressClass cls;
+    std::string_view name;
+  };
+  static constexpr Range kRanges[] = {
+      {0xFFFFFFFF, 32, AddressClass::kUnreachable, "broadcast"},
+      {0x00000000, 8, AddressClass::kUnreachable, "this-network"},
+      {0x7F000000, 8, AddressClass::kUnreachable, "loopback"},
+      {0xA9FE0000, 16, AddressClass::kUnreachable, "link-local"},
+      {0xE0000000, 4, AddressClass::kUnreachable, "multicast"},
+      {0xF0000000, 4, AddressClass::kUnreachable, "reserved"},
+      {0x0A000000, 8, AddressClass::kPrivate, "private"},
+      {0xAC100000, 12, AddressClass::kPrivate, "private"},
+      {0xC0A80000, 16, AddressClass::kPrivate, "private"},
+      {0x64400000, 10, AddressClass::kPrivate, "shared"},
+  };
+  for (const auto& r : kRanges) {
+    const uint32_t mask = ~uint32_t{0} << (32 - r.len);
+    if ((a & mask) == r.net) {
+      if (range) *range = r.name;
+      return r.cls;
+    }
+  }
+  if (range) *range = "";
+  return AddressClass::kPublic;
+}
+
+std::string_view SpecialRange6(const unsigned char* b) {
+  bool zero10 = true;
+  for (int i = 0; i < 10; ++i) zero10 = zero10 && b[i] == 0;
+  if (zero10 && b[10] == 0 && b[11] == 0 && b[12] == 0 && b[13] == 0 && b[14] == 0) {
+    if (b[15] == 1) return "loopback";
+    if (b[15] == 0) return "unspecified";
+  }
+  if ((b[0] & 0xFE) == 0xFC) return "ula";
+  if (b[0] == 0xFE && (b[1] & 0xC0) == 0x80) return "link-local";
+  if (b[0] == 0xFF) return "multicast";
+  if (zero10 && b[10] == 0xFF && b[11] == 0xFF) {
+    const uint32_t v4 = (uint32_t{b[12]} << 24) | (uint32_t{b[13]} << 16) |
+                        (uint32_t{b[14]} << 8) | b[15];
+    if (ClassifyAddress(v4) != AddressClass::kPublic) return "v4-mapped";
+  }
+  return "";
+}
+
+bool AllowRuleCovers(const NetworkPolicy& p, uint32_t addr) {
+  for (const auto& r : p.allow_out) {
+    if (r.empty() || !std::isdigit(static_cast<unsigned char>(r.front()))) continue;
+    auto rule = ParseRule(r);
+    if (!rule || !rule->address) continue;
+    const int len = rule->address->prefix_len;
+    const uint32_t mask = len == 0 ? 0 : ~uint32_t{0} << (32 - len);
+    if ((addr & mask) == rule->address->network) return true;
+  }
+  return false;
+}
+
 }  // namespace asb::isolation::net

@@ -89,4 +89,24 @@ bool DomainMatches(std::string_view pattern, std::string_view name);
 /// deny_out domain matches, or allow_out names domains and none matches.
 bool NameAllowed(const NetworkPolicy& p, std::string_view name);
 
+/// How far an address the resolver answered may widen a sandbox's egress (issue 26, ADR 0013
+/// addendum). kPublic: admitted (joins the sandbox's learned set). kPrivate: RFC 1918,
+/// RFC 6598 (100.64/10) — reachable through the uplink but the host's private networks, so an
+/// answer never admits it. kUnreachable: loopback, 0/8, link-local, multicast, 240/4 and
+/// broadcast — the always-on rules reject them (or they never leave the sandbox).
+enum class AddressClass { kPublic, kPrivate, kUnreachable };
+
+/// The class of an IPv4 address (host order) and the name of its range ("" when public):
+/// "loopback", "this-network", "link-local", "multicast", "reserved", "broadcast",
+/// "private", "shared" (RFC 6598).
+AddressClass ClassifyAddress(uint32_t addr, std::string_view* range = nullptr);
+/// The name of the special IPv6 range holding `addr` (16 bytes, network order) — "loopback",
+/// "unspecified", "ula" (fc00::/7), "link-local" (fe80::/10), "multicast" (ff00::/8),
+/// "v4-mapped" for ::ffff:a.b.c.d of a non-public a.b.c.d — or "" when public.
+std::string_view SpecialRange6(const unsigned char* addr);
+
+/// True when an address rule of allow_out (any port, any proto) contains `addr`: the policy
+/// names that range or address explicitly.
+bool AllowRuleCovers(const NetworkPolicy& p, uint32_t addr);
+
 }  // namespace asb::isolation::net

@@ -12,12 +12,17 @@
 
 namespace asb::isolation::ns {
 
+void AddScratchFile(MountPlan* p, std::string content, const std::string& target,
+                    bool optional) {
+  const std::string path = "tmp/f" + std::to_string(p->scratch_files.size());
+  p->scratch_files.push_back({std::move(content), path, target, optional});
+}
+
 MountPlan MakeMountPlan(const std::string& rootfs, const std::string& ws_source,
-                        const std::string& hostname_source, uint64_t tmp_bytes) {
+                        const std::string& hostname_text, uint64_t tmp_bytes) {
   MountPlan p;
   p.root = rootfs;
   p.ws_source = ws_source;
-  p.hostname_source = hostname_source;
   p.workspace = rootfs + "/workspace";
   p.etc_hostname = rootfs + "/etc/hostname";
   p.etc_resolv = rootfs + "/etc/resolv.conf";
@@ -45,6 +50,11 @@ MountPlan MakeMountPlan(const std::string& rootfs, const std::string& ws_source,
                         "proc/timer_stats", "proc/sched_debug"}) {
     p.masked_files.emplace_back(f);
   }
+  // Host facts (issue 26): the kernel's build configuration, every block device of the host
+  // (other sandboxes' loop devices among them).
+  for (const char* f : {"proc/config.gz", "proc/partitions"}) p.masked_files.emplace_back(f);
+  AddScratchFile(&p, kSandboxCmdline, "proc/cmdline", /*optional=*/true);
+  if (!hostname_text.empty()) AddScratchFile(&p, hostname_text, "etc/hostname", true);
   for (const char* d :
        {"proc/acpi", "proc/asound", "proc/scsi", "sys/firmware", "sys/devices/virtual/powercap"}) {
     p.masked_dirs.emplace_back(d);
@@ -109,6 +119,45 @@ int MaskDirsAndReadOnlyPathsInChild(const MountPlan& p, ChildFailure* f) {
   return 0;
 }
 
+// The scratch files: a small tmpfs on the new root's tmp (the real /tmp is mounted over the
+// spot afterwards), each file written and bound read-only onto its target, then the tmpfs
+// detached (the binds keep its files). The binds' source is that tmpfs: mountinfo shows
+// "/f0 /proc/cmdline ... - tmpfs", no host path.
+int BindScratchFilesInChild(const MountPlan& p, ChildFailure* f) {
+  if (p.scratch_files.empty()) return 0;
+  if (::mount("tmpfs", p.tmp.c_str(), "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC,
+              "mode=755,size=65536") != 0) {
+    return Failed(f, "mount scratch tmpfs", errno, p.tmp.c_str());
+  }
+  for (const auto& s : p.scratch_files) {
+    int fd = ::open(s.path.c_str(), O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0644);
+    if (fd < 0) return Failed(f, "create scratch file", errno, s.path.c_str());
+    size_t done = 0;
+    while (done < s.content.size()) {
+      ssize_t n = ::write(fd, s.content.data() + done, s.content.size() - done);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) {
+        const int e = n < 0 ? errno : EIO;
+        ::close(fd);
+        return Failed(f, "write scratch file", e, s.path.c_str());
+      }
+      done += static_cast<size_t>(n);
+    }
+    ::close(fd);
+    if (::mount(s.path.c_str(), s.target.c_str(), nullptr, MS_BIND, nullptr) != 0) {
+      if (errno == ENOENT && s.optional) continue;
+      return Failed(f, "bind scratch file", errno, s.target.c_str());
+    }
+    if (int e = RemountReadOnly(s.target.c_str(), MS_NOSUID | MS_NODEV | MS_NOEXEC)) {
+      return Failed(f, "remount read-only", e, s.target.c_str());
+    }
+  }
+  if (::umount2(p.tmp.c_str(), MNT_DETACH) != 0) {
+    return Failed(f, "detach scratch tmpfs", errno, p.tmp.c_str());
+  }
+  return 0;
+}
+
 int MountDevInChild(const MountPlan& p, ChildFailure* f) {
   if (::mount("tmpfs", p.dev.c_str(), "tmpfs", MS_NOSUID | MS_NOEXEC, p.dev_options.c_str()) != 0) {
     return Failed(f, "mount /dev tmpfs", errno, p.dev.c_str());
@@ -143,7 +192,7 @@ int MountDevInChild(const MountPlan& p, ChildFailure* f) {
 }  // namespace
 
 // The order is the argument: nothing from the host propagates in; the root is the template
-// only, plus exactly two host paths (the workspace, the hostname file); every kernel interface
+// only, plus exactly one host path (the workspace); every kernel interface
 // is fresh (proc, sysfs, devpts belong to the new namespaces); writable places are
 // size-bounded tmpfs or the quota'd workspace; then the host's tree is detached entirely and
 // / is made read-only.
@@ -164,25 +213,6 @@ int BindHostPathsInChild(const MountPlan& p, ChildFailure* f) {
   if (::mount(p.ws_source.c_str(), p.workspace.c_str(), nullptr, MS_BIND, nullptr) != 0) {
     return Failed(f, "bind /workspace", errno, p.workspace.c_str());
   }
-  if (!p.hostname_source.empty()) {
-    if (::mount(p.hostname_source.c_str(), p.etc_hostname.c_str(), nullptr, MS_BIND, nullptr) ==
-        0) {
-      if (int e = RemountReadOnly(p.etc_hostname.c_str(), MS_NOSUID | MS_NODEV | MS_NOEXEC)) {
-        return Failed(f, "remount read-only", e, p.etc_hostname.c_str());
-      }
-    } else if (errno != ENOENT) {
-      return Failed(f, "bind /etc/hostname", errno, p.etc_hostname.c_str());
-    }
-  }
-  // Networked sandboxes: the resolver on the gateway (the template's file must exist).
-  if (!p.resolv_source.empty()) {
-    if (::mount(p.resolv_source.c_str(), p.etc_resolv.c_str(), nullptr, MS_BIND, nullptr) != 0) {
-      return Failed(f, "bind /etc/resolv.conf", errno, p.etc_resolv.c_str());
-    }
-    if (int e = RemountReadOnly(p.etc_resolv.c_str(), MS_NOSUID | MS_NODEV | MS_NOEXEC)) {
-      return Failed(f, "remount read-only", e, p.etc_resolv.c_str());
-    }
-  }
   if (::chdir(p.root.c_str()) != 0) return Failed(f, "chdir new root", errno, p.root.c_str());
   return 0;
 }
@@ -195,6 +225,7 @@ int BuildRootAndPivotInChild(const MountPlan& p, ChildFailure* f) {
     return Failed(f, "mount sysfs", errno, p.sys.c_str());
   }
   if (int e = MaskDirsAndReadOnlyPathsInChild(p, f)) return e;
+  if (int e = BindScratchFilesInChild(p, f)) return e;
   if (::mount("tmpfs", p.tmp.c_str(), "tmpfs", MS_NOSUID | MS_NODEV, p.tmp_options.c_str()) != 0) {
     return Failed(f, "mount /tmp", errno, p.tmp.c_str());
   }

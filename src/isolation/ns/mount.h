@@ -20,33 +20,48 @@ struct MountPlan {
   // sandbox's range, so files show their real owners inside: root 0, sandbox 1000). Attached
   // on `root` instead of the plain bind when >= 0 (it is inherited across clone).
   int root_tree_fd = -1;
-  std::string ws_source;        // host-side workspace mount -> /workspace
-  std::string hostname_source;  // host file with the hostname -> /etc/hostname (if present)
-  std::string resolv_source;    // networked sandboxes: host file -> /etc/resolv.conf ("" = none)
+  std::string ws_source;  // host-side workspace mount -> /workspace
   // Absolute targets below `root`, for the binds of host paths (phase 1):
   std::string workspace, etc_hostname, etc_resolv;
+  // Small files the child writes into a scratch tmpfs and binds read-only onto their targets
+  // (relative to the new root), so that /proc/self/mountinfo names a tmpfs, never a host path
+  // of the data directory (issue 26): /etc/hostname, /etc/resolv.conf of networked sandboxes,
+  // a benign /proc/cmdline. An optional target that does not exist is skipped.
+  struct ScratchFile {
+    std::string content, path, target;
+    bool optional = false;
+  };
+  std::vector<ScratchFile> scratch_files;
   // Targets relative to the new root (phase 2 runs with cwd = root):
   std::string proc, sys, dev, dev_pts, dev_shm, tmp;
   std::vector<std::string> dev_node_src, dev_node_dst;      // bind-mounted host device nodes
   std::vector<std::string> dev_link_target, dev_link_path;  // /dev/fd, stdin, ..., ptmx
-  std::vector<std::string> masked_files;                    // /dev/null bound over them
+  std::vector<std::string> masked_files;  // /dev/null bound over them (read as empty)
   std::vector<std::string> masked_dirs;                     // read-only empty tmpfs over them
   std::vector<std::string> readonly_paths;                  // bound onto themselves read-only
   std::string tmp_options, shm_options, dev_options, devpts_options;
 };
 
-/// Builds the plan. `tmp_bytes` sizes /tmp and /dev/shm.
+/// What /proc/cmdline reads inside: the host's boot line is not the sandbox's business.
+inline constexpr char kSandboxCmdline[] = "ro quiet\n";
+
+/// Builds the plan. `hostname_text` is /etc/hostname's content ("" = the template's file);
+/// `tmp_bytes` sizes /tmp and /dev/shm.
 MountPlan MakeMountPlan(const std::string& rootfs, const std::string& ws_source,
-                        const std::string& hostname_source, uint64_t tmp_bytes);
+                        const std::string& hostname_text, uint64_t tmp_bytes);
+/// Adds a scratch file (see MountPlan::ScratchFile) for `target`, relative to the new root.
+void AddScratchFile(MountPlan* plan, std::string content, const std::string& target,
+                    bool optional);
 
 /// Phase 1, in the child while it still has the host's uid 0 (before BecomeRootInChild): the
 /// host paths reach into the server's 0700 state directory, which only host root may walk.
-/// Makes every mount private, binds the rootfs onto itself, binds the workspace and the
-/// hostname file into it, and changes directory to it. Returns 0 or an errno in `*f`.
+/// Makes every mount private, binds the rootfs onto itself, binds the workspace into it, and
+/// changes directory to it. Returns 0 or an errno in `*f`.
 int BindHostPathsInChild(const MountPlan& plan, ChildFailure* f);
 
 /// Phase 2, as root of the new user namespace (files it creates must have a mapped owner):
-/// fresh /proc (masked), /dev, /sys, /tmp below the cwd, then pivot_root into it, detach the
+/// fresh /proc (masked), /dev, /sys, the scratch files, /tmp below the cwd, then pivot_root
+/// into it, detach the
 /// host's tree and make / read-only. On return 0, cwd and root are the sandbox's "/".
 int BuildRootAndPivotInChild(const MountPlan& plan, ChildFailure* f);
 

@@ -308,18 +308,9 @@ Result<std::shared_ptr<Sandbox>> NsBackend::CreateLocked(const SandboxSpec& spec
   // workspace here, the template's rootfs below).
   ASB_ASSIGN_OR_RETURN(UniqueFd idmap_userns, MakeIdmapUserns(uid_base));
   ASB_TRY(PrepareWorkspace(spec, l, idmap_userns.get(), &loop_device));
-  {
-    // Read once, when the child binds it; no need for a durable write.
-    UniqueFd fd(::open(l.hostname.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644));
-    const std::string text = spec.hostname + "\n";
-    if (!fd || !WriteAll(fd.get(), text.data(), text.size())) {
-      return FailErrno("write " + l.hostname);
-    }
-    if (::fchmod(fd.get(), 0644) != 0) return FailErrno("chmod " + l.hostname);
-  }
+  // /etc/hostname and /etc/resolv.conf are written by the child into a scratch tmpfs
+  // (mount.h), so no host file of the state directory is bound into the sandbox.
   if (spec.network) {
-    ASB_TRY(WriteFileAtomic(l.resolv, opts_.network->ResolvConf(), /*durable=*/false));
-    if (::chmod(l.resolv.c_str(), 0644) != 0) return FailErrno("chmod " + l.resolv);
     ASB_TRY(WriteFileAtomic(l.network, net::PolicyToJson(spec.network_policy), false));
   }
 
@@ -375,9 +366,12 @@ Result<std::shared_ptr<Sandbox>> NsBackend::CreateLocked(const SandboxSpec& spec
   // 6. The child: everything it needs is prepared here, before clone.
   ChildPlan plan;
   plan.hostname = spec.hostname;
-  plan.mounts = MakeMountPlan(spec.rootfs, l.ws, l.hostname, spec.tmp_bytes);
+  plan.mounts = MakeMountPlan(spec.rootfs, l.ws, spec.hostname + "\n", spec.tmp_bytes);
   plan.mounts.root_tree_fd = root_tree.get();
-  if (spec.network) plan.mounts.resolv_source = l.resolv;
+  // Networked sandboxes: the resolver on the gateway (the template's file must exist).
+  if (spec.network) {
+    AddScratchFile(&plan.mounts, opts_.network->ResolvConf(), "etc/resolv.conf", false);
+  }
   plan.rlimits = {spec.nofile_limit, spec.pids_limit};
   plan.sandboxd_fd = sandboxd_fd.get();
   plan.listen_fd = listen_fd.get();
@@ -386,6 +380,7 @@ Result<std::shared_ptr<Sandbox>> NsBackend::CreateLocked(const SandboxSpec& spec
   plan.null_fd = null_fd.get();
   std::vector<std::string> args = {"sandboxd", "--listen-fd=" + std::to_string(kSandboxdListenFd),
                                    "--config-fd=" + std::to_string(kSandboxdConfigFd)};
+  if (opts_.allow_packet_sockets) args.push_back("--allow-packet-sockets");
   // Commands go to the work cgroups (cgroup.h): sandboxd moves each one through these fds.
   // RLIMIT_NPROC must not stop sandboxd either: root's commands share its uid, and a fork
   // counts against the rlimit before the pids cgroup refuses it (copy_creds() precedes

@@ -35,6 +35,9 @@ struct NsBackendOptions {
   uint64_t default_workspace_bytes = 1ull << 30;
   /// How long Create waits for sandboxd's handshake, milliseconds.
   int64_t start_timeout_ms = 10'000;
+  /// Commands may open AF_PACKET sockets (raw packet capture; sandboxd
+  /// --allow-packet-sockets). Off: socket(AF_PACKET) fails with EAFNOSUPPORT (issue 26).
+  bool allow_packet_sockets = false;
   /// The host side of networked sandboxes (issue 10); null = `network: true` is refused.
   std::shared_ptr<net::HostNetwork> network;
 };

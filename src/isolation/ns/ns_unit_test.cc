@@ -240,7 +240,7 @@ TEST(CgroupLayoutTest, DetectsThisHost) {
 }
 
 TEST(MountPlanTest, EverythingIsPreparedRelativeToTheNewRoot) {
-  auto p = MakeMountPlan("/t/rootfs", "/s/sb/ws", "/s/sb/hostname", 16 << 20);
+  auto p = MakeMountPlan("/t/rootfs", "/s/sb/ws", "sandbox\n", 16 << 20);
   EXPECT_EQ(p.workspace, "/t/rootfs/workspace");
   EXPECT_EQ(p.etc_hostname, "/t/rootfs/etc/hostname");
   EXPECT_EQ(p.proc, "proc");
@@ -251,6 +251,16 @@ TEST(MountPlanTest, EverythingIsPreparedRelativeToTheNewRoot) {
   EXPECT_NE(std::find(p.masked_files.begin(), p.masked_files.end(), "proc/kcore"),
             p.masked_files.end());
   for (const auto& d : p.dev_node_dst) EXPECT_EQ(d.rfind("dev/", 0), 0u);
+  // Issue 26: host facts masked, and the small files come from a scratch tmpfs, not the host.
+  for (const char* f : {"proc/config.gz", "proc/partitions"}) {
+    EXPECT_NE(std::find(p.masked_files.begin(), p.masked_files.end(), f), p.masked_files.end());
+  }
+  ASSERT_EQ(p.scratch_files.size(), 2u);
+  EXPECT_EQ(p.scratch_files[0].target, "proc/cmdline");
+  EXPECT_EQ(p.scratch_files[0].content, kSandboxCmdline);
+  EXPECT_EQ(p.scratch_files[1].target, "etc/hostname");
+  EXPECT_EQ(p.scratch_files[1].content, "sandbox\n");
+  for (const auto& s : p.scratch_files) EXPECT_EQ(s.path.rfind(p.tmp + "/", 0), 0u);
 }
 
 using FilesTest = TempDir;
