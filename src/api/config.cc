@@ -175,6 +175,12 @@ std::vector<Setting> MakeSettings() {
   add("MAX_REQUESTS_PER_KEY", "max-requests-per-key",
       "blocking requests one API key may have in progress at once, 0 = no limit",
       Int(0, 100000, [](ServeConfig& c, int64_t n) { c.max_requests_per_key = n; }));
+  add("PROXY_TIMEOUT_SECONDS", "proxy-timeout-seconds",
+      "longest exchange through the ports proxy, whole (default 300; 60 s per read on top)",
+      Int(1, 86400, [](ServeConfig& c, int64_t n) { c.proxy_timeout_seconds = n; }));
+  add("PROXY_BUFFER_MB", "proxy-buffer-mb",
+      "relay buffers of all ports-proxy exchanges, MiB (default 64: 341 at once; then 503)",
+      Int(1, 1 << 20, [](ServeConfig& c, int64_t n) { c.proxy_buffer_mb = n; }));
   return s;
 }
 

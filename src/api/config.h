@@ -34,6 +34,11 @@ struct ServeConfig {
   /// once; one more is 429 (api/auth.h, AuthOptions::max_concurrent_requests_per_key).
   /// 0 = no limit.
   int64_t max_requests_per_key = 128;
+  /// The ports proxy (api/port_proxy.h): the longest one proxied exchange may take, seconds
+  /// (cut then: 504 before the answer's head, a truncated body after it), and the relay buffer
+  /// memory of all exchanges together, MiB (192 KiB each; one more waits 1 s, then 503).
+  int64_t proxy_timeout_seconds = 300;
+  int64_t proxy_buffer_mb = 64;
   /// "none": workspace images live in <data>/sandboxes; "xfs": in an XFS (reflink=1) file system
   /// on the sparse loop file <data>/workspace-pool.xfs (made on first use), mounted at
   /// <data>/xfs, so image clones share extents even on an ext4 host.
