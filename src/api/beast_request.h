@@ -1,7 +1,8 @@
 // From a request Beast has parsed to our HttpRequest (api/http_types.h): the one translation
 // the server applies to every request, shared by api/server.cc and the HTTP fuzz target
-// (fuzz/fuzz_http.cc) so that the fuzzer drives exactly what the server runs. Includes Beast:
-// include it only from those two.
+// (fuzz/fuzz_http.cc) so that the fuzzer drives exactly what the server runs; and the common
+// headers of every answer (server.cc, proxy_relay.cc). Includes Beast: include it only from
+// those.
 #pragma once
 
 #include <boost/beast/http.hpp>
@@ -40,6 +41,18 @@ inline HttpRequest ToRequest(
     req.headers[name] = std::string(field.value());
   }
   return req;
+}
+
+/// The headers every answer carries (Server, X-Request-Id), its Content-Type when set, and
+/// the response's own headers.
+template <typename Body>
+void AddCommonHeaders(boost::beast::http::response<Body>& res, const HttpResponse& r,
+                      const std::string& request_id) {
+  namespace http = boost::beast::http;
+  res.set(http::field::server, "agent-sandbox");
+  res.set("X-Request-Id", request_id);
+  if (!r.content_type.empty()) res.set(http::field::content_type, r.content_type);
+  for (const auto& [name, value] : r.headers) res.set(name, value);
 }
 
 }  // namespace asb::api

@@ -191,6 +191,12 @@ std::vector<Setting> MakeSettings() {
   add("REQUEST_HEAD_TIMEOUT_SECONDS", "request-head-timeout-seconds",
       "time a request line and headers may take in all (the connection is closed past it)",
       Int(1, 3600, [](ServeConfig& c, int64_t n) { c.request_head_timeout_seconds = n; }));
+  add("PROXY_TIMEOUT_SECONDS", "proxy-timeout-seconds",
+      "longest exchange through the ports proxy, whole (default 300; 60 s per read on top)",
+      Int(1, 86400, [](ServeConfig& c, int64_t n) { c.proxy_timeout_seconds = n; }));
+  add("PROXY_BUFFER_MB", "proxy-buffer-mb",
+      "relay buffers of all ports-proxy exchanges, MiB (default 64: 341 at once; then 503)",
+      Int(1, 1 << 20, [](ServeConfig& c, int64_t n) { c.proxy_buffer_mb = n; }));
   return s;
 }
 

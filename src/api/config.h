@@ -42,6 +42,11 @@ struct ServeConfig {
   int64_t max_connections_per_ip = 256;
   int64_t reserved_connections = 512;
   int64_t request_head_timeout_seconds = 10;
+  /// The ports proxy (api/port_proxy.h): the longest one proxied exchange may take, seconds
+  /// (cut then: 504 before the answer's head, a truncated body after it), and the relay buffer
+  /// memory of all exchanges together, MiB (192 KiB each; one more waits 1 s, then 503).
+  int64_t proxy_timeout_seconds = 300;
+  int64_t proxy_buffer_mb = 64;
   /// "none": workspace images live in <data>/sandboxes; "xfs": in an XFS (reflink=1) file system
   /// on the sparse loop file <data>/workspace-pool.xfs (made on first use), mounted at
   /// <data>/xfs, so image clones share extents even on an ext4 host.

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 
 #include "api/http_types.h"
@@ -20,6 +21,8 @@ struct SandboxInfo;
 
 namespace asb::api {
 
+class BufferBudget;
+
 /// What the handlers share. The manager must outlive the router.
 struct ApiContext {
   core::SandboxManager* manager = nullptr;
@@ -27,6 +30,10 @@ struct ApiContext {
   int64_t stream_keepalive_ms = 10'000;
   /// Largest JSON body accepted (the server enforces it too), bytes.
   uint64_t max_json_body_bytes = 1 << 20;
+  /// The ports proxy (handlers_ports.cc): the server's one account of its relay buffers
+  /// (nullptr: unaccounted), and the longest a proxied exchange may take, milliseconds.
+  std::shared_ptr<BufferBudget> proxy_budget;
+  int64_t proxy_timeout_ms = 300'000;
 };
 
 /// Adapts a handler that returns Result<HttpResponse>: errors leave through ErrorResponse().

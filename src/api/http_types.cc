@@ -4,7 +4,7 @@
 
 namespace asb::api {
 
-UpgradedStream::~UpgradedStream() {
+ProxyExchange::~ProxyExchange() {
   if (fd >= 0) ::close(fd);
 }
 

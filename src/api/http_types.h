@@ -5,6 +5,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <functional>
 #include <map>
 #include <memory>
@@ -95,26 +96,12 @@ class WebSocketSession {
   virtual void Cancel() = 0;
 };
 
-/// A connection handed over to another protocol (a WebSocket through the ports proxy): after
-/// the 101 head the server relays bytes between the client and `fd` both ways until either
-/// side ends, first sending `pending` (bytes the handler read past the upstream's head).
-/// It travels as HttpResponse::stream with status 101; its StreamBody methods are unused.
-struct UpgradedStream final : StreamBody {
-  int fd = -1;  // owned: closed by the destructor unless the server took it
-  std::string pending;
-  std::shared_ptr<void> keepalive;  // e.g. the sandbox's activity mark
-  UpgradedStream() = default;
-  UpgradedStream(const UpgradedStream&) = delete;
-  UpgradedStream& operator=(const UpgradedStream&) = delete;
-  ~UpgradedStream() override;
-  Chunk Poll() override { return {{}, true, false}; }
-  void SetNotify(std::function<void()>) override {}
-  void Cancel() override {}
-};
+struct ProxyExchange;
 
 /// One HTTP response. Either `body` (sent with Content-Length) or `stream` (sent chunked), or,
-/// with status 101, `websocket` (the server completes the upgrade and runs the session) or an
-/// UpgradedStream as `stream` (the server relays raw bytes).
+/// with status 101, `websocket` (the server completes the upgrade and runs the session), or
+/// `proxy` (the server carries on an exchange with an upstream and relays its answer; `status`
+/// is then only what the auth layer records: 200, the exchange was started).
 struct HttpResponse {
   int status = 200;
   std::string content_type = "application/json";
@@ -126,6 +113,39 @@ struct HttpResponse {
   /// With status 101: the WebSocket to run after the upgrade (last, so that positional
   /// initializers of the members above stay valid).
   std::shared_ptr<WebSocketSession> websocket;
+  std::shared_ptr<ProxyExchange> proxy;
+};
+
+/// An HTTP exchange with an upstream (the ports proxy, api/port_proxy.h) that the server
+/// carries on after the handler returned, on its I/O threads and without a pool thread
+/// (api/proxy_relay.h): it writes `request_head` to `fd`, relays the client's request body as
+/// it arrives, reads the upstream's answer head, sends the head `respond` makes of it and
+/// relays the answer's body. Both bodies move one `chunk_bytes` chunk at a time, each read
+/// waiting for the write before it, so a slow reader on either side slows the other side
+/// instead of filling memory. An upgrade (`websocket`) answered 101 becomes a byte relay.
+struct ProxyExchange {
+  using Headers = std::vector<std::pair<std::string, std::string>>;
+  int fd = -1;                // owned: the connected upstream socket, closed by the destructor
+  std::string request_head;   // request line and headers for the upstream, through the blank line
+  bool chunked_body = false;  // the client's body is chunked: it is re-chunked upstream
+  bool websocket = false;     // the head asks for Upgrade: websocket
+  size_t chunk_bytes = 64 * 1024;
+  /// The whole exchange (everything but a WebSocket relay after its 101) ends by then: before
+  /// the answer's head 504 timeout, after it the connection is cut (the body is truncated).
+  std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max();
+  /// The longest wait for one read or write of the upstream.
+  int idle_timeout_s = 60;
+  /// Makes the client's head of the upstream's status and headers (status, content_type,
+  /// headers of `*head`); false: `*head` is an error answer to send whole instead.
+  std::function<bool(int status, const Headers& headers, HttpResponse* head)> respond;
+  std::string what;  // names the upstream in messages: "port 8000"
+  /// Held until the exchange ends: the sandbox's activity mark, the buffer budget's lease.
+  std::vector<std::shared_ptr<void>> keepalive;
+
+  ProxyExchange() = default;
+  ProxyExchange(const ProxyExchange&) = delete;
+  ProxyExchange& operator=(const ProxyExchange&) = delete;
+  ~ProxyExchange();
 };
 
 /// A handler: a function of the request. Handlers may block (they call the sandbox manager);

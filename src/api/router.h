@@ -23,6 +23,10 @@ struct RouteOptions {
   /// The pattern's last {name} takes the rest of the path, '/' included and possibly empty
   /// (the exposed-ports proxy: /v1/sandboxes/{id}/ports/{port}/{path}).
   bool tail = false;
+  /// The server does not read the request body before the handler: a handler that answers
+  /// HttpResponse::proxy has the server relay it (api/proxy_relay.h); with any other answer the
+  /// unread body ends the connection.
+  bool stream_body = false;
 };
 
 struct Route {

@@ -5,7 +5,6 @@
 
 #include <atomic>
 #include <boost/asio.hpp>
-#include <boost/asio/experimental/awaitable_operators.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 #include <boost/beast/websocket.hpp>
@@ -17,6 +16,7 @@
 #include "api/beast_request.h"
 #include "api/blocking_pool.h"
 #include "api/errors.h"
+#include "api/proxy_relay.h"
 #include "api/url.h"
 #include "common/ids.h"
 #include "common/log.h"
@@ -414,52 +414,32 @@ void WatchPeerClose(tcp::socket& socket, std::shared_ptr<bool> alive,
   });
 }
 
-template <typename Body>
-void AddCommonHeaders(http::response<Body>& res, const HttpResponse& r,
-                      const std::string& request_id) {
-  res.set(http::field::server, "agent-sandbox");
-  res.set("X-Request-Id", request_id);
-  if (!r.content_type.empty()) res.set(http::field::content_type, r.content_type);
-  for (const auto& [name, value] : r.headers) res.set(name, value);
-}
-
-// Copies bytes from `from` to `to` until either fails or ends.
-awaitable<void> Pump(tcp::socket& from, tcp::socket& to) {
-  std::vector<char> b(16 * 1024);
-  for (;;) {
-    auto [ec, n] = co_await from.async_read_some(net::buffer(b), kTuple);
-    if (ec) co_return;
-    auto [wec, wn] = co_await net::async_write(to, net::buffer(b.data(), n), kTuple);
-    if (wec) co_return;
+// Carries a ports-proxy exchange on (api/proxy_relay.h). While it runs, the server's shutdown
+// (handle->close) closes the upstream too, so a cut session does not wait for it.
+awaitable<ProxyRelayResult> ServeProxy(beast::tcp_stream& stream, beast::flat_buffer& buffer,
+                                       http::request_parser<http::string_body>& parser,
+                                       ProxyExchange& x, const ProxyRelayOptions& options,
+                                       SessionHandle& handle) {
+  beast::tcp_stream upstream(stream.get_executor());
+  beast::error_code ec;
+  upstream.socket().assign(tcp::v4(), x.fd, ec);
+  if (ec) {
+    ProxyRelayResult r;
+    r.note = "upstream socket: " + ec.message();
+    co_return r;
   }
-}
-
-// A 101 answer with an UpgradedStream (http_types.h): the head, then bytes both ways until
-// either side ends (or the server's shutdown closes the client's socket).
-awaitable<void> Relay(beast::tcp_stream& stream, beast::flat_buffer& buffer, HttpResponse& out,
-                      UpgradedStream& upgraded, const std::string& request_id) {
-  using namespace net::experimental::awaitable_operators;
-  http::response<http::empty_body> res{http::status::switching_protocols, 11};
-  AddCommonHeaders(res, out, request_id);
-  stream.expires_never();
-  auto [ec, n] = co_await http::async_write(stream, res, kTuple);
-  if (ec) co_return;
-  tcp::socket up(stream.get_executor());
-  beast::error_code aec;
-  up.assign(tcp::v4(), upgraded.fd, aec);
-  if (aec) co_return;
-  upgraded.fd = -1;  // the socket owns it now
-  if (!upgraded.pending.empty()) {
-    auto [pec, pn] =
-        co_await net::async_write(stream.socket(), net::buffer(upgraded.pending), kTuple);
-    if (pec) co_return;
-  }
-  if (buffer.size() > 0) {  // the client's bytes that arrived with its request
-    auto [bec, bn] = co_await net::async_write(up, buffer.data(), kTuple);
-    if (bec) co_return;
-    buffer.consume(buffer.size());
-  }
-  co_await (Pump(stream.socket(), up) || Pump(up, stream.socket()));
+  x.fd = -1;  // the socket owns it now
+  std::function<void()> session_close = handle.close;
+  handle.close = [&stream, &upstream] {
+    beast::error_code sec;
+    stream.socket().shutdown(tcp::socket::shutdown_both, sec);
+    stream.cancel();
+    upstream.socket().shutdown(tcp::socket::shutdown_both, sec);
+    upstream.cancel();
+  };
+  ProxyRelayResult r = co_await RelayProxy(stream, buffer, parser, upstream, x, options);
+  handle.close = std::move(session_close);
+  co_return r;
 }
 
 }  // namespace
@@ -662,10 +642,6 @@ awaitable<void> HttpServer::Impl::Session(tcp::socket socket,
   std::shared_ptr<WebSocketSession> websocket_session;
   std::optional<http::request<http::string_body>> upgrade;
   std::string upgrade_log, upgrade_id;
-  // Set when the ports proxy handed the connection over (an UpgradedStream as the stream):
-  // relayed after the loop too, for the same reason as the WebSocket.
-  std::optional<HttpResponse> relay_response;
-  int64_t relay_start = 0;
   bool first = true;
   for (;;) {
     handle->busy = false;
@@ -743,6 +719,8 @@ awaitable<void> HttpServer::Impl::Session(tcp::socket socket,
                             "request body too large (limit " + std::to_string(limit) + " bytes)");
       keep_alive = false;
       linger = true;
+    } else if (!parser.is_done() && match.route && match.route->options.stream_body) {
+      parser.body_limit(limit);  // the body is the proxy relay's to read
     } else if (!parser.is_done()) {
       parser.body_limit(limit);  // enforced for chunked bodies
       if (head[http::field::expect] == "100-continue") {
@@ -796,6 +774,31 @@ awaitable<void> HttpServer::Impl::Session(tcp::socket socket,
     }
     const std::string log_sandbox = LogField(out.sandbox_id, 64);
     const std::string log_key = LogField(req.key_id, 64);
+    if (out.proxy) {
+      ProxyRelayOptions po;
+      po.request_id = req.request_id;
+      po.keep_alive = keep_alive;
+      po.write_timeout_s = options.write_timeout_s;
+      po.body_timeout_s = options.body_timeout_s;
+      po.body_limit = limit;
+      ProxyRelayResult pr = co_await ServeProxy(stream, buffer, parser, *out.proxy, po, *handle);
+      out.proxy.reset();       // its upstream connection and buffer lease go now
+      buffer.shrink_to_fit();  // the relay grew it to a chunk
+      spdlog::info(
+          "http out request_id={} method={} route={} key_id={} sandbox_id={} status={} "
+          "ms={}{}{}",
+          req.request_id, log_method, log_route, log_key, log_sandbox,
+          pr.status == 0 ? std::string("-") : std::to_string(pr.status), NowMs() - start,
+          pr.note.empty() ? "" : " (", pr.note.empty() ? "" : pr.note + ")");
+      if (pr.linger) linger = true;
+      if (!pr.keep_alive || stopping) break;
+      continue;
+    }
+    if (!early && !parser.is_done()) {
+      // A streamed-body route answered without reading the body: it cannot be skipped.
+      keep_alive = false;
+      linger = true;
+    }
     bool ok;
     if (out.websocket && out.status == 101) {
       // Served after the loop: the connection belongs to the WebSocket from now on.
@@ -804,13 +807,6 @@ awaitable<void> HttpServer::Impl::Session(tcp::socket socket,
       upgrade_log = "request_id=" + req.request_id + " method=" + log_method +
                     " route=" + log_route + " key_id=" + log_key + " sandbox_id=" + log_sandbox;
       upgrade_id = req.request_id;
-      break;
-    } else if (dynamic_cast<UpgradedStream*>(out.stream.get()) && out.status == 101) {
-      upgrade_log = "request_id=" + req.request_id + " method=" + log_method +
-                    " route=" + log_route + " key_id=" + log_key + " sandbox_id=" + log_sandbox;
-      upgrade_id = req.request_id;
-      relay_start = start;
-      relay_response.emplace(std::move(out));
       break;
     }
     if (out.stream) {
@@ -842,11 +838,6 @@ awaitable<void> HttpServer::Impl::Session(tcp::socket socket,
     co_await ServeWebSocket(stream, *upgrade, upgrade_id, websocket_session, handle);
     spdlog::info("http out {} status=101 ms={} (websocket closed)", upgrade_log,
                  NowMs() - ws_start);
-  }
-  if (relay_response) {
-    auto& up = static_cast<UpgradedStream&>(*relay_response->stream);
-    co_await Relay(stream, buffer, *relay_response, up, upgrade_id);
-    spdlog::info("http out {} status=101 ms={} (relay ended)", upgrade_log, NowMs() - relay_start);
   }
   handle->close = nullptr;
   beast::error_code ec;

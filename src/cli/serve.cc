@@ -17,6 +17,7 @@
 #include <string>
 
 #include "api/auth.h"
+#include "api/buffer_budget.h"
 #include "api/config.h"
 #include "api/handlers.h"
 #include "api/json_log.h"
@@ -262,6 +263,8 @@ int Serve(CLI::App& root, const ServeFlags& flags) {
   // sandboxes the first one owns.
   api::ApiContext ctx;
   ctx.stream_keepalive_ms = cfg.stream_keepalive_seconds * 1000;
+  ctx.proxy_budget = api::BufferBudget::Create(static_cast<uint64_t>(cfg.proxy_buffer_mb) << 20);
+  ctx.proxy_timeout_ms = cfg.proxy_timeout_seconds * 1000;
   core::SandboxManager manager(cfg.manager, **store, **backend, SystemClock::Instance(), templates);
   ctx.manager = &manager;
   api::AuthOptions ao;

@@ -418,7 +418,7 @@ api::HttpResponse McpHttpEndpoint::Post(api::HttpRequest& req) {
 
   if (shape.requests == 0) {  // notifications and responses only
     s->mcp->HandleText(req.body, [](Outgoing, const std::string&) {});
-    return api::HttpResponse{202, "", "", {}, nullptr, "", nullptr};
+    return api::HttpResponse{202, "", "", {}, nullptr, "", nullptr, nullptr};
   }
 
   if (shape.tools_call && !shape.batch) {

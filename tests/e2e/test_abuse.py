@@ -41,6 +41,47 @@ def sanitized_server():
 RSS_GROWTH_LIMIT_KB = 64 * 1024 * (4 if sanitized_server() else 1)
 ARGV_LIMIT = 1024 * 1024 - 64 * 1024  # core/manager_ops.cc kMaxExecArgBytes
 
+# The ports proxy's whole-exchange deadline for this suite's server (--proxy-timeout-seconds):
+# short, so that the dripping upstream is cut within the test, long enough for 8 readers to
+# take 60 MiB each after stalling.
+PROXY_TIMEOUT_S = 15
+PROXY_READERS = 8
+PROXY_ANSWER_MB = 60
+
+# A dev server inside the sandbox: /big answers PROXY_ANSWER_MB MiB as fast as it is read,
+# /drip answers 1000 bytes at one a second, /ready "ok".
+UPSTREAM_PY = r"""
+import http.server, socketserver, sys, time
+BLOCK = b"x" * (1 << 20)
+class H(http.server.BaseHTTPRequestHandler):
+    def log_message(self, *a):
+        pass
+    def do_GET(self):
+        if self.path == "/ready":
+            self.send_response(200)
+            self.send_header("Content-Length", "2")
+            self.end_headers()
+            self.wfile.write(b"ok")
+            return
+        big = self.path.startswith("/big")
+        self.send_response(200)
+        self.send_header("Content-Length", str((int(sys.argv[2]) << 20) if big else 1000))
+        self.end_headers()
+        try:
+            if big:
+                for _ in range(int(sys.argv[2])):
+                    self.wfile.write(BLOCK)
+            else:
+                for _ in range(1000):
+                    self.wfile.write(b"."); self.wfile.flush(); time.sleep(1)
+        except OSError:
+            pass
+class S(socketserver.ThreadingMixIn, http.server.HTTPServer):
+    daemon_threads = True
+    allow_reuse_address = True
+S(("127.0.0.1", int(sys.argv[1])), H).serve_forever()
+"""
+
 ROWS = []  # (attempt, expected, seen, ok)
 FIGURES = []  # (case, recovery ms during, recovery ms after, other sandbox ms, rss before/after)
 
@@ -77,6 +118,8 @@ class Background(threading.Thread):
 
 
 class AbuseTest(ServerTestCase):
+    SERVER_ENV = {"AGENT_SANDBOX_PROXY_TIMEOUT_SECONDS": str(PROXY_TIMEOUT_S)}
+
     @classmethod
     def setUpClass(cls):
         super().setUpClass()
@@ -416,6 +459,129 @@ class AbuseTest(ServerTestCase):
         results[:] = [None] * 200
         self.contained("200 concurrent execs, second wave", "200 x 200, RSS flat", all200,
                        told, settle=0.8, rss_limit_kb=RSS_GROWTH_LIMIT_KB // 4)
+
+    def upstream(self, port):
+        """A sandbox of its own running UPSTREAM_PY on `port`; returns its id once it answers."""
+        sid = self.create(memory_mb=256, workspace_mb=32)["id"]
+        self.server.put_file(sid, "/workspace/up.py", UPSTREAM_PY.encode())
+        self.server.run(sid, "setsid python3 /workspace/up.py %d %d >/dev/null 2>&1 &"
+                        % (port, PROXY_ANSWER_MB))
+        deadline = time.time() + 10
+        while True:
+            c = socket.create_connection(("127.0.0.1", self.server.port), timeout=10)
+            c.sendall(("GET /v1/sandboxes/%s/ports/%d/ready HTTP/1.1\r\nHost: x\r\n\r\n"
+                       % (sid, port)).encode())
+            head = c.recv(12)
+            c.close()
+            if head.startswith(b"HTTP/1.1 200") or time.time() > deadline:
+                break
+            time.sleep(0.2)
+        self.assertTrue(head.startswith(b"HTTP/1.1 200"), head)
+        return sid
+
+    def proxy_get(self, sid, port, path):
+        c = socket.create_connection(("127.0.0.1", self.server.port), timeout=60)
+        c.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 64 * 1024)
+        c.sendall(("GET /v1/sandboxes/%s/ports/%d%s HTTP/1.1\r\nHost: x\r\n"
+                   "Connection: close\r\n\r\n" % (sid, port, path)).encode())
+        return c
+
+    def test_port_proxy_slow_readers_of_a_large_answer(self):
+        # Issue 26: the proxy read each answer whole (up to 64 MiB) before sending any of it,
+        # so N readers that stall held N answers in the server: 24 readers of 60 MiB took it
+        # from 18 MB to 1.4 GB. Streamed, each reader holds one 64 KiB chunk of the server's.
+        sid = self.upstream(8100)
+        size = PROXY_ANSWER_MB << 20
+
+        def readers():
+            rss_start = self.rss()
+            stalled = threading.Semaphore(0)
+            go = threading.Event()
+            got = [None] * PROXY_READERS
+
+            def one(i):
+                c = self.proxy_get(sid, 8100, "/big")
+                data = b""
+                while b"\r\n\r\n" not in data:
+                    d = c.recv(65536)
+                    if not d:
+                        break
+                    data += d
+                body = len(data.split(b"\r\n\r\n", 1)[1]) if b"\r\n\r\n" in data else 0
+                while body < (1 << 20):  # 1 MiB, then stall
+                    d = c.recv(65536)
+                    if not d:
+                        break
+                    body += len(d)
+                stalled.release()
+                go.wait(60)
+                while True:
+                    d = c.recv(1 << 20)
+                    if not d:
+                        break
+                    body += len(d)
+                c.close()
+                got[i] = body
+
+            threads = [threading.Thread(target=one, args=(i,), daemon=True)
+                       for i in range(PROXY_READERS)]
+            for t in threads:
+                t.start()
+            for _ in threads:
+                stalled.acquire(timeout=60)
+            peak = rss_start
+            for _ in range(20):  # 2 s while all stall
+                peak = max(peak, self.rss())
+                time.sleep(0.1)
+            go.set()
+            for t in threads:
+                t.join(120)
+            return got, rss_start, peak
+
+        def told(r):
+            got, rss_start, peak = r
+            whole = sum(1 for g in got if g == size)
+            return (whole == PROXY_READERS and peak - rss_start < 32 * 1024,
+                    "%d/%d readers got %d MiB; server RSS while they stalled %d -> %d KiB "
+                    "(+%d, limit +32768)" % (whole, PROXY_READERS, PROXY_ANSWER_MB, rss_start,
+                                             peak, peak - rss_start))
+
+        self.contained("port proxy: %d stalled readers of %d MiB" % (PROXY_READERS,
+                                                                     PROXY_ANSWER_MB),
+                       "all bytes, RSS +< 32 MiB while stalled", readers, told, settle=2.0)
+
+    def test_port_proxy_dripping_upstream_cut_at_the_deadline(self):
+        # Issue 26: the 60 s upstream timeout was per read, so an answer dripping a byte at a
+        # time held the request (and a pool thread) for ever. The whole exchange now ends by
+        # --proxy-timeout-seconds; a cut answer is truncated, never complete-looking.
+        sid = self.upstream(8101)
+
+        def drip():
+            t0 = time.monotonic()
+            c = self.proxy_get(sid, 8101, "/drip")
+            data = b""
+            while True:
+                try:
+                    d = c.recv(4096)
+                except OSError:
+                    break
+                if not d:
+                    break
+                data += d
+            c.close()
+            took = time.monotonic() - t0
+            body = len(data.split(b"\r\n\r\n", 1)[1]) if b"\r\n\r\n" in data else -1
+            return data[:12], body, took
+
+        def told(r):
+            status, body, took = r
+            return (status == b"HTTP/1.1 200" and 0 <= body < 1000
+                    and PROXY_TIMEOUT_S - 1 <= took < PROXY_TIMEOUT_S + 5,
+                    "%s, %d of 1000 bytes, cut after %.1f s (deadline %d s)"
+                    % (status.decode(errors="replace"), body, took, PROXY_TIMEOUT_S))
+
+        self.contained("port proxy: answer dripping 1 byte/s", "cut at the %d s deadline"
+                       % PROXY_TIMEOUT_S, drip, told, settle=2.0)
 
     def assertNoneLeft(self):
         """Nothing of a killed abuse is left running in the victim (sandboxd and the probe's

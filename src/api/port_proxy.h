@@ -1,0 +1,52 @@
+// The ports proxy's exchange (issue 10 item 4; hardened in issue 26): what the handler of
+// /v1/sandboxes/{id}/ports/{port}/{path} (handlers_ports.cc) hands the server once it has a
+// connection to 127.0.0.1:{port} inside the sandbox. The server carries the exchange on
+// (api/proxy_relay.h), streaming both bodies in bounded chunks; nothing here touches sockets.
+//  - The upstream sees the path after {port} with the query, Host 127.0.0.1:{port},
+//    X-Forwarded-Prefix (for apps that build links), X-Forwarded-Host, never the caller's API
+//    key, and Connection: close (one exchange per connection).
+//  - The body keeps the client's framing: Content-Length as sent, a chunked body re-chunked.
+//  - The answer keeps its status and end-to-end headers; an absolute-path Location is
+//    prefixed so that redirects stay behind the proxy.
+//  - Each exchange leases kProxyLeaseBytes from the server's one BufferBudget for its life.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "api/buffer_budget.h"
+#include "api/http_types.h"
+#include "common/unique_fd.h"
+
+namespace asb::api {
+
+/// The relay's chunk: the most bytes one read of either body takes.
+constexpr size_t kProxyChunkBytes = 64 * 1024;
+/// What an exchange leases: its chunk buffer and the read buffers of the upstream and the
+/// client connection, each room for one chunk.
+constexpr uint64_t kProxyLeaseBytes = 3 * kProxyChunkBytes;
+
+struct PortProxyOptions {
+  /// The server's budget; nullptr: not accounted.
+  std::shared_ptr<BufferBudget> budget;
+  /// How long a request waits for room in the budget before it is answered 503.
+  int64_t budget_wait_ms = 1000;
+  /// The whole exchange, from the handler to the answer's last byte, milliseconds.
+  int64_t timeout_ms = 300'000;
+  /// One read or write of the upstream, seconds.
+  int idle_timeout_s = 60;
+};
+
+/// Leases an exchange's buffers. nullptr with `*refused` set (503 unavailable, Retry-After: 1,
+/// in the one error shape) when the budget stayed full for options.budget_wait_ms.
+std::shared_ptr<void> LeaseProxyBuffers(const PortProxyOptions& options,
+                                        std::string_view request_id, HttpResponse* refused);
+
+/// The exchange of `req` with 127.0.0.1:`port` of sandbox `sandbox_id` over the connected
+/// socket `fd`, due by now + options.timeout_ms.
+std::shared_ptr<ProxyExchange> MakeProxyExchange(UniqueFd fd, const HttpRequest& req,
+                                                 const std::string& sandbox_id, int64_t port,
+                                                 const PortProxyOptions& options);
+
+}  // namespace asb::api
