@@ -69,8 +69,9 @@ std::string DecodeBase64(std::string_view in) {
 struct CreateFlags {
   std::string template_name;
   std::optional<double> cpus;
-  std::optional<int64_t> memory_mb, pids_limit, workspace_mb, timeout;
+  std::optional<int64_t> memory_mb, pids_limit, workspace_mb, timeout, idle_timeout;
   std::vector<std::string> env;
+  bool network = false;
   bool json = false;
 };
 
@@ -82,6 +83,8 @@ int Create(const CreateFlags& f) {
   if (f.pids_limit) body["pids_limit"] = *f.pids_limit;
   if (f.workspace_mb) body["workspace_mb"] = *f.workspace_mb;
   if (f.timeout) body["timeout_seconds"] = *f.timeout;
+  if (f.idle_timeout) body["idle_timeout_seconds"] = *f.idle_timeout;
+  if (f.network) body["network"] = true;
   if (!f.env.empty()) {
     auto env = ParseEnvAssignments(f.env);
     if (!env) return Fails(env.error());
@@ -410,6 +413,9 @@ void RegisterClientCommands(CLI::App& app) {
     sub->add_option("--pids-limit", f->pids_limit, "Process limit");
     sub->add_option("--workspace-mb", f->workspace_mb, "/workspace quota, MiB");
     sub->add_option("--timeout", f->timeout, "TTL in seconds");
+    sub->add_option("--idle-timeout", f->idle_timeout,
+                    "Destroy it after this many seconds without activity");
+    sub->add_flag("--network", f->network, "Outbound network through the server (ADR 0013)");
     sub->add_option("-e,--env", f->env, "K=V for every command (repeatable)");
     sub->add_flag("--json", f->json, "Print the sandbox as JSON");
     SetAction(sub, [f] { return Create(*f); });

@@ -7,6 +7,7 @@
 
 #include "cli/client_support.h"
 #include "cli/command.h"
+#include "cli/run_leftovers.h"
 #include "cli/server_commands.h"
 #include "cli/template_cmd.h"
 #include "common/log.h"
@@ -30,9 +31,11 @@ int main(int argc, char** argv) {
 
   asb::cli::RegisterVersionCommand(app);
   asb::cli::RegisterRunCommand(app);
+  asb::cli::RegisterRunWatchCommand(app);
   asb::cli::RegisterServeCommand(app);
   asb::cli::RegisterClientCommands(app);
   asb::cli::RegisterCopyCommand(app);
+  asb::cli::RegisterSnapshotCommands(app);
   asb::cli::RegisterKeysCommand(app);
   asb::cli::RegisterMcpCommand(app);
   asb::cli::RegisterOpenApiCommand(app);

@@ -300,5 +300,124 @@ class ServeFlagsTest(unittest.TestCase):
             self.assertIn(b"Usage", p.stdout)
 
 
+class RunKillTest(unittest.TestCase):
+    """`run` SIGKILLed leaves nothing behind (its watcher destroys the sandbox), and what a run
+    killed together with its watcher left is removed by the next run (issue 17 item 4)."""
+
+    def setUp(self):
+        from harness import missing_prerequisite, TEMPLATES
+        reason = missing_prerequisite()
+        if reason:
+            self.skipTest(reason)
+        self.data = tempfile.mkdtemp(prefix="asb-e2e-run-", dir="/var/tmp")
+        os.symlink(TEMPLATES, os.path.join(self.data, "templates"))
+        self.env = dict(os.environ, AGENT_SANDBOX_DATA_DIR=self.data)
+        self.procs = []
+
+    def tearDown(self):
+        for p in self.procs:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+        # Whatever a failed test left: a run of `true` sweeps dead runs' sandboxes.
+        subprocess.run([BIN, "run", "--", "true"], env=self.env, capture_output=True,
+                       timeout=120, stdin=subprocess.DEVNULL)
+        import shutil
+        shutil.rmtree(self.data, ignore_errors=True)
+
+    def start_run(self):
+        cid = os.path.join(self.data, "cid-%d" % len(self.procs))
+        p = subprocess.Popen([BIN, "run", "--cidfile", cid, "--", "sleep", "1000"],
+                             env=self.env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                             stderr=subprocess.DEVNULL)
+        self.procs.append(p)
+        deadline = time.time() + 60
+        while time.time() < deadline:
+            if os.path.exists(cid) and os.path.getsize(cid) > 0:
+                with open(cid) as f:
+                    sid = f.read().strip()
+                if self.sandboxd_pids(sid):
+                    return p, sid
+            time.sleep(0.1)
+        self.fail("run did not start its sandbox")
+
+    def sandboxd_pids(self, sid):
+        from harness import sandbox_pids
+        return sandbox_pids(sid)
+
+    def leftovers(self, sid):
+        left = []
+        if self.sandboxd_pids(sid):
+            left.append("processes %s" % self.sandboxd_pids(sid))
+        with open("/proc/self/mountinfo") as f:
+            for line in f:
+                if sid in line:
+                    left.append("mount " + line.split()[4])
+        for root, dirs, _ in os.walk("/sys/fs/cgroup"):
+            for d in dirs:
+                if sid in d:
+                    left.append("cgroup " + os.path.join(root, d))
+            if root.count("/") > 6:
+                dirs[:] = []
+        for dev in os.listdir("/sys/block"):
+            try:
+                with open("/sys/block/%s/loop/backing_file" % dev) as f:
+                    if sid in f.read():
+                        left.append("loop device " + dev)
+            except OSError:
+                pass
+        run_dir = os.path.join(self.data, "run")
+        for name in os.listdir(run_dir) if os.path.isdir(run_dir) else []:
+            if name.startswith(sid):
+                left.append("run dir entry " + name)
+        return left
+
+    def wait_clean(self, sid, timeout=30):
+        deadline = time.time() + timeout
+        while time.time() < deadline and self.leftovers(sid):
+            time.sleep(0.2)
+        return self.leftovers(sid)
+
+    def watcher_of(self, run_pid):
+        for p in os.listdir("/proc"):
+            if not p.isdigit():
+                continue
+            try:
+                with open("/proc/%s/stat" % p) as f:
+                    ppid = int(f.read().rsplit(")", 1)[1].split()[1])
+                with open("/proc/%s/cmdline" % p, "rb") as f:
+                    cmd = f.read()
+            except OSError:
+                continue
+            if ppid == run_pid and b"run-watch" in cmd:
+                return int(p)
+        return None
+
+    def test_sigkilled_run_leaves_nothing(self):
+        p, sid = self.start_run()
+        self.assertTrue(self.leftovers(sid))  # the sandbox is there while it runs
+        p.send_signal(signal.SIGKILL)
+        p.wait()
+        self.assertEqual(self.wait_clean(sid), [])
+
+    def test_leftover_of_a_run_killed_with_its_watcher_is_removed_by_the_next_run(self):
+        p, sid = self.start_run()
+        watcher = self.watcher_of(p.pid)
+        self.assertIsNotNone(watcher, "run has no watcher")
+        os.kill(watcher, signal.SIGKILL)
+        p.send_signal(signal.SIGKILL)
+        p.wait()
+        time.sleep(2)
+        self.assertTrue(self.leftovers(sid), "expected a leftover to be planted")
+        # A live run's sandbox is not a leftover: it survives the sweep.
+        live, live_sid = self.start_run()
+        self.assertEqual(self.wait_clean(sid), [])
+        self.assertTrue(self.sandboxd_pids(live_sid), "the live run's sandbox was removed")
+        self.assertIsNone(live.poll())
+        live.send_signal(signal.SIGTERM)
+        live.wait(timeout=60)
+        self.assertEqual(self.wait_clean(live_sid), [])
+
+
 if __name__ == "__main__":
     main()
