@@ -289,6 +289,32 @@ class CliTest(ServerTestCase):
         self.assertRegex(text, r'"memory_mb": 256\b')
 
 
+    # ---- snapshot verbs ----------------------------------------------------------------------
+
+    def test_snapshot_rollback_fork_verbs(self):
+        sid = self.sandbox()
+        self.sh(sid, "echo one > f")
+        snap = self.cli("snapshot", "--name", "one", sid)
+        self.assertEqual(snap.returncode, 0, snap.stderr)
+        snap_id = snap.stdout.decode().strip()
+        self.assertIn(snap_id, self.cli("snapshots").stdout.decode())
+        self.sh(sid, "echo two > f")
+        rb = self.cli("rollback", sid, snap_id)
+        self.assertEqual(rb.returncode, 0, rb.stderr)
+        self.assertEqual(self.sh(sid, "cat f"), "one\n")
+        fork = self.cli("fork", snap_id)
+        self.assertEqual(fork.returncode, 0, fork.stderr)
+        forked = fork.stdout.decode().strip()
+        self._created.append(forked)
+        self.assertEqual(self.sh(forked, "cat f"), "one\n")
+        self.assertEqual(self.cli("net", "--json", sid).returncode in (0, 125), True)
+        idle = self.cli("create", "--idle-timeout", "123", "--json")
+        self.assertEqual(idle.returncode, 0, idle.stderr)
+        created = json.loads(idle.stdout)
+        self._created.append(created["id"])
+        self.assertEqual(created["idle_timeout_seconds"], 123)
+        self.server.request("DELETE", "/v1/snapshots/" + snap_id, check=False)
+
 class ServeFlagsTest(unittest.TestCase):
 
     def test_log_level_after_serve_parses(self):
