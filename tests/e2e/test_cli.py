@@ -283,7 +283,7 @@ class CliTest(ServerTestCase):
         sid = self.create(memory_mb=256, cpus=0.5)["id"]
         for args in (["inspect", sid], ["ls", "--json"]):
             text = self.cli(*args).stdout.decode()
-            self.assertNotRegex(text, r"\d[eE]\d", text)
+            self.assertNotRegex(text, r":\s*-?\d+(\.\d+)?[eE]", text)
         text = self.cli("inspect", sid).stdout.decode()
         self.assertRegex(text, r'"cpus": 0\.5\b')
         self.assertRegex(text, r'"memory_mb": 256\b')
