@@ -4,9 +4,10 @@
 //          [--timeout S] [--env K=V]...        prints the new sandbox id
 //   ls [--json]                                 one line per sandbox
 //   inspect ID                                  the sandbox's JSON
-//   exec [--env K=V] [--workdir D] [--timeout S] [--user U] ID -- CMD...
-//                                               streams output; passes the exit code through
-//   cp SRC DST                                  one side is ID:PATH (upload or download)
+//   exec [--env K=V] [--workdir D] [--timeout S] [--user U] [-i] ID -- CMD...
+//                                               streams output; passes the exit code through;
+//                                               stdin forwarded with -i or from a pipe/file
+//   exec -it ID -- CMD                          an interactive terminal (exec_tty.h)
 //   rm ID...                                    destroys sandboxes
 //   timeout ID SECONDS                          sets a new TTL from now
 //   exec -d [--tag T] [--stdin] [--tty] ID -- CMD   starts a background process, prints its pid
@@ -16,92 +17,30 @@
 //                                               whole tree
 // Server errors are printed as "agent-sandbox: <code>: <message>" and exit 125 (command.h).
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <boost/json.hpp>
 #include <cstdio>
 #include <cstdlib>
-#include <filesystem>
-#include <fstream>
 #include <functional>
 #include <iostream>
-#include <iterator>
 #include <memory>
 #include <optional>
-#include <sstream>
 #include <string>
 #include <vector>
 
 #include "api/http_client.h"
 #include "api/url.h"
+#include "cli/client_support.h"
 #include "cli/command.h"
+#include "cli/exec_tty.h"
 #include "cli/run_support.h"
 #include "cli/server_commands.h"
-#include "common/ids.h"
 
 namespace asb::cli {
 namespace {
 
 namespace json = boost::json;
-
-Result<api::HttpClient> MakeClient() {
-  const char* url = std::getenv("AGENT_SANDBOX_URL");
-  const char* key = std::getenv("AGENT_SANDBOX_API_KEY");
-  return api::HttpClient::Create(url && *url ? url : "http://127.0.0.1:8080", key ? key : "");
-}
-
-// An HTTP error answer as an Error (code from the body's error.code).
-Error ServerError(const api::ClientResponse& r) {
-  std::string code = r.error_code.empty() ? "http " + std::to_string(r.status) : r.error_code;
-  std::string msg = r.error_message.empty() ? r.body : r.error_message;
-  return Error(ErrorCodeFromName(r.error_code), code + ": " + msg);
-}
-
-Result<api::ClientResponse> Call(std::string_view method, const std::string& target,
-                                 std::string_view body = {},
-                                 std::string_view type = "application/json") {
-  ASB_ASSIGN_OR_RETURN(api::HttpClient c, MakeClient());
-  ASB_ASSIGN_OR_RETURN(api::ClientResponse r, c.Request(method, target, body, type));
-  if (r.status >= 300) return Fail(ServerError(r));
-  return r;
-}
-
-Result<json::value> ParseJson(const std::string& body) {
-  json::error_code ec;
-  json::value v = json::parse(body, ec);
-  if (ec) return Fail(Error::Backend("server answered invalid JSON: " + ec.message()));
-  return v;
-}
-
-// Pretty-prints a JSON value with two-space indentation.
-void Pretty(std::ostream& os, const json::value& v, int indent = 0) {
-  std::string pad(indent, ' ');
-  if (v.is_object()) {
-    const auto& o = v.as_object();
-    if (o.empty()) {
-      os << "{}";
-      return;
-    }
-    os << "{\n";
-    size_t i = 0;
-    for (const auto& kv : o) {
-      os << pad << "  " << json::serialize(json::value(kv.key())) << ": ";
-      Pretty(os, kv.value(), indent + 2);
-      os << (++i < o.size() ? ",\n" : "\n");
-    }
-    os << pad << "}";
-  } else if (v.is_array() && !v.as_array().empty()) {
-    const auto& a = v.as_array();
-    os << "[\n";
-    for (size_t i = 0; i < a.size(); ++i) {
-      os << pad << "  ";
-      Pretty(os, a[i], indent + 2);
-      os << (i + 1 < a.size() ? ",\n" : "\n");
-    }
-    os << pad << "]";
-  } else {
-    os << json::serialize(v);
-  }
-}
 
 int Fails(const Error& e) { return ReportError(e); }
 
@@ -125,25 +64,14 @@ std::string DecodeBase64(std::string_view in) {
   return out;
 }
 
-std::string Str(const json::object& o, std::string_view key) {
-  const json::value* v = o.if_contains(key);
-  if (v == nullptr) return "";
-  if (v->is_string()) return std::string(v->as_string());
-  if (v->is_double()) {
-    char buf[32];
-    std::snprintf(buf, sizeof(buf), "%g", v->as_double());
-    return buf;
-  }
-  return json::serialize(*v);
-}
-
 // ---- create ----------------------------------------------------------------------------------
 
 struct CreateFlags {
   std::string template_name;
   std::optional<double> cpus;
-  std::optional<int64_t> memory_mb, pids_limit, workspace_mb, timeout;
+  std::optional<int64_t> memory_mb, pids_limit, workspace_mb, timeout, idle_timeout;
   std::vector<std::string> env;
+  bool network = false;
   bool json = false;
 };
 
@@ -155,6 +83,8 @@ int Create(const CreateFlags& f) {
   if (f.pids_limit) body["pids_limit"] = *f.pids_limit;
   if (f.workspace_mb) body["workspace_mb"] = *f.workspace_mb;
   if (f.timeout) body["timeout_seconds"] = *f.timeout;
+  if (f.idle_timeout) body["idle_timeout_seconds"] = *f.idle_timeout;
+  if (f.network) body["network"] = true;
   if (!f.env.empty()) {
     auto env = ParseEnvAssignments(f.env);
     if (!env) return Fails(env.error());
@@ -166,7 +96,7 @@ int Create(const CreateFlags& f) {
   if (!r) return Fails(r.error());
   auto v = ParseJson(r->body);
   if (!v) return Fails(v.error());
-  if (f.json) {
+  if (f.json || Globals().json) {
     Pretty(std::cout, *v);
     std::cout << "\n";
   } else {
@@ -182,13 +112,13 @@ int List(bool as_json) {
   if (!r) return Fails(r.error());
   auto v = ParseJson(r->body);
   if (!v) return Fails(v.error());
-  if (as_json) {
+  if (as_json || Globals().json) {
     Pretty(std::cout, *v);
     std::cout << "\n";
     return 0;
   }
-  std::printf("%-20s %-9s %-10s %-5s %-7s %-24s %s\n", "ID", "STATUS", "TEMPLATE", "CPUS",
-              "MEM_MB", "CREATED", "EXPIRES");
+  std::printf("%-20s %-9s %-10s %-5s %-7s %-24s %s\n", "ID", "STATUS", "TEMPLATE", "CPUS", "MEM_MB",
+              "CREATED", "EXPIRES");
   const json::value* list = v->as_object().if_contains("sandboxes");
   if (list == nullptr || !list->is_array()) return 0;
   for (const auto& s : list->as_array()) {
@@ -227,8 +157,8 @@ int Remove(const std::vector<std::string>& ids) {
 int SetTimeout(const std::string& id, int64_t seconds) {
   json::object body;
   body["timeout_seconds"] = seconds;
-  auto r = Call("POST", "/v1/sandboxes/" + api::PercentEncode(id) + "/timeout",
-                json::serialize(body));
+  auto r =
+      Call("POST", "/v1/sandboxes/" + api::PercentEncode(id) + "/timeout", json::serialize(body));
   if (!r) return Fails(r.error());
   auto v = ParseJson(r->body);
   if (!v) return Fails(v.error());
@@ -301,6 +231,7 @@ struct ExecFlags {
   bool detach = false;  // -d: a background process (issue 8)
   std::string tag;
   bool stdin_pipe = false;
+  bool interactive = false;  // -i
   bool tty = false;
 };
 
@@ -324,12 +255,55 @@ Result<json::object> CommandBody(const ExecFlags& f) {
   return body;
 }
 
+// Whether exec forwards our stdin: with -i, or when it is a pipe or a file (`echo x | exec`);
+// a terminal, /dev/null or a socket is left alone without -i.
+bool ForwardsStdin(const ExecFlags& f) {
+  if (f.interactive) return true;
+  struct stat st {};
+  return ::fstat(STDIN_FILENO, &st) == 0 && (S_ISFIFO(st.st_mode) || S_ISREG(st.st_mode));
+}
+
+Result<std::string> ReadStdin() {
+  std::string data;
+  char buf[1 << 16];
+  for (;;) {
+    ssize_t n = ::read(STDIN_FILENO, buf, sizeof(buf));
+    if (n == 0) return data;
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return FailErrno("read stdin");
+    }
+    data.append(buf, static_cast<size_t>(n));
+  }
+}
+
 int Exec(const ExecFlags& f) {
   if (f.detach) return StartDetached(f);
   auto command = CommandBody(f);
   if (!command) return Fails(command.error());
   json::object body = std::move(*command);
+  if (f.tty) {  // a terminal over the process WebSocket (cli/exec_tty.h)
+    if (f.timeout) return Fails(Error::InvalidArgument("exec -t: --timeout does not apply"));
+    TtyExec t;
+    t.id = f.id;
+    t.start = std::move(body);
+    t.interactive = f.interactive;
+    auto code = RunTtyExec(t);
+    if (!code) return Fails(code.error());
+    return *code;
+  }
   if (f.timeout) body["timeout"] = *f.timeout;
+  if (ForwardsStdin(f)) {
+    // The exec routes take stdin whole, as a JSON string: read to EOF first.
+    auto in = ReadStdin();
+    if (!in) return Fails(in.error());
+    if (!in->empty()) {
+      boost::system::error_code ec;
+      json::value probe = json::parse(json::serialize(json::value(*in)), ec);
+      if (ec) return Fails(Error::InvalidArgument("exec: stdin is not UTF-8 text; use -it"));
+    }
+    body["stdin"] = std::move(*in);
+  }
   // Raw bytes survive the trip: ask for base64 and decode locally.
   body["encoding"] = "base64";
   auto code = FollowOutput("POST", "/v1/sandboxes/" + api::PercentEncode(f.id) + "/exec/stream",
@@ -345,63 +319,6 @@ int Exec(const ExecFlags& f) {
   return *code;
 }
 
-// ---- cp --------------------------------------------------------------------------------------
-
-// "sb_x:path" -> {id, path}; anything else is local.
-std::optional<std::pair<std::string, std::string>> SplitRemote(const std::string& s) {
-  size_t colon = s.find(':');
-  if (colon == std::string::npos) return std::nullopt;
-  std::string id = s.substr(0, colon);
-  if (!IsValidId(id, "sb_")) return std::nullopt;
-  return std::make_pair(id, s.substr(colon + 1));
-}
-
-int Copy(const std::string& src, const std::string& dst) {
-  auto rs = SplitRemote(src);
-  auto rd = SplitRemote(dst);
-  if (rs.has_value() == rd.has_value()) {
-    return Fails(Error::InvalidArgument("cp: exactly one of SRC and DST must be ID:PATH"));
-  }
-  namespace fs = std::filesystem;
-  if (rd) {  // upload
-    std::ifstream in(src, std::ios::binary);
-    if (!in) return Fails(Error::FromErrno(errno, "open " + src));
-    std::string data((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    struct stat st {};
-    ::stat(src.c_str(), &st);
-    std::string path = rd->second;
-    if (path.empty() || path.back() == '/') path += fs::path(src).filename().string();
-    char mode[8];
-    std::snprintf(mode, sizeof(mode), "%o", st.st_mode & 0777);
-    auto r = Call("PUT",
-                  "/v1/sandboxes/" + rd->first + "/files?path=" + api::PercentEncode(path) +
-                      "&mode=" + mode,
-                  data, "application/octet-stream");
-    if (!r) return Fails(r.error());
-    auto v = ParseJson(r->body);
-    if (!v) return Fails(v.error());
-    std::fprintf(stderr, "%s:%s (%s bytes)\n", rd->first.c_str(),
-                 Str(v->as_object(), "path").c_str(), Str(v->as_object(), "size").c_str());
-    return 0;
-  }
-  // download
-  auto r = Call("GET", "/v1/sandboxes/" + rs->first + "/files?path=" +
-                           api::PercentEncode(rs->second));
-  if (!r) return Fails(r.error());
-  std::string target = dst;
-  std::error_code ec;
-  if (fs::is_directory(target, ec)) target = (fs::path(target) / fs::path(rs->second).filename());
-  if (target == "-") {
-    std::fwrite(r->body.data(), 1, r->body.size(), stdout);
-    return 0;
-  }
-  std::ofstream out(target, std::ios::binary | std::ios::trunc);
-  if (!out) return Fails(Error::FromErrno(errno, "open " + target));
-  out.write(r->body.data(), static_cast<std::streamsize>(r->body.size()));
-  if (!out) return Fails(Error::FromErrno(errno, "write " + target));
-  return 0;
-}
-
 // ---- background processes (issue 8) --------------------------------------------------------
 
 std::string ProcessesPath(const std::string& id) {
@@ -414,7 +331,7 @@ int StartDetached(const ExecFlags& f) {
   if (!command) return Fails(command.error());
   json::object body = std::move(*command);
   if (!f.tag.empty()) body["tag"] = f.tag;
-  if (f.stdin_pipe) body["stdin"] = true;
+  if (f.stdin_pipe || f.interactive) body["stdin"] = true;
   if (f.tty) body["pty"] = true;
   auto r = Call("POST", ProcessesPath(f.id), json::serialize(body));
   if (!r) return Fails(r.error());
@@ -429,7 +346,7 @@ int ListProcesses(const std::string& id, bool as_json) {
   if (!r) return Fails(r.error());
   auto v = ParseJson(r->body);
   if (!v) return Fails(v.error());
-  if (as_json) {
+  if (as_json || Globals().json) {
     Pretty(std::cout, *v);
     std::cout << "\n";
     return 0;
@@ -496,6 +413,9 @@ void RegisterClientCommands(CLI::App& app) {
     sub->add_option("--pids-limit", f->pids_limit, "Process limit");
     sub->add_option("--workspace-mb", f->workspace_mb, "/workspace quota, MiB");
     sub->add_option("--timeout", f->timeout, "TTL in seconds");
+    sub->add_option("--idle-timeout", f->idle_timeout,
+                    "Destroy it after this many seconds without activity");
+    sub->add_flag("--network", f->network, "Outbound network through the server (ADR 0013)");
     sub->add_option("-e,--env", f->env, "K=V for every command (repeatable)");
     sub->add_flag("--json", f->json, "Print the sandbox as JSON");
     SetAction(sub, [f] { return Create(*f); });
@@ -515,8 +435,7 @@ void RegisterClientCommands(CLI::App& app) {
   {
     auto f = std::make_shared<ExecFlags>();
     CLI::App* sub = app.add_subcommand(
-        "exec", "Run a command in a sandbox, streaming its output; exits with its code" +
-                    env_note);
+        "exec", "Run a command in a sandbox, streaming its output; exits with its code" + env_note);
     sub->add_option("-e,--env", f->env, "K=V (repeatable)");
     sub->add_option("-w,--workdir", f->workdir, "Working directory (default: its template's)");
     sub->add_option("-u,--user", f->user, "sandbox (default) or root");
@@ -525,20 +444,15 @@ void RegisterClientCommands(CLI::App& app) {
                   "Start it as a background process and print its pid (see ps, attach, kill)");
     sub->add_option("--tag", f->tag, "With -d: a label shown by ps");
     sub->add_flag("--stdin", f->stdin_pipe, "With -d: give it a stdin pipe");
-    sub->add_flag("-t,--tty", f->tty, "With -d: run it on a pseudo-terminal");
+    sub->add_flag("-i,--interactive", f->interactive,
+                  "Forward stdin (default when stdin is a pipe or a file); with -d: --stdin");
+    sub->add_flag("-t,--tty", f->tty,
+                  "Run it on a pseudo-terminal; with -i our terminal goes raw and talks to it "
+                  "(exec -it ID -- bash); with -d: a background PTY process");
     sub->add_option("id", f->id, "Sandbox id")->required();
     sub->add_option("cmd", f->argv, "Command and arguments (after --)")->required();
     sub->positionals_at_end(false);
     SetAction(sub, [f] { return Exec(*f); });
-  }
-  {
-    auto src = std::make_shared<std::string>();
-    auto dst = std::make_shared<std::string>();
-    CLI::App* sub = app.add_subcommand(
-        "cp", "Copy a file in (cp LOCAL ID:PATH) or out (cp ID:PATH LOCAL|-)" + env_note);
-    sub->add_option("src", *src, "Source")->required();
-    sub->add_option("dst", *dst, "Destination")->required();
-    SetAction(sub, [src, dst] { return Copy(*src, *dst); });
   }
   {
     auto ids = std::make_shared<std::vector<std::string>>();

@@ -5,7 +5,9 @@
 #include <string>
 #include <string_view>
 
+#include "cli/client_support.h"
 #include "cli/command.h"
+#include "cli/run_leftovers.h"
 #include "cli/server_commands.h"
 #include "cli/template_cmd.h"
 #include "common/log.h"
@@ -19,11 +21,21 @@ int main(int argc, char** argv) {
                  "Log level on stderr: trace, debug, info, warn, error, off "
                  "(env AGENT_SANDBOX_LOG_LEVEL)")
       ->capture_default_str();
+  // Client options for the verbs that talk to a server; they may come before or after the
+  // verb (fallthrough: an option a subcommand does not know is offered to its parents).
+  asb::cli::ClientGlobals& globals = asb::cli::Globals();
+  app.add_option("--url", globals.url, "Server URL (overrides $AGENT_SANDBOX_URL)");
+  app.add_option("--api-key", globals.api_key, "API key (overrides $AGENT_SANDBOX_API_KEY)");
+  app.add_flag("--json", globals.json, "Print JSON where a verb can");
+  app.fallthrough();  // inherited by every subcommand registered below
 
   asb::cli::RegisterVersionCommand(app);
   asb::cli::RegisterRunCommand(app);
+  asb::cli::RegisterRunWatchCommand(app);
   asb::cli::RegisterServeCommand(app);
   asb::cli::RegisterClientCommands(app);
+  asb::cli::RegisterCopyCommand(app);
+  asb::cli::RegisterSnapshotCommands(app);
   asb::cli::RegisterKeysCommand(app);
   asb::cli::RegisterMcpCommand(app);
   asb::cli::RegisterOpenApiCommand(app);
@@ -38,7 +50,7 @@ int main(int argc, char** argv) {
     // except for `serve`, whose bad settings exit 2 like its configuration errors (issue 3).
     for (int i = 1; i < argc; ++i) {
       std::string_view arg = argv[i];
-      if (arg == "--log-level") {
+      if (arg == "--log-level" || arg == "--url" || arg == "--api-key") {
         ++i;
         continue;
       }

@@ -1,7 +1,8 @@
 // `agent-sandbox run [options] -- CMD...`: the `docker run --rm` habit. Creates an ephemeral
 // sandbox with the ns backend directly (no server), runs CMD in it with its output streamed to
 // this terminal as it comes, passes the exit code through, and destroys the sandbox afterwards,
-// also after Ctrl-C or SIGTERM (cli/signal_forwarder.h).
+// also after Ctrl-C or SIGTERM (cli/signal_forwarder.h), and by its watcher when run itself is
+// SIGKILLed (cli/run_leftovers.h).
 //
 // CMD is an argv, exactly as given (like `docker run`): `run -- sh -c 'a | b'` for a shell.
 // Exit codes (cli/command.h): the command's own; 128+N if signal N killed it; 124 on --timeout;
@@ -17,6 +18,7 @@
 
 #include "cli/command.h"
 #include "cli/exec_stream.h"
+#include "cli/run_leftovers.h"
 #include "cli/run_support.h"
 #include "cli/signal_forwarder.h"
 #include "cli/terminal.h"
@@ -75,20 +77,17 @@ Result<int> Run(const RunOptions& o) {
 
   // Our own output may go to a pipe whose reader leaves; that must not kill us before cleanup.
   ::signal(SIGPIPE, SIG_IGN);
-  int tty_fd = !o.tty ? -1 : ::isatty(STDOUT_FILENO) ? STDOUT_FILENO
-                           : ::isatty(STDIN_FILENO)  ? STDIN_FILENO
-                                                     : -1;
+  int tty_fd = !o.tty                    ? -1
+               : ::isatty(STDOUT_FILENO) ? STDOUT_FILENO
+               : ::isatty(STDIN_FILENO)  ? STDIN_FILENO
+                                         : -1;
   ASB_ASSIGN_OR_RETURN(auto signals, SignalForwarder::Start(tty_fd));
 
-  isolation::ns::NsBackendOptions bo;
-  // Apart from a server's sandboxes (<data>/sandboxes, cgroup agent-sandbox-<hash>): a server
-  // that starts while we run must not take our sandbox for an orphan and destroy it.
-  bo.state_dir = o.data_dir + "/run";
-  bo.cgroup_name = "agent-sandbox-run";
-  bo.sandboxd_path = sandboxd;
-  bo.workspace_pool_size = 0;  // one sandbox, once: nothing to pool
+  isolation::ns::NsBackendOptions bo = RunBackendOptions(o.data_dir, sandboxd);
   bo.default_workspace_bytes = o.workspace_mb << 20;
   ASB_ASSIGN_OR_RETURN(auto backend, isolation::ns::MakeNsBackend(bo));
+  // Sandboxes of runs that were SIGKILLed together with their watchers (cli/run_leftovers.h).
+  RemoveDeadRunLeftovers(*backend, bo.state_dir);
 
   isolation::SandboxSpec spec;
   spec.id = NewId("sb_");
@@ -116,6 +115,9 @@ Result<int> Run(const RunOptions& o) {
   }
   spdlog::debug("run: sandbox_id={} template={} argc={} argv0={}", spec.id, spec.template_name,
                 o.argv.size(), o.argv.empty() ? "" : o.argv[0]);
+  // Claimed and watched before it exists, so that a SIGKILL at any later point is cleaned up;
+  // released after the guard has destroyed it.
+  ASB_ASSIGN_OR_RETURN(auto claim, RunClaim::Start(o.data_dir, spec.id));
   SandboxGuard guard(*backend, spec.id);
   ASB_ASSIGN_OR_RETURN(auto sandbox, backend->Create(spec).map_error([](Error e) {
     return std::move(e).WithContext("create sandbox");
@@ -131,8 +133,8 @@ Result<int> Run(const RunOptions& o) {
   req.timeout_ms = static_cast<uint64_t>(o.timeout_s * 1000.0);
   req.stdin_pipe = o.interactive;
   if (o.tty) {
-    req.pty = (tty_fd >= 0 ? TerminalSize(tty_fd) : std::nullopt)
-                  .value_or(protocol::ExecRequest::Pty{});
+    req.pty =
+        (tty_fd >= 0 ? TerminalSize(tty_fd) : std::nullopt).value_or(protocol::ExecRequest::Pty{});
   }
   ASB_ASSIGN_OR_RETURN(auto channel, sandbox->connection()->Open(protocol::EncodeExecRequest(req)));
   std::unique_ptr<RawTerminal> raw;  // restored before the sandbox is destroyed
@@ -186,8 +188,8 @@ void RegisterRunCommand(CLI::App& app) {
   sub->add_option("--user,-u", o->user,
                   "Run as 'sandbox' (uid 1000) or 'root' (of the sandbox) (default: the "
                   "template's USER, else sandbox)")
-      ->check(CLI::IsMember(
-          {std::string(protocol::kUserSandbox), std::string(protocol::kUserRoot)}));
+      ->check(
+          CLI::IsMember({std::string(protocol::kUserSandbox), std::string(protocol::kUserRoot)}));
   sub->add_option("--data-dir", o->data_dir, "Data directory (env AGENT_SANDBOX_DATA_DIR)")
       ->capture_default_str();
   sub->add_flag("--interactive,-i", o->interactive,

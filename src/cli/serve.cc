@@ -23,6 +23,7 @@
 #include "api/json_log.h"
 #include "api/server.h"
 #include "cli/command.h"
+#include "cli/run_leftovers.h"
 #include "cli/run_support.h"
 #include "cli/server_commands.h"
 #include "common/clock.h"
@@ -258,6 +259,9 @@ int Serve(CLI::App& root, const ServeFlags& flags) {
   }
   auto backend = isolation::ns::MakeNsBackend(bo);
   if (!backend) return StartupError(backend.error().WithContext("ns backend"));
+  // Sandboxes of `agent-sandbox run`s that were SIGKILLed with their watchers
+  // (cli/run_leftovers.h); live runs' and our own sandboxes are not touched.
+  RemoveDeadRunLeftovers(data, sandboxd);
 
   // Bind before recovering, so a second server on the same port fails without touching
   // sandboxes the first one owns.

@@ -1,0 +1,200 @@
+#include "cli/run_leftovers.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/file.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "cli/command.h"
+#include "cli/run_support.h"
+#include "common/ids.h"
+#include "common/log.h"
+#include "isolation/ns/state.h"
+
+namespace asb::cli {
+namespace {
+
+constexpr std::string_view kOwnerSuffix = ".owner";
+
+std::string OwnerPath(const std::string& state_dir, const std::string& id) {
+  return state_dir + "/" + id + std::string(kOwnerSuffix);
+}
+
+// The pid a claim names, or -1.
+int ClaimedPid(int fd) {
+  char buf[64] = {};
+  ssize_t n = ::pread(fd, buf, sizeof(buf) - 1, 0);
+  return n > 0 ? std::atoi(buf) : -1;
+}
+
+// True when `pid` (with its start time, "pid starttime" in the claim) still runs.
+bool ClaimantRuns(int fd) {
+  char buf[64] = {};
+  if (::pread(fd, buf, sizeof(buf) - 1, 0) <= 0) return false;
+  unsigned long long start = 0;
+  int pid = -1;
+  if (std::sscanf(buf, "%d %llu", &pid, &start) != 2 || pid <= 0) return false;
+  auto now = isolation::ns::ProcessStartTime(pid);
+  return now && *now == start && isolation::ns::ProcessIsRunning(pid);
+}
+
+}  // namespace
+
+isolation::ns::NsBackendOptions RunBackendOptions(const std::string& data_dir,
+                                                  const std::string& sandboxd) {
+  isolation::ns::NsBackendOptions bo;
+  // Apart from a server's sandboxes (<data>/sandboxes, cgroup agent-sandbox-<hash>): a server
+  // that starts while we run must not take our sandbox for an orphan and destroy it.
+  bo.state_dir = data_dir + "/run";
+  bo.cgroup_name = "agent-sandbox-run";
+  bo.sandboxd_path = sandboxd;
+  bo.workspace_pool_size = 0;  // one sandbox, once: nothing to pool
+  return bo;
+}
+
+Result<std::unique_ptr<RunClaim>> RunClaim::Start(const std::string& data_dir,
+                                                  const std::string& id) {
+  std::unique_ptr<RunClaim> c(new RunClaim());
+  const std::string state_dir = data_dir + "/run";
+  c->path_ = OwnerPath(state_dir, id);
+  // Locked under a temporary name, then renamed: a sweeper never sees an unlocked claim.
+  const std::string temp = c->path_ + ".tmp";
+  c->lock_ = UniqueFd(::open(temp.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600));
+  if (!c->lock_) return FailErrno("create " + temp);
+  if (::flock(c->lock_.get(), LOCK_EX) != 0) return FailErrno("flock " + temp);
+  auto start = isolation::ns::ProcessStartTime(::getpid());
+  std::string line = std::to_string(::getpid()) + " " + std::to_string(start ? *start : 0) + "\n";
+  if (!WriteAll(c->lock_.get(), line.data(), line.size())) return FailErrno("write " + temp);
+  if (::rename(temp.c_str(), c->path_.c_str()) != 0) return FailErrno("rename " + temp);
+
+  int p[2];
+  if (::pipe2(p, O_CLOEXEC) != 0) return FailErrno("pipe");
+  UniqueFd done_r(p[0]);
+  c->done_w_ = UniqueFd(p[1]);
+  // Everything the child needs is made before fork: it only calls async-signal-safe functions.
+  const int lock_num = c->lock_.get();
+  const int pipe_num = done_r.get();
+  std::string lock_fd = std::to_string(lock_num);
+  std::string pipe_fd = std::to_string(pipe_num);
+  std::vector<std::string> args = {"agent-sandbox", "run-watch", "--data-dir", data_dir, "--id", id,
+                                   "--lock-fd",     lock_fd,     "--pipe-fd",  pipe_fd};
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  pid_t pid = ::fork();
+  if (pid < 0) return FailErrno("fork watcher");
+  if (pid == 0) {
+    ::setsid();  // out of run's process group and terminal
+    ::fcntl(lock_num, F_SETFD, 0);
+    ::fcntl(pipe_num, F_SETFD, 0);
+    int null = ::open("/dev/null", O_RDWR);
+    if (null >= 0) ::dup2(null, STDIN_FILENO), ::dup2(null, STDOUT_FILENO);
+    ::execv("/proc/self/exe", argv.data());
+    ::_exit(127);
+  }
+  c->watcher_ = pid;
+  return c;
+}
+
+RunClaim::~RunClaim() {
+  // The sandbox is gone (the caller destroyed it): drop the claim, then tell the watcher.
+  if (!path_.empty()) ::unlink(path_.c_str());
+  if (done_w_) (void)!::write(done_w_.get(), "d", 1);
+  done_w_.Reset();
+  if (watcher_ > 0) {
+    while (::waitpid(watcher_, nullptr, 0) < 0 && errno == EINTR) {
+    }
+  }
+}
+
+int RemoveDeadRunLeftovers(isolation::Backend& backend, const std::string& state_dir) {
+  DIR* d = ::opendir(state_dir.c_str());
+  if (d == nullptr) return 0;
+  std::vector<std::string> names;
+  while (struct dirent* e = ::readdir(d)) {
+    std::string n = e->d_name;
+    if (n.size() > kOwnerSuffix.size() && n.ends_with(kOwnerSuffix)) names.push_back(n);
+  }
+  ::closedir(d);
+  int removed = 0;
+  for (const std::string& n : names) {
+    std::string id = n.substr(0, n.size() - kOwnerSuffix.size());
+    if (!IsValidId(id, "sb_")) continue;
+    std::string path = state_dir + "/" + n;
+    UniqueFd fd(::open(path.c_str(), O_RDWR | O_CLOEXEC | O_NOFOLLOW));
+    if (!fd) continue;
+    // Held by a live run or its watcher: not a leftover.
+    if (::flock(fd.get(), LOCK_EX | LOCK_NB) != 0) continue;
+    if (ClaimantRuns(fd.get())) continue;  // belt and braces: the named run still runs
+    spdlog::info("removing sandbox {} of a run that died (pid {})", id, ClaimedPid(fd.get()));
+    if (auto st = backend.Destroy(id); !st) {
+      spdlog::warn("leftover sandbox {}: {}", id, st.error().message());
+      continue;
+    }
+    ::unlink(path.c_str());
+    ++removed;
+  }
+  return removed;
+}
+
+void RemoveDeadRunLeftovers(const std::string& data_dir, const std::string& sandboxd) {
+  auto opts = RunBackendOptions(data_dir, sandboxd);
+  if (::access(opts.state_dir.c_str(), F_OK) != 0) return;  // no run ever used this data dir
+  auto backend = isolation::ns::MakeNsBackend(opts);
+  if (!backend) {
+    spdlog::warn("run leftovers: {}", backend.error().message());
+    return;
+  }
+  RemoveDeadRunLeftovers(**backend, opts.state_dir);
+}
+
+namespace {
+
+struct WatchFlags {
+  std::string data_dir, id;
+  int lock_fd = -1, pipe_fd = -1;
+};
+
+int Watch(const WatchFlags& f) {
+  for (int s : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGPIPE}) ::signal(s, SIG_IGN);
+  UniqueFd lock(f.lock_fd);  // shared with run: the claim stays held while we live
+  UniqueFd pipe(f.pipe_fd);
+  ::fcntl(f.lock_fd, F_SETFD, FD_CLOEXEC);
+  ::fcntl(f.pipe_fd, F_SETFD, FD_CLOEXEC);
+  char c = 0;
+  ssize_t n;
+  while ((n = ::read(pipe.get(), &c, 1)) < 0 && errno == EINTR) {
+  }
+  if (n == 1 && c == 'd') return 0;  // run cleaned up itself
+  // run died: destroy its sandbox.
+  auto sandboxd = FindSandboxd();
+  auto opts = RunBackendOptions(f.data_dir, sandboxd ? *sandboxd : "");
+  auto backend = isolation::ns::MakeNsBackend(opts);
+  if (!backend) return ReportError(backend.error().WithContext("run-watch"));
+  if (auto st = (*backend)->Destroy(f.id); !st) {
+    return ReportError(st.error().WithContext("run-watch: destroy " + f.id));
+  }
+  ::unlink(OwnerPath(opts.state_dir, f.id).c_str());
+  return 0;
+}
+
+}  // namespace
+
+void RegisterRunWatchCommand(CLI::App& app) {
+  auto f = std::make_shared<WatchFlags>();
+  CLI::App* sub = app.add_subcommand("run-watch", "");  // hidden: started by run itself
+  sub->group("");
+  sub->add_option("--data-dir", f->data_dir)->required();
+  sub->add_option("--id", f->id)->required();
+  sub->add_option("--lock-fd", f->lock_fd)->required();
+  sub->add_option("--pipe-fd", f->pipe_fd)->required();
+  SetAction(sub, [f] { return Watch(*f); });
+}
+
+}  // namespace asb::cli

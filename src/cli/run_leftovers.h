@@ -1,0 +1,62 @@
+// What `agent-sandbox run` leaves if it is SIGKILLed (OOM kill, CI timeout, kill -9), and how
+// that is removed (issue 17 item 4), as bubblewrap's --die-with-parent:
+//  - Before creating its sandbox, run claims it: <state_dir>/<id>.owner, flock(2)ed by run for
+//    its whole life (the file names run's pid). The lock, not the pid, says "alive": it cannot
+//    be fooled by pid reuse and is released by the kernel however run dies.
+//  - run starts a watcher (a hidden `run-watch` subcommand, setsid, so a kill of run's process
+//    group spares it) that shares the lock and a pipe with run. When the pipe ends without
+//    run's "done" byte, run died: the watcher destroys the sandbox (ns backend Destroy, which
+//    works from names: sandboxd, workspace mount, loop device, cgroups, run directory) and
+//    removes the claim.
+//  - If the watcher was killed too, the next `run` or `serve` finds claims whose lock it can
+//    take (no live run or watcher holds it, and the named pid is gone) and destroys those.
+// A server's sandboxes live in another state dir and cgroup and are never looked at.
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <memory>
+#include <string>
+
+#include "common/result.h"
+#include "common/unique_fd.h"
+#include "isolation/backend.h"
+#include "isolation/ns/ns_backend.h"
+
+namespace asb::cli {
+
+/// The ns backend options of `run`'s sandboxes in `data_dir` (state dir <data_dir>/run,
+/// cgroup agent-sandbox-run), apart from a server's.
+isolation::ns::NsBackendOptions RunBackendOptions(const std::string& data_dir,
+                                                  const std::string& sandboxd);
+
+/// run's claim on its sandbox plus its watcher; destroying it (after the sandbox is gone)
+/// tells the watcher all is done, removes the claim and reaps the watcher.
+class RunClaim {
+ public:
+  /// Claims `id` and starts the watcher (this executable's `run-watch`). Errors: FromErrno of
+  /// open/flock/pipe/fork.
+  static Result<std::unique_ptr<RunClaim>> Start(const std::string& data_dir,
+                                                 const std::string& id);
+  ~RunClaim();
+  RunClaim(const RunClaim&) = delete;
+  RunClaim& operator=(const RunClaim&) = delete;
+
+ private:
+  RunClaim() = default;
+  std::string path_;
+  UniqueFd lock_;
+  UniqueFd done_w_;
+  int watcher_ = -1;
+};
+
+/// Destroys the sandboxes of dead runs in `backend` (whose state dir is `state_dir`); returns
+/// how many. Claims held by a live run or watcher are left alone.
+int RemoveDeadRunLeftovers(isolation::Backend& backend, const std::string& state_dir);
+
+/// The same for a data dir, with a backend of its own (for `serve`); errors are logged.
+void RemoveDeadRunLeftovers(const std::string& data_dir, const std::string& sandboxd);
+
+/// Registers the hidden `run-watch` subcommand (the watcher).
+void RegisterRunWatchCommand(CLI::App& app);
+
+}  // namespace asb::cli
