@@ -28,6 +28,8 @@ class ExecStreamBody final : public ChannelNdjsonBody {
     o["oom_killed"] = r.oom_killed;
     o["pids_limited"] = r.pids_limited;
     o["truncated"] = r.stdout_truncated || r.stderr_truncated;
+    o["stdout_truncated"] = r.stdout_truncated;
+    o["stderr_truncated"] = r.stderr_truncated;
     return o;
   }
 

@@ -3,7 +3,8 @@
 //   {"type":"stdout","data":"..."}  {"type":"stderr","data":"..."}
 //   {"type":"keepalive"}            after stream_keepalive_ms of quiet
 //   {"type":"exit","exit_code":0,"signal":0,"timed_out":false,"duration_ms":12,
-//    "oom_killed":false,"pids_limited":false,"truncated":false}    exactly one, last
+//    "oom_killed":false,"pids_limited":false,"truncated":false,"stdout_truncated":false,
+//    "stderr_truncated":false}   exactly one, last; truncated = either stream was cut
 //   {"type":"error","code":"backend_error","message":"..."}  instead of exit, if it failed
 // Text is UTF-8 with invalid bytes replaced and characters never split across events (each
 // stream has its own Utf8Stream); with encoding "base64" data is base64 of the raw bytes.

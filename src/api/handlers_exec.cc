@@ -1,12 +1,15 @@
 // Exec routes (issue 3 item 2; ACCEPTANCE.md E1-E6):
 //   POST /v1/sandboxes/{id}/exec         run to completion, 200 {stdout, stderr, exit_code,
-//                                        signal, timed_out, truncated, oom_killed,
-//                                        pids_limited, duration_ms}
+//                                        signal, timed_out, truncated, stdout_truncated,
+//                                        stderr_truncated, oom_killed, pids_limited,
+//                                        duration_ms}; max_output_bytes caps each stream
+//                                        separately, truncated = either was cut
 //   POST /v1/sandboxes/{id}/exec/stream  200 application/x-ndjson (api/exec_stream.h)
 // Body: {"command": "echo hi"} (run by /bin/sh -c) or {"argv": ["ls", "-l"]}, and optionally
-// env {}, workdir, timeout (seconds), stdin (string), max_output_bytes, user ("sandbox" |
-// "root"), encoding ("utf8" default | "base64"). Errors found before the command starts are
-// ordinary JSON errors (404 for an unknown sandbox, 400 for a bad body).
+// env {}, workdir, timeout (seconds; alias timeout_seconds), stdin (string), max_output_bytes
+// (per stream), user ("sandbox" | "root"), encoding ("utf8" default | "base64"). Errors found
+// before the command starts are ordinary JSON errors (404 for an unknown sandbox, 400 for a bad
+// body).
 #include <boost/json.hpp>
 #include <limits>
 
@@ -36,6 +39,18 @@ Result<ParsedExec> ParseExec(std::string_view text) {
   ASB_ASSIGN_OR_RETURN(o.timeout_seconds, body.Number("timeout"));
   if (o.timeout_seconds && !(*o.timeout_seconds > 0)) {
     return Fail(Error::InvalidArgument("timeout: must be a number of seconds > 0"));
+  }
+  // timeout_seconds: the name create uses, accepted here as an alias (issue 17).
+  ASB_ASSIGN_OR_RETURN(auto alias, body.Number("timeout_seconds"));
+  if (alias) {
+    if (!(*alias > 0)) {
+      return Fail(Error::InvalidArgument("timeout_seconds: must be a number of seconds > 0"));
+    }
+    if (o.timeout_seconds && *o.timeout_seconds != *alias) {
+      return Fail(Error::InvalidArgument(
+          "timeout and timeout_seconds: both given with different values (they are aliases)"));
+    }
+    o.timeout_seconds = alias;
   }
   ASB_ASSIGN_OR_RETURN(auto cap, body.Integer("max_output_bytes", 1,
                                               std::numeric_limits<int64_t>::max()));
@@ -79,6 +94,8 @@ void AddExecRoutes(Router& router, ApiContext& ctx) {
                o["signal"] = r.signal;
                o["timed_out"] = r.timed_out;
                o["truncated"] = r.stdout_truncated || r.stderr_truncated;
+               o["stdout_truncated"] = r.stdout_truncated;
+               o["stderr_truncated"] = r.stderr_truncated;
                o["oom_killed"] = r.oom_killed;
                o["pids_limited"] = r.pids_limited;
                o["duration_ms"] = r.duration_ms;

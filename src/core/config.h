@@ -54,8 +54,8 @@ struct Limits {
   int64_t default_exec_timeout_seconds = 60;
   int64_t max_exec_timeout_seconds = 3600;
 
-  /// Cap on an exec's kept output (stdout + stderr together), bytes. A request may ask for
-  /// less; more is clamped to this.
+  /// Cap on an exec's kept output, bytes, per stream (stdout and stderr each keep up to this).
+  /// A request may ask for less; more is clamped to this.
   uint64_t max_exec_output_bytes = 1ull << 20;
 
   /// Largest file that may be written or read through the API, bytes. Over it: kTooLarge.

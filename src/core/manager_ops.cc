@@ -227,7 +227,11 @@ Result<protocol::ExecRequest> BuildExecRequest(const Limits& lim, const ExecOpti
     }
     cap = std::min(cap, *o.max_output_bytes);
   }
-  req.max_output_bytes = cap;
+  // Per stream (issue 17 item 6): a stdout flood must not push out the stderr line that says
+  // what went wrong, so each stream gets the whole cap and its own truncated flag.
+  req.max_stdout_bytes = cap;
+  req.max_stderr_bytes = cap;
+  req.max_output_bytes = 0;
   req.stdin_pipe = o.stdin_data.has_value();
   return req;
 }

@@ -57,11 +57,21 @@ TEST_F(ManagerOpsTest, ExecCollectsOutputAndExitCode) {
 
 TEST_F(ManagerOpsTest, ExecCapsTimeoutsStdinAndEnv) {
   ExecOptions capped = Cmd("head -c 80 /dev/zero; head -c 80 /dev/zero >&2");
-  capped.max_output_bytes = 100;  // E5
+  capped.max_output_bytes = 100;  // E5, per stream (issue 17 item 6)
   auto r = manager_->Exec("alice", sb_.id, capped);
   ASSERT_TRUE(r) << r.error().ToString();
-  EXPECT_EQ(r->stdout_data.size() + r->stderr_data.size(), 100u);
-  EXPECT_TRUE(r->result.stdout_truncated || r->result.stderr_truncated);
+  EXPECT_EQ(r->stdout_data.size(), 80u);
+  EXPECT_EQ(r->stderr_data.size(), 80u);
+  EXPECT_FALSE(r->result.stdout_truncated || r->result.stderr_truncated);
+  // A stdout flood keeps stderr's last line and flags only stdout.
+  capped = Cmd("head -c 5000 /dev/zero; echo boom >&2");
+  capped.max_output_bytes = 100;
+  r = manager_->Exec("alice", sb_.id, capped);
+  ASSERT_TRUE(r) << r.error().ToString();
+  EXPECT_EQ(r->stdout_data.size(), 100u);
+  EXPECT_EQ(r->stderr_data, "boom\n");
+  EXPECT_TRUE(r->result.stdout_truncated);
+  EXPECT_FALSE(r->result.stderr_truncated);
 
   ExecOptions slow = Cmd("sleep 30; echo never");
   slow.timeout_seconds = 0.5;

@@ -106,6 +106,29 @@ TEST(TemplateDefaultsTest, ExecRequestsTakeTheDefaultsUnlessTheyNameTheirOwn) {
   EXPECT_EQ(r->user, "sandbox");
 }
 
+// Issue 17 item 6: the cap applies to each stream, so a stdout flood cannot crowd out stderr.
+TEST(TemplateDefaultsTest, ExecOutputCapAppliesToEachStreamSeparately) {
+  Limits lim;
+  lim.max_exec_output_bytes = 1000;
+  ExecOptions o;
+  o.command = "true";
+  auto r = BuildExecRequest(lim, o, CommandDefaults{});
+  ASSERT_TRUE(r) << r.error().ToString();
+  EXPECT_EQ(r->max_stdout_bytes, 1000u);
+  EXPECT_EQ(r->max_stderr_bytes, 1000u);
+  EXPECT_EQ(r->max_output_bytes, 0u) << "no shared cap across the two streams";
+  o.max_output_bytes = 100;
+  r = BuildExecRequest(lim, o, CommandDefaults{});
+  ASSERT_TRUE(r) << r.error().ToString();
+  EXPECT_EQ(r->max_stdout_bytes, 100u);
+  EXPECT_EQ(r->max_stderr_bytes, 100u);
+  EXPECT_EQ(r->max_output_bytes, 0u);
+  o.max_output_bytes = 5000;  // above the limit: clamped
+  r = BuildExecRequest(lim, o, CommandDefaults{});
+  ASSERT_TRUE(r) << r.error().ToString();
+  EXPECT_EQ(r->max_stdout_bytes, 1000u);
+}
+
 TEST(TemplateDefaultsTest, RecordsWithoutDefaultsKeepTheOldOnes) {
   SandboxInfo info;
   DecodeSpecJson(R"({"cpus":1,"env":{}})", &info);

@@ -168,6 +168,8 @@ ToolResult<json::object> ManagerBackend::Exec(const std::string& id, const json:
         o["duration_ms"] = r->duration_ms;
         o["oom_killed"] = r->oom_killed;
         o["truncated"] = r->stdout_truncated || r->stderr_truncated;
+        o["stdout_truncated"] = r->stdout_truncated;
+        o["stderr_truncated"] = r->stderr_truncated;
         return o;
       }
       case Kind::kError:

@@ -29,6 +29,7 @@ class ScriptedBackend final : public ToolBackend {
   std::string file;
   std::string stdout_text;
   bool server_truncated = false;
+  bool server_stderr_truncated = false;
   bool block = false;
   std::atomic<bool> saw_cancel{false};
 
@@ -52,7 +53,9 @@ class ScriptedBackend final : public ToolBackend {
     o["signal"] = 0;
     o["timed_out"] = false;
     o["duration_ms"] = 1;
-    o["truncated"] = server_truncated;
+    o["truncated"] = server_truncated || server_stderr_truncated;
+    o["stdout_truncated"] = server_truncated;
+    o["stderr_truncated"] = server_stderr_truncated;
     return o;
   }
   ToolResult<std::string> ReadFile(const std::string&, const std::string&) override { return file; }
@@ -102,6 +105,8 @@ TEST(ToolLimits, ExecOutputAtTheLimitIsWholeOneMoreIsCutWithTheFullSize) {
   r = tools.Call("sandbox_exec", args, {});
   const auto& t = r.at("structuredContent").as_object();
   EXPECT_TRUE(t.at("truncated").as_bool());
+  EXPECT_TRUE(t.at("stdout_truncated").as_bool());
+  EXPECT_FALSE(t.at("stderr_truncated").as_bool());
   EXPECT_EQ(t.at("stdout").as_string().size(), kMaxTextBytes);
   EXPECT_EQ(t.at("stdout_bytes").to_number<int64_t>(), static_cast<int64_t>(kMaxTextBytes + 1));
   EXPECT_NE(Text(r).find("stdout " + std::to_string(kMaxTextBytes + 1) + " bytes"),
@@ -115,6 +120,18 @@ TEST(ToolLimits, TheServersOwnOutputLimitIsReported) {
   json::object r = Tools(b).Call("sandbox_exec", Args(R"({"sandbox_id":"s","command":"x"})"), {});
   EXPECT_TRUE(r.at("structuredContent").at("truncated").as_bool());
   EXPECT_NE(Text(r).find("server's output limit"), std::string::npos) << Text(r);
+}
+
+// Issue 17 item 6: the per-stream flags of the server come through, each on its own.
+TEST(ToolLimits, TheServersPerStreamFlagsAreReported) {
+  auto b = std::make_shared<ScriptedBackend>();
+  b->stdout_text = "short";
+  b->server_stderr_truncated = true;
+  json::object r = Tools(b).Call("sandbox_exec", Args(R"({"sandbox_id":"s","command":"x"})"), {});
+  const auto& s = r.at("structuredContent").as_object();
+  EXPECT_TRUE(s.at("truncated").as_bool());
+  EXPECT_FALSE(s.at("stdout_truncated").as_bool());
+  EXPECT_TRUE(s.at("stderr_truncated").as_bool());
 }
 
 TEST(ToolLimits, FilesAtTheLimitAreWholeOneMoreIsCut) {

@@ -117,10 +117,54 @@ class ExecTest(ServerTestCase):
     def test_e5_output_cap(self):
         cmd = "head -c 80 /dev/zero | tr '\\0' a; head -c 80 /dev/zero | tr '\\0' b >&2; echo done >&2"
         r = self.server.run(self.sid, cmd, max_output_bytes=100)
+        # Per stream (issue 17 item 6): stdout's 80 bytes fit, stderr's 85 fit too.
+        self.assertIs(r["truncated"], False)
+        self.assertEqual(r["stdout"], "a" * 80)
+        self.assertEqual(r["stderr"], "b" * 80 + "done\n")
+        r = self.server.run(self.sid, "head -c 150 /dev/zero | tr '\\0' a; echo done >&2",
+                            max_output_bytes=100)
         self.assertIs(r["truncated"], True)
-        self.assertEqual(len(r["stdout"]) + len(r["stderr"]), 100)
+        self.assertIs(r["stdout_truncated"], True)
+        self.assertIs(r["stderr_truncated"], False)
+        self.assertEqual(r["stdout"], "a" * 100)
+        self.assertEqual(r["stderr"], "done\n")
         self.assertEqual(r["exit_code"], 0)  # not killed by the cap
         self.assertIs(r["timed_out"], False)
+
+    def test_a_stdout_flood_does_not_push_out_the_stderr_line(self):
+        # Issue 17 item 6: 2 MiB of stdout (over the 1 MiB default cap), then the error line.
+        r = self.server.run(self.sid, "head -c 2097152 /dev/zero | tr '\\0' x; "
+                            "echo 'fatal: what went wrong' >&2; exit 2")
+        self.assertEqual(r["stderr"], "fatal: what went wrong\n")
+        self.assertIs(r["stdout_truncated"], True)
+        self.assertIs(r["stderr_truncated"], False)
+        self.assertIs(r["truncated"], True)
+        self.assertEqual(len(r["stdout"]), 1 << 20)
+        self.assertEqual(r["exit_code"], 2)
+        # The stream's exit line carries the same flags.
+        _, status, lines = self.server.stream(self.sid, {
+            "command": "head -c 2097152 /dev/zero | tr '\\0' x; echo oops >&2"})
+        self.assertEqual(status, 200)
+        exit_line = lines[-1]
+        self.assertEqual(exit_line["type"], "exit", exit_line)
+        self.assertIs(exit_line["stdout_truncated"], True)
+        self.assertIs(exit_line["stderr_truncated"], False)
+        self.assertIn("oops", "".join(l["data"] for l in lines if l["type"] == "stderr"))
+
+    def test_timeout_seconds_is_an_alias_of_timeout(self):
+        t0 = time.time()
+        r = self.server.run(self.sid, "sleep 30", timeout_seconds=1)
+        self.assertIs(r["timed_out"], True)
+        self.assertLess(time.time() - t0, 10)
+        r = self.server.run(self.sid, "echo ok", timeout=5, timeout_seconds=5)
+        self.assertEqual(r["stdout"], "ok\n")
+        for path in ("/exec", "/exec/stream"):
+            bad = self.server.request("POST", "/v1/sandboxes/%s%s" % (self.sid, path),
+                                      {"command": "true", "timeout": 5, "timeout_seconds": 6})
+            self.assertEqual(bad.status, 400, bad)
+            msg = bad.json()["error"]["message"]
+            self.assertIn("timeout", msg)
+            self.assertIn("timeout_seconds", msg)
 
     def test_e6_pids_limit_stops_a_fork_loop(self):
         sid = self.create(pids_limit=32)["id"]

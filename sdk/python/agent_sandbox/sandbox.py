@@ -121,7 +121,7 @@ class Sandbox:
         /workspace; default the sandbox's default_workdir, its template's WORKDIR or /workspace);
         timeout: seconds (float) after which the command is killed (the result then has
         timed_out True); stdin: str or bytes fed to the command; max_output_bytes: cap on
-        stdout+stderr kept; user: "sandbox" or "root" (default the sandbox's default_user, its
+        the bytes kept of each stream (stdout and stderr separately); user: "sandbox" or "root" (default the sandbox's default_user, its
         template's USER or "sandbox").
         Returns ExecResult (check .ok). A non-zero exit is not an exception.
         Raises SandboxAPIError (400 bad request, 404 no such sandbox), SandboxConnectionError.
@@ -170,7 +170,9 @@ class Sandbox:
                                     timed_out=bool(ev.get("timed_out")),
                                     truncated=bool(ev.get("truncated")),
                                     oom_killed=bool(ev.get("oom_killed")),
-                                    duration_ms=ev.get("duration_ms", 0))
+                                    duration_ms=ev.get("duration_ms", 0),
+                                    stdout_truncated=bool(ev.get("stdout_truncated")),
+                                    stderr_truncated=bool(ev.get("stderr_truncated")))
                     return
                 elif kind == "error":
                     finished = True

@@ -13,7 +13,9 @@ class ExecResult:
     exit_code: the command's exit status (int; 128+N is not used for signals, see signal).
     signal: the signal that ended the command, 0 if none.
     timed_out: True when the exec's timeout killed the command.
-    truncated: True when output beyond max_output_bytes was dropped.
+    truncated: True when either stream went past max_output_bytes (stdout_truncated or
+        stderr_truncated); the cap applies to each stream separately.
+    stdout_truncated, stderr_truncated: which stream was cut.
     oom_killed: True when the sandbox ran out of memory during the command.
     duration_ms: wall-clock run time in milliseconds.
     """
@@ -26,6 +28,8 @@ class ExecResult:
     truncated: bool = False
     oom_killed: bool = False
     duration_ms: int = 0
+    stdout_truncated: bool = False
+    stderr_truncated: bool = False
 
     @property
     def ok(self):
@@ -41,7 +45,9 @@ class ExecResult:
         return cls(stdout=out, stderr=err, exit_code=o.get("exit_code", -1),
                    signal=o.get("signal", 0) or 0, timed_out=bool(o.get("timed_out")),
                    truncated=bool(o.get("truncated")), oom_killed=bool(o.get("oom_killed")),
-                   duration_ms=o.get("duration_ms", 0))
+                   duration_ms=o.get("duration_ms", 0),
+                   stdout_truncated=bool(o.get("stdout_truncated")),
+                   stderr_truncated=bool(o.get("stderr_truncated")))
 
 
 @dataclass
@@ -63,6 +69,8 @@ class ExitEvent:
     truncated: bool = False
     oom_killed: bool = False
     duration_ms: int = 0
+    stdout_truncated: bool = False
+    stderr_truncated: bool = False
 
     @property
     def ok(self):

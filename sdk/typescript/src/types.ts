@@ -67,7 +67,7 @@ export interface ExecOptions {
   timeoutSeconds?: number;
   /** Text fed to the command's stdin. */
   stdin?: string;
-  /** Cap on stdout+stderr bytes kept. */
+  /** Cap on the bytes kept of each stream (stdout and stderr separately). */
   maxOutputBytes?: number;
   /** "sandbox" (default) or "root". */
   user?: "sandbox" | "root";
@@ -85,7 +85,12 @@ export interface ExitInfo {
   /** The signal that ended it, 0 if none. */
   signal: number;
   timedOut: boolean;
+  /** Either stream went past its cap (maxOutputBytes applies to each stream separately). */
   truncated: boolean;
+  /** stdout was cut at its cap. */
+  stdoutTruncated: boolean;
+  /** stderr was cut at its cap (not shared with stdout). */
+  stderrTruncated: boolean;
   oomKilled: boolean;
   /** Wall-clock run time in milliseconds. */
   durationMs: number;
@@ -258,6 +263,8 @@ export function exitInfo(o: any): ExitInfo {
     signal: o.signal ?? 0,
     timedOut: Boolean(o.timed_out),
     truncated: Boolean(o.truncated),
+    stdoutTruncated: Boolean(o.stdout_truncated),
+    stderrTruncated: Boolean(o.stderr_truncated),
     oomKilled: Boolean(o.oom_killed),
     durationMs: o.duration_ms ?? 0,
   };

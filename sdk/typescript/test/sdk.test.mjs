@@ -80,6 +80,16 @@ test("exec: shell, argv with args, env, cwd, stdin, timeout, seed A output", asy
   assert.ok(!r.stdout.includes("never"));
 });
 
+test("exec: maxOutputBytes caps each stream, with its own flag", async () => {
+  const s = session();
+  const r = await s.exec("head -c 500 /dev/zero; echo 'what went wrong' >&2", {
+    maxOutputBytes: 100,
+  });
+  assert.equal(r.stdout.length, 100);
+  assert.equal(r.stderr, "what went wrong\n");
+  assert.deepEqual([r.truncated, r.stdoutTruncated, r.stderrTruncated], [true, true, false]);
+});
+
 test("execStream: typed events in order, split UTF-8 whole, error event on destroy", async () => {
   const s = session();
   const events = [];
