@@ -18,6 +18,9 @@ namespace asb::core {
 class SandboxManager;
 struct SandboxInfo;
 }  // namespace asb::core
+namespace asb::store {
+class Store;
+}  // namespace asb::store
 
 namespace asb::api {
 
@@ -26,6 +29,9 @@ class BufferBudget;
 /// What the handlers share. The manager must outlive the router.
 struct ApiContext {
   core::SandboxManager* manager = nullptr;
+  /// The database, for Idempotency-Key of create (store/idempotency.h); nullptr: a create
+  /// with the header answers 503 unavailable (tests that build routes without a database).
+  store::Store* store = nullptr;
   /// Quiet time after which a stream sends {"type":"keepalive"}, milliseconds.
   int64_t stream_keepalive_ms = 10'000;
   /// Largest JSON body accepted (the server enforces it too), bytes.

@@ -1,5 +1,6 @@
 // Sandbox lifecycle routes (issue 3 item 2; ACCEPTANCE.md L1-L7):
-//   POST   /v1/sandboxes               create       201 sandbox
+//   POST   /v1/sandboxes               create       201 sandbox (Idempotency-Key: once per key,
+//                                                   api/idempotency.h)
 //   GET    /v1/sandboxes               list         200 {"sandboxes":[...]}
 //   GET    /v1/sandboxes/{id}          inspect      200 sandbox
 //   DELETE /v1/sandboxes/{id}          destroy      204
@@ -8,6 +9,7 @@
 #include <limits>
 
 #include "api/handlers.h"
+#include "api/idempotency.h"
 #include "api/json_body.h"
 #include "api/resource_json.h"
 #include "api/text.h"
@@ -89,10 +91,16 @@ HttpResponse SandboxResponse(int status, const core::SandboxInfo& s) {
 void AddSandboxRoutes(Router& router, ApiContext& ctx) {
   core::SandboxManager* m = ctx.manager;
 
-  router.Add("POST", "/v1/sandboxes", Wrap([m](HttpRequest& req) -> Result<HttpResponse> {
+  store::Store* st = ctx.store;
+  router.Add("POST", "/v1/sandboxes", Wrap([m, st](HttpRequest& req) -> Result<HttpResponse> {
                ASB_ASSIGN_OR_RETURN(core::CreateRequest cr, ParseCreate(req.body));
-               ASB_ASSIGN_OR_RETURN(core::SandboxInfo s, m->Create(OwnerOf(req), cr));
-               return SandboxResponse(201, s);
+               auto create = [&]() -> Result<HttpResponse> {
+                 ASB_ASSIGN_OR_RETURN(core::SandboxInfo s, m->Create(OwnerOf(req), cr));
+                 return SandboxResponse(201, s);
+               };
+               auto key = req.headers.find("idempotency-key");
+               if (key == req.headers.end()) return create();
+               return RunIdempotent(st, req, key->second, create);  // api/idempotency.h
              }));
 
   router.Add("GET", "/v1/sandboxes", Wrap([m](HttpRequest& req) -> Result<HttpResponse> {

@@ -33,6 +33,7 @@
 #include "isolation/ns/ns_backend.h"
 #include "isolation/ns/xfs_pool.h"
 #include "mcp/http_transport.h"
+#include "store/idempotency.h"
 #include "store/keys.h"
 #include "store/store.h"
 
@@ -271,6 +272,14 @@ int Serve(CLI::App& root, const ServeFlags& flags) {
   ctx.proxy_timeout_ms = cfg.proxy_timeout_seconds * 1000;
   core::SandboxManager manager(cfg.manager, **store, **backend, SystemClock::Instance(), templates);
   ctx.manager = &manager;
+  ctx.store = store->get();
+  // Idempotency keys (api/idempotency.h): past the 24 h window, or claimed by a create this
+  // server did not finish before it stopped (that create is gone; a retry runs it again).
+  if (auto n = store::IdempotencyStore(**store).Prune(SystemClock::Instance().NowUnixMs(),
+                                                      store::kIdempotencyRetentionMs, true);
+      !n) {
+    spdlog::warn("prune idempotency keys: {}", n.error().message());
+  }
   api::AuthOptions ao;
   ao.insecure_no_auth = cfg.insecure_no_auth;
   ao.env_keys = std::move(auth_settings->env_keys);

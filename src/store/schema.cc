@@ -86,8 +86,24 @@ CREATE INDEX events_by_key ON events(key_id, seq);
 CREATE INDEX events_by_owner ON events(owner, seq);
 )sql";
 
-constexpr std::array<std::string_view, 3> kMigrations = {kM1Sandboxes, kM2Snapshots,
-                                                         kM3KeysEvents};
+// Issue 17 item 8: Idempotency-Key of create (store/idempotency.h). scope is the tenant (a
+// key's lineage, or "key:<id>" for an admin key), so keys of two tenants never meet.
+constexpr std::string_view kM4IdempotencyKeys = R"sql(
+CREATE TABLE idempotency_keys (
+  scope       TEXT NOT NULL,
+  idem_key    TEXT NOT NULL,
+  fingerprint TEXT NOT NULL,
+  status      INTEGER NOT NULL DEFAULT 0 CHECK (status >= 0),
+  body        TEXT NOT NULL DEFAULT '',
+  sandbox_id  TEXT NOT NULL DEFAULT '',
+  created_at  INTEGER NOT NULL,
+  PRIMARY KEY (scope, idem_key)
+);
+CREATE INDEX idempotency_keys_by_time ON idempotency_keys(created_at);
+)sql";
+
+constexpr std::array<std::string_view, 4> kMigrations = {kM1Sandboxes, kM2Snapshots,
+                                                         kM3KeysEvents, kM4IdempotencyKeys};
 }  // namespace
 
 std::span<const std::string_view> SchemaMigrations() { return kMigrations; }

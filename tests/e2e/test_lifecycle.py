@@ -183,5 +183,93 @@ class HalfCreatedTest(unittest.TestCase):
         self.assertEqual(ok["status"], "running")
 
 
+class IdempotencyTest(unittest.TestCase):
+    """Issue 17 item 8: Idempotency-Key on create, per tenant, durable across a restart."""
+
+    ADMIN = "asb_" + os.urandom(24).hex()
+
+    @classmethod
+    def setUpClass(cls):
+        reason = missing_prerequisite()
+        if reason:
+            raise unittest.SkipTest(reason)
+        cls.server = Server({"AGENT_SANDBOX_API_KEYS": cls.ADMIN}, api_key=cls.ADMIN)
+        try:
+            cls.server.start()
+            cls.alice = cls.new_key("alice")
+            cls.bob = cls.new_key("bob")
+        except Exception:
+            cls.server.close()
+            raise
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.server.close()  # destroys every sandbox (the admin key sees them all)
+
+    @classmethod
+    def new_key(cls, name):
+        r = cls.server.request("POST", "/admin/keys", {"name": name, "scopes": "exec"})
+        assert r.status == 201, r
+        return r.json()["key"]
+
+    def create(self, key, idem, body=None):
+        return self.server.request("POST", "/v1/sandboxes", body if body is not None else {},
+                                   headers={"Authorization": "Bearer " + key,
+                                            "Idempotency-Key": idem})
+
+    def ids(self, key):
+        r = self.server.request("GET", "/v1/sandboxes",
+                                headers={"Authorization": "Bearer " + key})
+        return sorted(s["id"] for s in r.json()["sandboxes"])
+
+    def test_same_key_twice_makes_one_sandbox_and_a_different_body_is_409(self):
+        before = self.ids(self.alice)
+        first = self.create(self.alice, "retry-1", {"timeout_seconds": 600})
+        self.assertEqual(first.status, 201, first)
+        self.assertNotIn("idempotent-replayed", first.headers)
+        again = self.create(self.alice, "retry-1", {"timeout_seconds": 600})
+        self.assertEqual(again.status, 201, again)
+        self.assertEqual(again.json(), first.json())
+        self.assertEqual(again.headers.get("idempotent-replayed"), "true")
+        self.assertEqual(self.ids(self.alice), sorted(before + [first.json()["id"]]))
+        other = self.create(self.alice, "retry-1", {"timeout_seconds": 601})
+        self.assertEqual(other.status, 409, other)
+        self.assertEqual(other.error_code, "conflict")
+        self.assertIn("different request body", other.json()["error"]["message"])
+        self.assertEqual(len(self.ids(self.alice)), len(before) + 1)
+
+    def test_a_key_of_another_tenant_is_its_own(self):
+        a = self.create(self.alice, "shared-name")
+        self.assertEqual(a.status, 201, a)
+        b = self.create(self.bob, "shared-name")
+        self.assertEqual(b.status, 201, b)
+        self.assertNotEqual(a.json()["id"], b.json()["id"])
+        self.assertNotIn(a.json()["id"], self.ids(self.bob))
+        # A different body under bob's key is no conflict with alice's use of the name.
+        c = self.create(self.bob, "shared-name-2", {"timeout_seconds": 300})
+        self.assertEqual(c.status, 201, c)
+
+    def test_key_length_at_the_limit_passes_and_one_over_is_400(self):
+        ok = self.create(self.alice, "k" * 255)
+        self.assertEqual(ok.status, 201, ok)
+        self.assertEqual(self.create(self.alice, "k" * 255).json()["id"], ok.json()["id"])
+        over = self.create(self.alice, "k" * 256)
+        self.assertEqual(over.status, 400, over)
+        self.assertEqual(over.error_code, "invalid_request")
+        self.assertIn("Idempotency-Key", over.json()["error"]["message"])
+        self.assertEqual(self.create(self.alice, "").status, 400)
+
+    def test_the_key_survives_a_server_restart(self):
+        first = self.create(self.alice, "across-restart")
+        self.assertEqual(first.status, 201, first)
+        self.server.kill9()  # a crash, as the client that retries would see it
+        self.server.start()
+        again = self.create(self.alice, "across-restart")
+        self.assertEqual(again.status, 201, again)
+        self.assertEqual(again.json()["id"], first.json()["id"])
+        self.assertEqual(again.headers.get("idempotent-replayed"), "true")
+        self.assertEqual(self.ids(self.alice).count(first.json()["id"]), 1)
+
+
 if __name__ == "__main__":
     main()

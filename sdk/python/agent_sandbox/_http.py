@@ -88,10 +88,11 @@ class Transport:
         finally:
             conn.close()
 
-    def json(self, method, path, query=None, json_body=None, body=None, timeout=None):
+    def json(self, method, path, query=None, json_body=None, body=None, timeout=None,
+             headers=None):
         """Sends a request and decodes the JSON answer (None for 204)."""
         status, data = self.request(method, path, query=query, json_body=json_body, body=body,
-                                    timeout=timeout)
+                                    headers=headers, timeout=timeout)
         if status == 204 or not data:
             return None
         return json.loads(data)

@@ -33,13 +33,16 @@ class SandboxClient:
 
     def create(self, template=None, cpus=None, memory_mb=None, pids_limit=None,
                workspace_mb=None, timeout_seconds=None, idle_timeout_seconds=None, env=None,
-               network=None):
+               network=None, idempotency_key=None):
         """Creates and starts a sandbox (POST /v1/sandboxes); returns its Sandbox handle.
 
         template: name (default "base"); cpus: cores (float); memory_mb, workspace_mb: MiB;
         pids_limit: process cap; timeout_seconds: time to live; idle_timeout_seconds; env:
         dict of variables for every command; network: bool. Omitted values take the server's
-        defaults. Raises SandboxAPIError 400 (invalid_request: out of range, unknown template),
+        defaults. idempotency_key: 1-255 printable ASCII characters sent as Idempotency-Key, so
+        a retry after a cut-off create returns the same sandbox instead of making a second one
+        (the same key with other arguments: SandboxAPIError 409 conflict).
+        Raises SandboxAPIError 400 (invalid_request: out of range, unknown template),
         429 (limit_exceeded), SandboxConnectionError.
         """
         body = {k: v for k, v in (
@@ -47,7 +50,9 @@ class SandboxClient:
             ("pids_limit", pids_limit), ("workspace_mb", workspace_mb),
             ("timeout_seconds", timeout_seconds), ("idle_timeout_seconds", idle_timeout_seconds),
             ("env", env), ("network", network)) if v is not None}
-        return Sandbox(self, self._transport.json("POST", "/v1/sandboxes", json_body=body))
+        headers = {"Idempotency-Key": idempotency_key} if idempotency_key is not None else None
+        return Sandbox(self, self._transport.json("POST", "/v1/sandboxes", json_body=body,
+                                                  headers=headers))
 
     def get(self, sandbox_id):
         """Returns the Sandbox with this id (GET /v1/sandboxes/{id}).

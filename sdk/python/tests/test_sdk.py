@@ -104,6 +104,15 @@ class SdkTest(unittest.TestCase):
         with self.assertRaises(NotFoundError):
             c.get(sid3)
 
+    def test_create_with_an_idempotency_key_returns_the_same_sandbox(self):
+        key = "sdk-" + os.urandom(8).hex()
+        sb = self.sandbox(timeout_seconds=300, idempotency_key=key)
+        again = self.client().create(timeout_seconds=300, idempotency_key=key)
+        self.assertEqual(again.id, sb.id)
+        with self.assertRaises(SandboxAPIError) as cm:
+            self.client().create(timeout_seconds=301, idempotency_key=key)
+        self.assertEqual(cm.exception.status_code, 409)
+
     # ---- exec ---------------------------------------------------------------------------
 
     def test_exec(self):
@@ -123,6 +132,18 @@ class SdkTest(unittest.TestCase):
         self.assertTrue(r.timed_out)
         self.assertFalse(r.ok)
         self.assertNotIn("never", r.stdout)
+
+    def test_exec_caps_each_stream_with_its_own_flag(self):
+        sb = self.sandbox()
+        r = sb.exec("head -c 500 /dev/zero; echo 'what went wrong' >&2", max_output_bytes=100)
+        self.assertEqual(len(r.stdout), 100)
+        self.assertEqual(r.stderr, "what went wrong\n")
+        self.assertEqual((r.truncated, r.stdout_truncated, r.stderr_truncated),
+                         (True, True, False))
+        events = list(sb.exec_stream("echo x; head -c 500 /dev/zero >&2", max_output_bytes=100))
+        self.assertIsInstance(events[-1], ExitEvent)
+        self.assertEqual((events[-1].stdout_truncated, events[-1].stderr_truncated),
+                         (False, True))
 
     def test_exec_stream(self):
         sb = self.sandbox()

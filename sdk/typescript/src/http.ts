@@ -8,6 +8,8 @@ export interface RequestOptions {
   json?: unknown;
   body?: Uint8Array;
   accept?: string;
+  /** Extra request headers (e.g. Idempotency-Key). */
+  headers?: Record<string, string>;
   /** Aborts the request, and reading its body (the rejection is signal.reason). */
   signal?: AbortSignal;
 }
@@ -44,6 +46,7 @@ export class Transport {
     }
     const headers: Record<string, string> = { Accept: opts.accept ?? "application/json" };
     if (this.apiKey) headers["Authorization"] = `Bearer ${this.apiKey}`;
+    if (opts.headers) Object.assign(headers, opts.headers);
     let body: BodyInit | undefined;
     if (opts.json !== undefined) {
       body = JSON.stringify(opts.json);

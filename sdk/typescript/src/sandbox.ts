@@ -61,7 +61,11 @@ export class Sandbox {
       ["network", "network"],
     ];
     for (const [k, wire] of map) if (options[k] !== undefined) body[wire] = options[k];
-    const info = this.#t.json("POST", "/v1/sandboxes", { json: body }).then(sandboxInfo);
+    const headers =
+      options.idempotencyKey !== undefined ? { "Idempotency-Key": options.idempotencyKey } : {};
+    const info = this.#t
+      .json("POST", "/v1/sandboxes", { json: body, headers })
+      .then(sandboxInfo);
     return new Session(this.#t, info);
   }
 

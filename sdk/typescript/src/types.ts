@@ -45,6 +45,11 @@ export interface CreateOptions {
   env?: Record<string, string>;
   /** Network access (default false). */
   network?: boolean;
+  /**
+   * Sent as Idempotency-Key (1-255 printable ASCII): a retry with the same key returns the same
+   * sandbox instead of making a second one; the key with other options is 409 conflict.
+   */
+  idempotencyKey?: string;
 }
 
 /** Options of Sandbox.fork(): overrides of the source sandbox's settings. */

@@ -80,6 +80,17 @@ test("exec: shell, argv with args, env, cwd, stdin, timeout, seed A output", asy
   assert.ok(!r.stdout.includes("never"));
 });
 
+test("create with idempotencyKey: a retry returns the same sandbox, other options 409", async () => {
+  const key = "ts-" + randomBytes(8).toString("hex");
+  const a = await session({ timeoutSeconds: 300, idempotencyKey: key }).ready();
+  const b = await session({ timeoutSeconds: 300, idempotencyKey: key }).ready();
+  assert.equal(b.id, a.id);
+  await assert.rejects(
+    session({ timeoutSeconds: 301, idempotencyKey: key }).ready(),
+    (e) => e instanceof SandboxAPIError && e.statusCode === 409 && e.code === "conflict",
+  );
+});
+
 test("exec: maxOutputBytes caps each stream, with its own flag", async () => {
   const s = session();
   const r = await s.exec("head -c 500 /dev/zero; echo 'what went wrong' >&2", {
