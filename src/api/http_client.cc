@@ -107,6 +107,16 @@ Status Connect(Exchange& x, const std::string& host, const std::string& port) {
 
 }  // namespace
 
+void HttpClient::SetHeader(std::string name, std::string value) {
+  for (auto& h : headers_) {
+    if (h.first == name) {
+      h.second = std::move(value);
+      return;
+    }
+  }
+  headers_.emplace_back(std::move(name), std::move(value));
+}
+
 Result<ClientResponse> HttpClient::Request(std::string_view method, std::string_view target,
                                            std::string_view body,
                                            std::string_view content_type) const {
@@ -139,6 +149,7 @@ Result<ClientResponse> HttpClient::Stream(
   req.set(http::field::user_agent, "agent-sandbox-cli");
   req.keep_alive(false);
   if (!api_key_.empty()) req.set(http::field::authorization, "Bearer " + api_key_);
+  for (const auto& [name, value] : headers_) req.set(name, value);
   if (!body.empty() || method == "POST" || method == "PUT") {
     req.set(http::field::content_type, content_type);
     req.body() = std::string(body);

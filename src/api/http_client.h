@@ -9,6 +9,8 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 #include "common/result.h"
 
@@ -45,6 +47,11 @@ class HttpClient {
                                 std::string_view body, std::string_view content_type,
                                 const std::function<bool(std::string_view)>& on_data) const;
 
+  /// Adds a header sent with every later request of this client (e.g. "Idempotency-Key");
+  /// a second call with the same name replaces the first. Names and values are sent as given:
+  /// the caller keeps them free of CR and LF.
+  void SetHeader(std::string name, std::string value);
+
   const std::string& host() const { return host_; }
   const std::string& port() const { return port_; }
 
@@ -54,6 +61,7 @@ class HttpClient {
   std::string port_;
   std::string prefix_;
   std::string api_key_;
+  std::vector<std::pair<std::string, std::string>> headers_;
 };
 
 }  // namespace asb::api

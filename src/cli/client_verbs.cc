@@ -73,9 +73,17 @@ struct CreateFlags {
   std::vector<std::string> env;
   bool network = false;
   bool json = false;
+  std::string idempotency_key;
 };
 
 int Create(const CreateFlags& f) {
+  for (char c : f.idempotency_key) {
+    // The server's rule (1..255 printable ASCII) decides the length; a control byte would
+    // break the request head itself, so it stops here.
+    if (c < 0x20 || c > 0x7e) {
+      return Fails(Error::InvalidArgument("--idempotency-key: printable ASCII only"));
+    }
+  }
   json::object body;
   if (!f.template_name.empty()) body["template"] = f.template_name;
   if (f.cpus) body["cpus"] = *f.cpus;
@@ -92,8 +100,13 @@ int Create(const CreateFlags& f) {
     for (const auto& [k, v] : *env) e[k] = v;
     body["env"] = std::move(e);
   }
-  auto r = Call("POST", "/v1/sandboxes", json::serialize(body));
+  auto client = MakeClient();
+  if (!client) return Fails(client.error());
+  // A retry with the same key returns the sandbox the first attempt made (issue 17 item 8).
+  if (!f.idempotency_key.empty()) client->SetHeader("Idempotency-Key", f.idempotency_key);
+  auto r = client->Request("POST", "/v1/sandboxes", json::serialize(body));
   if (!r) return Fails(r.error());
+  if (r->status >= 300) return Fails(ServerError(*r));
   auto v = ParseJson(r->body);
   if (!v) return Fails(v.error());
   if (f.json || Globals().json) {
@@ -413,6 +426,8 @@ void RegisterClientCommands(CLI::App& app) {
     sub->add_option("--pids-limit", f->pids_limit, "Process limit");
     sub->add_option("--workspace-mb", f->workspace_mb, "/workspace quota, MiB");
     sub->add_option("--timeout", f->timeout, "TTL in seconds");
+    sub->add_option("--idempotency-key", f->idempotency_key,
+                    "Retry-safe create: the same key returns the same sandbox for 24 h");
     sub->add_option("--idle-timeout", f->idle_timeout,
                     "Destroy it after this many seconds without activity");
     sub->add_flag("--network", f->network, "Outbound network through the server (ADR 0013)");

@@ -315,6 +315,27 @@ class CliTest(ServerTestCase):
         self.assertEqual(created["idle_timeout_seconds"], 123)
         self.server.request("DELETE", "/v1/snapshots/" + snap_id, check=False)
 
+    def test_create_with_an_idempotency_key_is_retry_safe(self):
+        key = "cli-retry-%d" % os.getpid()
+        first = self.cli("create", "--idempotency-key", key, "--memory-mb", "128")
+        self.assertEqual(first.returncode, 0, first.stderr)
+        sid = first.stdout.decode().strip()
+        self._created.append(sid)
+        before = len(self.server.request("GET", "/v1/sandboxes").json()["sandboxes"])
+        again = self.cli("create", "--idempotency-key", key, "--memory-mb", "128")
+        self.assertEqual(again.returncode, 0, again.stderr)
+        self.assertEqual(again.stdout.decode().strip(), sid)
+        after = len(self.server.request("GET", "/v1/sandboxes").json()["sandboxes"])
+        self.assertEqual(after, before)
+        # The same key with another body is the server's 409, as one error line and exit 125.
+        other = self.cli("create", "--idempotency-key", key, "--memory-mb", "256")
+        self.assertEqual(other.returncode, 125, other.stdout)
+        self.assertIn(b"conflict", other.stderr)
+        # A control byte never reaches the request head.
+        bad = self.cli("create", "--idempotency-key", "a\nb")
+        self.assertEqual(bad.returncode, 125)
+        self.assertIn(b"printable ASCII", bad.stderr)
+
 class ServeFlagsTest(unittest.TestCase):
 
     def test_log_level_after_serve_starts_the_server(self):

@@ -61,8 +61,8 @@ export class Sandbox {
       ["network", "network"],
     ];
     for (const [k, wire] of map) if (options[k] !== undefined) body[wire] = options[k];
-    const headers =
-      options.idempotencyKey !== undefined ? { "Idempotency-Key": options.idempotencyKey } : {};
+    const headers: Record<string, string> = {};
+    if (options.idempotencyKey !== undefined) headers["Idempotency-Key"] = options.idempotencyKey;
     const info = this.#t
       .json("POST", "/v1/sandboxes", { json: body, headers })
       .then(sandboxInfo);
