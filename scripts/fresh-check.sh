@@ -8,7 +8,8 @@
 #      are not part of the check);
 #   3. /proc, /sys (with the cgroup mounts under it) and /dev are bound in, so that real
 #      sandboxes can run, and the host's resolv.conf is copied for the package mirror;
-#   4. in a chroot, as root, the README's "Quick start" commands run exactly as written (they
+#   4. as root, with the fresh root as the root of a new mount namespace (pivot_root), the
+#      README's "Quick start" commands run exactly as written (they
 #      are read from README.md, not repeated here): the first must end with the demo's success
 #      line, the second with "N passed, 0 failed".
 # Every mount, loop device, process and file it made is removed on exit, also on failure or
@@ -39,10 +40,10 @@ case "${1:-}" in
     ;;
 esac
 if [[ $(id -u) -ne 0 ]]; then
-  echo "fresh-check: run as root (mmdebstrap --mode=root, bind mounts, chroot)" >&2
+  echo "fresh-check: run as root (mmdebstrap --mode=root, bind mounts, pivot_root)" >&2
   exit 2
 fi
-for tool in mmdebstrap git chroot mount umount; do
+for tool in mmdebstrap git unshare pivot_root mount umount losetup; do
   if ! command -v "$tool" >/dev/null; then
     echo "fresh-check: $tool is missing (scripts/install-deps.sh installs it)" >&2
     exit 2
@@ -79,10 +80,19 @@ fail() {
 
 # ---- cleanup: processes, loop devices, mounts, files -----------------------------------------
 # Everything is found by where it lives (under $ROOT), never by name.
+# The README's commands run in mount namespaces of their own (in_root below), recorded in
+# $LOGS/mntns.*: their processes are those in one of these namespaces, or rooted in $ROOT.
 processes_in_root() {
-  local p
+  local p ns
+  local -A ours=()
+  for ns in "$LOGS"/mntns.*; do
+    [[ -r $ns ]] && ours[$(cat "$ns")]=1
+  done
   for p in /proc/[0-9]*; do
-    [[ $(readlink "$p/root" 2>/dev/null) == "$ROOT" ]] && echo "${p#/proc/}"
+    ns=$(readlink "$p/ns/mnt" 2>/dev/null) || continue
+    if [[ -n ${ours[$ns]:-} || $(readlink "$p/root" 2>/dev/null) == "$ROOT" ]]; then
+      echo "${p#/proc/}"
+    fi
   done
   return 0
 }
@@ -103,14 +113,15 @@ cleanup() {
     /proc/self/mountinfo | sort -r); do
     umount -l "$mp" 2>/dev/null
   done
-  for loop in /sys/block/loop*/loop/backing_file; do
-    [[ -r $loop ]] || continue
-    back=$(cat "$loop" 2>/dev/null)
-    if [[ $back == "$ROOT"/* ]]; then
-      loop=${loop#/sys/block/}
-      losetup -d "/dev/${loop%%/*}" 2>/dev/null
+  # Loop devices over files of the root: their backing path is the root's own view of it
+  # (as set up inside the namespace) or the host's; the inode tells them from anyone else's.
+  while read -r loop ino back; do
+    [[ -n $back ]] || continue
+    if [[ $back == "$ROOT"/* ]] ||
+      [[ -e $ROOT$back && $(stat -c %i "$ROOT$back" 2>/dev/null) == "$ino" ]]; then
+      losetup -d "$loop" 2>/dev/null
     fi
-  done
+  done < <(losetup -l -n -O NAME,BACK-INO,BACK-FILE 2>/dev/null)
   if [[ ${ASB_FRESH_KEEP:-} == 1 ]]; then
     echo "fresh-check: kept the root at $ROOT (ASB_FRESH_KEEP=1); logs in $LOGS" >&2
   else
@@ -161,11 +172,23 @@ if [[ $APT_CACHE != none ]]; then
   mount --bind "$APT_CACHE" "$ROOT/var/cache/apt/archives"
 fi
 
-# Runs a command line in the fresh root as a fresh root login would: a clean environment.
+# Runs a command line in the fresh root as a fresh root login would: a clean environment, and
+# the root as the root of a mount namespace of its own (pivot_root, not chroot: the kernel
+# refuses to make a user namespace, which every sandbox needs, from inside a chroot).
 in_root() {
-  chroot "$ROOT" /usr/bin/env -i HOME=/root USER=root LOGNAME=root TERM=dumb LANG=C.UTF-8 \
-    PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
-    /bin/bash -c "cd $SRC && $1" </dev/null
+  unshare --mount --propagation private -- /bin/sh -ec '
+    readlink /proc/self/ns/mnt >"$3"
+    mount --rbind "$1" "$1"
+    cd "$1"
+    mkdir -p .fresh-check-old-root
+    pivot_root . .fresh-check-old-root
+    cd /
+    umount -l /.fresh-check-old-root
+    rmdir /.fresh-check-old-root
+    exec /usr/bin/env -i HOME=/root USER=root LOGNAME=root TERM=dumb LANG=C.UTF-8 \
+      PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
+      /bin/bash -c "cd $4 && $2"
+  ' fresh-check "$ROOT" "$1" "$LOGS/mntns.$BASHPID.$RANDOM" "$SRC" </dev/null
 }
 
 if [[ $MODE == ci ]]; then
