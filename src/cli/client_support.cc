@@ -1,5 +1,8 @@
 #include "cli/client_support.h"
 
+#include <unistd.h>
+
+#include <cerrno>
 #include <charconv>
 #include <cmath>
 #include <cstdlib>
@@ -108,5 +111,19 @@ std::string Str(const json::object& o, std::string_view key) {
 }
 
 std::string SandboxPath(const std::string& id) { return "/v1/sandboxes/" + api::PercentEncode(id); }
+
+Result<std::string> ReadStdin() {
+  std::string data;
+  char buf[1 << 16];
+  for (;;) {
+    ssize_t n = ::read(STDIN_FILENO, buf, sizeof(buf));
+    if (n == 0) return data;
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return FailErrno("read stdin");
+    }
+    data.append(buf, static_cast<size_t>(n));
+  }
+}
 
 }  // namespace asb::cli

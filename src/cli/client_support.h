@@ -53,6 +53,9 @@ std::string NumberText(const boost::json::value& v);
 /// A field as text: strings as they are, numbers by NumberText, others serialized; "" if absent.
 std::string Str(const boost::json::object& o, std::string_view key);
 
+/// Reads standard input to its end. Errors: the read's errno (kInternal).
+Result<std::string> ReadStdin();
+
 /// "/v1/sandboxes/<id>" with the id percent-encoded.
 std::string SandboxPath(const std::string& id);
 

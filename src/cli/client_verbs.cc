@@ -276,20 +276,6 @@ bool ForwardsStdin(const ExecFlags& f) {
   return ::fstat(STDIN_FILENO, &st) == 0 && (S_ISFIFO(st.st_mode) || S_ISREG(st.st_mode));
 }
 
-Result<std::string> ReadStdin() {
-  std::string data;
-  char buf[1 << 16];
-  for (;;) {
-    ssize_t n = ::read(STDIN_FILENO, buf, sizeof(buf));
-    if (n == 0) return data;
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return FailErrno("read stdin");
-    }
-    data.append(buf, static_cast<size_t>(n));
-  }
-}
-
 int Exec(const ExecFlags& f) {
   if (f.detach) return StartDetached(f);
   auto command = CommandBody(f);

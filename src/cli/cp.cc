@@ -75,20 +75,6 @@ Result<std::optional<json::object>> RemoteStat(const Remote& r) {
   return std::optional<json::object>(v.as_object());
 }
 
-Result<std::string> ReadAllStdin() {
-  std::string data;
-  char buf[1 << 16];
-  for (;;) {
-    ssize_t n = ::read(STDIN_FILENO, buf, sizeof(buf));
-    if (n == 0) return data;
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return FailErrno("read stdin");
-    }
-    data.append(buf, static_cast<size_t>(n));
-  }
-}
-
 Status PutArchive(const Remote& dst_dir, const std::string& tar, const std::string& shown) {
   std::string target = SandboxPath(dst_dir.id) + "/archive";
   if (!dst_dir.path.empty()) target += "?path=" + api::PercentEncode(dst_dir.path);
@@ -102,7 +88,7 @@ Status PutArchive(const Remote& dst_dir, const std::string& tar, const std::stri
 
 Status Upload(const std::string& src, const Remote& dst) {
   if (src == "-") {
-    ASB_ASSIGN_OR_RETURN(std::string tar, ReadAllStdin());
+    ASB_ASSIGN_OR_RETURN(std::string tar, ReadStdin());
     return PutArchive(dst, tar, dst.path.empty() ? "/workspace" : dst.path);
   }
   struct stat st {};
