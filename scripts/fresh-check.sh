@@ -167,6 +167,15 @@ for d in proc sys dev; do
   mount --make-rslave "$ROOT/$d"
 done
 cp -L /etc/resolv.conf "$ROOT/etc/resolv.conf"
+# The machine's network trust, like its resolver: the local CA certificates this host adds to
+# Debian's (a TLS-inspecting egress proxy signs with one; the ca-certificates package that
+# install-deps.sh installs takes them into the system bundle), and npm's machine-wide config
+# (its `cafile`), without which `npm ci` in the root failed with SELF_SIGNED_CERT_IN_CHAIN.
+if compgen -G "/usr/local/share/ca-certificates/*.crt" >/dev/null; then
+  mkdir -p "$ROOT/usr/local/share/ca-certificates"
+  cp -L /usr/local/share/ca-certificates/*.crt "$ROOT/usr/local/share/ca-certificates/"
+fi
+[[ -f /etc/npmrc ]] && cp -L /etc/npmrc "$ROOT/etc/npmrc"
 if [[ $APT_CACHE != none ]]; then
   # install-deps.sh's apt-get downloads into the same cache (bound, so nothing is copied).
   mount --bind "$APT_CACHE" "$ROOT/var/cache/apt/archives"
