@@ -234,25 +234,22 @@ PY
 )
 ((${#commands[@]} == 2)) || fail "README.md's Quick start does not hold two commands"
 
-step "README command 1: ${commands[0]}"
-set +e
-in_root "${commands[0]}" 2>&1 | tee "$LOGS/command1.log" | sed -u 's/^/   | /'
-rc=${PIPESTATUS[0]}
-set -e
-last=$(grep -v '^\s*$' "$LOGS/command1.log" | tail -n 1)
-((rc == 0)) || fail "\"${commands[0]}\" exited with $rc; last line: $last"
-[[ $last == "demo: all steps ended as expected"* ]] ||
-  fail "\"${commands[0]}\" did not end with the demo's success line; it ended with: $last"
-
-step "README command 2: ${commands[1]}"
-set +e
-in_root "${commands[1]}" 2>&1 | tee "$LOGS/command2.log" | sed -u 's/^/   | /'
-rc=${PIPESTATUS[0]}
-set -e
-last=$(grep -v '^\s*$' "$LOGS/command2.log" | tail -n 1)
-((rc == 0)) || fail "\"${commands[1]}\" exited with $rc; last line: $last"
-[[ $last =~ ^test\.sh:\ [0-9]+\ passed,\ 0\ failed ]] ||
-  fail "\"${commands[1]}\" did not end with \"N passed, 0 failed\"; it ended with: $last"
+# Runs README command N (1 or 2) in the root, showing its output, and fails unless it exits 0
+# with a last line that matches the extended regex `want` (described as `what`).
+readme_command() {
+  local n=$1 want=$2 what=$3 cmd=${commands[$(($1 - 1))]} rc
+  # `last` stays global: the closing line quotes the second command's.
+  step "README command $n: $cmd"
+  set +e
+  in_root "$cmd" 2>&1 | tee "$LOGS/command$n.log" | sed -u 's/^/   | /'
+  rc=${PIPESTATUS[0]}
+  set -e
+  last=$(grep -v '^\s*$' "$LOGS/command$n.log" | tail -n 1)
+  ((rc == 0)) || fail "\"$cmd\" exited with $rc; last line: $last"
+  [[ $last =~ $want ]] || fail "\"$cmd\" did not end with $what; it ended with: $last"
+}
+readme_command 1 '^demo: all steps ended as expected' "the demo's success line"
+readme_command 2 '^test\.sh: [0-9]+ passed, 0 failed' '"N passed, 0 failed"'
 
 step "done"
 echo "fresh-check: passed: both README commands on a fresh Debian 12 minbase root ($last)"
