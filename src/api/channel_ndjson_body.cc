@@ -58,7 +58,7 @@ StreamBody::Chunk ChannelNdjsonBody::Poll() {
   if (!out.data.empty()) {
     last_emit_ms_ = now;
   } else if (now - last_emit_ms_ >= keepalive_ms_) {
-    out.data = "{\"type\":\"keepalive\"}\n";
+    out.data = KeepaliveLine();
     last_emit_ms_ = now;
   }
   return out;
@@ -73,6 +73,23 @@ void ChannelNdjsonBody::Cancel() {
 }
 
 void ChannelNdjsonBody::OnInfo(std::string_view, std::string*) {}
+
+json::object ChannelNdjsonBody::DataLine(protocol::Stream stream, std::string data) {
+  json::object o;
+  o["type"] = stream == protocol::Stream::kStderr ? "stderr" : "stdout";
+  o["data"] = std::move(data);
+  return o;
+}
+
+json::object ChannelNdjsonBody::ErrorObject(const Error& e) {
+  json::object o;
+  o["type"] = "error";
+  o["code"] = WireCodeOf(e.code());
+  o["message"] = e.code() == ErrorCode::kInternal ? "internal error" : e.message();
+  return o;
+}
+
+std::string ChannelNdjsonBody::KeepaliveLine() { return "{\"type\":\"keepalive\"}\n"; }
 
 std::string ChannelNdjsonBody::Line(const json::object& o) {
   std::string s = json::serialize(o);
@@ -92,10 +109,7 @@ void ChannelNdjsonBody::Data(protocol::Stream stream, std::string_view bytes, bo
     if (eof) text += u.Flush();
   }
   if (text.empty()) return;
-  json::object o;
-  o["type"] = is_err ? "stderr" : "stdout";
-  o["data"] = text;
-  out->data += Line(o);
+  out->data += Line(DataLine(stream, std::move(text)));
 }
 
 // Whatever is still held back by the decoders belongs before the last line.
@@ -135,11 +149,7 @@ void ChannelNdjsonBody::Handle(const protocol::ChannelEvent& ev, Chunk* out) {
 }
 
 void ChannelNdjsonBody::ErrorLine(const Error& e, Chunk* out) {
-  json::object o;
-  o["type"] = "error";
-  o["code"] = WireCodeOf(e.code());
-  o["message"] = e.code() == ErrorCode::kInternal ? "internal error" : e.message();
-  out->data += Line(o);
+  out->data += Line(ErrorObject(e));
   done_ = true;
 }
 

@@ -46,6 +46,15 @@ class ChannelNdjsonBody : public StreamBody {
   virtual Result<boost::json::object> ExitLine(std::string_view result_payload) = 0;
   /// A kInfo payload; may append lines (Line()) to `out`. Default: ignored.
   virtual void OnInfo(std::string_view payload, std::string* out);
+  /// The object of one output line: `data` is text (or base64) of `stream`. Default:
+  /// {"type":"stdout"|"stderr","data":...}.
+  virtual boost::json::object DataLine(protocol::Stream stream, std::string data);
+  /// The object of the error line that ends a failed stream. Default: {"type":"error","code",
+  /// "message"} (internal errors say only "internal error").
+  virtual boost::json::object ErrorObject(const Error& e);
+  /// The line written after keepalive_ms of quiet, newline included. Default:
+  /// {"type":"keepalive"}.
+  virtual std::string KeepaliveLine();
   /// `o` serialized, with the newline.
   static std::string Line(const boost::json::object& o);
 

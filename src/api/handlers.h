@@ -75,7 +75,8 @@ void AddTemplateRoutes(Router& router, ApiContext& ctx);
 /// Background processes, their streams and WebSocket (handlers_procs.cc; issue 8).
 void AddProcessRoutes(Router& router, ApiContext& ctx);
 
-/// Seed A's /exec/* session routes (handlers_seed_a.cc; issue 7 item 4).
+/// Seed A's /exec/* session routes (handlers_seed_a.cc; issue 7 item 4, issue 17 item 5).
+/// Sessions are kept in ctx.store (without one, the session routes answer 503).
 void AddSeedARoutes(Router& router, ApiContext& ctx);
 
 /// The whole routing table of the REST API.

@@ -1,41 +1,45 @@
-// Seed A's session routes (issue 7 item 4), so the curl examples of its README work verbatim.
-// A "session" is a caller-chosen name (1-64 chars of [A-Za-z0-9_.-]) mapped, per owner, to one
-// of our sandboxes; the name is only a map key and never reaches a path. The map lives in
-// memory: after a server restart a session name starts a fresh sandbox (the old one is still
-// listed under /v1/sandboxes and reaped at its TTL).
-//   GET    /exec/templates                  200 {templates:[{name, displayName, description,
-//                                                             tools}]}
-//   POST   /exec/{session}/execute          body {command, args?, template?, cwd?, env?,
-//                                           timeout? (ms), stdin?}; creates the session's
-//                                           sandbox on first use (template applies then).
-//                                           200 {sessionId, sandboxId, output:[{type:"stream",
-//                                           name:"stdout"|"stderr", data, encoding?}], exitCode,
-//                                           signal, timedOut, truncated, durationMs}.
-//                                           NDJSON (Accept: application/x-ndjson or
-//                                           ?format=ndjson): one line per output entry, then
-//                                           {type:"exit", exitCode, ...}; written when the
-//                                           command has finished (not incremental).
-//   POST   /exec/{session}/write            {path, content} or {path, contentBase64}
-//                                           200 {path, size}
-//   GET    /exec/{session}/read?path=       200 {path, size, content} (UTF-8) or
-//                                           {path, size, contentBase64} (other bytes)
-//   GET    /exec/{session}/files?path=&recursive=  200 {path, files:[{name, path, type, size}]}
-//   DELETE /exec/{session}                  200 {sessionId, destroyed:true}
-//   GET    /exec/                           200 {sessions:[{sessionId, sandboxId, template,
-//                                                          status, createdAt}]}
-// Seed A's defects fixed: guest errors (missing file, bad path) are our error shape with an
-// HTTP error status; empty files can be written; binary content survives through base64;
-// sessions of another owner answer 404 as unknown ones (OwnerOf()).
+// Seed A's session routes (issue 7 item 4; issue 17 item 5), so that seed A's README curl
+// examples, its TypeScript SDK (sdk/typescript in vivek1504/agent-sandbox) and programs written
+// against them work unchanged. Every answer has the fields seed A's own server sends
+// (src/routes/exec.ts over its guest runtime.js), in its error shape (api/seed_a_wire.h), plus
+// fields only for what seed A cannot express (binary bytes, timeouts, truncation, our sandbox
+// id). A "session" is a caller-chosen name (1-64 chars of [A-Za-z0-9_.-]) mapped, per owner, to
+// one of our sandboxes in the database (store/exec_sessions.h): after a restart the same name
+// reaches the same sandbox; the mapping ends when the sandbox does (destroyed, reaped, lost).
+//   GET    /exec/templates          200 {templates:[{name, displayName, description, version,
+//                                   tools, baseImage, createdAt, resources?}]}
+//   POST   /exec/{session}/execute  body {command, args?, cwd?, env?, timeout? (ms),
+//                                   template?, stdin?}; creates the session's sandbox on first
+//                                   use (template applies then).
+//                                   200 {exitCode, signal?, duration, output:[{stream, data,
+//                                   ts, dataBase64?}], timedOut, truncated, sessionId,
+//                                   sandboxId}; data is UTF-8 (invalid bytes replaced, as
+//                                   seed A does) and dataBase64 the exact bytes when they differ.
+//                                   NDJSON (Accept: application/x-ndjson or ?format=ndjson):
+//                                   the output as it arrives, then {type:"result", ...}
+//   POST   /exec/{session}/write    {path, content | contentBase64, mode?} 200 {bytesWritten}
+//   GET    /exec/{session}/read?path=  200 {content, size} (+ contentBase64 when the bytes
+//                                   are not UTF-8; content is then their lossy text)
+//   GET    /exec/{session}/files?path=&recursive=  200 {files:[{path, type, size}]}: path
+//                                   relative to /workspace, type "dir" (size 0) or "file"
+//   DELETE /exec/{session}          200 {destroyed: true | false (no such session)}
+//   GET    /exec/                   200 {sessions:[{sessionId, sandboxId, state, template,
+//                                   createdAt, lastActivityAt}]}; times are Unix ms
+// Seed A's defects fixed: guest errors (missing file, bad path) are errors with a 4xx status,
+// not 500; empty files can be written; binary content survives; sessions of another owner
+// are unknown ones (OwnerOf()).
 #include <boost/json.hpp>
-#include <map>
-#include <mutex>
+#include <optional>
 #include <utility>
 
 #include "api/handlers.h"
 #include "api/json_body.h"
+#include "api/seed_a_wire.h"
 #include "api/text.h"
+#include "common/clock.h"
 #include "core/paths.h"
 #include "core/sandbox_manager.h"
+#include "store/exec_sessions.h"
 
 namespace asb::api {
 
@@ -43,46 +47,17 @@ namespace json = boost::json;
 
 namespace {
 
-bool IsUtf8(std::string_view s) { return SanitizeUtf8(s) == s; }
-
-// The session name -> sandbox id map, per owner.
-class Sessions {
- public:
-  std::optional<std::string> Find(const std::string& owner, const std::string& name) {
-    std::lock_guard<std::mutex> l(mu_);
-    auto it = map_.find({owner, name});
-    if (it == map_.end()) return std::nullopt;
-    return it->second;
-  }
-  // Inserts unless present; returns the id that is mapped afterwards.
-  std::string Insert(const std::string& owner, const std::string& name, const std::string& id) {
-    std::lock_guard<std::mutex> l(mu_);
-    return map_.emplace(std::make_pair(owner, name), id).first->second;
-  }
-  void Erase(const std::string& owner, const std::string& name, const std::string& id) {
-    std::lock_guard<std::mutex> l(mu_);
-    auto it = map_.find({owner, name});
-    if (it != map_.end() && it->second == id) map_.erase(it);
-  }
-  // (name, id) pairs of `owner` (kAnyOwner: everyone's).
-  std::vector<std::pair<std::string, std::string>> Of(const std::string& owner) {
-    std::lock_guard<std::mutex> l(mu_);
-    std::vector<std::pair<std::string, std::string>> out;
-    for (const auto& [k, id] : map_) {
-      if (owner == core::kAnyOwner || k.first == owner) out.emplace_back(k.second, id);
-    }
-    return out;
-  }
-
- private:
-  std::mutex mu_;
-  std::map<std::pair<std::string, std::string>, std::string> map_;
-};
-
 struct SeedA {
   core::SandboxManager* m;
-  Sessions sessions;
+  std::optional<store::ExecSessionStore> sessions;  // nullopt: no database (unit tests)
+  int64_t keepalive_ms;
+  const Clock* clock;
 };
+
+Result<store::ExecSessionStore*> Sessions(SeedA& s) {
+  if (!s.sessions) return Fail(Error::Unavailable("sessions need the database"));
+  return &*s.sessions;
+}
 
 Result<std::string> SessionParam(const HttpRequest& req) {
   const std::string& name = req.Param("session");
@@ -99,50 +74,49 @@ Result<std::string> SessionParam(const HttpRequest& req) {
   return name;
 }
 
-// The live sandbox of an existing session. Errors: kNotFound (no such session, or its sandbox
-// is gone: the mapping is dropped).
-Result<std::string> Existing(SeedA& s, const std::string& owner, const std::string& name) {
-  std::optional<std::string> id = s.sessions.Find(owner, name);
-  if (!id) return Fail(Error::NotFound("session " + name + " not found"));
+// The live sandbox of an existing session, or nullopt (no such session, or its sandbox is
+// gone: the mapping is dropped).
+Result<std::optional<std::string>> Existing(SeedA& s, const std::string& owner,
+                                            const std::string& name) {
+  ASB_ASSIGN_OR_RETURN(store::ExecSessionStore * db, Sessions(s));
+  ASB_ASSIGN_OR_RETURN(std::optional<std::string> id, db->Find(owner, name));
+  if (!id) return id;
   Result<core::SandboxInfo> info = s.m->Get(owner, *id);
   if (!info && info.error().code() == ErrorCode::kNotFound) {
-    s.sessions.Erase(owner, name, *id);
-    return Fail(Error::NotFound("session " + name + " not found"));
+    ASB_TRY(db->Erase(owner, name, *id));
+    return std::optional<std::string>();
   }
   if (!info) return Fail(info.error());
-  return *id;
+  return id;
 }
 
 // The session's sandbox, created with `tmpl` when the session is new.
 Result<std::string> Ensure(SeedA& s, const std::string& owner, const std::string& name,
                            const std::optional<std::string>& tmpl) {
-  Result<std::string> id = Existing(s, owner, name);
-  if (id || id.error().code() != ErrorCode::kNotFound) return id;
+  ASB_ASSIGN_OR_RETURN(std::optional<std::string> id, Existing(s, owner, name));
+  if (id) return *id;
   core::CreateRequest cr;
   if (tmpl) cr.template_name = *tmpl;
   ASB_ASSIGN_OR_RETURN(core::SandboxInfo info, s.m->Create(owner, cr));
-  std::string mapped = s.sessions.Insert(owner, name, info.id);
-  if (mapped != info.id) (void)s.m->Destroy(owner, info.id);  // lost a race: use the winner's
+  Result<std::string> mapped = s.sessions->Insert(owner, name, info.id, s.clock->NowUnixMs());
+  if (!mapped || *mapped != info.id) (void)s.m->Destroy(owner, info.id);  // lost a race
   return mapped;
-}
-
-json::object OutputEntry(std::string_view name, const std::string& data) {
-  json::object e;
-  e["type"] = "stream";
-  e["name"] = name;
-  if (IsUtf8(data)) {
-    e["data"] = data;
-  } else {
-    e["data"] = Base64Encode(data);
-    e["encoding"] = "base64";
-  }
-  return e;
 }
 
 bool WantsNdjson(const HttpRequest& req) {
   const std::string* f = req.Query("format");
   if (f != nullptr) return *f == "ndjson";
   return req.Header("accept").find("application/x-ndjson") != std::string_view::npos;
+}
+
+json::object OutputEntry(std::string_view stream, const std::string& data, int64_t ts) {
+  json::object e;
+  e["stream"] = stream;
+  std::string text = SanitizeUtf8(data);
+  if (text != data) e["dataBase64"] = Base64Encode(data);
+  e["data"] = std::move(text);
+  e["ts"] = ts;
+  return e;
 }
 
 Result<HttpResponse> Execute(SeedA& s, HttpRequest& req) {
@@ -158,7 +132,7 @@ Result<HttpResponse> Execute(SeedA& s, HttpRequest& req) {
   ASB_ASSIGN_OR_RETURN(auto timeout_ms, body.Number("timeout"));
   ASB_ASSIGN_OR_RETURN(auto stdin_data, body.String("stdin"));
   ASB_TRY(body.Finish());
-  if (!command || command->empty()) return Fail(Error::InvalidArgument("command: required"));
+  if (!command || command->empty()) return Fail(Error::InvalidArgument("command is required"));
   if (timeout_ms && !(*timeout_ms > 0)) {
     return Fail(Error::InvalidArgument("timeout: must be a number of milliseconds > 0"));
   }
@@ -172,32 +146,24 @@ Result<HttpResponse> Execute(SeedA& s, HttpRequest& req) {
 
   const std::string owner = OwnerOf(req);
   ASB_ASSIGN_OR_RETURN(std::string id, Ensure(s, owner, name, tmpl));
-  ASB_ASSIGN_OR_RETURN(core::ExecOutcome out, s.m->Exec(owner, id, o));
-  const protocol::ExecResult& r = out.result;
-  json::array output;
-  if (!out.stdout_data.empty()) output.emplace_back(OutputEntry("stdout", out.stdout_data));
-  if (!out.stderr_data.empty()) output.emplace_back(OutputEntry("stderr", out.stderr_data));
-  json::object res;
-  res["exitCode"] = r.exit_code;
-  res["signal"] = r.signal;
-  res["timedOut"] = r.timed_out;
-  res["truncated"] = r.stdout_truncated || r.stderr_truncated;
-  res["durationMs"] = r.duration_ms;
-
   HttpResponse resp;
   if (WantsNdjson(req)) {
-    std::string text;
-    for (const auto& e : output) text += json::serialize(e) + "\n";
-    res["type"] = "exit";
-    res["sessionId"] = name;
-    text += json::serialize(res) + "\n";
+    ASB_ASSIGN_OR_RETURN(core::ExecStream stream, s.m->StartExec(owner, id, o));
     resp.status = 200;
     resp.content_type = "application/x-ndjson";
-    resp.body = std::move(text);
+    resp.stream = MakeSeedAExecStreamBody(std::move(stream), s.keepalive_ms, *s.clock);
   } else {
+    o.abandoned = req.client_gone;
+    ASB_ASSIGN_OR_RETURN(core::ExecOutcome out, s.m->Exec(owner, id, o));
+    const int64_t ts = s.clock->NowUnixMs();
+    json::array output;
+    if (!out.stdout_data.empty()) output.emplace_back(OutputEntry("stdout", out.stdout_data, ts));
+    if (!out.stderr_data.empty()) output.emplace_back(OutputEntry("stderr", out.stderr_data, ts));
+    json::object res;
+    AddSeedAResult(out.result, &res);
+    res["output"] = std::move(output);
     res["sessionId"] = name;
     res["sandboxId"] = id;
-    res["output"] = std::move(output);
     resp = JsonResponse(200, json::serialize(res));
   }
   resp.sandbox_id = id;
@@ -210,6 +176,7 @@ Result<HttpResponse> Write(SeedA& s, HttpRequest& req) {
   ASB_ASSIGN_OR_RETURN(auto path, body.String("path"));
   ASB_ASSIGN_OR_RETURN(auto content, body.String("content"));
   ASB_ASSIGN_OR_RETURN(auto b64, body.String("contentBase64"));
+  ASB_ASSIGN_OR_RETURN(auto mode, body.Integer("mode", 0, 0777));
   ASB_TRY(body.Finish());
   if (!path || path->empty()) return Fail(Error::InvalidArgument("path: required"));
   if (content && b64) {
@@ -222,12 +189,13 @@ Result<HttpResponse> Write(SeedA& s, HttpRequest& req) {
   } else {
     data = std::move(*content);
   }
+  std::optional<uint32_t> file_mode;
+  if (mode) file_mode = static_cast<uint32_t>(*mode);
   const std::string owner = OwnerOf(req);
   ASB_ASSIGN_OR_RETURN(std::string id, Ensure(s, owner, name, std::nullopt));
-  ASB_ASSIGN_OR_RETURN(protocol::FileStat st, s.m->WriteFile(owner, id, *path, data));
+  ASB_ASSIGN_OR_RETURN(protocol::FileStat st, s.m->WriteFile(owner, id, *path, data, file_mode));
   json::object o;
-  o["path"] = st.path;
-  o["size"] = st.size;
+  o["bytesWritten"] = st.size;
   HttpResponse r = JsonResponse(200, json::serialize(o));
   r.sandbox_id = id;
   return r;
@@ -237,23 +205,29 @@ Result<HttpResponse> Read(SeedA& s, HttpRequest& req) {
   ASB_ASSIGN_OR_RETURN(std::string name, SessionParam(req));
   const std::string* path = req.Query("path");
   if (path == nullptr || path->empty()) {
-    return Fail(Error::InvalidArgument("path: query parameter required"));
+    return Fail(Error::InvalidArgument("path query param required"));
   }
+  ASB_TRY(core::NormalizeWorkspacePath(*path));
   const std::string owner = OwnerOf(req);
-  ASB_ASSIGN_OR_RETURN(std::string id, Existing(s, owner, name));
-  ASB_ASSIGN_OR_RETURN(std::string data, s.m->ReadFile(owner, id, *path));
+  // A session that does not exist yet has an empty workspace: no such file.
+  ASB_ASSIGN_OR_RETURN(std::optional<std::string> id, Existing(s, owner, name));
+  if (!id) return Fail(Error::NotFound("file " + *path + " not found"));
+  ASB_ASSIGN_OR_RETURN(std::string data, s.m->ReadFile(owner, *id, *path));
   json::object o;
-  auto norm = core::NormalizeWorkspacePath(*path);
-  o["path"] = norm ? *norm : *path;
+  std::string text = SanitizeUtf8(data);
+  if (text != data) o["contentBase64"] = Base64Encode(data);
+  o["content"] = std::move(text);
   o["size"] = data.size();
-  if (IsUtf8(data)) {
-    o["content"] = data;
-  } else {
-    o["contentBase64"] = Base64Encode(data);
-  }
   HttpResponse r = JsonResponse(200, json::serialize(o));
-  r.sandbox_id = id;
+  r.sandbox_id = *id;
   return r;
+}
+
+// `path` (absolute, under /workspace) relative to /workspace, as seed A's runtime.js answers.
+std::string RelativeToWorkspace(const std::string& path) {
+  const std::string prefix = std::string(core::kWorkspaceDir) + "/";
+  if (path.rfind(prefix, 0) == 0) return path.substr(prefix.size());
+  return path == core::kWorkspaceDir ? std::string(".") : path;
 }
 
 Result<HttpResponse> Files(SeedA& s, HttpRequest& req) {
@@ -265,26 +239,112 @@ Result<HttpResponse> Files(SeedA& s, HttpRequest& req) {
   if (rec != nullptr && !recursive && *rec != "false" && *rec != "0") {
     return Fail(Error::InvalidArgument("recursive: must be true or false"));
   }
+  ASB_ASSIGN_OR_RETURN(std::string norm, core::NormalizeWorkspacePath(path));
   const std::string owner = OwnerOf(req);
-  ASB_ASSIGN_OR_RETURN(std::string id, Existing(s, owner, name));
-  ASB_ASSIGN_OR_RETURN(std::vector<protocol::FileStat> entries,
-                       s.m->ListFiles(owner, id, path, recursive));
+  ASB_ASSIGN_OR_RETURN(std::optional<std::string> id, Existing(s, owner, name));
+  std::vector<protocol::FileStat> entries;
+  if (id) {
+    ASB_ASSIGN_OR_RETURN(entries, s.m->ListFiles(owner, *id, path, recursive));
+  } else if (norm != core::kWorkspaceDir) {
+    // A session that does not exist yet has an empty workspace.
+    return Fail(Error::NotFound("directory " + path + " not found"));
+  }
   json::array files;
   for (const auto& e : entries) {
     json::object f;
-    f["name"] = SanitizeUtf8(e.name);  // file names need not be UTF-8; JSON must be
-    f["path"] = SanitizeUtf8(e.path);
-    f["type"] = e.type;
-    f["size"] = e.size;
+    bool dir = e.type == "dir";
+    f["path"] = SanitizeUtf8(RelativeToWorkspace(e.path));  // names need not be UTF-8
+    f["type"] = dir ? "dir" : "file";
+    f["size"] = dir ? 0 : e.size;
     files.emplace_back(std::move(f));
   }
   json::object o;
-  auto norm = core::NormalizeWorkspacePath(path);
-  o["path"] = SanitizeUtf8(norm ? *norm : path);
   o["files"] = std::move(files);
   HttpResponse r = JsonResponse(200, json::serialize(o));
-  r.sandbox_id = id;
+  if (id) r.sandbox_id = *id;
   return r;
+}
+
+Result<HttpResponse> Delete(SeedA& s, HttpRequest& req) {
+  ASB_ASSIGN_OR_RETURN(std::string name, SessionParam(req));
+  const std::string owner = OwnerOf(req);
+  ASB_ASSIGN_OR_RETURN(std::optional<std::string> id, Existing(s, owner, name));
+  bool destroyed = false;
+  if (id) {
+    Status st = s.m->Destroy(owner, *id);
+    if (!st && st.error().code() != ErrorCode::kNotFound) return Fail(st.error());
+    destroyed = st.has_value();
+    ASB_TRY(s.sessions->Erase(owner, name, *id));  // the trigger did, unless it failed
+  }
+  json::object o;
+  o["destroyed"] = destroyed;
+  HttpResponse r = JsonResponse(200, json::serialize(o));
+  if (id) r.sandbox_id = *id;
+  return r;
+}
+
+// Seed A's session states: "creating", "active", "destroying".
+std::string_view SeedAState(core::SandboxState st) {
+  switch (st) {
+    case core::SandboxState::kCreating:
+      return "creating";
+    case core::SandboxState::kRunning:
+      return "active";
+    default:
+      return "destroying";
+  }
+}
+
+Result<HttpResponse> List(SeedA& s, HttpRequest& req) {
+  const std::string owner = OwnerOf(req);
+  ASB_ASSIGN_OR_RETURN(store::ExecSessionStore * db, Sessions(s));
+  std::optional<std::string> filter;
+  if (owner != core::kAnyOwner) filter = owner;
+  ASB_ASSIGN_OR_RETURN(std::vector<store::ExecSessionRecord> rows, db->List(filter));
+  json::array out;
+  for (const auto& row : rows) {
+    Result<core::SandboxInfo> info = s.m->Get(owner, row.sandbox_id);
+    if (!info) continue;  // destroyed meanwhile
+    json::object o;
+    o["sessionId"] = row.name;
+    o["sandboxId"] = row.sandbox_id;
+    o["state"] = SeedAState(info->state);
+    o["template"] = info->template_name;
+    o["createdAt"] = row.created_at_ms;
+    o["lastActivityAt"] = info->last_activity_at_ms;
+    out.emplace_back(std::move(o));
+  }
+  json::object o;
+  o["sessions"] = std::move(out);
+  return JsonResponse(200, json::serialize(o));
+}
+
+// Seed A's template manifest (src/vm/templates.ts TemplateManifest).
+Result<HttpResponse> Templates(SeedA& s, HttpRequest&) {
+  json::array list;
+  for (const auto& t : s.m->templates().List()) {
+    const core::TemplateManifest& m = t.manifest;
+    json::object o;
+    o["name"] = t.name;
+    o["displayName"] = t.display_name.empty() ? t.name : t.display_name;
+    o["version"] = m.version;
+    o["description"] = t.description;
+    json::array tools;
+    for (const auto& tool : t.tools) tools.emplace_back(tool);
+    o["tools"] = std::move(tools);
+    o["baseImage"] = m.base;
+    o["createdAt"] = m.created_at;
+    if (m.resources.memory_mb > 0 || m.resources.cpus > 0) {
+      json::object r;
+      if (m.resources.memory_mb > 0) r["memSizeMib"] = m.resources.memory_mb;
+      if (m.resources.cpus > 0) r["vcpuCount"] = m.resources.cpus;
+      o["resources"] = std::move(r);
+    }
+    list.emplace_back(std::move(o));
+  }
+  json::object o;
+  o["templates"] = std::move(list);
+  return JsonResponse(200, json::serialize(o));
 }
 
 }  // namespace
@@ -292,66 +352,20 @@ Result<HttpResponse> Files(SeedA& s, HttpRequest& req) {
 void AddSeedARoutes(Router& router, ApiContext& ctx) {
   auto s = std::make_shared<SeedA>();
   s->m = ctx.manager;
-
-  router.Add("GET", "/exec/templates", Wrap([s](HttpRequest&) -> Result<HttpResponse> {
-               json::array list;
-               for (const auto& t : s->m->templates().List()) {
-                 json::object o;
-                 o["name"] = t.name;
-                 o["displayName"] = t.display_name.empty() ? t.name : t.display_name;
-                 o["description"] = t.description;
-                 json::array tools;
-                 for (const auto& tool : t.tools) tools.emplace_back(tool);
-                 o["tools"] = std::move(tools);
-                 list.emplace_back(std::move(o));
-               }
-               json::object o;
-               o["templates"] = std::move(list);
-               return JsonResponse(200, json::serialize(o));
-             }));
-
-  router.Add("POST", "/exec/{session}/execute",
-             Wrap([s](HttpRequest& req) { return Execute(*s, req); }));
-  router.Add("POST", "/exec/{session}/write",
-             Wrap([s](HttpRequest& req) { return Write(*s, req); }));
-  router.Add("GET", "/exec/{session}/read", Wrap([s](HttpRequest& req) { return Read(*s, req); }));
-  router.Add("GET", "/exec/{session}/files",
-             Wrap([s](HttpRequest& req) { return Files(*s, req); }));
-
-  router.Add("DELETE", "/exec/{session}", Wrap([s](HttpRequest& req) -> Result<HttpResponse> {
-               ASB_ASSIGN_OR_RETURN(std::string name, SessionParam(req));
-               const std::string owner = OwnerOf(req);
-               ASB_ASSIGN_OR_RETURN(std::string id, Existing(*s, owner, name));
-               ASB_TRY(s->m->Destroy(owner, id));
-               s->sessions.Erase(owner, name, id);
-               json::object o;
-               o["sessionId"] = name;
-               o["destroyed"] = true;
-               HttpResponse r = JsonResponse(200, json::serialize(o));
-               r.sandbox_id = id;
-               return r;
-             }));
-
-  auto list = Wrap([s](HttpRequest& req) -> Result<HttpResponse> {
-    const std::string owner = OwnerOf(req);
-    json::array out;
-    for (const auto& [name, id] : s->sessions.Of(owner)) {
-      Result<core::SandboxInfo> info = s->m->Get(owner, id);
-      if (!info) continue;  // destroyed meanwhile (reaped, or through /v1)
-      json::object o;
-      o["sessionId"] = name;
-      o["sandboxId"] = id;
-      o["template"] = info->template_name;
-      o["status"] = core::SandboxStateName(info->state);
-      o["createdAt"] = FormatRfc3339(info->created_at_ms);
-      out.emplace_back(std::move(o));
-    }
-    json::object o;
-    o["sessions"] = std::move(out);
-    return JsonResponse(200, json::serialize(o));
-  });
-  router.Add("GET", "/exec/", list);
-  router.Add("GET", "/exec", list);
+  if (ctx.store != nullptr) s->sessions.emplace(*ctx.store);
+  s->keepalive_ms = ctx.stream_keepalive_ms;
+  s->clock = &SystemClock::Instance();
+  auto route = [s](Result<HttpResponse> (*fn)(SeedA&, HttpRequest&)) {
+    return Wrap([s, fn](HttpRequest& req) { return fn(*s, req); });
+  };
+  router.Add("GET", "/exec/templates", route(Templates));
+  router.Add("POST", "/exec/{session}/execute", route(Execute));
+  router.Add("POST", "/exec/{session}/write", route(Write));
+  router.Add("GET", "/exec/{session}/read", route(Read));
+  router.Add("GET", "/exec/{session}/files", route(Files));
+  router.Add("DELETE", "/exec/{session}", route(Delete));
+  router.Add("GET", "/exec/", route(List));
+  router.Add("GET", "/exec", route(List));
 }
 
 }  // namespace asb::api

@@ -21,6 +21,7 @@
 #include "api/config.h"
 #include "api/handlers.h"
 #include "api/json_log.h"
+#include "api/seed_a_wire.h"
 #include "api/server.h"
 #include "cli/command.h"
 #include "cli/run_leftovers.h"
@@ -296,7 +297,8 @@ int Serve(CLI::App& root, const ServeFlags& flags) {
   mo.keepalive_ms = ctx.stream_keepalive_ms;
   mcp::McpHttpEndpoint mcp_http(manager, &auth, std::move(mo));
   mcp_http.AddRoutes(routes);
-  api::Router router = auth.Wrap(routes);
+  // Seed A's routes answer errors in seed A's shape, the auth layer's included.
+  api::Router router = api::WithSeedAErrorShape(auth.Wrap(routes));
   api::ServerOptions so;
   so.host = cfg.host;
   so.port = cfg.port;

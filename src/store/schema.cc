@@ -102,8 +102,28 @@ CREATE TABLE idempotency_keys (
 CREATE INDEX idempotency_keys_by_time ON idempotency_keys(created_at);
 )sql";
 
-constexpr std::array<std::string_view, 4> kMigrations = {kM1Sandboxes, kM2Snapshots,
-                                                         kM3KeysEvents, kM4IdempotencyKeys};
+// Issue 17 item 5: seed A's sessions (store/exec_sessions.h), so a session name reaches the
+// same sandbox after a restart. A row lives as long as its sandbox: the trigger drops the rows
+// of a sandbox that becomes destroyed or error (however that happens), the foreign key those of
+// a record that is deleted.
+constexpr std::string_view kMExecSessions = R"sql(
+CREATE TABLE exec_sessions (
+  owner       TEXT NOT NULL,
+  name        TEXT NOT NULL,
+  sandbox_id  TEXT NOT NULL REFERENCES sandboxes(id) ON DELETE CASCADE,
+  created_at  INTEGER NOT NULL,
+  PRIMARY KEY (owner, name)
+);
+CREATE INDEX exec_sessions_by_sandbox ON exec_sessions(sandbox_id);
+CREATE TRIGGER exec_sessions_end AFTER UPDATE OF state ON sandboxes
+  WHEN NEW.state IN ('destroyed', 'error')
+BEGIN
+  DELETE FROM exec_sessions WHERE sandbox_id = NEW.id;
+END;
+)sql";
+
+constexpr std::array<std::string_view, 5> kMigrations = {kM1Sandboxes, kM2Snapshots, kM3KeysEvents,
+                                                         kM4IdempotencyKeys, kMExecSessions};
 }  // namespace
 
 std::span<const std::string_view> SchemaMigrations() { return kMigrations; }

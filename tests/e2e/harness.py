@@ -327,6 +327,19 @@ def sandbox_pids(sid):
     return pids
 
 
+def kill_sandbox(sid, timeout=5):
+    """SIGKILLs every process of sandbox `sid` (a sandbox dying while the server is down) and
+    waits up to `timeout` seconds for them to be gone."""
+    for p in sandbox_pids(sid):
+        try:
+            os.kill(p, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    deadline = time.time() + timeout
+    while sandbox_pids(sid) and time.time() < deadline:
+        time.sleep(0.05)
+
+
 def sandbox_leftovers(server, sid):
     """Everything of sandbox `sid` still visible on the host: processes, mounts, cgroups,
     state files. Empty when it is fully gone."""

@@ -8,7 +8,8 @@ import threading
 import time
 import unittest
 
-from harness import Server, main, missing_prerequisite, sandbox_leftovers, sandbox_pids
+from harness import (Server, kill_sandbox, main, missing_prerequisite, sandbox_leftovers,
+                     sandbox_pids)
 
 
 def cgroup_of(pid, controller="pids"):
@@ -72,14 +73,7 @@ class RestartTest(unittest.TestCase):
 
         s.kill9()
         # The sandbox `lost` dies while the server is down.
-        for p in sandbox_pids(lost["id"]):
-            try:
-                os.kill(p, 9)
-            except ProcessLookupError:
-                pass
-        deadline = time.time() + 5
-        while sandbox_pids(lost["id"]) and time.time() < deadline:
-            time.sleep(0.05)
+        kill_sandbox(lost["id"])
         self.assertEqual(sandbox_pids(lost["id"]), [])
         self.assertTrue(sandbox_pids(keep["id"]), "sandbox died with the server")
 
