@@ -34,7 +34,8 @@ PACKAGES=(
   # networked sandboxes (issue 10): nft for our tables; tests/e2e/test_network.py runs dnsmasq
   # (the binary only, no system service) as the test internet's DNS server
   nftables dnsmasq-base
-  # the Python SDK's offline install test (pip install into a venv, built by setuptools+wheel)
+  # the Python SDK's wheel (scripts/build-sdks.sh) and its offline installs into a venv: built
+  # by Debian's pip with setuptools+wheel, no build isolation, nothing from PyPI
   python3-pip python3-venv python3-setuptools python3-wheel
   # the TypeScript SDK's suite and the MCP suite (the official MCP client from npm)
   nodejs
