@@ -1,6 +1,8 @@
 // The command fields that the exec routes (handlers_exec.cc) and the background-process routes
 // (handlers_procs.cc) read alike from a JSON body: command | argv, env, workdir, user. One
 // reader, so both answer the same errors (api/openapi.json and the e2e tests rely on them).
+// "command" is a string run by /bin/sh -c, or (seed B's contract, issue 17) an argv list: an
+// alias of "argv".
 #pragma once
 
 #include <utility>
@@ -12,11 +14,15 @@ namespace asb::api {
 
 /// Reads "command", "argv", "env", "workdir", "user" from `body`, in that order, into the
 /// same-named members of `o` (core::ExecOptions or core::ProcessOptions); absent fields leave
-/// them as they are. Errors: kInvalidArgument from JsonBody naming the field of a wrong type.
+/// them as they are. A "command" list goes to argv. Errors: kInvalidArgument from JsonBody
+/// naming the field of a wrong type; "command and argv: both given with different values".
 template <typename Options>
 Status ReadCommandFields(JsonBody& body, Options* o) {
-  ASB_ASSIGN_OR_RETURN(o->command, body.String("command"));
+  ASB_ASSIGN_OR_RETURN(JsonBody::StringOrList command, body.StringOrStringArray("command"));
+  o->command = std::move(command.string);
   ASB_ASSIGN_OR_RETURN(auto argv, body.StringArray("argv"));
+  ASB_ASSIGN_OR_RETURN(argv,
+                       MergeAlias("command", std::move(command.list), "argv", std::move(argv)));
   if (argv) o->argv = std::move(*argv);
   ASB_ASSIGN_OR_RETURN(auto env, body.StringMap("env"));
   if (env) o->env = std::move(*env);

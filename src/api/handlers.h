@@ -40,6 +40,8 @@ struct ApiContext {
   /// (nullptr: unaccounted), and the longest a proxied exchange may take, milliseconds.
   std::shared_ptr<BufferBudget> proxy_budget;
   int64_t proxy_timeout_ms = 300'000;
+  /// The isolation backend's short name (isolation::Backend::name(): "ns"), for /healthz.
+  std::string backend_name = "ns";
 };
 
 /// Adapts a handler that returns Result<HttpResponse>: errors leave through ErrorResponse().

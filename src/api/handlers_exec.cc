@@ -5,7 +5,8 @@
 //                                        duration_ms}; max_output_bytes caps each stream
 //                                        separately, truncated = either was cut
 //   POST /v1/sandboxes/{id}/exec/stream  200 application/x-ndjson (api/exec_stream.h)
-// Body: {"command": "echo hi"} (run by /bin/sh -c) or {"argv": ["ls", "-l"]}, and optionally
+// Body: {"command": "echo hi"} (run by /bin/sh -c) or {"argv": ["ls", "-l"]} (alias: seed B's
+// {"command": ["ls", "-l"]}), and optionally
 // env {}, workdir, timeout (seconds; alias timeout_seconds), stdin (string), max_output_bytes
 // (per stream), user ("sandbox" | "root"), encoding ("utf8" default | "base64"). Errors found
 // before the command starts are ordinary JSON errors (404 for an unknown sandbox, 400 for a bad
@@ -31,27 +32,25 @@ struct ParsedExec {
   bool base64 = false;
 };
 
+// A number of seconds > 0, or nullopt when absent. Errors: "<name>: must be a number of
+// seconds > 0".
+Result<std::optional<double>> PositiveSeconds(JsonBody& body, std::string_view name) {
+  ASB_ASSIGN_OR_RETURN(auto secs, body.Number(name));
+  if (secs && !(*secs > 0)) {
+    return Fail(Error::InvalidArgument(std::string(name) + ": must be a number of seconds > 0"));
+  }
+  return secs;
+}
+
 Result<ParsedExec> ParseExec(std::string_view text) {
   ASB_ASSIGN_OR_RETURN(JsonBody body, JsonBody::Parse(text));
   ParsedExec p;
   core::ExecOptions& o = p.options;
   ASB_TRY(ReadCommandFields(body, &o));
-  ASB_ASSIGN_OR_RETURN(o.timeout_seconds, body.Number("timeout"));
-  if (o.timeout_seconds && !(*o.timeout_seconds > 0)) {
-    return Fail(Error::InvalidArgument("timeout: must be a number of seconds > 0"));
-  }
-  // timeout_seconds: the name create uses, accepted here as an alias (issue 17).
-  ASB_ASSIGN_OR_RETURN(auto alias, body.Number("timeout_seconds"));
-  if (alias) {
-    if (!(*alias > 0)) {
-      return Fail(Error::InvalidArgument("timeout_seconds: must be a number of seconds > 0"));
-    }
-    if (o.timeout_seconds && *o.timeout_seconds != *alias) {
-      return Fail(Error::InvalidArgument(
-          "timeout and timeout_seconds: both given with different values (they are aliases)"));
-    }
-    o.timeout_seconds = alias;
-  }
+  // timeout_seconds: the name create (and seed B's exec) uses, an alias here (issue 17).
+  ASB_ASSIGN_OR_RETURN(auto timeout, PositiveSeconds(body, "timeout"));
+  ASB_ASSIGN_OR_RETURN(auto alias, PositiveSeconds(body, "timeout_seconds"));
+  ASB_ASSIGN_OR_RETURN(o.timeout_seconds, MergeAlias("timeout", timeout, "timeout_seconds", alias));
   ASB_ASSIGN_OR_RETURN(auto cap, body.Integer("max_output_bytes", 1,
                                               std::numeric_limits<int64_t>::max()));
   if (cap) o.max_output_bytes = static_cast<uint64_t>(*cap);

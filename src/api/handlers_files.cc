@@ -91,6 +91,7 @@ json::object StatJson(const protocol::FileStat& s) {
   o["uid"] = s.uid;
   o["gid"] = s.gid;
   o["mtime"] = FormatRfc3339(s.mtime_ms);
+  o["modified_at"] = o["mtime"];  // seed B's name for the same
   if (s.type == "symlink") o["link_target"] = SanitizeUtf8(s.link_target);
   return o;
 }
@@ -166,6 +167,10 @@ void AddFileRoutes(Router& router, ApiContext& ctx) {
                o["path"] = SanitizeUtf8(st.path);
                o["size"] = st.size;
                o["mode"] = FormatMode(st.mode);
+               // Seed B's answer: its FileInfo (name, path, type, size, modified_at).
+               o["name"] = SanitizeUtf8(st.name);
+               o["type"] = st.type;
+               o["modified_at"] = FormatRfc3339(st.mtime_ms);
                HttpResponse r = JsonResponse(200, json::serialize(o));
                r.sandbox_id = id;
                return r;

@@ -1,19 +1,24 @@
-// GET /healthz: liveness of the server process (no manager call, never blocks).
+// GET /healthz: liveness of the server process (no manager call, never blocks):
+// {"status": "ok", "version", "backend"} (seed B's Health shape).
 #include <boost/json.hpp>
 
 #include "api/handlers.h"
 
 namespace asb::api {
 
-void AddHealthRoutes(Router& router, ApiContext& /*ctx*/) {
+void AddHealthRoutes(Router& router, ApiContext& ctx) {
   RouteOptions fast;
   fast.blocking = false;
-  router.Add("GET", "/healthz", [](HttpRequest&) {
-    boost::json::object o;
-    o["status"] = "ok";
-    o["version"] = ASB_VERSION;
-    return JsonResponse(200, boost::json::serialize(o));
-  }, fast);
+  router.Add(
+      "GET", "/healthz",
+      [backend = ctx.backend_name](HttpRequest&) {
+        boost::json::object o;
+        o["status"] = "ok";
+        o["version"] = ASB_VERSION;
+        o["backend"] = backend;
+        return JsonResponse(200, boost::json::serialize(o));
+      },
+      fast);
 }
 
 }  // namespace asb::api

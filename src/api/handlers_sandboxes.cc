@@ -1,6 +1,9 @@
 // Sandbox lifecycle routes (issue 3 item 2; ACCEPTANCE.md L1-L7):
 //   POST   /v1/sandboxes               create       201 sandbox (Idempotency-Key: once per key,
 //                                                   api/idempotency.h)
+// Seed B's create fields (issue 17): "image", an alias of "template"; "read_only_rootfs", which
+// can only be true (every sandbox's root is its template, mounted read-only). Its answers carry
+// "image" beside "template".
 //   GET    /v1/sandboxes               list         200 {"sandboxes":[...]}
 //   GET    /v1/sandboxes/{id}          inspect      200 sandbox
 //   DELETE /v1/sandboxes/{id}          destroy      204
@@ -28,7 +31,16 @@ Result<core::CreateRequest> ParseCreate(std::string_view text) {
   ASB_ASSIGN_OR_RETURN(JsonBody body, JsonBody::Parse(text));
   core::CreateRequest req;
   ASB_ASSIGN_OR_RETURN(auto tmpl, body.String("template"));
+  ASB_ASSIGN_OR_RETURN(auto image, body.String("image"));
+  ASB_ASSIGN_OR_RETURN(tmpl, MergeAlias("template", std::move(tmpl), "image", std::move(image)));
   if (tmpl) req.template_name = *tmpl;
+  ASB_ASSIGN_OR_RETURN(auto read_only, body.Bool("read_only_rootfs"));
+  if (read_only && !*read_only) {
+    return Fail(Error::InvalidArgument(
+        "read_only_rootfs: false is not supported: every sandbox's root file system is its "
+        "template, mounted read-only; write under /workspace or /tmp, or build a template with "
+        "what you need (agent-sandbox template build)"));
+  }
   ASB_ASSIGN_OR_RETURN(req.cpus, body.Number("cpus"));
   ASB_ASSIGN_OR_RETURN(req.memory_mb, body.Integer("memory_mb", kMinInt, kMaxInt));
   ASB_ASSIGN_OR_RETURN(req.pids_limit, body.Integer("pids_limit", kMinInt, kMaxInt));
@@ -58,6 +70,7 @@ json::object SandboxJson(const core::SandboxInfo& s) {
   o["id"] = s.id;
   o["status"] = core::SandboxStateName(s.state);
   o["template"] = s.template_name;
+  o["image"] = s.template_name;  // seed B's name for the same
   o["cpus"] = s.cpus;
   o["memory_mb"] = s.memory_mb;
   o["pids_limit"] = s.pids_limit;

@@ -49,6 +49,7 @@ json::object SnapshotJson(const core::SnapshotInfo& s) {
     o["name"] = s.name;
   }
   o["template"] = s.template_name;
+  o["image"] = s.template_name;  // seed B's name for the same
   o["size_bytes"] = s.size_bytes;
   o["content_bytes"] = s.content_bytes;
   o["created_at"] = FormatRfc3339(s.created_at_ms);

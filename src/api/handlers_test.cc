@@ -156,6 +156,20 @@ TEST_F(HandlersTest, ValidationAndQuotaErrors) {
   EXPECT_EQ(Call("POST", "/v1/sandboxes", R"({"memory_mb":8})").status, 400);
   EXPECT_EQ(Call("GET", "/v1/sandboxes/../../etc").status, 404);
   EXPECT_EQ(Call("GET", "/v1/sandboxes/sb_zz").status, 404);
+  // Seed B's create fields (issue 17): image names a template, read_only_rootfs can only be
+  // true here; refused ones make nothing.
+  r = Call("POST", "/v1/sandboxes", R"({"image":"base","template":"other"})");
+  EXPECT_EQ(r.status, 400);
+  EXPECT_NE(r.body.find("template and image"), std::string::npos) << r.body;
+  r = Call("POST", "/v1/sandboxes", R"({"read_only_rootfs":false})");
+  EXPECT_EQ(r.status, 400);
+  EXPECT_NE(r.body.find("read_only_rootfs: false is not supported"), std::string::npos) << r.body;
+  r = Call("POST", "/v1/sandboxes", R"({"image":"base","read_only_rootfs":true})");
+  ASSERT_EQ(r.status, 201) << r.body;
+  EXPECT_EQ(Obj(r).at("image").as_string(), "base");
+  EXPECT_EQ(Obj(r).at("template").as_string(), "base");
+  ASSERT_EQ(Call("DELETE", "/v1/sandboxes/" + std::string(Obj(r).at("id").as_string())).status,
+            204);
   ASSERT_EQ(Call("POST", "/v1/sandboxes", "").status, 201);
   ASSERT_EQ(Call("POST", "/v1/sandboxes", "").status, 201);
   HttpResponse full = Call("POST", "/v1/sandboxes", "{}");

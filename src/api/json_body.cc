@@ -112,6 +112,23 @@ Result<std::optional<std::vector<std::string>>> JsonBody::StringArray(std::strin
   return std::optional<std::vector<std::string>>(std::move(out));
 }
 
+Result<JsonBody::StringOrList> JsonBody::StringOrStringArray(std::string_view name) {
+  const json::value* v = impl_->Find(name);
+  StringOrList out;
+  if (v == nullptr) return out;
+  if (v->is_string()) {
+    out.string = std::string(v->as_string());
+    return out;
+  }
+  if (!v->is_array()) return Fail(TypeError(name, "a string or an array of strings"));
+  out.list.emplace();
+  for (const json::value& e : v->as_array()) {
+    if (!e.is_string()) return Fail(TypeError(name, "a string or an array of strings"));
+    out.list->emplace_back(e.as_string());
+  }
+  return out;
+}
+
 Result<std::optional<std::map<std::string, std::string>>> JsonBody::StringMap(
     std::string_view name) {
   const json::value* v = impl_->Find(name);

@@ -14,6 +14,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "common/result.h"
@@ -40,6 +41,14 @@ class JsonBody {
   /// An integral number (5 or 5.0) in [min, max]. Errors name the field and the range.
   Result<std::optional<int64_t>> Integer(std::string_view name, int64_t min, int64_t max);
   Result<std::optional<std::vector<std::string>>> StringArray(std::string_view name);
+  /// A field that is a string or an array of strings (seed B's exec "command"): at most one
+  /// member is set, neither when the field is absent or null.
+  struct StringOrList {
+    std::optional<std::string> string;
+    std::optional<std::vector<std::string>> list;
+  };
+  /// Errors: kInvalidArgument "<name>: must be a string or an array of strings".
+  Result<StringOrList> StringOrStringArray(std::string_view name);
   /// An object whose values are all strings.
   Result<std::optional<std::map<std::string, std::string>>> StringMap(std::string_view name);
 
@@ -56,5 +65,19 @@ class JsonBody {
   explicit JsonBody(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;
 };
+
+/// The one value of a field and its alias, each read with the same getter (e.g. "template"
+/// and seed B's "image"): either may be given, or both with equal values.
+/// Errors: kInvalidArgument "<name> and <alias>: both given with different values (they are
+/// aliases)".
+template <typename T>
+Result<std::optional<T>> MergeAlias(std::string_view name, std::optional<T> value,
+                                    std::string_view alias, std::optional<T> alias_value) {
+  if (value && alias_value && !(*value == *alias_value)) {
+    return Fail(Error::InvalidArgument(std::string(name) + " and " + std::string(alias) +
+                                       ": both given with different values (they are aliases)"));
+  }
+  return value ? std::move(value) : std::move(alias_value);
+}
 
 }  // namespace asb::api

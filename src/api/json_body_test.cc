@@ -52,6 +52,53 @@ TEST(JsonBodyTest, IntegerRangeIsExactAtTheEdgesOfInt64) {
   EXPECT_FALSE(b->Integer("b", 1, 1000));  // and an ordinary max still applies
 }
 
+// Seed B's exec "command" is a string or an argv list (issue 17).
+TEST(JsonBodyTest, StringOrStringArray) {
+  auto b = JsonBody::Parse(
+      R"({"s":"echo hi","l":["a","b c"],"e":[],"n":null,"bad":["a",1],"obj":{},"num":2})");
+  ASSERT_TRUE(b);
+  auto s = b->StringOrStringArray("s");
+  ASSERT_TRUE(s);
+  EXPECT_EQ(s->string, std::optional<std::string>("echo hi"));
+  EXPECT_FALSE(s->list);
+  auto l = b->StringOrStringArray("l");
+  ASSERT_TRUE(l);
+  EXPECT_FALSE(l->string);
+  EXPECT_EQ(l->list, std::optional<std::vector<std::string>>({"a", "b c"}));
+  auto e = b->StringOrStringArray("e");
+  ASSERT_TRUE(e);
+  EXPECT_EQ(e->list, std::optional<std::vector<std::string>>(std::vector<std::string>{}));
+  for (const char* absent : {"n", "missing"}) {
+    auto a = b->StringOrStringArray(absent);
+    ASSERT_TRUE(a);
+    EXPECT_FALSE(a->string || a->list) << absent;
+  }
+  for (const char* wrong : {"bad", "obj", "num"}) {
+    auto w = b->StringOrStringArray(wrong);
+    ASSERT_FALSE(w) << wrong;
+    EXPECT_EQ(w.error().code(), ErrorCode::kInvalidArgument);
+    EXPECT_EQ(w.error().message(),
+              std::string(wrong) + ": must be a string or an array of strings");
+  }
+  EXPECT_TRUE(b->Finish());  // every field was asked for
+}
+
+TEST(JsonBodyTest, MergeAliasTakesEitherOrBothWhenEqual) {
+  using S = std::optional<std::string>;
+  EXPECT_EQ(*MergeAlias("template", S("go"), "image", S()), S("go"));
+  EXPECT_EQ(*MergeAlias("template", S(), "image", S("go")), S("go"));
+  EXPECT_EQ(*MergeAlias("template", S("go"), "image", S("go")), S("go"));
+  EXPECT_EQ(*MergeAlias("template", S(), "image", S()), S());
+  auto both = MergeAlias("template", S("base"), "image", S("go"));
+  ASSERT_FALSE(both);
+  EXPECT_EQ(both.error().code(), ErrorCode::kInvalidArgument);
+  EXPECT_EQ(both.error().message(),
+            "template and image: both given with different values (they are aliases)");
+  using D = std::optional<double>;
+  EXPECT_FALSE(MergeAlias("timeout", D(1), "timeout_seconds", D(2)));
+  EXPECT_EQ(*MergeAlias("timeout", D(1.5), "timeout_seconds", D(1.5)), D(1.5));
+}
+
 TEST(JsonBodyTest, EmptyBodyIsAnEmptyObjectAndGarbageIsRejected) {
   EXPECT_TRUE(JsonBody::Parse(""));
   EXPECT_TRUE(JsonBody::Parse("  \n"));

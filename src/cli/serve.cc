@@ -274,6 +274,7 @@ int Serve(CLI::App& root, const ServeFlags& flags) {
   core::SandboxManager manager(cfg.manager, **store, **backend, SystemClock::Instance(), templates);
   ctx.manager = &manager;
   ctx.store = store->get();
+  ctx.backend_name = std::string((*backend)->name());
   // Idempotency keys (api/idempotency.h): past the 24 h window, or claimed by a create this
   // server did not finish before it stopped (that create is gone; a retry runs it again).
   if (auto n = store::IdempotencyStore(**store).Prune(SystemClock::Instance().NowUnixMs(),

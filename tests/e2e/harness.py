@@ -367,6 +367,7 @@ class ServerTestCase(unittest.TestCase):
     registers the sandboxes it creates through self.create(), deleted after the test."""
 
     SERVER_ENV = {}
+    API_KEY = None  # with a key: authentication on, every request sends it (Server's api_key)
     server = None
 
     @classmethod
@@ -374,7 +375,7 @@ class ServerTestCase(unittest.TestCase):
         reason = missing_prerequisite()
         if reason:
             raise unittest.SkipTest(reason)
-        cls.server = Server(cls.SERVER_ENV)
+        cls.server = Server(cls.SERVER_ENV, api_key=cls.API_KEY)
         try:
             cls.server.start()
         except Exception:

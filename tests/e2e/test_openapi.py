@@ -72,7 +72,8 @@ class DocumentTest(unittest.TestCase):
         self.assertEqual(json.loads(out), openapi_check.document())
 
     def test_wrong_bodies_fail_validation(self):
-        good = {"id": "sb_0123456789abcdef", "status": "running", "template": "base", "cpus": 1,
+        good = {"id": "sb_0123456789abcdef", "status": "running", "template": "base",
+                "image": "base", "cpus": 1,
                 "memory_mb": 512, "pids_limit": 256, "workspace_mb": 1024, "network": False,
                 "read_only_rootfs": True, "env_keys": [], "default_workdir": "/workspace",
                 "default_user": "sandbox", "created_at": "2026-01-01T00:00:00Z",

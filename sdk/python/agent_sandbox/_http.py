@@ -29,6 +29,11 @@ class Transport:
         self._prefix = u.path.rstrip("/")
         self.api_key = api_key
         self.timeout = timeout
+        self.closed = False
+
+    def close(self):
+        """Refuses every later request (SandboxConnectionError "client is closed")."""
+        self.closed = True
 
     def _connect(self, timeout):
         cls = http.client.HTTPSConnection if self._scheme == "https" else http.client.HTTPConnection
@@ -46,7 +51,11 @@ class Transport:
              timeout=None):
         """Sends one request; returns (connection, response) with the body unread when the
         status is 2xx. Raises SandboxAPIError for error statuses, SandboxConnectionError when
-        the server cannot be reached. The caller closes the connection."""
+        the server cannot be reached or the client was closed. The caller closes the
+        connection."""
+        if self.closed:
+            raise SandboxConnectionError("%s %s%s: the client is closed" % (method, self.base_url,
+                                                                          path))
         h = {"User-Agent": _USER_AGENT, "Accept": "application/json"}
         if self.api_key:
             h["Authorization"] = "Bearer " + self.api_key

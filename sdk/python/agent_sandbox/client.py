@@ -1,12 +1,21 @@
-"""SandboxClient: the entry point of the SDK."""
+"""SandboxClient: the entry point of the SDK.
+
+Seed B's SDK lives in a module of this name, so its imports work here as written:
+    from agent_sandbox.client import SandboxClient, Sandbox, ExecResult, ExecEvent, FileInfo, \
+        SnapshotInfo, SandboxAPIError
+"""
 
 import os
 
 from ._http import Transport
+from .errors import SandboxAPIError
 from .sandbox import Sandbox
-from .types import SnapshotInfo, TemplateInfo
+from .types import ExecEvent, ExecResult, FileInfo, SnapshotInfo, TemplateInfo
 
 DEFAULT_URL = "http://127.0.0.1:8080"
+
+__all__ = ["ExecEvent", "ExecResult", "FileInfo", "Sandbox", "SandboxAPIError", "SandboxClient",
+           "SnapshotInfo"]
 
 
 class SandboxClient:
@@ -18,6 +27,9 @@ class SandboxClient:
       unset, for a server started with --insecure-no-auth).
     timeout: socket timeout in seconds per request (connect and each read); long execs need
       more than their own timeout. Default 300.
+
+    As a context manager (`with SandboxClient() as client:`, seed B's form) it is closed when
+    the block ends.
     """
 
     def __init__(self, base_url=None, api_key=None, timeout=300.0):
@@ -31,9 +43,27 @@ class SandboxClient:
         """The server's base URL (str, no trailing slash)."""
         return self._transport.base_url
 
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+        return False
+
+    def close(self):
+        """Closes the client: later calls through it, or through its Sandbox handles, raise
+        SandboxConnectionError. Each request has its own connection, so nothing stays open
+        between calls; closing twice is harmless."""
+        self._transport.close()
+
+    def health(self):
+        """The server's liveness (GET /healthz, no key needed): a dict {"status": "ok",
+        "version", "backend"}. Raises SandboxConnectionError when it does not answer."""
+        return self._transport.json("GET", "/healthz")
+
     def create(self, template=None, cpus=None, memory_mb=None, pids_limit=None,
                workspace_mb=None, timeout_seconds=None, idle_timeout_seconds=None, env=None,
-               network=None, idempotency_key=None):
+               network=None, idempotency_key=None, image=None, read_only_rootfs=None):
         """Creates and starts a sandbox (POST /v1/sandboxes); returns its Sandbox handle.
 
         template: name (default "base"); cpus: cores (float); memory_mb, workspace_mb: MiB;
@@ -42,14 +72,21 @@ class SandboxClient:
         defaults. idempotency_key: 1-255 printable ASCII characters sent as Idempotency-Key, so
         a retry after a cut-off create returns the same sandbox instead of making a second one
         (the same key with other arguments: SandboxAPIError 409 conflict).
+        Seed B's names: image, an alias of template (both with different values: ValueError);
+        read_only_rootfs: True is what every sandbox has (the template's root is read-only);
+        False answers SandboxAPIError 400, as this server cannot give a writable root.
         Raises SandboxAPIError 400 (invalid_request: out of range, unknown template),
         429 (limit_exceeded), SandboxConnectionError.
         """
+        if template is not None and image is not None and template != image:
+            raise ValueError("template=%r and image=%r: both given with different values "
+                             "(they are aliases)" % (template, image))
         body = {k: v for k, v in (
-            ("template", template), ("cpus", cpus), ("memory_mb", memory_mb),
-            ("pids_limit", pids_limit), ("workspace_mb", workspace_mb),
+            ("template", template if template is not None else image), ("cpus", cpus),
+            ("memory_mb", memory_mb), ("pids_limit", pids_limit), ("workspace_mb", workspace_mb),
             ("timeout_seconds", timeout_seconds), ("idle_timeout_seconds", idle_timeout_seconds),
-            ("env", env), ("network", network)) if v is not None}
+            ("env", env), ("network", network), ("read_only_rootfs", read_only_rootfs))
+            if v is not None}
         headers = {"Idempotency-Key": idempotency_key} if idempotency_key is not None else None
         return Sandbox(self, self._transport.json("POST", "/v1/sandboxes", json_body=body,
                                                   headers=headers))
@@ -63,6 +100,10 @@ class SandboxClient:
         """Returns a Sandbox handle for every sandbox this key can see (GET /v1/sandboxes)."""
         o = self._transport.json("GET", "/v1/sandboxes")
         return [Sandbox(self, s) for s in o.get("sandboxes", [])]
+
+    def list_sandboxes(self):
+        """Seed B's name for list(): a Sandbox handle for every sandbox this key can see."""
+        return self.list()
 
     def fork(self, snapshot, cpus=None, memory_mb=None, network=None, timeout_seconds=None):
         """Starts a new sandbox whose workspace is a snapshot's (POST /v1/snapshots/{id}/fork).

@@ -9,8 +9,8 @@ import tarfile
 import http.client
 
 from .errors import NotFoundError, SandboxConnectionError
-from .types import ErrorEvent, ExecResult, ExitEvent, FileInfo, OutputEvent, ProcessInfo, \
-    SandboxInfo, SkippedEvent, SnapshotInfo
+from .types import ErrorEvent, ExecResult, ExitEvent, FileInfo, FileWritten, OutputEvent, \
+    ProcessInfo, SandboxInfo, SkippedEvent, SnapshotInfo
 
 # run_code(language) -> the interpreter that reads the program from stdin.
 _GO_RUN = ["sh", "-c", 'd=$(mktemp -d) && cat > "$d/main.go" && cd "$d" && go run main.go']
@@ -47,6 +47,15 @@ def _mode_text(mode):
     return str(mode)
 
 
+def _timeout(timeout, timeout_seconds):
+    """One timeout from exec's two names (timeout_seconds is seed B's); both with different
+    values is a ValueError, as the server answers 400 for the same in a request body."""
+    if timeout is not None and timeout_seconds is not None and timeout != timeout_seconds:
+        raise ValueError("timeout=%r and timeout_seconds=%r: both given with different values "
+                         "(they are aliases)" % (timeout, timeout_seconds))
+    return timeout if timeout is not None else timeout_seconds
+
+
 def _exec_body(command, env, workdir, timeout, stdin, max_output_bytes, user):
     body = {}
     if isinstance(command, str):
@@ -76,6 +85,9 @@ class Sandbox:
 
         with client.create() as sb:
             print(sb.exec("echo hi").stdout)
+
+    Every field of SandboxInfo also reads on the handle itself (sb.cpus is sb.info.cpus), and
+    seed B's attributes are here: status, image, expires_at, data (the server's JSON).
     """
 
     def __init__(self, client, info):
@@ -88,44 +100,73 @@ class Sandbox:
         """The sandbox id, "sb_" + 16 hex digits."""
         return self.info.id
 
+    @property
+    def status(self):
+        """The status last seen: "running", "creating", "stopping", "error", ... (refresh())."""
+        return self.info.status
+
+    @property
+    def image(self):
+        """Seed B's name for the template the sandbox runs (e.g. "base")."""
+        return self.info.template
+
+    @property
+    def expires_at(self):
+        """When the TTL ends, RFC 3339 UTC text, as last seen (set_timeout() moves it)."""
+        return self.info.expires_at
+
+    @property
+    def data(self):
+        """The server's JSON of the sandbox as last seen (a dict; seed B's Sandbox.data)."""
+        return self.info.raw
+
+    def __getattr__(self, name):
+        # Called only for names the handle lacks: SandboxInfo's fields (cpus, template, ...),
+        # so that rollback(), set_timeout() and refresh(), which return the handle as seed B's
+        # do, still answer what they answered when they returned a SandboxInfo.
+        info = self.__dict__.get("info")
+        if info is not None and name in SandboxInfo.__dataclass_fields__:
+            return getattr(info, name)
+        raise AttributeError("%r object has no attribute %r" % (type(self).__name__, name))
+
     def __repr__(self):
-        return "Sandbox(%s, %s)" % (self.id, self.info.status)
+        return "Sandbox(id=%r, image=%r, status=%r)" % (self.id, self.image, self.status)
 
     def __enter__(self):
         return self
 
     def __exit__(self, *exc):
-        try:
-            self.destroy()
-        except NotFoundError:
-            pass
+        self.destroy(missing_ok=True)
         return False
 
     def _path(self, tail=""):
         return "/v1/sandboxes/" + self.id + tail
 
     def refresh(self):
-        """Re-reads the sandbox from the server; returns (and stores) its SandboxInfo.
-        Raises NotFoundError when it no longer exists."""
+        """Re-reads the sandbox from the server into info; returns this handle (which answers
+        every SandboxInfo field, as sb.refresh().status). Raises NotFoundError when it no
+        longer exists."""
         self.info = SandboxInfo.from_json(self._t.json("GET", self._path()))
-        return self.info
+        return self
 
     # ---- commands -----------------------------------------------------------------------
 
     def exec(self, command, env=None, workdir=None, timeout=None, stdin=None,
-             max_output_bytes=None, user=None):
+             max_output_bytes=None, user=None, timeout_seconds=None):
         """Runs a command to completion (POST /v1/sandboxes/{id}/exec).
 
         command: a str run by /bin/sh -c, or a list of str run as argv (never shell-expanded).
         env: dict of extra environment variables; workdir: directory (relative ones are under
         /workspace; default the sandbox's default_workdir, its template's WORKDIR or /workspace);
         timeout: seconds (float) after which the command is killed (the result then has
-        timed_out True); stdin: str or bytes fed to the command; max_output_bytes: cap on
-        the bytes kept of each stream (stdout and stderr separately); user: "sandbox" or "root" (default the sandbox's default_user, its
-        template's USER or "sandbox").
+        timed_out True); timeout_seconds: seed B's name for timeout (both with different
+        values: ValueError); stdin: str or bytes fed to the command; max_output_bytes: cap on
+        the bytes kept of each stream (stdout and stderr separately); user: "sandbox" or
+        "root" (default the sandbox's default_user, its template's USER or "sandbox").
         Returns ExecResult (check .ok). A non-zero exit is not an exception.
         Raises SandboxAPIError (400 bad request, 404 no such sandbox), SandboxConnectionError.
         """
+        timeout = _timeout(timeout, timeout_seconds)
         body = _exec_body(command, env, workdir, timeout, stdin, max_output_bytes, user)
         # The answer comes when the command ends: wait at least its own timeout.
         wait = self._t.timeout if timeout is None else max(self._t.timeout, timeout + 30)
@@ -133,17 +174,20 @@ class Sandbox:
                                                  timeout=wait))
 
     def exec_stream(self, command, env=None, workdir=None, timeout=None, stdin=None,
-                    max_output_bytes=None, user=None):
+                    max_output_bytes=None, user=None, timeout_seconds=None):
         """Runs a command and yields its events as they come
         (POST /v1/sandboxes/{id}/exec/stream, NDJSON).
 
-        Arguments as for exec(). Yields OutputEvent(stream "stdout"/"stderr", data) in the
-        order written, then exactly one ExitEvent, or an ErrorEvent when the command failed
-        after the stream began (e.g. the sandbox was destroyed). Keepalives are skipped.
+        Arguments as for exec() (timeout_seconds included). Yields OutputEvent(stream
+        "stdout"/"stderr", data) in the order written, then exactly one ExitEvent, or an
+        ErrorEvent when the command failed after the stream began (e.g. the sandbox was
+        destroyed). Each is an ExecEvent with seed B's type, data, exit_code, timed_out and
+        duration_ms. Keepalives are skipped.
         Closing the generator early closes the connection, which cancels the command.
         Raises SandboxAPIError for errors found before the stream starts (404, 400), and
         SandboxConnectionError if the stream breaks without a final event.
         """
+        timeout = _timeout(timeout, timeout_seconds)
         body = _exec_body(command, env, workdir, timeout, stdin, max_output_bytes, user)
         conn, resp = self._t.open("POST", self._path("/exec/stream"), json_body=body,
                                   headers={"Accept": "application/x-ndjson"})
@@ -342,14 +386,16 @@ class Sandbox:
         """Writes a whole file, creating parent directories (PUT /v1/sandboxes/{id}/files).
 
         data: bytes (written as is) or str (written as UTF-8). mode: permission bits as an int
-        (0o755) or octal text ("755"); default 0644. Returns FileInfo-like dict
-        {"path", "size", "mode"} of the server. Raises SandboxAPIError 400 (path outside
-        /workspace, bad mode), 413 (over the server's file limit), NotFoundError.
+        (0o755) or octal text ("755"); default 0644. Returns the server's answer as a
+        FileWritten, a dict {"path", "size", "mode", "name", "type", "modified_at"} whose keys
+        also read as attributes (info.path, as seed B's FileInfo). Raises SandboxAPIError 400
+        (path outside /workspace, bad mode), 413 (over the server's file limit), NotFoundError.
         """
         if isinstance(data, str):
             data = data.encode("utf-8")
-        return self._t.json("PUT", self._path("/files"),
-                            query={"path": path, "mode": _mode_text(mode)}, body=bytes(data))
+        return FileWritten(self._t.json("PUT", self._path("/files"),
+                                        query={"path": path, "mode": _mode_text(mode)},
+                                        body=bytes(data)))
 
     def list_files(self, path="/workspace", recursive=False):
         """Lists a directory (GET /v1/sandboxes/{id}/files/list), sorted by name, dotfiles
@@ -435,13 +481,14 @@ class Sandbox:
 
     def rollback(self, snapshot):
         """Restores the workspace to a snapshot of this sandbox (POST .../rollback).
-        snapshot: a SnapshotInfo or its id. Returns (and stores) the new SandboxInfo.
-        Raises NotFoundError (unknown snapshot), SandboxAPIError."""
+        snapshot: a SnapshotInfo or its id. Stores the new SandboxInfo (source_snapshot_id set)
+        and returns this handle, as seed B's rollback does (it answers every SandboxInfo
+        field). Raises NotFoundError (unknown snapshot), SandboxAPIError."""
         sid = snapshot.id if isinstance(snapshot, SnapshotInfo) else snapshot
         self.info = SandboxInfo.from_json(self._t.json(
             "POST", self._path("/rollback"), json_body={"snapshot_id": sid},
             timeout=max(self._t.timeout, 600)))
-        return self.info
+        return self
 
     def fork(self, name=None, **options):
         """Snapshots this sandbox and starts a new sandbox from the snapshot; returns the new
@@ -451,16 +498,23 @@ class Sandbox:
 
     def set_timeout(self, timeout_seconds):
         """Sets the sandbox's time to live to timeout_seconds from now (POST .../timeout);
-        returns (and stores) the new SandboxInfo with its new expires_at.
+        stores the new SandboxInfo (its new expires_at) and returns this handle, as seed B's
+        set_timeout does (sb.set_timeout(120).refresh()).
         Raises SandboxAPIError 400 for a value out of range."""
         self.info = SandboxInfo.from_json(self._t.json(
             "POST", self._path("/timeout"), json_body={"timeout_seconds": int(timeout_seconds)}))
-        return self.info
+        return self
 
-    def destroy(self):
+    def destroy(self, missing_ok=False):
         """Destroys the sandbox and everything in it (DELETE /v1/sandboxes/{id}).
-        Raises NotFoundError when it is already gone (the context manager tolerates that)."""
-        self._t.request("DELETE", self._path(), timeout=max(self._t.timeout, 120))
+        Raises NotFoundError when it is already gone, as seed B's destroy() raises its
+        SandboxAPIError 404, unless missing_ok (then a sandbox already gone is not an error).
+        The context manager tolerates a sandbox already gone."""
+        try:
+            self._t.request("DELETE", self._path(), timeout=max(self._t.timeout, 120))
+        except NotFoundError:
+            if not missing_ok:
+                raise
 
 
 def _check_member(root, m):

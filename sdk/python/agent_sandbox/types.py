@@ -1,5 +1,6 @@
 """Value types returned by the SDK (plain dataclasses built from the server's JSON)."""
 
+import abc
 import base64
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional
@@ -50,13 +51,37 @@ class ExecResult:
                    stderr_truncated=bool(o.get("stderr_truncated")))
 
 
+class _NoExitFields:
+    """Seed B's exit attributes on events that carry no exit (output, error): see ExecEvent."""
+
+    @property
+    def exit_code(self):
+        """None: only the exit event has an exit code (seed B's ExecEvent.exit_code)."""
+        return None
+
+    @property
+    def timed_out(self):
+        """False: only the exit event can say the command timed out."""
+        return False
+
+    @property
+    def duration_ms(self):
+        """None: only the exit event carries the run time."""
+        return None
+
+
 @dataclass
-class OutputEvent:
+class OutputEvent(_NoExitFields):
     """A piece of output from Sandbox.exec_stream(): stream is "stdout" or "stderr", data is text
     (characters are never split across events)."""
 
     stream: str
     data: str
+
+    @property
+    def type(self):
+        """"stdout" or "stderr" (the stream), as seed B's ExecEvent.type."""
+        return self.stream
 
 
 @dataclass
@@ -77,14 +102,57 @@ class ExitEvent:
         """True when the command exited 0 and was neither timed out nor killed by a signal."""
         return self.exit_code == 0 and not self.timed_out and not self.signal
 
+    @property
+    def type(self):
+        """"exit", as seed B's ExecEvent.type."""
+        return "exit"
+
+    @property
+    def data(self):
+        """"": the exit event carries no output (seed B's ExecEvent.data)."""
+        return ""
+
 
 @dataclass
-class ErrorEvent:
+class ErrorEvent(_NoExitFields):
     """The last event of a failed stream (instead of ExitEvent): the server's error code and
     message, e.g. the sandbox was destroyed while the command ran."""
 
     code: str
     message: str
+
+    @property
+    def type(self):
+        """"error" (seed B's streams have no such event; ours ends a failed stream with it)."""
+        return "error"
+
+    @property
+    def data(self):
+        """The message, so that code printing every event's data shows why it failed."""
+        return self.message
+
+
+@dataclass
+class ExecEvent(metaclass=abc.ABCMeta):
+    """Seed B's name for an event of Sandbox.exec_stream(): type ("stdout", "stderr", "exit"),
+    data (output text; "" for exit), and for the exit event exit_code, timed_out and
+    duration_ms (milliseconds); None / False on output events.
+
+    exec_stream() yields OutputEvent, ExitEvent and ErrorEvent, which all are ExecEvents
+    (isinstance(ev, ExecEvent) is True) and all answer these five attributes, so code written
+    for either SDK reads the same stream. ExecEvent(...) itself can be built, e.g. in tests.
+    """
+
+    type: str
+    data: str = ""
+    exit_code: Optional[int] = None
+    timed_out: bool = False
+    duration_ms: Optional[int] = None
+
+
+ExecEvent.register(OutputEvent)
+ExecEvent.register(ExitEvent)
+ExecEvent.register(ErrorEvent)
 
 
 @dataclass
@@ -111,6 +179,11 @@ class FileInfo:
         """True for a directory."""
         return self.type == "dir"
 
+    @property
+    def modified_at(self):
+        """Seed B's name for mtime (RFC 3339 UTC text)."""
+        return self.mtime
+
     @classmethod
     def from_json(cls, o):
         return cls(name=o["name"], path=o["path"], type=o["type"], size=o.get("size", 0),
@@ -133,6 +206,11 @@ class SnapshotInfo:
     size_bytes: int = 0
     content_bytes: int = 0
     created_at: str = ""
+
+    @property
+    def image(self):
+        """Seed B's name for template (the template the snapshot's sandbox ran)."""
+        return self.template
 
     @classmethod
     def from_json(cls, o):
@@ -170,6 +248,18 @@ class SandboxInfo:
     def from_json(cls, o):
         known = {k: o[k] for k in cls.__dataclass_fields__ if k in o and k != "raw"}
         return cls(raw=dict(o), **known)
+
+
+class FileWritten(dict):
+    """The answer of Sandbox.write_file(): the server's JSON as a dict, {"path", "size", "mode",
+    "name", "type", "modified_at"} (path absolute, size in bytes, mode octal text, modified_at
+    RFC 3339 UTC), whose keys also read as attributes, as seed B's FileInfo: info.path."""
+
+    def __getattr__(self, name):
+        try:
+            return self[name]
+        except KeyError:
+            raise AttributeError(name) from None
 
 
 @dataclass

@@ -357,6 +357,87 @@ class SdkTest(unittest.TestCase):
         with self.assertRaises(ValueError):
             SandboxClient("ftp://x")
 
+    # ---- seed B's names (issue 17) -------------------------------------------------------
+
+    def test_seed_b_client_names(self):
+        from agent_sandbox.client import (ExecEvent, ExecResult, FileInfo, Sandbox,  # noqa
+                                          SandboxAPIError as B, SandboxClient as C, SnapshotInfo)
+        self.assertIs(B, SandboxAPIError)
+        self.assertIs(C, SandboxClient)
+        with self.client() as c:
+            h = c.health()
+            self.assertEqual((h["status"], h["backend"]), ("ok", "ns"))
+            self.assertTrue(h["version"])
+            sb = c.create(image="base", read_only_rootfs=True, timeout_seconds=600)
+            # (cleanup through a client of its own: this one is closed by then)
+            self.addCleanup(self._destroy_quietly, self.client().get(sb.id))
+            self.assertEqual((sb.status, sb.image, sb.template, sb.cpus > 0),
+                             ("running", "base", "base", True))  # SandboxInfo fields read too
+            self.assertGreater(harness.parse_time(sb.expires_at), harness.parse_time(
+                sb.created_at) + 500)
+            self.assertEqual((sb.data["id"], sb.data["read_only_rootfs"]), (sb.id, True))
+            self.assertEqual(repr(sb), "Sandbox(id=%r, image='base', status='running')" % sb.id)
+            with self.assertRaises(AttributeError):
+                sb.no_such_field  # noqa: B018
+            before = c.list_sandboxes()
+            self.assertIn(sb.id, [x.id for x in before])
+            with self.assertRaises(ValueError):
+                c.create(template="base", image="go")  # aliases that disagree: nothing sent
+            with self.assertRaises(SandboxAPIError) as cm:
+                c.create(read_only_rootfs=False)
+            self.assertEqual(cm.exception.status_code, 400)
+            self.assertIn("read_only_rootfs", cm.exception.message)
+            self.assertEqual(len(c.list_sandboxes()), len(before))  # refused: nothing made
+            self.assertIs(sb.set_timeout(120).refresh(), sb)
+            self.assertLess(harness.parse_time(sb.expires_at), harness.parse_time(
+                sb.created_at) + 300)
+        # Leaving the with block closed the client and its handles.
+        with self.assertRaises(SandboxConnectionError):
+            c.list()
+        with self.assertRaises(SandboxConnectionError):
+            sb.exec("true")
+
+    def test_seed_b_exec_files_snapshots(self):
+        from agent_sandbox import ExecEvent, FileWritten
+        c = self.client()
+        sb = self.sandbox(image="base")
+        r = sb.exec("sleep 30", timeout_seconds=0.5)
+        self.assertTrue(r.timed_out)
+        self.assertTrue(sb.exec("true", timeout=5, timeout_seconds=5).ok)
+        with self.assertRaises(ValueError):
+            sb.exec("true", timeout=1, timeout_seconds=2)
+        events = list(sb.exec_stream("echo a; echo b >&2; exit 3"))
+        self.assertTrue(all(isinstance(e, ExecEvent) for e in events), events)
+        self.assertEqual([(e.type, e.data, e.exit_code, e.timed_out, e.duration_ms)
+                          for e in events[:-1]],
+                         [("stdout", "a\n", None, False, None),
+                          ("stderr", "b\n", None, False, None)])
+        last = events[-1]
+        self.assertEqual((last.type, last.data, last.exit_code, last.timed_out),
+                         ("exit", "", 3, False))
+        self.assertIsInstance(last.duration_ms, int)
+        self.assertTrue(list(sb.exec_stream("sleep 30", timeout_seconds=0.5))[-1].timed_out)
+        self.assertFalse(isinstance(object(), ExecEvent))
+        w = sb.write_file("notes.md", "draft")
+        self.assertIsInstance(w, FileWritten)
+        self.assertEqual((w.path, w.name, w.type, w.size), ("/workspace/notes.md", "notes.md",
+                                                            "file", 5))
+        self.assertEqual(w["path"], w.path)  # still the dict it was
+        with self.assertRaises(AttributeError):
+            w.nothing  # noqa: B018
+        [f] = [e for e in sb.list_files() if e.name == "notes.md"]
+        self.assertEqual(f.modified_at, f.mtime)
+        snap = sb.snapshot("draft")
+        self.addCleanup(lambda: _quiet(c.delete_snapshot, snap))
+        self.assertEqual((snap.image, snap.template), ("base", "base"))
+        sb.write_file("notes.md", "oops")
+        self.assertIs(sb.rollback(snap), sb)
+        self.assertEqual((sb.source_snapshot_id, sb.read_text("notes.md")), (snap.id, "draft"))
+        sb.destroy()
+        with self.assertRaises(NotFoundError):  # as seed B's destroy() raises its 404
+            sb.destroy()
+        sb.destroy(missing_ok=True)
+
     def test_env_configuration(self):
         saved = {k: os.environ.get(k) for k in ("AGENT_SANDBOX_URL", "AGENT_SANDBOX_API_KEY")}
         self.addCleanup(_restore_env, saved)

@@ -48,6 +48,16 @@ export class Sandbox {
    * 429 limit_exceeded, ...) rejects the session's first call or `await session.ready()`.
    */
   create(options: CreateOptions = {}): Session {
+    if (
+      options.template !== undefined &&
+      options.image !== undefined &&
+      options.template !== options.image
+    ) {
+      throw new TypeError(
+        `template ${JSON.stringify(options.template)} and image ${JSON.stringify(options.image)}: ` +
+          "both given with different values (they are aliases)",
+      );
+    }
     const body: Record<string, unknown> = {};
     const map: [keyof CreateOptions, string][] = [
       ["template", "template"],
@@ -59,8 +69,10 @@ export class Sandbox {
       ["idleTimeoutSeconds", "idle_timeout_seconds"],
       ["env", "env"],
       ["network", "network"],
+      ["readOnlyRootfs", "read_only_rootfs"],
     ];
     for (const [k, wire] of map) if (options[k] !== undefined) body[wire] = options[k];
+    if (body.template === undefined && options.image !== undefined) body.template = options.image;
     const headers: Record<string, string> = {};
     if (options.idempotencyKey !== undefined) headers["Idempotency-Key"] = options.idempotencyKey;
     const info = this.#t
@@ -79,6 +91,18 @@ export class Sandbox {
     // eslint-disable-next-line @typescript-eslint/no-explicit-any
     const o: any = await this.#t.json("GET", "/v1/sandboxes");
     return (o.sandboxes ?? []).map((s: unknown) => new Session(this.#t, sandboxInfo(s)));
+  }
+
+  /** Seed B's name for list(): every sandbox this key can see. */
+  listSandboxes(): Promise<Session[]> {
+    return this.list();
+  }
+
+  /** The server's liveness (GET /healthz, no key needed): {status: "ok", version, backend}.
+   * Rejects with SandboxConnectionError when it does not answer. */
+  async health(): Promise<{ status: string; version: string; backend: string }> {
+    // eslint-disable-next-line @typescript-eslint/no-explicit-any
+    return (await this.#t.json("GET", "/healthz")) as any;
   }
 
   /** Starts a new sandbox whose workspace is a snapshot's (POST /v1/snapshots/{id}/fork);

@@ -121,6 +121,28 @@ export class Session {
     return this.#info;
   }
 
+  /** The status last seen ("running", ...; seed B's Sandbox.status), undefined while the
+   * sandbox is being created. refresh() re-reads it. */
+  get status(): string | undefined {
+    return this.#info?.status;
+  }
+
+  /** The template the sandbox runs (seed B's Sandbox.image), undefined while it is being
+   * created. */
+  get image(): string | undefined {
+    return this.#info?.image;
+  }
+
+  /** When the TTL ends, RFC 3339 UTC text, as last seen (seed B's Sandbox.expires_at). */
+  get expiresAt(): string | undefined {
+    return this.#info?.expiresAt;
+  }
+
+  /** The server's JSON of the sandbox as last seen, snake_case (seed B's Sandbox.data). */
+  get data(): Record<string, unknown> | undefined {
+    return this.#info?.raw;
+  }
+
   /** Waits until the sandbox exists; resolves with this session. Rejects with the create
    * error (SandboxAPIError 400 invalid_request, 429 limit_exceeded, ...). */
   async ready(): Promise<this> {

@@ -6,6 +6,8 @@ export interface SandboxInfo {
   id: string;
   status: string;
   template: string;
+  /** Seed B's name for template (the same value). */
+  image: string;
   cpus: number;
   memoryMb: number;
   pidsLimit: number;
@@ -23,12 +25,21 @@ export interface SandboxInfo {
   idleTimeoutSeconds: number;
   sourceSnapshotId: string | null;
   errorMessage?: string;
+  /** The server's JSON as it came (snake_case; seed B's Sandbox.data). */
+  raw: Record<string, unknown>;
 }
 
 /** Options of Sandbox.create(); omitted values take the server's defaults. */
 export interface CreateOptions {
   /** Template name (default "base"). */
   template?: string;
+  /** Seed B's name for template; both given with different values: TypeError. */
+  image?: string;
+  /**
+   * Seed B's option. Every sandbox's root file system is its template, mounted read-only:
+   * true is what every sandbox has, false rejects with SandboxAPIError 400.
+   */
+  readOnlyRootfs?: boolean;
   /** CPU cores, e.g. 0.5. */
   cpus?: number;
   /** Memory limit in MiB. */
@@ -128,14 +139,20 @@ export interface FileInfo {
   uid: number;
   gid: number;
   mtime: string;
+  /** Seed B's name for mtime (the same value). */
+  modifiedAt: string;
   linkTarget?: string;
 }
 
-/** The answer of writeFile: the absolute path, size in bytes and mode as octal text. */
+/** The answer of writeFile: the absolute path, size in bytes and mode as octal text, and seed
+ * B's FileInfo fields as the server sends them (name, type "file", modified_at RFC 3339). */
 export interface WriteResult {
   path: string;
   size: number;
   mode: string;
+  name: string;
+  type: "file";
+  modified_at: string;
 }
 
 /** A snapshot of a workspace; sizes in bytes. */
@@ -144,6 +161,8 @@ export interface SnapshotInfo {
   sandboxId: string | null;
   name: string | null;
   template: string;
+  /** Seed B's name for template (the same value). */
+  image: string;
   sizeBytes: number;
   contentBytes: number;
   createdAt: string;
@@ -216,6 +235,7 @@ export function sandboxInfo(o: any): SandboxInfo {
     id: o.id,
     status: o.status,
     template: o.template,
+    image: o.image ?? o.template,
     cpus: o.cpus,
     memoryMb: o.memory_mb,
     pidsLimit: o.pids_limit,
@@ -230,6 +250,7 @@ export function sandboxInfo(o: any): SandboxInfo {
     timeoutSeconds: o.timeout_seconds,
     idleTimeoutSeconds: o.idle_timeout_seconds,
     sourceSnapshotId: o.source_snapshot_id ?? null,
+    raw: { ...o },
   };
   if (o.error_message) info.errorMessage = o.error_message;
   return info;
@@ -241,6 +262,7 @@ export function snapshotInfo(o: any): SnapshotInfo {
     sandboxId: o.sandbox_id ?? null,
     name: o.name ?? null,
     template: o.template,
+    image: o.image ?? o.template,
     sizeBytes: o.size_bytes,
     contentBytes: o.content_bytes,
     createdAt: o.created_at,
@@ -257,6 +279,7 @@ export function fileInfo(o: any): FileInfo {
     uid: o.uid,
     gid: o.gid,
     mtime: o.mtime,
+    modifiedAt: o.modified_at ?? o.mtime,
   };
   if (o.link_target !== undefined) f.linkTarget = o.link_target;
   return f;

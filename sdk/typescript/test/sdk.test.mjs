@@ -61,6 +61,32 @@ test("create, get, list, setTimeout, destroy", async () => {
   await s.destroy({ missingOk: true });
 });
 
+test("seed B's names: health, image, readOnlyRootfs, listSandboxes, status/image/data", async () => {
+  const h = await client.health();
+  assert.deepEqual([h.status, h.backend], ["ok", "ns"]);
+  assert.ok(h.version);
+  const s = await session({ image: "base", readOnlyRootfs: true, timeoutSeconds: 600 }).ready();
+  assert.deepEqual([s.status, s.image, s.info.template], ["running", "base", "base"]);
+  assert.ok(Math.abs(Date.parse(s.expiresAt) - (Date.now() + 600_000)) < 60_000, s.expiresAt);
+  assert.equal(s.data.id, s.id);
+  assert.equal(s.data.read_only_rootfs, true);
+  assert.ok((await client.listSandboxes()).some((x) => x.id === s.id && x.image === "base"));
+  await assert.rejects(
+    session({ readOnlyRootfs: false }).ready(),
+    (e) => e instanceof SandboxAPIError && e.statusCode === 400 && /read_only_rootfs/.test(e.message),
+  );
+  assert.throws(() => client.create({ image: "base", template: "go" }), TypeError);
+  const w = await s.writeFile("notes.md", "draft");
+  assert.deepEqual([w.name, w.path, w.type, w.size], ["notes.md", "/workspace/notes.md", "file", 5]);
+  const [f] = (await s.listFiles()).filter((x) => x.name === "notes.md");
+  assert.equal(f.modifiedAt, f.mtime);
+  const r = await s.exec("sleep 30", { timeoutSeconds: 0.5 });
+  assert.equal(r.timedOut, true);
+  const snap = await s.snapshot("draft");
+  assert.deepEqual([snap.image, snap.template], ["base", "base"]);
+  await client.deleteSnapshot(snap);
+});
+
 test("exec: shell, argv with args, env, cwd, stdin, timeout, seed A output", async () => {
   const s = session({ env: { A: "1" } });
   let r = await s.exec("echo hi; echo err >&2");
