@@ -11,6 +11,7 @@
 #include <string>
 
 #include "api/http_types.h"
+#include "api/preview.h"
 #include "api/router.h"
 #include "common/result.h"
 
@@ -40,6 +41,8 @@ struct ApiContext {
   /// (nullptr: unaccounted), and the longest a proxied exchange may take, milliseconds.
   std::shared_ptr<BufferBudget> proxy_budget;
   int64_t proxy_timeout_ms = 300'000;
+  /// Preview URLs of exposed ports (handlers_previews.cc; their tokens live in `store`).
+  PreviewOptions preview;
 };
 
 /// Adapts a handler that returns Result<HttpResponse>: errors leave through ErrorResponse().
@@ -64,6 +67,8 @@ void AddSandboxRoutes(Router& router, ApiContext& ctx);
 void AddNetworkRoutes(Router& router, ApiContext& ctx);
 /// /v1/sandboxes/{id}/ports/{port}/... reverse proxy (handlers_ports.cc, issue 10).
 void AddPortRoutes(Router& router, ApiContext& ctx);
+/// /v1/sandboxes/{id}/previews and the preview hosts (handlers_previews.cc; issue 17 item 4).
+void AddPreviewRoutes(Router& router, ApiContext& ctx);
 void AddExecRoutes(Router& router, ApiContext& ctx);
 void AddFileRoutes(Router& router, ApiContext& ctx);
 /// Snapshots, rollback, fork and archives (handlers_snapshots.cc; issue 4).
