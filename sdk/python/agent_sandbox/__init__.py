@@ -9,8 +9,8 @@
 from .client import SandboxClient
 from .errors import NotFoundError, SandboxAPIError, SandboxConnectionError, SandboxError
 from .sandbox import Sandbox
-from .types import (ErrorEvent, ExecResult, ExitEvent, FileInfo, OutputEvent, ProcessInfo,
-                    SandboxInfo, SkippedEvent, SnapshotInfo, TemplateInfo)
+from .types import (ErrorEvent, ExecResult, ExitEvent, FileInfo, OutputEvent, PreviewInfo,
+                    ProcessInfo, SandboxInfo, SkippedEvent, SnapshotInfo, TemplateInfo)
 
 __version__ = "0.1.0"
 
@@ -18,4 +18,5 @@ __all__ = [
     "SandboxClient", "Sandbox", "SandboxError", "SandboxAPIError", "NotFoundError",
     "SandboxConnectionError", "ExecResult", "OutputEvent", "ExitEvent", "ErrorEvent",
     "FileInfo", "SandboxInfo", "SnapshotInfo", "TemplateInfo", "ProcessInfo", "SkippedEvent",
+    "PreviewInfo",
 ]
