@@ -20,20 +20,25 @@ Result<HttpResponse> Proxy(core::SandboxManager* m, const PortProxyOptions& opti
                            HttpRequest& req) {
   ASB_ASSIGN_OR_RETURN(std::string id, SandboxIdParam(req));
   ASB_ASSIGN_OR_RETURN(int64_t port, PortParam(req));
+  return ProxyToPort(*m, OwnerOf(req), id, port, req, PathFormUpstream(req, id, port), options);
+}
+
+}  // namespace
+
+Result<HttpResponse> ProxyToPort(core::SandboxManager& m, const std::string& owner,
+                                 const std::string& id, int64_t port, const HttpRequest& req,
+                                 const UpstreamRequest& upstream, const PortProxyOptions& options) {
   HttpResponse out;
   std::shared_ptr<void> lease = LeaseProxyBuffers(options, req.request_id, &out);
   if (!lease) return out;
-  ASB_ASSIGN_OR_RETURN(auto conn, m->ConnectPort(OwnerOf(req), id, port));
-  auto x =
-      MakeProxyExchange(UniqueFd(conn.fd), req, PathFormUpstream(req, id, port), port, options);
+  ASB_ASSIGN_OR_RETURN(auto conn, m.ConnectPort(owner, id, port));
+  auto x = MakeProxyExchange(UniqueFd(conn.fd), req, upstream, port, options);
   x->keepalive = {std::move(lease), std::move(conn.keepalive)};
   out.sandbox_id = id;
   out.content_type.clear();
   out.proxy = std::move(x);
   return out;
 }
-
-}  // namespace
 
 void AddPortRoutes(Router& router, ApiContext& ctx) {
   core::SandboxManager* m = ctx.manager;

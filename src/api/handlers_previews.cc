@@ -11,11 +11,9 @@
 
 #include "api/handlers.h"
 #include "api/json_body.h"
-#include "api/port_proxy.h"
 #include "api/text.h"
 #include "common/clock.h"
 #include "common/ids.h"
-#include "common/unique_fd.h"
 #include "core/sandbox_manager.h"
 #include "store/preview_tokens.h"
 
@@ -168,16 +166,8 @@ Result<HttpResponse> Serve(const Deps& d, HttpRequest& req) {
     r.sandbox_id = id;
     return r;
   }
-  HttpResponse out;
-  std::shared_ptr<void> lease = LeaseProxyBuffers(d.proxy, req.request_id, &out);
-  if (!lease) return out;
-  ASB_ASSIGN_OR_RETURN(auto conn, d.manager->ConnectPort(rec->owner, id, port));
-  auto x = MakeProxyExchange(UniqueFd(conn.fd), req, up, port, d.proxy);
-  x->keepalive = {std::move(lease), std::move(conn.keepalive)};
-  out.sandbox_id = id;
-  out.content_type.clear();
-  out.proxy = std::move(x);
-  return out;
+  // The token's owner: a tenant's token reaches only that tenant's sandbox.
+  return ProxyToPort(*d.manager, rec->owner, id, port, req, up, d.proxy);
 }
 
 }  // namespace

@@ -1,18 +1,12 @@
 #include "api/port_proxy.h"
 
-#include <cctype>
 #include <chrono>
 
 #include "api/errors.h"
+#include "api/text.h"
 
 namespace asb::api {
 namespace {
-
-std::string Lower(std::string_view s) {
-  std::string out(s);
-  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return out;
-}
 
 // Hop-by-hop headers (RFC 9110 7.6.1), those we set ourselves, credentials, and Expect (the
 // server answers 100-continue itself before it relays the body).
@@ -61,7 +55,7 @@ bool Respond(const std::string& prefix, const std::string& what, bool websocket,
     out->status = 101;
     out->content_type.clear();
     for (const auto& [name, value] : headers) {
-      std::string lower = Lower(name);
+      std::string lower = AsciiLower(name);
       if (lower == "content-length" || lower == "transfer-encoding") continue;
       out->headers.emplace_back(name, value);
     }
@@ -74,7 +68,7 @@ bool Respond(const std::string& prefix, const std::string& what, bool websocket,
   out->status = status;
   out->content_type.clear();
   for (const auto& [name, value] : headers) {
-    std::string lower = Lower(name);
+    std::string lower = AsciiLower(name);
     if (lower == "content-type") {
       out->content_type = value;
       continue;
@@ -138,7 +132,7 @@ std::shared_ptr<ProxyExchange> MakeProxyExchange(UniqueFd fd, const HttpRequest&
   x->deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(options.timeout_ms);
   x->idle_timeout_s = options.idle_timeout_s;
   x->what = "port " + std::to_string(port);
-  x->websocket = Lower(req.Header("upgrade")) == "websocket";
+  x->websocket = AsciiLower(req.Header("upgrade")) == "websocket";
 
   const std::string& prefix = upstream.prefix;
   std::string& h = x->request_head;

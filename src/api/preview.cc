@@ -1,19 +1,13 @@
 #include "api/preview.h"
 
-#include <cctype>
 #include <vector>
 
+#include "api/text.h"
 #include "api/url.h"
 
 namespace asb::api {
 
 namespace {
-
-std::string Lower(std::string_view s) {
-  std::string out(s);
-  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return out;
-}
 
 // "name:port" -> "name"; a bracketed IPv6 literal has no name we serve previews under.
 std::string_view HostName(std::string_view host) {
@@ -53,8 +47,8 @@ std::string_view Trim(std::string_view s) {
 }  // namespace
 
 std::optional<PreviewHost> ParsePreviewHost(std::string_view host, std::string_view domain) {
-  const std::string name = Lower(HostName(host));
-  const std::string suffix = "." + Lower(HostName(domain));
+  const std::string name = AsciiLower(HostName(host));
+  const std::string suffix = "." + AsciiLower(HostName(domain));
   if (suffix.size() < 2 || name.size() <= suffix.size() ||
       name.compare(name.size() - suffix.size(), suffix.size(), suffix) != 0) {
     return std::nullopt;

@@ -70,9 +70,7 @@ def bearer(key):
     return {"Authorization": "Bearer " + key}
 
 
-class PreviewTest(unittest.TestCase):
-    server = None
-
+class PreviewTest(harness.ServerTestCase):
     @classmethod
     def setUpClass(cls):
         reason = missing_prerequisite()
@@ -93,11 +91,6 @@ class PreviewTest(unittest.TestCase):
         except Exception:
             cls.server.close()
             raise
-
-    @classmethod
-    def tearDownClass(cls):
-        if cls.server:
-            cls.server.close()
 
     # ---- helpers -------------------------------------------------------------------------
 
