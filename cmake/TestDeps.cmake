@@ -23,6 +23,8 @@ set(ASB_TEST_DEPS
   "clang++|clang"
   # the TypeScript SDK and MCP suites
   "node|nodejs" "npm|npm"
+  # preview URLs in a real browser (tests/e2e/test_preview.py)
+  "chromium|chromium"
   # Python modules of the e2e suites and the SDK's install test, under Debian's interpreter
   "python:jsonschema|python3-jsonschema" "python:yaml|python3-yaml"
   "python:websockets|python3-websockets" "python:prometheus_client|python3-prometheus-client"

@@ -126,7 +126,7 @@ api::HttpResponse RunAndCheck(api::HttpRequest& req) {
   const api::Router& router = ApiRouter();
   Housekeeping(*g_api);
   if (req.request_id.empty()) req.request_id = NewId("req_");
-  api::Router::Match match = router.Find(req.method, req.path);
+  api::Router::Match match = router.Find(req.method, req.path, req.Header("host"));
   api::HttpResponse out;
   if (!match.route) {
     out = api::Router::NotFoundResponse(match, req.method, req.path);

@@ -58,7 +58,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     req.request_id = asb::api::SaneRequestId(rid) ? std::string(rid) : asb::NewId("req_");
     ASB_FUZZ_CHECK(asb::api::SaneRequestId(req.request_id));
     // The server's per-route body limit (file routes take more than JSON routes).
-    auto match = asb::fuzz::ApiRouter().Find(req.method, req.path);
+    auto match = asb::fuzz::ApiRouter().Find(req.method, req.path, req.Header("host"));
     size_t limit = match.route && match.route->options.file_body ? limits.max_file_body_bytes
                                                                  : limits.max_json_body_bytes;
     if (parser.get().body().size() > limit) continue;  // 413 without running the handler

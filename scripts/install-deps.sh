@@ -39,6 +39,8 @@ PACKAGES=(
   python3-pip python3-venv python3-setuptools python3-wheel
   # the TypeScript SDK's suite and the MCP suite (the official MCP client from npm)
   nodejs
+  # preview URLs are opened in a real browser, headless (tests/e2e/test_preview.py)
+  chromium
 )
 # Needed only when the command is missing: another packaging of Node.js (NodeSource's nodejs,
 # which conflicts with Debian's npm) already provides it.

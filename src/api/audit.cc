@@ -68,6 +68,8 @@ constexpr Name kNames[] = {
     {"POST", "/v1/snapshots/{id}/fork", "snapshot.fork"},
     {"POST", "/v1/snapshots", "snapshot.import"},
     {"PUT", "/v1/sandboxes/{id}/archive", "archive.import"},
+    {"POST", "/v1/sandboxes/{id}/previews", "preview.create"},
+    {"DELETE", "/v1/sandboxes/{id}/previews/{preview_id}", "preview.revoke"},
     {"POST", "/v1/keys", "key.create"},
     {"DELETE", "/v1/keys/{id}", "key.delete"},
     {"POST", "/v1/keys/{id}/revoke", "key.revoke"},
@@ -96,6 +98,7 @@ CallInfo DescribeCall(const Route& route, const HttpRequest& req) {
   if (pattern.rfind("/v1/keys/{id}", 0) == 0 || pattern.rfind("/v1/snapshots/{id}", 0) == 0) {
     c.target = Cut(req.Param("id"));
   }
+  if (c.action == "preview.revoke") c.target = Cut(req.Param("preview_id"));
   if (const std::string* p = req.Query("path")) c.target = Cut(*p);
   if (route.options.file_body || req.body.empty()) return c;
   // JSON routes: only these fields, never env, stdin or contents.

@@ -4,7 +4,8 @@
 // that read req.owner through OwnerOf().
 //
 // Per request, in this order:
-//  1. public routes (/healthz, /health, /readyz, /ready) pass without a key;
+//  1. public routes (/healthz, /health, /readyz, /ready) pass without a key, and so do routes
+//     with RouteOptions::token_auth (the preview hosts, which check a preview token instead);
 //  2. the key comes from "Authorization: Bearer <key>" or "X-API-Key: <key>"; none → 401
 //     unauthorized with "WWW-Authenticate: Bearer"; unknown, revoked, expired or rotated-out
 //     → 401 (the same answer, so a caller learns nothing about other keys);

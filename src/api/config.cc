@@ -5,6 +5,8 @@
 #include <cstdlib>
 #include <limits>
 
+#include "api/preview.h"
+
 namespace asb::api {
 
 namespace {
@@ -197,6 +199,24 @@ std::vector<Setting> MakeSettings() {
   add("PROXY_BUFFER_MB", "proxy-buffer-mb",
       "relay buffers of all ports-proxy exchanges, MiB (default 64: 341 at once; then 503)",
       Int(1, 1 << 20, [](ServeConfig& c, int64_t n) { c.proxy_buffer_mb = n; }));
+  add("PREVIEW_DOMAIN", "preview-domain",
+      "domain of preview hosts <port>-<sandbox>.DOMAIN[:port] (default localhost:<port>)",
+      [](ServeConfig& c, std::string_view v) -> Status {
+        ASB_TRY(ValidatePreviewDomain(v));
+        c.preview_domain = std::string(v);
+        return {};
+      });
+  add("PREVIEW_SCHEME", "preview-scheme",
+      "scheme of preview URLs: http, or https behind a TLS proxy (Secure cookie)",
+      [](ServeConfig& c, std::string_view v) -> Status {
+        if (v != "http" && v != "https")
+          return Fail(Error::InvalidArgument("must be http or https"));
+        c.preview_scheme = std::string(v);
+        return {};
+      });
+  add("PREVIEW_MAX_TTL_SECONDS", "preview-max-ttl-seconds",
+      "longest ttl_seconds of a preview token (default 86400; a request's default is 3600)",
+      Int(1, 365 * 86400, [](ServeConfig& c, int64_t n) { c.preview_max_ttl_seconds = n; }));
   return s;
 }
 

@@ -47,6 +47,12 @@ struct ServeConfig {
   /// memory of all exchanges together, MiB (192 KiB each; one more waits 1 s, then 503).
   int64_t proxy_timeout_seconds = 300;
   int64_t proxy_buffer_mb = 64;
+  /// Preview URLs of exposed ports (api/preview.h, ADR 0015): the domain their hosts sit
+  /// under ("" = "localhost:<port>", which browsers resolve to this machine), the scheme
+  /// clients reach it by, and the longest ttl_seconds a preview token may have.
+  std::string preview_domain;
+  std::string preview_scheme = "http";
+  int64_t preview_max_ttl_seconds = 24 * 3600;
   /// "none": workspace images live in <data>/sandboxes; "xfs": in an XFS (reflink=1) file system
   /// on the sparse loop file <data>/workspace-pool.xfs (made on first use), mounted at
   /// <data>/xfs, so image clones share extents even on an ext4 host.

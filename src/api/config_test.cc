@@ -72,5 +72,28 @@ TEST(ServeConfigTest, ConnectionLimitsAndTheReserveBelowTheTotal) {
   EXPECT_FALSE(Apply(cfg, {{"AGENT_SANDBOX_REQUEST_HEAD_TIMEOUT_SECONDS", "0"}}));
 }
 
+// Issue 17 item 4: preview URLs.
+TEST(ServeConfigTest, PreviewDomainSchemeAndMaxTtl) {
+  ServeConfig cfg;
+  EXPECT_EQ(cfg.preview_domain, "");  // serve makes it localhost:<port>
+  EXPECT_EQ(cfg.preview_scheme, "http");
+  EXPECT_EQ(cfg.preview_max_ttl_seconds, 86400);
+  ASSERT_TRUE(Apply(cfg, {{"AGENT_SANDBOX_PREVIEW_DOMAIN", "preview.example.com:8443"},
+                          {"AGENT_SANDBOX_PREVIEW_SCHEME", "https"},
+                          {"AGENT_SANDBOX_PREVIEW_MAX_TTL_SECONDS", "31536000"}}));
+  EXPECT_EQ(cfg.preview_domain, "preview.example.com:8443");
+  EXPECT_EQ(cfg.preview_scheme, "https");
+  EXPECT_EQ(cfg.preview_max_ttl_seconds, 31536000);
+  EXPECT_TRUE(Apply(cfg, {{"AGENT_SANDBOX_PREVIEW_MAX_TTL_SECONDS", "1"}}));
+  EXPECT_FALSE(Apply(cfg, {{"AGENT_SANDBOX_PREVIEW_MAX_TTL_SECONDS", "0"}}));
+  EXPECT_FALSE(Apply(cfg, {{"AGENT_SANDBOX_PREVIEW_MAX_TTL_SECONDS", "31536001"}}));
+  EXPECT_FALSE(Apply(cfg, {{"AGENT_SANDBOX_PREVIEW_SCHEME", "ftp"}}));
+  for (const char* bad : {"", "http://x.test", "x.test:0", "*.x.test", "X.test"}) {
+    auto st = Apply(cfg, {{"AGENT_SANDBOX_PREVIEW_DOMAIN", bad}});
+    ASSERT_FALSE(st) << bad;
+    EXPECT_NE(st.error().message().find("AGENT_SANDBOX_PREVIEW_DOMAIN"), std::string::npos);
+  }
+}
+
 }  // namespace
 }  // namespace asb::api

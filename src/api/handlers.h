@@ -11,6 +11,8 @@
 #include <string>
 
 #include "api/http_types.h"
+#include "api/port_proxy.h"
+#include "api/preview.h"
 #include "api/router.h"
 #include "common/result.h"
 
@@ -42,6 +44,8 @@ struct ApiContext {
   int64_t proxy_timeout_ms = 300'000;
   /// The isolation backend's short name (isolation::Backend::name(): "ns"), for /healthz.
   std::string backend_name = "ns";
+  /// Preview URLs of exposed ports (handlers_previews.cc; their tokens live in `store`).
+  PreviewOptions preview;
 };
 
 /// Adapts a handler that returns Result<HttpResponse>: errors leave through ErrorResponse().
@@ -66,6 +70,15 @@ void AddSandboxRoutes(Router& router, ApiContext& ctx);
 void AddNetworkRoutes(Router& router, ApiContext& ctx);
 /// /v1/sandboxes/{id}/ports/{port}/... reverse proxy (handlers_ports.cc, issue 10).
 void AddPortRoutes(Router& router, ApiContext& ctx);
+/// The answer that proxies `req` to 127.0.0.1:`port` of sandbox `id`, acting for `owner` (the
+/// ports proxy and the preview hosts; api/port_proxy.h): leases the exchange's buffers (a
+/// full budget is a 503 answer), connects, and hands the exchange to the server as `upstream`
+/// says. Errors: SandboxManager::ConnectPort's.
+Result<HttpResponse> ProxyToPort(core::SandboxManager& m, const std::string& owner,
+                                 const std::string& id, int64_t port, const HttpRequest& req,
+                                 const UpstreamRequest& upstream, const PortProxyOptions& options);
+/// /v1/sandboxes/{id}/previews and the preview hosts (handlers_previews.cc; issue 17 item 4).
+void AddPreviewRoutes(Router& router, ApiContext& ctx);
 void AddExecRoutes(Router& router, ApiContext& ctx);
 void AddFileRoutes(Router& router, ApiContext& ctx);
 /// Snapshots, rollback, fork and archives (handlers_snapshots.cc; issue 4).

@@ -14,35 +14,31 @@
 namespace asb::api {
 namespace {
 
-Result<int64_t> PortParam(const HttpRequest& req) {
-  const std::string& p = req.Param("port");
-  int64_t v = 0;
-  if (p.empty() || p.size() > 5) return Fail(Error::InvalidArgument("port must be 1..65535"));
-  for (char c : p) {
-    if (c < '0' || c > '9') return Fail(Error::InvalidArgument("port must be 1..65535"));
-    v = v * 10 + (c - '0');
-  }
-  if (v < 1 || v > 65535) return Fail(Error::InvalidArgument("port must be 1..65535"));
-  return v;
-}
+Result<int64_t> PortParam(const HttpRequest& req) { return ParsePort(req.Param("port")); }
 
 Result<HttpResponse> Proxy(core::SandboxManager* m, const PortProxyOptions& options,
                            HttpRequest& req) {
   ASB_ASSIGN_OR_RETURN(std::string id, SandboxIdParam(req));
   ASB_ASSIGN_OR_RETURN(int64_t port, PortParam(req));
+  return ProxyToPort(*m, OwnerOf(req), id, port, req, PathFormUpstream(req, id, port), options);
+}
+
+}  // namespace
+
+Result<HttpResponse> ProxyToPort(core::SandboxManager& m, const std::string& owner,
+                                 const std::string& id, int64_t port, const HttpRequest& req,
+                                 const UpstreamRequest& upstream, const PortProxyOptions& options) {
   HttpResponse out;
   std::shared_ptr<void> lease = LeaseProxyBuffers(options, req.request_id, &out);
   if (!lease) return out;
-  ASB_ASSIGN_OR_RETURN(auto conn, m->ConnectPort(OwnerOf(req), id, port));
-  auto x = MakeProxyExchange(UniqueFd(conn.fd), req, id, port, options);
+  ASB_ASSIGN_OR_RETURN(auto conn, m.ConnectPort(owner, id, port));
+  auto x = MakeProxyExchange(UniqueFd(conn.fd), req, upstream, port, options);
   x->keepalive = {std::move(lease), std::move(conn.keepalive)};
   out.sandbox_id = id;
   out.content_type.clear();
   out.proxy = std::move(x);
   return out;
 }
-
-}  // namespace
 
 void AddPortRoutes(Router& router, ApiContext& ctx) {
   core::SandboxManager* m = ctx.manager;

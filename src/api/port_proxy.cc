@@ -1,18 +1,12 @@
 #include "api/port_proxy.h"
 
-#include <cctype>
 #include <chrono>
 
 #include "api/errors.h"
+#include "api/text.h"
 
 namespace asb::api {
 namespace {
-
-std::string Lower(std::string_view s) {
-  std::string out(s);
-  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return out;
-}
 
 // Hop-by-hop headers (RFC 9110 7.6.1), those we set ourselves, credentials, and Expect (the
 // server answers 100-continue itself before it relays the body).
@@ -61,7 +55,7 @@ bool Respond(const std::string& prefix, const std::string& what, bool websocket,
     out->status = 101;
     out->content_type.clear();
     for (const auto& [name, value] : headers) {
-      std::string lower = Lower(name);
+      std::string lower = AsciiLower(name);
       if (lower == "content-length" || lower == "transfer-encoding") continue;
       out->headers.emplace_back(name, value);
     }
@@ -74,14 +68,15 @@ bool Respond(const std::string& prefix, const std::string& what, bool websocket,
   out->status = status;
   out->content_type.clear();
   for (const auto& [name, value] : headers) {
-    std::string lower = Lower(name);
+    std::string lower = AsciiLower(name);
     if (lower == "content-type") {
       out->content_type = value;
       continue;
     }
     if (Dropped(lower) || lower == "server") continue;
     // Redirects within the app stay behind the proxy.
-    if (lower == "location" && value.size() > 1 && value[0] == '/' && value[1] != '/') {
+    if (lower == "location" && !prefix.empty() && value.size() > 1 && value[0] == '/' &&
+        value[1] != '/') {
       out->headers.emplace_back(name, prefix + value);
     } else {
       out->headers.emplace_back(name, value);
@@ -107,8 +102,29 @@ std::shared_ptr<void> LeaseProxyBuffers(const PortProxyOptions& options,
   return nullptr;
 }
 
+Result<int64_t> ParsePort(std::string_view digits) {
+  int64_t v = 0;
+  if (digits.empty() || digits.size() > 5) {
+    return Fail(Error::InvalidArgument("port must be 1..65535"));
+  }
+  for (char c : digits) {
+    if (c < '0' || c > '9') return Fail(Error::InvalidArgument("port must be 1..65535"));
+    v = v * 10 + (c - '0');
+  }
+  if (v < 1 || v > 65535) return Fail(Error::InvalidArgument("port must be 1..65535"));
+  return v;
+}
+
+UpstreamRequest PathFormUpstream(const HttpRequest& req, const std::string& sandbox_id,
+                                 int64_t port) {
+  UpstreamRequest up;
+  up.target = UpstreamTarget(req.target);
+  up.prefix = "/v1/sandboxes/" + sandbox_id + "/ports/" + std::to_string(port);
+  return up;
+}
+
 std::shared_ptr<ProxyExchange> MakeProxyExchange(UniqueFd fd, const HttpRequest& req,
-                                                 const std::string& sandbox_id, int64_t port,
+                                                 const UpstreamRequest& upstream, int64_t port,
                                                  const PortProxyOptions& options) {
   auto x = std::make_shared<ProxyExchange>();
   x->fd = fd.Release();
@@ -116,17 +132,22 @@ std::shared_ptr<ProxyExchange> MakeProxyExchange(UniqueFd fd, const HttpRequest&
   x->deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(options.timeout_ms);
   x->idle_timeout_s = options.idle_timeout_s;
   x->what = "port " + std::to_string(port);
-  x->websocket = Lower(req.Header("upgrade")) == "websocket";
+  x->websocket = AsciiLower(req.Header("upgrade")) == "websocket";
 
-  const std::string prefix = "/v1/sandboxes/" + sandbox_id + "/ports/" + std::to_string(port);
+  const std::string& prefix = upstream.prefix;
   std::string& h = x->request_head;
-  h = req.method + " " + UpstreamTarget(req.target) + " HTTP/1.1\r\n";
+  h = req.method + " " + upstream.target + " HTTP/1.1\r\n";
   for (const auto& [name, value] : req.headers) {
-    if (!Dropped(name)) AddHeader(&h, name, value);
+    if (Dropped(name) || (name == "cookie" && upstream.cookie)) continue;
+    AddHeader(&h, name, value);
   }
+  if (upstream.cookie && !upstream.cookie->empty()) AddHeader(&h, "Cookie", *upstream.cookie);
   AddHeader(&h, "Host", "127.0.0.1:" + std::to_string(port));
-  AddHeader(&h, "X-Forwarded-Prefix", prefix);
+  if (!prefix.empty()) AddHeader(&h, "X-Forwarded-Prefix", prefix);
   if (!req.Header("host").empty()) AddHeader(&h, "X-Forwarded-Host", req.Header("host"));
+  if (!upstream.forwarded_proto.empty()) {
+    AddHeader(&h, "X-Forwarded-Proto", upstream.forwarded_proto);
+  }
   if (x->websocket) {
     AddHeader(&h, "Upgrade", "websocket");
     AddHeader(&h, "Connection", "Upgrade");

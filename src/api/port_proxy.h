@@ -4,7 +4,9 @@
 // (api/proxy_relay.h), streaming both bodies in bounded chunks; nothing here touches sockets.
 //  - The upstream sees the path after {port} with the query, Host 127.0.0.1:{port},
 //    X-Forwarded-Prefix (for apps that build links), X-Forwarded-Host, never the caller's API
-//    key, and Connection: close (one exchange per connection).
+//    key, and Connection: close (one exchange per connection). A preview host
+//    (handlers_previews.cc) sends the whole path, without the preview token in the query or
+//    the Cookie header, and no prefix.
 //  - The body keeps the client's framing: Content-Length as sent, a chunked body re-chunked.
 //  - The answer keeps its status and end-to-end headers; an absolute-path Location is
 //    prefixed so that redirects stay behind the proxy.
@@ -13,10 +15,12 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "api/buffer_budget.h"
 #include "api/http_types.h"
+#include "common/result.h"
 #include "common/unique_fd.h"
 
 namespace asb::api {
@@ -43,10 +47,33 @@ struct PortProxyOptions {
 std::shared_ptr<void> LeaseProxyBuffers(const PortProxyOptions& options,
                                         std::string_view request_id, HttpResponse* refused);
 
-/// The exchange of `req` with 127.0.0.1:`port` of sandbox `sandbox_id` over the connected
-/// socket `fd`, due by now + options.timeout_ms.
+/// A port's decimal digits as a path segment or host label shows them. Errors:
+/// kInvalidArgument "port must be 1..65535".
+Result<int64_t> ParsePort(std::string_view digits);
+
+/// What the upstream is sent in place of the client's request line and a few headers.
+struct UpstreamRequest {
+  /// The request target upstream: "/", "/a/b?x=1".
+  std::string target;
+  /// The path the client saw before `target` ("/v1/sandboxes/{id}/ports/{port}"): sent as
+  /// X-Forwarded-Prefix and put before an absolute Location of the answer. "" (a preview
+  /// host, where the app has the whole origin): neither.
+  std::string prefix;
+  /// Replaces the client's Cookie header ("" drops it); nullopt: forwarded as sent.
+  std::optional<std::string> cookie;
+  /// X-Forwarded-Proto, "" = not sent.
+  std::string forwarded_proto;
+};
+
+/// The path form's upstream request: the target after /v1/sandboxes/{id}/ports/{port} of
+/// `req`, with that prefix.
+UpstreamRequest PathFormUpstream(const HttpRequest& req, const std::string& sandbox_id,
+                                 int64_t port);
+
+/// The exchange of `req` with 127.0.0.1:`port` of a sandbox over the connected socket `fd`, as
+/// `upstream` says, due by now + options.timeout_ms.
 std::shared_ptr<ProxyExchange> MakeProxyExchange(UniqueFd fd, const HttpRequest& req,
-                                                 const std::string& sandbox_id, int64_t port,
+                                                 const UpstreamRequest& upstream, int64_t port,
                                                  const PortProxyOptions& options);
 
 }  // namespace asb::api

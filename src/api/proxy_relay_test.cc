@@ -128,8 +128,9 @@ class ProxyRelayTest : public ::testing::Test {
             std::shared_ptr<void> lease = LeaseProxyBuffers(options_, req.request_id, &out);
             if (!lease) return out;
             int port = std::stoi(req.Param("port"));
-            auto x = MakeProxyExchange(UniqueFd(ConnectTo(static_cast<uint16_t>(port))), req,
-                                       req.Param("id"), port, options_);
+            auto x =
+                MakeProxyExchange(UniqueFd(ConnectTo(static_cast<uint16_t>(port))), req,
+                                  PathFormUpstream(req, req.Param("id"), port), port, options_);
             x->keepalive = {std::move(lease)};
             out.content_type.clear();
             out.proxy = std::move(x);

@@ -32,11 +32,31 @@ void Router::Add(std::string method, std::string pattern, Handler handler, Route
   routes_.push_back(std::move(r));
 }
 
-Router::Match Router::Find(std::string_view method, std::string_view path) const {
+void Router::AddHost(std::string name, HostMatcher match, Handler handler, RouteOptions options) {
+  Route r;
+  r.method = "*";
+  r.pattern = std::move(name);
+  r.handler = std::move(handler);
+  r.options = options;
+  r.host = std::move(match);
+  routes_.push_back(std::move(r));
+}
+
+Router::Match Router::Find(std::string_view method, std::string_view path,
+                           std::string_view host) const {
   Match m;
   m.status = 404;
+  for (const Route& r : routes_) {
+    if (r.host && !host.empty() && r.host(host, &m.params)) {
+      m.route = &r;
+      m.status = 0;
+      return m;
+    }
+  }
+  m.params.clear();
   std::vector<std::string> segs = Split(path);
   for (const Route& r : routes_) {
+    if (r.host) continue;
     const bool tail = r.options.tail && IsParam(r.segments.back());
     if (tail ? segs.size() < r.segments.size() : r.segments.size() != segs.size()) continue;
     std::map<std::string, std::string> params;
@@ -85,7 +105,7 @@ HttpResponse Router::NotFoundResponse(const Match& m, std::string_view method,
 }
 
 HttpResponse Router::Dispatch(HttpRequest& req) const {
-  Match m = Find(req.method, req.path);
+  Match m = Find(req.method, req.path, req.Header("host"));
   if (m.route == nullptr) return NotFoundResponse(m, req.method, req.path);
   req.route = m.route->pattern;
   req.params = std::move(m.params);

@@ -3,8 +3,11 @@
 // non-empty path segment and is handed to the handler as req.params["name"]. A path no route
 // matches answers 404 not_found; a path that matches with another method answers 405
 // method_not_allowed with an Allow header — both in the one error shape (api/errors.h).
+// A host route (AddHost) is chosen by the request's Host header before any path is looked at:
+// the preview hosts of exposed ports (api/preview.h), where every method and path is the app's.
 #pragma once
 
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -23,24 +26,35 @@ struct RouteOptions {
   /// The pattern's last {name} takes the rest of the path, '/' included and possibly empty
   /// (the exposed-ports proxy: /v1/sandboxes/{id}/ports/{port}/{path}).
   bool tail = false;
+  /// The handler authenticates the request itself with a preview token (handlers_previews.cc):
+  /// the auth layer asks for no API key, and a key grants nothing here.
+  bool token_auth = false;
   /// The server does not read the request body before the handler: a handler that answers
   /// HttpResponse::proxy has the server relay it (api/proxy_relay.h); with any other answer the
   /// unread body ends the connection.
   bool stream_body = false;
 };
 
+/// Whether a Host header belongs to a host route; fills in the params it names.
+using HostMatcher =
+    std::function<bool(std::string_view host, std::map<std::string, std::string>* params)>;
+
 struct Route {
-  std::string method;
-  std::string pattern;                 // "/v1/sandboxes/{id}/exec"
+  std::string method;                  // "*" for a host route: every method
+  std::string pattern;                 // "/v1/sandboxes/{id}/exec"; a host route's name
   std::vector<std::string> segments;   // pattern split at '/'
   Handler handler;
   RouteOptions options;
+  HostMatcher host;  // set: a host route
 };
 
 class Router {
  public:
   /// Adds a route. Patterns must start with '/'.
   void Add(std::string method, std::string pattern, Handler handler, RouteOptions options = {});
+  /// Adds a host route named `name` (for logs and metrics): every request whose Host header
+  /// `match` accepts goes to `handler`, whatever its method and path.
+  void AddHost(std::string name, HostMatcher match, Handler handler, RouteOptions options = {});
 
   struct Match {
     const Route* route = nullptr;   // set when found
@@ -48,8 +62,9 @@ class Router {
     int status = 0;                 // 0 when found, else 404 or 405
     std::string allow;              // for 405: "GET, DELETE"
   };
-  /// Finds the route for `method` and the decoded `path`.
-  Match Find(std::string_view method, std::string_view path) const;
+  /// Finds the route for `method` and the decoded `path`: the first host route that accepts
+  /// `host` (the Host header; "" = none), else the path routes.
+  Match Find(std::string_view method, std::string_view path, std::string_view host = {}) const;
 
   /// The 404/405 response of a failed Match.
   static HttpResponse NotFoundResponse(const Match& m, std::string_view method,

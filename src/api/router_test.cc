@@ -55,6 +55,36 @@ TEST(RouterTest, TailParamTakesTheRestOfThePath) {
   EXPECT_EQ(plain.Dispatch(req).status, 404);
 }
 
+TEST(RouterTest, AHostRouteTakesEveryMethodAndPathOfItsHostsFirst) {
+  Router r;
+  r.Add("GET", "/v1/sandboxes/{id}", Echo("api"));
+  r.AddHost(
+      "{id}.preview",
+      [](std::string_view host, std::map<std::string, std::string>* params) {
+        if (host.size() < 9 || host.substr(host.size() - 8) != ".preview") return false;
+        (*params)["id"] = std::string(host.substr(0, host.size() - 8));
+        return true;
+      },
+      Echo("host"));
+  HttpRequest req;
+  req.method = "DELETE";
+  req.path = "/v1/sandboxes/sb_1";
+  req.headers["host"] = "app.preview";
+  EXPECT_EQ(r.Dispatch(req).body, "host id=app");
+  EXPECT_EQ(req.route, "{id}.preview");
+  req.path = "/anything/at/all";
+  EXPECT_EQ(r.Dispatch(req).body, "host id=app");
+  // Other hosts, and requests without one, see only the path routes.
+  req.method = "GET";
+  req.path = "/v1/sandboxes/sb_1";
+  req.headers["host"] = "127.0.0.1:8080";
+  EXPECT_EQ(r.Dispatch(req).body, "api id=sb_1");
+  req.headers.erase("host");
+  EXPECT_EQ(r.Dispatch(req).body, "api id=sb_1");
+  req.path = "/anything";
+  EXPECT_EQ(r.Dispatch(req).status, 404);
+}
+
 TEST(RouterTest, UnknownPathIs404AndWrongMethodIs405InTheErrorShape) {
   Router r;
   r.Add("GET", "/v1/sandboxes/{id}", Echo("get"));

@@ -30,6 +30,7 @@ Router BuildRouter(ApiContext& ctx) {
   AddSandboxRoutes(router, ctx);
   AddNetworkRoutes(router, ctx);
   AddPortRoutes(router, ctx);
+  AddPreviewRoutes(router, ctx);
   AddExecRoutes(router, ctx);
   AddProcessRoutes(router, ctx);
   AddFileRoutes(router, ctx);

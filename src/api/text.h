@@ -36,6 +36,9 @@ Result<std::string> Base64Decode(std::string_view in, std::string_view field);
 /// Formats Unix epoch milliseconds as RFC 3339 UTC with milliseconds: "2026-11-29T10:15:00.123Z".
 std::string FormatRfc3339(int64_t unix_ms);
 
+/// `s` with ASCII letters lower-cased (header and host names); other bytes as they are.
+std::string AsciiLower(std::string_view s);
+
 /// Octal text of a permission mode, four digits: 0755 -> "0755".
 std::string FormatMode(uint32_t mode);
 

@@ -33,5 +33,12 @@ TEST(TextTest, Base64AndTimes) {
   EXPECT_EQ(FormatMode(0755), "0755");
 }
 
+TEST(AsciiLowerTest, LowersAsciiLettersOnly) {
+  EXPECT_EQ(AsciiLower("Content-Type: X-Sb_1.Preview.TEST:80"),
+            "content-type: x-sb_1.preview.test:80");
+  EXPECT_EQ(AsciiLower("\xc3\x89@[`{"), "\xc3\x89@[`{");
+  EXPECT_EQ(AsciiLower(""), "");
+}
+
 }  // namespace
 }  // namespace asb::api

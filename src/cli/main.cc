@@ -36,6 +36,7 @@ int main(int argc, char** argv) {
   asb::cli::RegisterClientCommands(app);
   asb::cli::RegisterCopyCommand(app);
   asb::cli::RegisterSnapshotCommands(app);
+  asb::cli::RegisterPortCommands(app);
   asb::cli::RegisterKeysCommand(app);
   asb::cli::RegisterMcpCommand(app);
   asb::cli::RegisterOpenApiCommand(app);

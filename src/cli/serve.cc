@@ -271,6 +271,12 @@ int Serve(CLI::App& root, const ServeFlags& flags) {
   ctx.stream_keepalive_ms = cfg.stream_keepalive_seconds * 1000;
   ctx.proxy_budget = api::BufferBudget::Create(static_cast<uint64_t>(cfg.proxy_buffer_mb) << 20);
   ctx.proxy_timeout_ms = cfg.proxy_timeout_seconds * 1000;
+  // localhost and its subdomains resolve to this machine in browsers (RFC 6761).
+  ctx.preview.domain = !cfg.preview_domain.empty() ? cfg.preview_domain
+                       : cfg.port != 0             ? "localhost:" + std::to_string(cfg.port)
+                                                   : "localhost";
+  ctx.preview.scheme = cfg.preview_scheme;
+  ctx.preview.max_ttl_seconds = cfg.preview_max_ttl_seconds;
   core::SandboxManager manager(cfg.manager, **store, **backend, SystemClock::Instance(), templates);
   ctx.manager = &manager;
   ctx.store = store->get();
@@ -318,6 +324,7 @@ int Serve(CLI::App& root, const ServeFlags& flags) {
       "sandboxes)",
       ASB_VERSION, cfg.host, server.port(), data, (*backend)->name(),
       cfg.manager.limits.max_sandboxes);
+  spdlog::info("preview URLs: {}://<port>-<sandbox>.{}/", ctx.preview.scheme, ctx.preview.domain);
   bool clean = server.Run();
   auth.Stop();
   manager.Stop();

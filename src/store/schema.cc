@@ -122,8 +122,33 @@ BEGIN
 END;
 )sql";
 
-constexpr std::array<std::string_view, 5> kMigrations = {kM1Sandboxes, kM2Snapshots, kM3KeysEvents,
-                                                         kM4IdempotencyKeys, kMExecSessions};
+// Issue 17 item 4: preview URLs of exposed ports (store/preview_tokens.h, ADR 0015). Only the
+// token's SHA-256 is kept. A token dies with its sandbox: the triggers delete a sandbox's
+// tokens when its record turns "destroyed" (every destroy path writes that state) and the
+// foreign key when the record itself goes.
+constexpr std::string_view kMPreviewTokens = R"sql(
+CREATE TABLE preview_tokens (
+  id          TEXT PRIMARY KEY NOT NULL,
+  token_hash  TEXT NOT NULL UNIQUE,
+  sandbox_id  TEXT NOT NULL REFERENCES sandboxes(id) ON DELETE CASCADE,
+  port        INTEGER NOT NULL CHECK (port BETWEEN 1 AND 65535),
+  owner       TEXT NOT NULL,
+  created_by  TEXT NOT NULL DEFAULT '',
+  created_at  INTEGER NOT NULL,
+  expires_at  INTEGER NOT NULL CHECK (expires_at > created_at)
+);
+CREATE INDEX preview_tokens_by_sandbox ON preview_tokens(sandbox_id, created_at);
+CREATE INDEX preview_tokens_by_expiry ON preview_tokens(expires_at);
+CREATE TRIGGER preview_tokens_die_with_sandbox AFTER UPDATE OF state ON sandboxes
+WHEN NEW.state = 'destroyed'
+BEGIN
+  DELETE FROM preview_tokens WHERE sandbox_id = NEW.id;
+END;
+)sql";
+
+constexpr std::array<std::string_view, 6> kMigrations = {kM1Sandboxes, kM2Snapshots, kM3KeysEvents,
+                                                         kM4IdempotencyKeys, kMExecSessions,
+                                                         kMPreviewTokens};
 }  // namespace
 
 std::span<const std::string_view> SchemaMigrations() { return kMigrations; }

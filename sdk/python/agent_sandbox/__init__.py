@@ -10,8 +10,8 @@ from .client import SandboxClient
 from .errors import NotFoundError, SandboxAPIError, SandboxConnectionError, SandboxError
 from .sandbox import Sandbox
 from .types import (ErrorEvent, ExecEvent, ExecResult, ExitEvent, FileInfo, FileWritten,
-                    OutputEvent, ProcessInfo, SandboxInfo, SkippedEvent, SnapshotInfo,
-                    TemplateInfo)
+                    OutputEvent, PreviewInfo, ProcessInfo, SandboxInfo, SkippedEvent,
+                    SnapshotInfo, TemplateInfo)
 
 __version__ = "0.1.0"
 
@@ -19,5 +19,5 @@ __all__ = [
     "SandboxClient", "Sandbox", "SandboxError", "SandboxAPIError", "NotFoundError",
     "SandboxConnectionError", "ExecResult", "OutputEvent", "ExitEvent", "ErrorEvent",
     "FileInfo", "SandboxInfo", "SnapshotInfo", "TemplateInfo", "ProcessInfo", "SkippedEvent",
-    "ExecEvent", "FileWritten",
+    "ExecEvent", "FileWritten", "PreviewInfo",
 ]

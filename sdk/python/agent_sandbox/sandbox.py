@@ -10,7 +10,7 @@ import http.client
 
 from .errors import NotFoundError, SandboxConnectionError
 from .types import ErrorEvent, ExecResult, ExitEvent, FileInfo, FileWritten, OutputEvent, \
-    ProcessInfo, SandboxInfo, SkippedEvent, SnapshotInfo
+    PreviewInfo, ProcessInfo, SandboxInfo, SkippedEvent, SnapshotInfo
 
 # run_code(language) -> the interpreter that reads the program from stdin.
 _GO_RUN = ["sh", "-c", 'd=$(mktemp -d) && cat > "$d/main.go" && cd "$d" && go run main.go']
@@ -468,6 +468,35 @@ class Sandbox:
                     continue
                 count += 1
         return count
+
+    # ---- preview URLs -------------------------------------------------------------------
+
+    def preview_url(self, port, ttl_seconds=None):
+        """Makes a URL that opens `port` inside the sandbox in a browser, with no header
+        (POST /v1/sandboxes/{id}/previews; docs/adr/0015-preview-urls.md). Returns PreviewInfo;
+        str() of it is the URL, which holds a token that opens only this port and nothing of
+        the API. ttl_seconds: how long it works (default 3600; the server's maximum,
+        --preview-max-ttl-seconds, defaults to 86400). Raises SandboxAPIError 400 (port not
+        1..65535, ttl out of range), 409 (not running), 429 (100 live previews)."""
+        body = {"port": int(port)}
+        if ttl_seconds is not None:
+            body["ttl_seconds"] = int(ttl_seconds)
+        return PreviewInfo.from_json(self._t.json("POST", self._path("/previews"),
+                                                  json_body=body))
+
+    def list_previews(self, port=None):
+        """The live preview URLs of the sandbox (GET .../previews), oldest first, as PreviewInfo
+        without url or token (those are shown once). port: only that port's."""
+        query = {"port": str(int(port))} if port is not None else None
+        o = self._t.json("GET", self._path("/previews"), query=query)
+        return [PreviewInfo.from_json(p) for p in o.get("previews", [])]
+
+    def revoke_preview(self, preview):
+        """Revokes a preview URL (DELETE .../previews/{id}): it stops working at once.
+        preview: a PreviewInfo or its id. Raises NotFoundError when it is not (or no longer)
+        live."""
+        pid = preview.id if isinstance(preview, PreviewInfo) else preview
+        self._t.request("DELETE", self._path("/previews/" + pid))
 
     # ---- snapshots and lifetime ---------------------------------------------------------
 

@@ -220,6 +220,38 @@ class SnapshotInfo:
 
 
 @dataclass
+class PreviewInfo:
+    """A preview URL of one port of a sandbox (Sandbox.preview_url(); docs/adr/0015).
+
+    url: what a browser opens, with no header; it holds the token (only from preview_url(),
+        None in list_previews()). str(preview) is the url.
+    token: "asbp_..." (only from preview_url()); opens this port of this sandbox, nothing
+        else, until expires_at or revoke_preview().
+    id ("pv_..."), sandbox_id, port, host ("<port>-sb-<hex>.<preview domain>"), created_by (the
+    API key id that made it), created_at and expires_at (RFC 3339 UTC text).
+    """
+
+    id: str
+    sandbox_id: str
+    port: int
+    host: str
+    created_at: str = ""
+    expires_at: str = ""
+    created_by: str = ""
+    url: Optional[str] = None
+    token: Optional[str] = None
+
+    def __str__(self):
+        return self.url or ""
+
+    @classmethod
+    def from_json(cls, o):
+        return cls(id=o["id"], sandbox_id=o["sandbox_id"], port=o["port"], host=o["host"],
+                   created_at=o.get("created_at", ""), expires_at=o.get("expires_at", ""),
+                   created_by=o.get("created_by", ""), url=o.get("url"), token=o.get("token"))
+
+
+@dataclass
 class SandboxInfo:
     """The server's view of a sandbox (GET /v1/sandboxes/{id}); times are RFC 3339 UTC text,
     cpus in cores, memory_mb and workspace_mb in MiB, timeouts in seconds."""

@@ -5,11 +5,13 @@ everything afterwards. Exits 77 (CTest skip) when the machine cannot run sandbox
 Run: ASB_BIN=build/bin/agent-sandbox python3 sdk/python/tests/test_sdk.py
 """
 
+import http.client
 import os
 import re
 import subprocess
 import sys
 import tempfile
+import time
 import unittest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -196,6 +198,49 @@ class SdkTest(unittest.TestCase):
         self.assertEqual((killed.state, killed.signal), ("exited", 9))
         with self.assertRaises(NotFoundError):
             sb.get_process(999999)
+
+    def test_preview_url_opens_a_port_without_a_header_until_revoked(self):
+        sb = self.sandbox()
+        self.assertEqual(sb.exec("mkdir -p /workspace/www").exit_code, 0)
+        sb.write_file("www/index.html", b"preview of the sdk test\n")
+        sb.start_process("cd /workspace/www && exec python3 -m http.server --bind 127.0.0.1 8000")
+        p = sb.preview_url(8000, ttl_seconds=120)
+        host = "8000-%s.localhost:%d" % (sb.id.replace("_", "-"), self.server.port)
+        self.assertEqual((p.port, p.sandbox_id, p.host), (8000, sb.id, host))
+        self.assertRegex(str(p), r"^http://%s/\?_asb_preview_token=asbp_[0-9a-f]{64}$"
+                         % re.escape(host))
+        self.assertEqual(str(p), p.url)
+        self.assertTrue(p.token and p.url.endswith(p.token))
+
+        def fetch(headers):
+            c = http.client.HTTPConnection("127.0.0.1", self.server.port, timeout=30)
+            try:
+                c.request("GET", "/", headers=dict(headers, Host=host))
+                r = c.getresponse()
+                return r.status, r.read()
+            finally:
+                c.close()
+
+        cookie = {"Cookie": "_asb_preview_token=" + p.token}
+        deadline = time.time() + 15
+        while fetch(cookie)[0] == 503 and time.time() < deadline:
+            time.sleep(0.1)  # the server is starting
+        self.assertEqual(fetch(cookie), (200, b"preview of the sdk test\n"))
+        listed = sb.list_previews(port=8000)
+        self.assertEqual([x.id for x in listed], [p.id])
+        self.assertIsNone(listed[0].url)
+        self.assertIsNone(listed[0].token)
+        self.assertEqual(sb.list_previews(port=8001), [])
+        sb.revoke_preview(p)
+        self.assertEqual(fetch(cookie)[0], 401)
+        self.assertEqual(sb.list_previews(), [])
+        with self.assertRaises(NotFoundError):
+            sb.revoke_preview(p.id)
+        with self.assertRaises(SandboxAPIError) as cm:
+            sb.preview_url(8000, ttl_seconds=86401)
+        self.assertEqual((cm.exception.status_code, cm.exception.code), (400, "invalid_request"))
+        self.assertIn("ttl_seconds", cm.exception.message)
+        self.assertEqual(sb.preview_url(8000, ttl_seconds=86400).port, 8000)  # the maximum
 
     def test_run_code(self):
         sb = self.sandbox()

@@ -30,6 +30,7 @@ export type {
   FileInfo,
   ForkOptions,
   OutputChunk,
+  PreviewInfo,
   ProcessEvent,
   ProcessExit,
   ProcessInfo,

@@ -5,6 +5,7 @@ import {
   exitInfo,
   fileInfo,
   isOk,
+  previewInfo,
   processInfo,
   sandboxInfo,
   snapshotInfo,
@@ -13,6 +14,7 @@ import {
   type ExecResult,
   type FileInfo,
   type OutputChunk,
+  type PreviewInfo,
   type ProcessEvent,
   type ProcessExit,
   type ProcessInfo,
@@ -522,6 +524,33 @@ export class Session {
       count++;
     }
     return count;
+  }
+
+  /** Makes a URL that opens `port` inside the sandbox in a browser, with no header (POST
+   * .../previews; docs/adr/0015-preview-urls.md). Resolves with PreviewInfo: its `url` holds a
+   * token that opens only this port, for options.ttlSeconds (default 3600; at most the
+   * server's --preview-max-ttl-seconds, default 86400). Rejects with SandboxAPIError 400 (port
+   * not 1..65535, ttl out of range), 409 (not running), 429 (100 live previews). */
+  async previewUrl(port: number, options: { ttlSeconds?: number } = {}): Promise<PreviewInfo> {
+    const body: Record<string, unknown> = { port };
+    if (options.ttlSeconds !== undefined) body.ttl_seconds = Math.round(options.ttlSeconds);
+    return previewInfo(await this.#t.json("POST", await this.#path("/previews"), { json: body }));
+  }
+
+  /** The live preview URLs of the sandbox (GET .../previews), oldest first, without url or
+   * token (those are shown once); of one port when `port` is given. */
+  async listPreviews(port?: number): Promise<PreviewInfo[]> {
+    const query = { port: port === undefined ? undefined : String(port) };
+    // eslint-disable-next-line @typescript-eslint/no-explicit-any
+    const o: any = await this.#t.json("GET", await this.#path("/previews"), { query });
+    return (o.previews ?? []).map(previewInfo);
+  }
+
+  /** Revokes a preview URL (DELETE .../previews/{id}): it stops working at once. Rejects with
+   * NotFoundError when it is not (or no longer) live. */
+  async revokePreview(preview: PreviewInfo | string): Promise<void> {
+    const id = typeof preview === "string" ? preview : preview.id;
+    await this.#t.bytes("DELETE", await this.#path(`/previews/${encodeURIComponent(id)}`));
   }
 
   /** Snapshots the workspace (POST .../snapshots); name is an optional label. */

@@ -155,6 +155,23 @@ export interface WriteResult {
   modified_at: string;
 }
 
+/** A preview URL of one port of a sandbox (Session.previewUrl(); docs/adr/0015). `url` is what
+ * a browser opens with no header; it holds `token`, which opens this port of this sandbox and
+ * nothing of the API, until expiresAt or revokePreview(). Both are only in the answer of
+ * previewUrl() (null in listPreviews()). `host` is "<port>-sb-<hex>.<preview domain>";
+ * createdBy the id of the API key that made it; times are RFC 3339 UTC text. */
+export interface PreviewInfo {
+  id: string;
+  sandboxId: string;
+  port: number;
+  host: string;
+  createdBy: string;
+  createdAt: string;
+  expiresAt: string;
+  url: string | null;
+  token: string | null;
+}
+
 /** A snapshot of a workspace; sizes in bytes. */
 export interface SnapshotInfo {
   id: string;
@@ -254,6 +271,20 @@ export function sandboxInfo(o: any): SandboxInfo {
   };
   if (o.error_message) info.errorMessage = o.error_message;
   return info;
+}
+
+export function previewInfo(o: any): PreviewInfo {
+  return {
+    id: o.id,
+    sandboxId: o.sandbox_id,
+    port: o.port,
+    host: o.host,
+    createdBy: o.created_by ?? "",
+    createdAt: o.created_at,
+    expiresAt: o.expires_at,
+    url: o.url ?? null,
+    token: o.token ?? null,
+  };
 }
 
 export function snapshotInfo(o: any): SnapshotInfo {

@@ -4,6 +4,7 @@
 import { test, after } from "node:test";
 import assert from "node:assert/strict";
 import { execFile } from "node:child_process";
+import http from "node:http";
 import { randomBytes } from "node:crypto";
 import fs from "node:fs/promises";
 import os from "node:os";
@@ -501,6 +502,56 @@ test("snapshot, rollback, fork", async () => {
     await client.deleteSnapshot(snap).catch(() => {});
   }
   await assert.rejects(client.getSnapshot(snap.id), NotFoundError);
+});
+
+// ---- preview URLs (issue 17 item 4) ----------------------------------------------------------
+
+// One GET to the server with the Host header a browser sends for a preview URL.
+function getOnHost(host, headers = {}) {
+  const u = new URL(URL_);
+  return new Promise((resolve, reject) => {
+    const req = http.request(
+      { host: u.hostname, port: u.port, path: "/", headers: { ...headers, host } },
+      (res) => {
+        let body = "";
+        res.setEncoding("utf8");
+        res.on("data", (d) => (body += d));
+        res.on("end", () => resolve({ status: res.statusCode, body }));
+      },
+    );
+    req.on("error", reject);
+    req.end();
+  });
+}
+
+test("previewUrl opens a port without a header until revokePreview", T60, async () => {
+  const s = await session().ready();
+  await s.exec("mkdir -p /workspace/www && echo 'preview of the ts test' > /workspace/www/index.html");
+  await s.startProcess("cd /workspace/www && exec python3 -m http.server --bind 127.0.0.1 8000");
+  const p = await s.previewUrl(8000, { ttlSeconds: 120 });
+  const host = `8000-${s.id.replace("_", "-")}.localhost:${new URL(URL_).port}`;
+  assert.deepEqual([p.port, p.sandboxId, p.host], [8000, s.id, host]);
+  assert.match(p.url, new RegExp(`^http://${host.replace(/\./g, "\\.")}/\\?_asb_preview_token=asbp_[0-9a-f]{64}$`));
+  assert.ok(p.token && p.url.endsWith(p.token));
+  const cookie = { cookie: `_asb_preview_token=${p.token}` };
+  let r = await getOnHost(host, cookie);
+  for (let i = 0; r.status === 503 && i < 150; i++) {
+    await new Promise((ok) => setTimeout(ok, 100)); // the app is starting
+    r = await getOnHost(host, cookie);
+  }
+  assert.deepEqual([r.status, r.body], [200, "preview of the ts test\n"]);
+  const listed = await s.listPreviews(8000);
+  assert.deepEqual(listed.map((x) => [x.id, x.url, x.token]), [[p.id, null, null]]);
+  assert.deepEqual(await s.listPreviews(8001), []);
+  await s.revokePreview(p);
+  assert.equal((await getOnHost(host, cookie)).status, 401);
+  assert.deepEqual(await s.listPreviews(), []);
+  await assert.rejects(s.revokePreview(p.id), NotFoundError);
+  await assert.rejects(
+    s.previewUrl(8000, { ttlSeconds: 86401 }),
+    (e) => e instanceof SandboxAPIError && e.statusCode === 400 && e.message.includes("ttl_seconds"),
+  );
+  assert.equal((await s.previewUrl(8000, { ttlSeconds: 86400 })).port, 8000); // the maximum
 });
 
 test("typed errors", async () => {
