@@ -84,8 +84,9 @@ json::object ChannelNdjsonBody::DataLine(protocol::Stream stream, std::string da
 json::object ChannelNdjsonBody::ErrorObject(const Error& e) {
   json::object o;
   o["type"] = "error";
-  o["code"] = WireCodeOf(e.code());
-  o["message"] = e.code() == ErrorCode::kInternal ? "internal error" : e.message();
+  ClientError c = ForClient(e);
+  o["code"] = WireCodeOf(c.code);
+  o["message"] = c.message;
   return o;
 }
 

@@ -47,14 +47,36 @@ HttpResponse ErrorResponse(int status, std::string_view code, std::string_view m
   return JsonResponse(status, ErrorJson(code, message));
 }
 
-HttpResponse ErrorResponse(const Error& error, std::string_view request_id) {
-  int status = HttpStatusOf(error.code());
-  if (status == 500) {
-    spdlog::error("request_id={} internal error: {}", request_id, error.ToString());
-    return ErrorResponse(status, WireCodeOf(error.code()),
-                         "internal error (request id " + std::string(request_id) + ")");
+namespace {
+
+std::string WithRequestId(std::string message, std::string_view request_id) {
+  if (!request_id.empty()) message += " (request id " + std::string(request_id) + ")";
+  return message;
+}
+
+}  // namespace
+
+ClientError ForClient(const Error& error, std::string_view request_id) {
+  if (error.from_host_call()) {
+    ErrorCode code = error.code();
+    if (code != ErrorCode::kInternal && code != ErrorCode::kUnavailable &&
+        code != ErrorCode::kTimeout && code != ErrorCode::kCancelled) {
+      code = ErrorCode::kBackend;
+    }
+    spdlog::warn("request_id={} host failure answered as {}: {}", request_id,
+                 ErrorCodeName(code), error.ToString());
+    return {code, WithRequestId(error.ClientSafeMessage(), request_id)};
   }
-  return ErrorResponse(status, WireCodeOf(error.code()), error.message());
+  if (error.code() == ErrorCode::kInternal) {
+    spdlog::error("request_id={} internal error: {}", request_id, error.ToString());
+    return {ErrorCode::kInternal, WithRequestId(error.ClientSafeMessage(), request_id)};
+  }
+  return {error.code(), error.message()};
+}
+
+HttpResponse ErrorResponse(const Error& error, std::string_view request_id) {
+  ClientError c = ForClient(error, request_id);
+  return ErrorResponse(HttpStatusOf(c.code), WireCodeOf(c.code), c.message);
 }
 
 }  // namespace asb::api

@@ -4,6 +4,7 @@
 // shape {"error":{"code":"not_found","message":"..."}} of ARCHITECTURE.md "API conventions".
 #pragma once
 
+#include <string>
 #include <string_view>
 
 #include "api/http_types.h"
@@ -20,8 +21,27 @@ int HttpStatusOf(ErrorCode code);
 /// "unavailable" (the only party that can see it is a client of a stopping server).
 std::string_view WireCodeOf(ErrorCode code);
 
-/// The response for `error`. Internal errors (500) carry a generic message naming the request
-/// id; the full message goes to the log only (it may name host paths). Never a stack trace.
+/// What a client may be told of an error: the code it sees and a message safe to show.
+struct ClientError {
+  ErrorCode code;
+  std::string message;
+};
+
+/// The one rule for what of an Error leaves the server (ADR 0016), used by every answer:
+/// JSON errors, NDJSON stream and WebSocket error events, MCP tool errors.
+///  - A failed host call (Error::from_host_call(): a FromErrno made in this process, never one
+///    sandboxd made about a path inside the sandbox) is `backend_error` (502), or `internal`,
+///    `unavailable`, `timeout` where FromErrno was told so, whatever its errno suggested: a host
+///    EBUSY is no client conflict, a full host disk no client quota. Its message keeps only the
+///    operation named by the context above the call, with host paths replaced by "(host path)",
+///    then "a host operation failed", and the request id when given.
+///  - Any other kInternal: "internal error", and the request id when given.
+///  - Everything else: its code and message as written by the code that knew the cause.
+/// The full error of the first two kinds is logged (warn / error) with the request id.
+ClientError ForClient(const Error& error, std::string_view request_id = {});
+
+/// The response for `error`, as ForClient says (so 500s carry a generic message naming the
+/// request id, and host failures no host text). Never a stack trace.
 HttpResponse ErrorResponse(const Error& error, std::string_view request_id = {});
 
 /// An error response with an explicit status and code, for the router's 404 and 405

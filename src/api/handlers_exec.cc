@@ -4,7 +4,8 @@
 //                                        stderr_truncated, oom_killed, pids_limited,
 //                                        duration_ms}; max_output_bytes caps each stream
 //                                        separately, truncated = either was cut
-//   POST /v1/sandboxes/{id}/exec/stream  200 application/x-ndjson (api/exec_stream.h)
+//   POST /v1/sandboxes/{id}/exec/stream  200 application/x-ndjson (api/exec_stream.h); flow
+//                                        controlled, so uncapped unless max_output_bytes asks
 // Body: {"command": "echo hi"} (run by /bin/sh -c) or {"argv": ["ls", "-l"]} (alias: seed B's
 // {"command": ["ls", "-l"]}), and optionally
 // env {}, workdir, timeout (seconds; alias timeout_seconds), stdin (string), max_output_bytes

@@ -75,12 +75,13 @@ void AddObserveRoutes(Router& router, AuthLayer& auth) {
       std::lock_guard<std::mutex> lock(auth.store().lock());
       Status st = auth.store().db().Exec("BEGIN IMMEDIATE; ROLLBACK;");
       all &= static_cast<bool>(st);
-      checks["database"] = Check(bool(st), st ? "writable" : st.error().message());
+      checks["database"] = Check(bool(st), st ? "writable" : ForClient(st.error()).message);
     }
     if (isolation::Backend* b = auth.backend()) {
       Status st = b->Probe();
       all &= static_cast<bool>(st);
-      checks["backend"] = Check(bool(st), st ? std::string(b->name()) : st.error().message());
+      checks["backend"] =
+          Check(bool(st), st ? std::string(b->name()) : ForClient(st.error()).message);
     }
     struct statvfs vfs {};
     const std::string& dir = auth.options().data_dir;

@@ -168,6 +168,9 @@ void AddSnapshotRoutes(Router& router, ApiContext& ctx) {
                ASB_ASSIGN_OR_RETURN(std::string id, SnapshotIdParam(req));
                ASB_ASSIGN_OR_RETURN(std::string path, m->SnapshotArchivePath(OwnerOf(req), id));
                UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+               if (!fd && errno == ENOENT) {  // deleted since it was looked up
+                 return Fail(Error::NotFound("snapshot " + id + " not found"));
+               }
                if (!fd) return FailErrno("open snapshot archive " + id);
                HttpResponse r;
                r.status = 200;

@@ -2,6 +2,8 @@
 // functions of the request), over the real SandboxManager with core's FakeBackend (whose
 // sandboxes run the real sandboxd on the host when it has been built) and an in-memory store.
 #include <gtest/gtest.h>
+
+#include <cerrno>
 #include <unistd.h>
 
 #include <boost/json.hpp>
@@ -9,6 +11,7 @@
 #include <filesystem>
 #include <thread>
 
+#include "api/errors.h"
 #include "api/handlers.h"
 #include "common/clock.h"
 #include "core/sandbox_manager.h"
@@ -187,6 +190,38 @@ TEST_F(HandlersTest, BackendFailureIs502AndLeavesADeletableRecord) {
   EXPECT_EQ(list[0].at("status").as_string(), "error");
   std::string id(list[0].at("id").as_string());
   EXPECT_EQ(Call("DELETE", "/v1/sandboxes/" + id).status, 204);
+}
+
+// ADR 0016: what a failed host call says never picks the client's status nor reaches
+// it: a host EBUSY is no 409, a full host disk no 429 "limit exceeded", a host EPERM no 403.
+TEST_F(HandlersTest, HostFailuresAre502WithoutHostText) {
+  struct Case {
+    int err;
+    const char* errno_text;
+  };
+  for (Case c : {Case{EBUSY, "Device or resource busy"}, Case{ENOSPC, "No space left on device"},
+                 Case{EPERM, "Operation not permitted"}}) {
+    backend_->FailNextCreate(
+        Error::FromErrno(c.err, "mount /var/lib/agent-sandbox/run/x/ws uid 100000")
+            .WithContext("workspace of /var/lib/agent-sandbox/run/x"));
+    HttpResponse r = Call("POST", "/v1/sandboxes", "{}");
+    EXPECT_EQ(r.status, 502) << c.errno_text << ": " << r.body;
+    EXPECT_EQ(Code(r), "backend_error");
+    EXPECT_EQ(r.body.find("/var/lib"), std::string::npos) << r.body;
+    EXPECT_EQ(r.body.find("100000"), std::string::npos) << r.body;
+    EXPECT_EQ(r.body.find(c.errno_text), std::string::npos) << r.body;
+    EXPECT_NE(r.body.find("a host operation failed"), std::string::npos) << r.body;
+  }
+  // Errors about paths inside the sandbox (sandboxd's, decoded from its wire) keep their code.
+  ClientError inside =
+      ForClient(Error(ErrorCode::kNotFound, "open /workspace/x: No such file or directory", 2));
+  EXPECT_EQ(inside.code, ErrorCode::kNotFound);
+  EXPECT_EQ(inside.message, "open /workspace/x: No such file or directory");
+  // Told otherwise by the code that knows: FromErrno(kUnavailable, ...) stays 503.
+  EXPECT_EQ(ForClient(Error::FromErrno(ErrorCode::kUnavailable, ECONNREFUSED, "connect")).code,
+            ErrorCode::kUnavailable);
+  ClientError internal = ForClient(Error::Internal("bug at /srv/x"), "req_1");
+  EXPECT_EQ(internal.message, "internal error (request id req_1)");
 }
 
 TEST_F(HandlersTest, ExecSyncStreamAndFiles) {

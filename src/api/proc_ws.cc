@@ -128,8 +128,9 @@ class ProcWebSocket final : public WebSocketSession {
           o["signal"] = info->signal;
         } else {
           o["type"] = "error";
-          o["code"] = WireCodeOf(info.error().code());
-          o["message"] = info.error().message();
+          ClientError c = ForClient(info.error());
+          o["code"] = WireCodeOf(c.code);
+          o["message"] = c.message;
         }
         out->messages.push_back({Event(o), false});
         done_ = true;
@@ -139,8 +140,9 @@ class ProcWebSocket final : public WebSocketSession {
         asb::Error e = ev.error ? *ev.error : asb::Error::Backend("attach failed");
         json::object o;
         o["type"] = "error";
-        o["code"] = WireCodeOf(e.code());
-        o["message"] = e.code() == ErrorCode::kInternal ? "internal error" : e.message();
+        ClientError c = ForClient(e);
+        o["code"] = WireCodeOf(c.code);
+        o["message"] = c.message;
         out->messages.push_back({Event(o), false});
         done_ = true;
         break;

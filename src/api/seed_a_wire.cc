@@ -49,8 +49,9 @@ class SeedAStreamBody final : public ChannelNdjsonBody {
   json::object ErrorObject(const Error& e) override {
     json::object o;
     o["type"] = "error";
-    o["error"] = e.code() == ErrorCode::kInternal ? "internal error" : e.message();
-    o["code"] = WireCodeOf(e.code());
+    ClientError c = ForClient(e);
+    o["error"] = c.message;
+    o["code"] = WireCodeOf(c.code);
     return o;
   }
 

@@ -232,6 +232,13 @@ class Session {
 }  // namespace
 
 Result<int> RunTtyExec(const TtyExec& t) {
+  // As `docker exec -it`: forwarding a pipe or a file into a terminal races the program's own
+  // switch to raw mode (an early ^D can arrive as a plain byte and the shell waits for ever),
+  // so -i with -t needs a terminal on stdin; without -t, stdin is forwarded as a stream.
+  if (t.interactive && !::isatty(STDIN_FILENO)) {
+    return Fail(Error::InvalidArgument(
+        "the input device is not a TTY: drop -t to forward stdin from a pipe or a file"));
+  }
   int tty_fd = ::isatty(STDIN_FILENO) ? STDIN_FILENO : ::isatty(STDOUT_FILENO) ? STDOUT_FILENO : -1;
   json::object start = t.start;
   start["pty"] = true;

@@ -1,5 +1,6 @@
 #include "common/error.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -85,7 +86,17 @@ Error Error::FromErrno(ErrorCode code, int err, std::string_view context) {
   std::string msg(context);
   msg += ": ";
   msg += std::strerror(err);
-  return Error(code, std::move(msg), err);
+  Error e(code, std::move(msg), err);
+  e.host_text_bytes_ = e.message_.size();
+  return e;
+}
+
+std::string_view Error::ContextOnly() const {
+  if (host_text_bytes_ == 0) return message_;
+  std::string_view ctx(message_);
+  ctx.remove_suffix(std::min(host_text_bytes_, ctx.size()));
+  while (!ctx.empty() && (ctx.back() == ' ' || ctx.back() == ':')) ctx.remove_suffix(1);
+  return ctx;
 }
 
 Error Error::WithContext(std::string_view context) const& {
@@ -98,6 +109,56 @@ Error Error::WithContext(std::string_view context) && {
   msg += ": ";
   msg += message_;
   message_ = std::move(msg);
+  return std::move(*this);
+}
+
+namespace {
+
+bool StartsAPath(std::string_view text, size_t i) {
+  if (text[i] != '/') return false;
+  if (i == 0) return true;
+  char before = text[i - 1];
+  return before == ' ' || before == '(' || before == '\'' || before == '"' || before == '=' ||
+         before == ',';
+}
+
+// "import /var/lib/agent-sandbox/x.tar.zst into sb_1" -> "import (host path) into sb_1". A
+// path runs to the next space, quote, comma, closing parenthesis or ": ".
+std::string ScrubHostPaths(std::string_view text) {
+  std::string out;
+  for (size_t i = 0; i < text.size();) {
+    if (!StartsAPath(text, i)) {
+      out += text[i++];
+      continue;
+    }
+    size_t j = i;
+    while (j < text.size()) {
+      char c = text[j];
+      if (c == ' ' || c == '\'' || c == '"' || c == ',' || c == ')') break;
+      if (c == ':' && (j + 1 == text.size() || text[j + 1] == ' ')) break;
+      ++j;
+    }
+    out += "(host path)";
+    i = j;
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string Error::ClientSafeMessage() const {
+  if (from_host_call()) {
+    std::string out = ScrubHostPaths(ContextOnly());
+    if (!out.empty()) out += ": ";
+    out += "a host operation failed";
+    return out;
+  }
+  if (code_ == ErrorCode::kInternal) return "internal error";
+  return message_;
+}
+
+Error Error::WithCode(ErrorCode code) && {
+  code_ = code;
   return std::move(*this);
 }
 

@@ -61,6 +61,24 @@ class Error {
 
   /// Same as FromErrno but with the caller's choice of code.
   static Error FromErrno(ErrorCode code, int err, std::string_view context);
+  /// Both FromErrno forms mark the error as a failure of a system call made by this process
+  /// (in the server: a host call, never one inside a sandbox; sandboxd's errors arrive decoded
+  /// from the wire and are not marked). api/errors.cc answers a marked error as 502/500 without
+  /// its host text (ADR 0016): the errno-derived code only steers the code that handles
+  /// it (an ENOENT that means "not there yet", say), never the HTTP status a client sees.
+  bool from_host_call() const { return host_text_bytes_ > 0; }
+  /// The message without what the failed call itself said ("open /x: No such file..."): only
+  /// the context prepended by WithContext above it, "" when none. For a message that is not
+  /// from_host_call(), the whole message.
+  std::string_view ContextOnly() const;
+  /// What of this error a client may read (the rule of api::ForClient, which adds the request
+  /// id): for from_host_call() the ContextOnly() operation with absolute paths replaced by
+  /// "(host path)", then "a host operation failed"; for kInternal "internal error"; else the
+  /// message.
+  std::string ClientSafeMessage() const;
+  /// The same error with another code; message, errno and from_host_call() are kept (a layer
+  /// that re-tags, e.g. destroy's kBackend, must not turn host text into client text).
+  Error WithCode(ErrorCode code) &&;
 
   ErrorCode code() const { return code_; }
   int sys_errno() const { return sys_errno_; }
@@ -79,6 +97,9 @@ class Error {
   ErrorCode code_;
   int sys_errno_;
   std::string message_;
+  /// Length of the tail of message_ that FromErrno wrote (context + strerror); 0 = not a host
+  /// call's error.
+  size_t host_text_bytes_ = 0;
 };
 
 }  // namespace asb

@@ -23,6 +23,19 @@ TEST(ErrorTest, WithContextPrepends) {
   EXPECT_EQ(e.code(), ErrorCode::kLimitExceeded);
 }
 
+TEST(ErrorTest, FromErrnoMarksAHostCallAndKeepsItsContextApart) {
+  Error e = Error::FromErrno(EBUSY, "umount /var/lib/x").WithContext("rollback sb_1 to snap_2");
+  EXPECT_TRUE(e.from_host_call());
+  EXPECT_EQ(e.ContextOnly(), "rollback sb_1 to snap_2");
+  EXPECT_EQ(Error::FromErrno(ErrorCode::kBackend, EIO, "read").ContextOnly(), "");
+  EXPECT_TRUE(Error::FromErrno(ErrorCode::kBackend, EIO, "read").from_host_call());
+  // An error built from its parts (as one decoded from sandboxd's wire) is not a host call's.
+  Error wire(ErrorCode::kNotFound, "open /workspace/x: No such file or directory", ENOENT);
+  EXPECT_FALSE(wire.from_host_call());
+  EXPECT_EQ(wire.ContextOnly(), wire.message());
+  EXPECT_FALSE(wire.WithContext("read").from_host_call());
+}
+
 TEST(ErrorTest, CodeNamesRoundTrip) {
   for (auto code : {ErrorCode::kInvalidArgument, ErrorCode::kNotFound, ErrorCode::kTooLarge,
                     ErrorCode::kLimitExceeded, ErrorCode::kBackend, ErrorCode::kUnavailable}) {

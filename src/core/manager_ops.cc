@@ -177,7 +177,8 @@ CommandDefaults DefaultsOf(const Entry& e) {
 }
 
 Result<protocol::ExecRequest> BuildExecRequest(const Limits& lim, const ExecOptions& o,
-                                               const CommandDefaults& defaults) {
+                                               const CommandDefaults& defaults,
+                                               ExecDelivery delivery) {
   protocol::ExecRequest req;
   ASB_TRY(CheckExecArgBytes(o));
   if (o.command && !o.argv.empty()) {
@@ -220,12 +221,15 @@ Result<protocol::ExecRequest> BuildExecRequest(const Limits& lim, const ExecOpti
     seconds = std::min(*o.timeout_seconds, static_cast<double>(lim.max_exec_timeout_seconds));
   }
   req.timeout_ms = std::max<uint64_t>(1, static_cast<uint64_t>(std::llround(seconds * 1000)));
-  uint64_t cap = lim.max_exec_output_bytes;
+  // A collected exec holds its output in memory, so the server's maximum bounds it. A stream
+  // holds nothing beyond the channel's window: a build log or a training run's output is
+  // carried whole unless the caller opts into a cap (0 = none).
+  uint64_t cap = delivery == ExecDelivery::kCollected ? lim.max_exec_output_bytes : 0;
   if (o.max_output_bytes) {
     if (*o.max_output_bytes == 0) {
       return Fail(Error::InvalidArgument("max_output_bytes must be at least 1"));
     }
-    cap = std::min(cap, *o.max_output_bytes);
+    cap = cap == 0 ? *o.max_output_bytes : std::min(cap, *o.max_output_bytes);
   }
   // Per stream (issue 17 item 6): a stdout flood must not push out the stderr line that says
   // what went wrong, so each stream gets the whole cap and its own truncated flag.
@@ -256,7 +260,8 @@ Result<ExecStream> SandboxManager::StartExec(const std::string& owner, const std
                                              const ExecOptions& opts) {
   ASB_ASSIGN_OR_RETURN(auto e, impl_->Find(owner, id));
   ASB_ASSIGN_OR_RETURN(protocol::ExecRequest req,
-                       BuildExecRequest(config_.limits, opts, DefaultsOf(*e)));
+                       BuildExecRequest(config_.limits, opts, DefaultsOf(*e),
+                                        ExecDelivery::kStreamed));
   ASB_ASSIGN_OR_RETURN(Impl::Active act, impl_->BeginActivity(e));
   ASB_ASSIGN_OR_RETURN(auto conn, impl_->ConnectionFor(*e, act));
   const LimitHits before = HitsOf(*act.sandbox);

@@ -90,7 +90,7 @@ Status SandboxManager::Recover() {
           // and keep its resources (they are named by this live record).
           spdlog::warn("sandbox_id={} adopt failed: {}", info.id, sb.error().ToString());
           (void)m.WriteState(*entry, SandboxState::kError,
-                             "could not be adopted after restart: " + sb.error().message());
+                             "could not be adopted after restart: " + sb.error().ClientSafeMessage());
           entry->adopt_retries_left = kAdoptRetryPasses;
           live.insert(info.id);
         }

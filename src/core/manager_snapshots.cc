@@ -360,7 +360,13 @@ Result<SandboxInfo> SandboxManager::Rollback(const std::string& owner,
                                              const std::string& snapshot_id) {
   ASB_ASSIGN_OR_RETURN(auto e, impl_->Find(owner, sandbox_id));
   const std::string snap_owner = owner == kAnyOwner ? e->Snapshot().owner : owner;
-  ASB_ASSIGN_OR_RETURN(SnapshotInfo snap, GetSnapshot(snap_owner, snapshot_id));
+  // The snapshot is a field of the request body, not the resource the request addresses: a
+  // missing one is a 400 naming the field. A 404 here would read as "sandbox gone" to every SDK.
+  auto found = GetSnapshot(snap_owner, snapshot_id);
+  if (!found && found.error().code() == ErrorCode::kNotFound) {
+    return Fail(Error::InvalidArgument("snapshot_id: " + found.error().message()));
+  }
+  ASB_ASSIGN_OR_RETURN(SnapshotInfo snap, std::move(found));
   const std::string dir = SnapshotUploadDir();
 
   std::lock_guard op(e->op_mu);

@@ -96,11 +96,13 @@ TEST_F(ManagerSnapshotsTest, SnapshotRollbackForkAndOwnership) {
   Write(fork->id, "a.txt", "fork");
   EXPECT_EQ(Read(sb_.id, "a.txt"), "one");
 
-  // Delete: record and file go; rollback to it is kNotFound and touches nothing.
+  // Delete: record and file go; rollback to it is a bad snapshot_id (kInvalidArgument: the
+  // sandbox the request addresses exists) and touches nothing.
   ASSERT_TRUE(manager_->DeleteSnapshot("alice", snap->id));
   EXPECT_FALSE(fs::exists(SnapDir() + "/" + snap->id + ".tar.zst"));
   Write(sb_.id, "after.txt", "x");
-  EXPECT_EQ(manager_->Rollback("alice", sb_.id, snap->id).error().code(), ErrorCode::kNotFound);
+  EXPECT_EQ(manager_->Rollback("alice", sb_.id, snap->id).error().code(),
+            ErrorCode::kInvalidArgument);
   EXPECT_EQ(Read(sb_.id, "after.txt"), "x");
 }
 

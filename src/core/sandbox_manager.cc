@@ -187,8 +187,8 @@ Status SandboxManager::Impl::DestroyLocked(Entry& e, std::string_view why) {
   }
   if (!st) {
     spdlog::warn("sandbox_id={} destroy failed ({}): {}", info.id, why, st.error().ToString());
-    return Fail(Error(ErrorCode::kBackend, st.error().message(), st.error().sys_errno())
-                    .WithContext("destroy sandbox " + info.id));
+    return Fail(std::move(st).error().WithCode(ErrorCode::kBackend).WithContext(
+        "destroy sandbox " + info.id));
   }
   // After the side effect.
   ASB_TRY_CTX(WriteState(e, SandboxState::kDestroyed, info.error_message),
@@ -316,7 +316,8 @@ Result<SandboxInfo> SandboxManager::CreateWith(const std::string& owner, const C
     spdlog::warn("sandbox_id={} create failed: {}", info.id, err.ToString());
     // The record stays visible in state "error" (deletable; reaped at its TTL); the slot is
     // freed; whatever the backend left behind is removed now (Destroy is idempotent).
-    (void)impl_->WriteState(*entry, SandboxState::kError, err.message());
+    // The record's error_message is shown to clients: what a client may read of it.
+    (void)impl_->WriteState(*entry, SandboxState::kError, err.ClientSafeMessage());
     impl_->ReleaseSlot(*entry);
     if (Status st = impl_->backend.Destroy(info.id); !st) {
       spdlog::warn("sandbox_id={} cleanup after failed create: {}", info.id, st.error().ToString());

@@ -127,8 +127,9 @@ struct ExecOptions {
   std::string user{};
   /// Seconds, > 0; absent = default_exec_timeout_seconds; above the max it is clamped.
   std::optional<double> timeout_seconds{};
-  /// Cap on kept bytes of each stream separately (stdout and stderr each keep up to this);
-  /// absent or above the limit = max_exec_output_bytes. 0 is kInvalidArgument.
+  /// Cap on kept bytes of each stream separately (stdout and stderr each keep up to this).
+  /// Exec: absent or above the limit = max_exec_output_bytes. StartExec (streamed, flow
+  /// controlled): absent = no cap, else exactly this. 0 is kInvalidArgument.
   std::optional<uint64_t> max_output_bytes{};
   /// Bytes written to the command's stdin, then EOF. Absent: stdin is at EOF at once.
   std::optional<std::string> stdin_data{};

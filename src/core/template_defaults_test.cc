@@ -129,6 +129,28 @@ TEST(TemplateDefaultsTest, ExecOutputCapAppliesToEachStreamSeparately) {
   EXPECT_EQ(r->max_stdout_bytes, 1000u);
 }
 
+// ADR 0016: a streamed exec is flow controlled, so it carries everything by default; a
+// cap on a stream is opt-in and honoured as given, even above the collected form's maximum.
+TEST(TemplateDefaultsTest, StreamedExecIsUncappedUnlessAsked) {
+  Limits lim;
+  lim.max_exec_output_bytes = 1000;
+  ExecOptions o;
+  o.command = "true";
+  auto r = BuildExecRequest(lim, o, CommandDefaults{}, ExecDelivery::kStreamed);
+  ASSERT_TRUE(r) << r.error().ToString();
+  EXPECT_EQ(r->max_stdout_bytes, 0u) << "0 = no cap";
+  EXPECT_EQ(r->max_stderr_bytes, 0u);
+  EXPECT_EQ(r->max_output_bytes, 0u);
+  o.max_output_bytes = 5000;
+  r = BuildExecRequest(lim, o, CommandDefaults{}, ExecDelivery::kStreamed);
+  ASSERT_TRUE(r) << r.error().ToString();
+  EXPECT_EQ(r->max_stdout_bytes, 5000u);
+  EXPECT_EQ(r->max_stderr_bytes, 5000u);
+  o.max_output_bytes = 0;
+  EXPECT_EQ(BuildExecRequest(lim, o, CommandDefaults{}, ExecDelivery::kStreamed).error().code(),
+            ErrorCode::kInvalidArgument);
+}
+
 TEST(TemplateDefaultsTest, RecordsWithoutDefaultsKeepTheOldOnes) {
   SandboxInfo info;
   DecodeSpecJson(R"({"cpus":1,"env":{}})", &info);

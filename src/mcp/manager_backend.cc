@@ -24,9 +24,9 @@ constexpr int64_t kMaxInt = std::numeric_limits<int64_t>::max() / 2;
 constexpr int64_t kCancelPollMs = 200;
 
 tl::unexpected<ToolError> FromError(const Error& e) {
-  // Internal errors keep their details in the log, as api/errors.cc does for REST answers.
-  return ToolFail(std::string(api::WireCodeOf(e.code())),
-                  e.code() == ErrorCode::kInternal ? "internal error" : e.message());
+  // What a client may see of an error is api::ForClient's one rule, as for REST answers.
+  api::ClientError c = api::ForClient(e);
+  return ToolFail(std::string(api::WireCodeOf(c.code)), c.message);
 }
 
 ToolResult<void> CheckId(std::string_view id, std::string_view prefix, std::string_view what) {

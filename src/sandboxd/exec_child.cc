@@ -154,12 +154,15 @@ void RunExecChild(const ChildPlan& p) {
   // 5. Credentials and capabilities.
   SetCredentials(p);
 
-  // 6. Working directory, checked with the command's own permissions.
+  // 6. Working directory, checked with the command's own permissions. A workdir that is missing,
+  //    not a directory or not searchable is a bad field of the request (400 naming `workdir`),
+  //    never a 404: every SDK reads 404 as "this sandbox is gone" (E2B's maps it to
+  //    SandboxNotFoundError).
   if (chdir(p.cwd) != 0) {
     int err = errno;
     char what[200];
-    snprintf(what, sizeof what, "cwd %s", p.cwd);
-    Die(efd, err == ENOENT ? ErrorCode::kNotFound : Error::FromErrno(err, "").code(), err, what);
+    snprintf(what, sizeof what, "workdir %s", p.cwd);
+    Die(efd, ErrorCode::kInvalidArgument, err, what);
   }
 
   // 7. no_new_privs, then seccomp (last: the filter would block some of the calls above).

@@ -227,7 +227,7 @@ TEST_F(SandboxdTest, ProcStartFailureIsAnError) {
   r.cwd = "/nonexistent-dir";
   auto p = protocol::StartProcess(*conn_, r);
   ASSERT_FALSE(p);
-  EXPECT_EQ(p.error().code(), ErrorCode::kNotFound);
+  EXPECT_EQ(p.error().code(), ErrorCode::kInvalidArgument);
   auto list = protocol::ListProcesses(*conn_);
   ASSERT_TRUE(list);
   EXPECT_TRUE(list->empty());

@@ -95,13 +95,13 @@ TEST_F(SandboxdTest, MissingProgramIs127WithAClearLine) {
   EXPECT_EQ(r2.stderr_data, "sandboxd: ./noexec: Permission denied\n");
 }
 
-TEST_F(SandboxdTest, MissingCwdIsNotFound) {
+TEST_F(SandboxdTest, MissingCwdIsABadRequest) {
   ExecRequest req = ShellRequest("echo never");
   req.cwd = "/nonexistent-dir-xyz";
   auto r = protocol::ExecCollect(*conn_, req);
   ASSERT_FALSE(r);
-  EXPECT_EQ(r.error().code(), ErrorCode::kNotFound);
-  EXPECT_EQ(r.error().message(), "cwd /nonexistent-dir-xyz: No such file or directory");
+  EXPECT_EQ(r.error().code(), ErrorCode::kInvalidArgument);
+  EXPECT_EQ(r.error().message(), "workdir /nonexistent-dir-xyz: No such file or directory");
 }
 
 TEST_F(SandboxdTest, BadRequestsAreInvalid) {

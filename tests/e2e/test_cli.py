@@ -237,6 +237,17 @@ class CliTest(ServerTestCase):
                 os.waitpid(pid, 0)
             os.close(fd)
 
+    def test_exec_it_without_a_terminal_on_stdin_is_refused(self):
+        # As docker exec -it: a pipe into a PTY races the shell's raw mode and could hang.
+        sid = self.sandbox()
+        p = subprocess.run([BIN, "exec", "-it", sid, "--", "cat"], input=b"x\n",
+                           capture_output=True, env=self.env(), timeout=60)
+        self.assertNotEqual(p.returncode, 0, p)
+        self.assertIn(b"the input device is not a TTY", p.stderr)
+        p = subprocess.run([BIN, "exec", "-i", sid, "--", "cat"], input=b"x\n",
+                           capture_output=True, env=self.env(), timeout=60)
+        self.assertEqual((p.returncode, p.stdout), (0, b"x\n"), p)
+
     def test_exec_it_restores_the_terminal(self):
         sid = self.sandbox()
         import termios

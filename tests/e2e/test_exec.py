@@ -141,15 +141,50 @@ class ExecTest(ServerTestCase):
         self.assertIs(r["truncated"], True)
         self.assertEqual(len(r["stdout"]), 1 << 20)
         self.assertEqual(r["exit_code"], 2)
-        # The stream's exit line carries the same flags.
+        # A stream's cap is opt-in; with one, its exit line carries the same flags.
         _, status, lines = self.server.stream(self.sid, {
-            "command": "head -c 2097152 /dev/zero | tr '\\0' x; echo oops >&2"})
+            "command": "head -c 2097152 /dev/zero | tr '\\0' x; echo oops >&2",
+            "max_output_bytes": 1 << 20})
         self.assertEqual(status, 200)
         exit_line = lines[-1]
         self.assertEqual(exit_line["type"], "exit", exit_line)
         self.assertIs(exit_line["stdout_truncated"], True)
         self.assertIs(exit_line["stderr_truncated"], False)
+        self.assertEqual(sum(len(l["data"]) for l in lines if l["type"] == "stdout"), 1 << 20)
         self.assertIn("oops", "".join(l["data"] for l in lines if l["type"] == "stderr"))
+
+    def test_a_stream_carries_everything_by_default(self):
+        # ADR 0016: a build log longer than the sync cap (1 MiB) is not cut while the
+        # client reads it: 5 MiB on stdout, then 2 MiB on stderr, all delivered, no flag set.
+        _, status, lines = self.server.stream(self.sid, {
+            "command": "head -c 5242880 /dev/zero | tr '\\0' o; "
+                       "head -c 2097152 /dev/zero | tr '\\0' e >&2; echo end"})
+        self.assertEqual(status, 200)
+        out = "".join(l["data"] for l in lines if l["type"] == "stdout")
+        err = "".join(l["data"] for l in lines if l["type"] == "stderr")
+        self.assertEqual(len(out), 5242880 + 4)
+        self.assertTrue(out.endswith("oend\n"))
+        self.assertEqual(err, "e" * 2097152)
+        exit_line = lines[-1]
+        self.assertEqual(exit_line["type"], "exit", exit_line)
+        self.assertIs(exit_line["truncated"], False)
+        self.assertIs(exit_line["stdout_truncated"], False)
+        self.assertEqual(exit_line["exit_code"], 0)
+
+    def test_a_missing_workdir_is_a_bad_field_not_a_missing_sandbox(self):
+        # ADR 0016: 404 reads as "sandbox gone" to every SDK (E2B: SandboxNotFoundError).
+        r = self.server.request("POST", "/v1/sandboxes/%s/exec" % self.sid,
+                                {"command": "true", "workdir": "/no/such/dir"})
+        self.assertError(r, 400, "invalid_request")
+        self.assertIn("workdir /no/such/dir", r.json()["error"]["message"])
+        _, status, resp = self.server.stream(self.sid, {"command": "true", "workdir": "nodir"})
+        self.assertEqual(status, 400)
+        self.assertEqual(resp.error_code, "invalid_request")
+        self.assertError(self.server.request("POST", "/v1/sandboxes/%s/exec" % self.sid,
+                                             {"command": "true", "workdir": "/etc/hostname"}),
+                         400, "invalid_request")  # not a directory
+        # The sandbox is still there and answers.
+        self.assertEqual(self.server.run(self.sid, "echo ok")["stdout"], "ok\n")
 
     def test_timeout_seconds_is_an_alias_of_timeout(self):
         t0 = time.time()

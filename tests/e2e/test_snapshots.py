@@ -159,13 +159,17 @@ class SnapshotsTest(ServerTestCase):
         self.assertEqual(self.server.request("DELETE", "/v1/snapshots/" + snap["id"]).status, 204)
         self.assertError(self.server.request("GET", "/v1/snapshots/" + snap["id"]), 404,
                          "not_found")
-        self.assertError(self.rollback(fid, snap["id"]), 404, "not_found")
+        # The snapshot is a body field of rollback: 400 naming it (404 is for the sandbox).
+        r = self.rollback(fid, snap["id"])
+        self.assertError(r, 400, "invalid_request")
+        self.assertIn("snapshot_id", r.json()["error"]["message"])
         self.assertError(self.server.request("DELETE", "/v1/snapshots/" + snap["id"]), 404,
                          "not_found")
         for bad in ["snap_../../etc", "snap_0123456789abcdef/x", "../x", "snap_zz"]:
             r = self.server.request("GET", "/v1/snapshots/" + bad)
             self.assertEqual(r.status, 404, (bad, r))
-        self.assertError(self.rollback(fid, "snap_0123/4567"), 404, "not_found")
+        self.assertError(self.rollback(fid, "snap_0123/4567"), 400, "invalid_request")
+        self.assertError(self.rollback("sb_0000000000000000", "snap_0123"), 404, "not_found")
         self.assertFalse(os.path.exists(os.path.join(self.server.data_dir, "snapshots",
                                                      snap["id"] + ".tar.zst")))
 
