@@ -19,8 +19,8 @@ set(ASB_TEST_DEPS
   "dnsmasq|dnsmasq-base" "curl|curl" "ps|procps"
   # yardsticks of the benchmarks
   "bwrap|bubblewrap"
-  # the fuzz targets (scripts/fuzz.sh)
-  "clang++|clang"
+  # the fuzz targets (scripts/fuzz.sh) and the format check (scripts/check-format.sh)
+  "clang++|clang" "clang-format|clang-format"
   # the TypeScript SDK and MCP suites
   "node|nodejs" "npm|npm"
   # preview URLs in a real browser (tests/e2e/test_preview.py)

@@ -21,6 +21,8 @@ PACKAGES=(
   libgtest-dev libgmock-dev libbenchmark-dev
   # libFuzzer targets and their ASan/UBSan runtimes (scripts/fuzz.sh; fuzz/)
   clang libclang-rt-14-dev
+  # the format check of every C++ file against .clang-format (scripts/check-format.sh, ctest)
+  clang-format
   # run time: template builder, workspace images, namespaces/network tools, comparisons
   bubblewrap mmdebstrap debian-archive-keyring e2fsprogs xfsprogs util-linux mount iproute2 procps
   python3 curl zstd xz-utils ca-certificates
