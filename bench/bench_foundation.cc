@@ -1,7 +1,8 @@
 // bench_foundation: the foundation's latency and throughput figures, each beside the same work
 // done by bubblewrap (the cold-start yardstick of ARCHITECTURE.md) and the ratio ours / bwrap.
 //
-//   1. create -> first stdout byte of `echo hi`   (ns backend Create + exec, vs `bwrap ... echo hi`)
+//   1. create -> first stdout byte of `echo hi`   (ns backend Create + exec, vs `bwrap ... echo
+//   hi`)
 //   2. exec round trip of `true` in a running sandbox (vs a whole `bwrap ... true`, since
 //      bubblewrap has no running sandbox to exec into)
 //   3. stdout throughput of `head -c 1G /dev/zero`  (through sandboxd's flow-controlled stream,
@@ -165,16 +166,35 @@ std::vector<double> OursThroughput(asb::isolation::Sandbox& sb, const Options& o
 // ---- bwrap ------------------------------------------------------------------------------------
 
 std::vector<std::string> BwrapArgv(const Options& o, std::vector<std::string> cmd) {
-  std::vector<std::string> a = {"bwrap",         "--unshare-all",  "--die-with-parent",
-                                "--new-session", "--ro-bind",      o.rootfs,
-                                "/",             "--proc",         "/proc",
-                                "--dev",         "/dev",           "--tmpfs",
-                                "/tmp",          "--tmpfs",        "/workspace",
-                                "--chdir",       "/workspace",     "--hostname",
-                                "sandbox",       "--uid",          "1000",
-                                "--gid",         "1000",           "--cap-drop",
-                                "ALL",           "--setenv",       "HOME",
-                                "/workspace",    "--"};
+  std::vector<std::string> a = {"bwrap",
+                                "--unshare-all",
+                                "--die-with-parent",
+                                "--new-session",
+                                "--ro-bind",
+                                o.rootfs,
+                                "/",
+                                "--proc",
+                                "/proc",
+                                "--dev",
+                                "/dev",
+                                "--tmpfs",
+                                "/tmp",
+                                "--tmpfs",
+                                "/workspace",
+                                "--chdir",
+                                "/workspace",
+                                "--hostname",
+                                "sandbox",
+                                "--uid",
+                                "1000",
+                                "--gid",
+                                "1000",
+                                "--cap-drop",
+                                "ALL",
+                                "--setenv",
+                                "HOME",
+                                "/workspace",
+                                "--"};
   a.insert(a.end(), cmd.begin(), cmd.end());
   return a;
 }
@@ -239,9 +259,9 @@ std::vector<double> BwrapThroughput(const Options& o) {
   for (int i = 0; i < o.throughput_iterations; ++i) {
     uint64_t total;
     double first;
-    double all = SpawnAndRead(
-        BwrapArgv(o, {"head", "-c", std::to_string(o.throughput_bytes), "/dev/zero"}), &total,
-        &first);
+    double all =
+        SpawnAndRead(BwrapArgv(o, {"head", "-c", std::to_string(o.throughput_bytes), "/dev/zero"}),
+                     &total, &first);
     mib_s.push_back(static_cast<double>(total) / (1 << 20) / (all / 1000.0));
   }
   return mib_s;
@@ -250,8 +270,8 @@ std::vector<double> BwrapThroughput(const Options& o) {
 // ---- report -----------------------------------------------------------------------------------
 
 void Row(const char* name, const char* unit, const Stats& ours, const Stats& bwrap) {
-  std::printf("%-38s %9.3f %9.3f   %9.3f %9.3f   %6.2fx  %s\n", name, ours.p50, ours.p99,
-              bwrap.p50, bwrap.p99, bwrap.p50 > 0 ? ours.p50 / bwrap.p50 : 0.0, unit);
+  std::printf("%-38s %9.3f %9.3f   %9.3f %9.3f   %6.2fx  %s\n", name, ours.p50, ours.p99, bwrap.p50,
+              bwrap.p99, bwrap.p50 > 0 ? ours.p50 / bwrap.p50 : 0.0, unit);
 }
 
 void Usage() {
@@ -273,15 +293,24 @@ int main(int argc, char** argv) {
       if (i + 1 >= argc) Usage();
       return argv[++i];
     };
-    if (a == "--data-dir") o.data_dir = next();
-    else if (a == "--rootfs") o.rootfs = next();
-    else if (a == "--sandboxd") o.sandboxd = next();
-    else if (a == "--creates") o.create_iterations = std::stoi(next());
-    else if (a == "--execs") o.exec_iterations = std::stoi(next());
-    else if (a == "--throughput-runs") o.throughput_iterations = std::stoi(next());
-    else if (a == "--bytes") o.throughput_bytes = std::stoull(next());
-    else if (a == "--pool") o.pool = static_cast<uint32_t>(std::stoul(next()));
-    else Usage();
+    if (a == "--data-dir")
+      o.data_dir = next();
+    else if (a == "--rootfs")
+      o.rootfs = next();
+    else if (a == "--sandboxd")
+      o.sandboxd = next();
+    else if (a == "--creates")
+      o.create_iterations = std::stoi(next());
+    else if (a == "--execs")
+      o.exec_iterations = std::stoi(next());
+    else if (a == "--throughput-runs")
+      o.throughput_iterations = std::stoi(next());
+    else if (a == "--bytes")
+      o.throughput_bytes = std::stoull(next());
+    else if (a == "--pool")
+      o.pool = static_cast<uint32_t>(std::stoul(next()));
+    else
+      Usage();
   }
   if (::geteuid() != 0) Die("needs root");
   if (o.rootfs.empty()) o.rootfs = o.data_dir + "/templates/base/rootfs";
@@ -337,7 +366,8 @@ int main(int argc, char** argv) {
   Row("exec round trip of `true` (bwrap: run)", "ms", e_ours, e_bwrap);
   std::string tp = "stdout throughput `head -c " + std::to_string(o.throughput_bytes >> 20) + "M`";
   Row(tp.c_str(), "MiB/s", t_ours, t_bwrap);
-  std::printf("\n(ratio = ours p50 / bwrap p50; targets: create -> first byte p50 <= 10 ms, exec "
-              "round trip p50 <= 1 ms)\n");
+  std::printf(
+      "\n(ratio = ours p50 / bwrap p50; targets: create -> first byte p50 <= 10 ms, exec "
+      "round trip p50 <= 1 ms)\n");
   return 0;
 }

@@ -10,18 +10,30 @@ namespace asb::api {
 
 int HttpStatusOf(ErrorCode code) {
   switch (code) {
-    case ErrorCode::kInvalidArgument: return 400;
-    case ErrorCode::kUnauthenticated: return 401;
-    case ErrorCode::kPermissionDenied: return 403;
-    case ErrorCode::kNotFound: return 404;
-    case ErrorCode::kConflict: return 409;
-    case ErrorCode::kTooLarge: return 413;
-    case ErrorCode::kLimitExceeded: return 429;
-    case ErrorCode::kInternal: return 500;
-    case ErrorCode::kBackend: return 502;
-    case ErrorCode::kUnavailable: return 503;
-    case ErrorCode::kCancelled: return 503;
-    case ErrorCode::kTimeout: return 504;
+    case ErrorCode::kInvalidArgument:
+      return 400;
+    case ErrorCode::kUnauthenticated:
+      return 401;
+    case ErrorCode::kPermissionDenied:
+      return 403;
+    case ErrorCode::kNotFound:
+      return 404;
+    case ErrorCode::kConflict:
+      return 409;
+    case ErrorCode::kTooLarge:
+      return 413;
+    case ErrorCode::kLimitExceeded:
+      return 429;
+    case ErrorCode::kInternal:
+      return 500;
+    case ErrorCode::kBackend:
+      return 502;
+    case ErrorCode::kUnavailable:
+      return 503;
+    case ErrorCode::kCancelled:
+      return 503;
+    case ErrorCode::kTimeout:
+      return 504;
   }
   return 500;
 }
@@ -63,8 +75,8 @@ ClientError ForClient(const Error& error, std::string_view request_id) {
         code != ErrorCode::kTimeout && code != ErrorCode::kCancelled) {
       code = ErrorCode::kBackend;
     }
-    spdlog::warn("request_id={} host failure answered as {}: {}", request_id,
-                 ErrorCodeName(code), error.ToString());
+    spdlog::warn("request_id={} host failure answered as {}: {}", request_id, ErrorCodeName(code),
+                 error.ToString());
     return {code, WithRequestId(error.ClientSafeMessage(), request_id)};
   }
   if (error.code() == ErrorCode::kInternal) {

@@ -52,8 +52,8 @@ Result<ParsedExec> ParseExec(std::string_view text) {
   ASB_ASSIGN_OR_RETURN(auto timeout, PositiveSeconds(body, "timeout"));
   ASB_ASSIGN_OR_RETURN(auto alias, PositiveSeconds(body, "timeout_seconds"));
   ASB_ASSIGN_OR_RETURN(o.timeout_seconds, MergeAlias("timeout", timeout, "timeout_seconds", alias));
-  ASB_ASSIGN_OR_RETURN(auto cap, body.Integer("max_output_bytes", 1,
-                                              std::numeric_limits<int64_t>::max()));
+  ASB_ASSIGN_OR_RETURN(auto cap,
+                       body.Integer("max_output_bytes", 1, std::numeric_limits<int64_t>::max()));
   if (cap) o.max_output_bytes = static_cast<uint64_t>(*cap);
   ASB_ASSIGN_OR_RETURN(o.stdin_data, body.String("stdin"));
   ASB_ASSIGN_OR_RETURN(auto encoding, body.String("encoding"));
@@ -74,8 +74,7 @@ void AddExecRoutes(Router& router, ApiContext& ctx) {
   core::SandboxManager* m = ctx.manager;
   int64_t keepalive_ms = ctx.stream_keepalive_ms;
 
-  router.Add("POST", "/v1/sandboxes/{id}/exec",
-             Wrap([m](HttpRequest& req) -> Result<HttpResponse> {
+  router.Add("POST", "/v1/sandboxes/{id}/exec", Wrap([m](HttpRequest& req) -> Result<HttpResponse> {
                ASB_ASSIGN_OR_RETURN(std::string id, SandboxIdParam(req));
                ASB_ASSIGN_OR_RETURN(ParsedExec p, ParseExec(req.body));
                p.options.abandoned = req.client_gone;

@@ -131,8 +131,7 @@ Result<std::optional<uint32_t>> ModeField(JsonBody& body) {
 void AddFileRoutes(Router& router, ApiContext& ctx) {
   core::SandboxManager* m = ctx.manager;
 
-  router.Add("GET", "/v1/sandboxes/{id}/files",
-             Wrap([m](HttpRequest& req) -> Result<HttpResponse> {
+  router.Add("GET", "/v1/sandboxes/{id}/files", Wrap([m](HttpRequest& req) -> Result<HttpResponse> {
                ASB_ASSIGN_OR_RETURN(std::string id, SandboxIdParam(req));
                ASB_ASSIGN_OR_RETURN(std::string path, RequiredQuery(req, "path"));
                ASB_ASSIGN_OR_RETURN(protocol::FileStat st, m->StatFile(OwnerOf(req), id, path));
@@ -153,8 +152,7 @@ void AddFileRoutes(Router& router, ApiContext& ctx) {
 
   RouteOptions upload;
   upload.file_body = true;
-  router.Add("PUT", "/v1/sandboxes/{id}/files",
-             Wrap([m](HttpRequest& req) -> Result<HttpResponse> {
+  router.Add("PUT", "/v1/sandboxes/{id}/files", Wrap([m](HttpRequest& req) -> Result<HttpResponse> {
                ASB_ASSIGN_OR_RETURN(std::string id, SandboxIdParam(req));
                ASB_ASSIGN_OR_RETURN(std::string path, RequiredQuery(req, "path"));
                std::optional<uint32_t> mode;
@@ -215,34 +213,32 @@ void AddFileRoutes(Router& router, ApiContext& ctx) {
                return StatResponse(id, st);
              }));
 
-  router.Add("POST", "/v1/sandboxes/{id}/files/mkdir",
-             Wrap([m](HttpRequest& req) -> Result<HttpResponse> {
-               ASB_ASSIGN_OR_RETURN(std::string id, SandboxIdParam(req));
-               ASB_ASSIGN_OR_RETURN(JsonBody body, JsonBody::Parse(req.body));
-               ASB_ASSIGN_OR_RETURN(auto path, body.String("path"));
-               ASB_ASSIGN_OR_RETURN(auto mode, ModeField(body));
-               ASB_TRY(body.Finish());
-               if (!path) return Fail(Error::InvalidArgument("path: required"));
-               ASB_ASSIGN_OR_RETURN(protocol::FileStat st,
-                                    m->MakeDir(OwnerOf(req), id, *path, mode));
-               return StatResponse(id, st);
-             }));
+  router.Add(
+      "POST", "/v1/sandboxes/{id}/files/mkdir", Wrap([m](HttpRequest& req) -> Result<HttpResponse> {
+        ASB_ASSIGN_OR_RETURN(std::string id, SandboxIdParam(req));
+        ASB_ASSIGN_OR_RETURN(JsonBody body, JsonBody::Parse(req.body));
+        ASB_ASSIGN_OR_RETURN(auto path, body.String("path"));
+        ASB_ASSIGN_OR_RETURN(auto mode, ModeField(body));
+        ASB_TRY(body.Finish());
+        if (!path) return Fail(Error::InvalidArgument("path: required"));
+        ASB_ASSIGN_OR_RETURN(protocol::FileStat st, m->MakeDir(OwnerOf(req), id, *path, mode));
+        return StatResponse(id, st);
+      }));
 
-  router.Add("POST", "/v1/sandboxes/{id}/files/move",
-             Wrap([m](HttpRequest& req) -> Result<HttpResponse> {
-               ASB_ASSIGN_OR_RETURN(std::string id, SandboxIdParam(req));
-               ASB_ASSIGN_OR_RETURN(JsonBody body, JsonBody::Parse(req.body));
-               ASB_ASSIGN_OR_RETURN(auto from, body.String("from"));
-               ASB_ASSIGN_OR_RETURN(auto to, body.String("to"));
-               ASB_ASSIGN_OR_RETURN(auto overwrite, body.Bool("overwrite"));
-               ASB_TRY(body.Finish());
-               if (!from) return Fail(Error::InvalidArgument("from: required"));
-               if (!to) return Fail(Error::InvalidArgument("to: required"));
-               ASB_ASSIGN_OR_RETURN(protocol::FileStat st,
-                                    m->MoveFile(OwnerOf(req), id, *from, *to,
-                                                overwrite.value_or(false)));
-               return StatResponse(id, st);
-             }));
+  router.Add(
+      "POST", "/v1/sandboxes/{id}/files/move", Wrap([m](HttpRequest& req) -> Result<HttpResponse> {
+        ASB_ASSIGN_OR_RETURN(std::string id, SandboxIdParam(req));
+        ASB_ASSIGN_OR_RETURN(JsonBody body, JsonBody::Parse(req.body));
+        ASB_ASSIGN_OR_RETURN(auto from, body.String("from"));
+        ASB_ASSIGN_OR_RETURN(auto to, body.String("to"));
+        ASB_ASSIGN_OR_RETURN(auto overwrite, body.Bool("overwrite"));
+        ASB_TRY(body.Finish());
+        if (!from) return Fail(Error::InvalidArgument("from: required"));
+        if (!to) return Fail(Error::InvalidArgument("to: required"));
+        ASB_ASSIGN_OR_RETURN(protocol::FileStat st,
+                             m->MoveFile(OwnerOf(req), id, *from, *to, overwrite.value_or(false)));
+        return StatResponse(id, st);
+      }));
 }
 
 }  // namespace asb::api

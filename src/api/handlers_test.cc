@@ -1,18 +1,18 @@
 // The REST handlers driven through the routing table without sockets (STYLE.md: handlers are
 // functions of the request), over the real SandboxManager with core's FakeBackend (whose
 // sandboxes run the real sandboxd on the host when it has been built) and an in-memory store.
-#include <gtest/gtest.h>
+#include "api/handlers.h"
 
-#include <cerrno>
+#include <gtest/gtest.h>
 #include <unistd.h>
 
 #include <boost/json.hpp>
+#include <cerrno>
 #include <chrono>
 #include <filesystem>
 #include <thread>
 
 #include "api/errors.h"
-#include "api/handlers.h"
 #include "common/clock.h"
 #include "core/sandbox_manager.h"
 #include "core/testing/fake_backend.h"
@@ -76,7 +76,8 @@ class HandlersTest : public ::testing::Test {
         size_t amp = rest.find('&', pos);
         std::string kv = rest.substr(pos, amp == std::string::npos ? std::string::npos : amp - pos);
         size_t eq = kv.find('=');
-        if (!kv.empty()) req.query[kv.substr(0, eq)] = eq == std::string::npos ? "" : kv.substr(eq + 1);
+        if (!kv.empty())
+          req.query[kv.substr(0, eq)] = eq == std::string::npos ? "" : kv.substr(eq + 1);
         if (amp == std::string::npos) break;
         pos = amp + 1;
       }
@@ -256,8 +257,8 @@ TEST_F(HandlersTest, ExecSyncStreamAndFiles) {
 
   HttpResponse put = Call("PUT", "/v1/sandboxes/" + id + "/files?path=d/f.txt&mode=600", "");
   EXPECT_EQ(put.status, 200) << put.body;
-  HttpResponse too_big = Call("PUT", "/v1/sandboxes/" + id + "/files?path=big",
-                              std::string(65, 'x'));
+  HttpResponse too_big =
+      Call("PUT", "/v1/sandboxes/" + id + "/files?path=big", std::string(65, 'x'));
   EXPECT_EQ(too_big.status, 413) << too_big.body;
   EXPECT_EQ(Call("PUT", "/v1/sandboxes/" + id + "/files?path=x&mode=999", "").status, 400);
   EXPECT_EQ(Call("PUT", "/v1/sandboxes/" + id + "/files", "").status, 400);

@@ -25,7 +25,7 @@ struct HttpRequest {
   std::map<std::string, std::string> query;    // decoded query parameters (last one wins)
   std::map<std::string, std::string> headers;  // lower-case name -> value
   std::string body;
-  std::string request_id;                      // X-Request-Id, echoed or generated
+  std::string request_id;  // X-Request-Id, echoed or generated
   /// Filled in by the router: the matched route template ("/v1/sandboxes/{id}") and the
   /// values of its {placeholders}.
   std::string route;

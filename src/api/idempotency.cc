@@ -70,10 +70,9 @@ Result<HttpResponse> RunIdempotent(store::Store* store, const HttpRequest& req,
   const std::string fingerprint = store::HashApiKey(canonical);  // SHA-256 hex
   const std::string scope = IdempotencyScope(req);
   store::IdempotencyStore idem(*store);
-  ASB_ASSIGN_OR_RETURN(
-      store::IdempotencyClaim claim,
-      idem.Begin(scope, key, fingerprint, SystemClock::Instance().NowUnixMs(),
-                 store::kIdempotencyRetentionMs));
+  ASB_ASSIGN_OR_RETURN(store::IdempotencyClaim claim,
+                       idem.Begin(scope, key, fingerprint, SystemClock::Instance().NowUnixMs(),
+                                  store::kIdempotencyRetentionMs));
   using Kind = store::IdempotencyClaim::Kind;
   switch (claim.kind) {
     case Kind::kMismatch:

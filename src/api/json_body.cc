@@ -72,8 +72,7 @@ Result<std::optional<double>> JsonBody::Number(std::string_view name) {
   return Fail(TypeError(name, "a number"));
 }
 
-Result<std::optional<int64_t>> JsonBody::Integer(std::string_view name, int64_t min,
-                                                 int64_t max) {
+Result<std::optional<int64_t>> JsonBody::Integer(std::string_view name, int64_t min, int64_t max) {
   const json::value* v = impl_->Find(name);
   if (v == nullptr) return std::optional<int64_t>();
   std::string range = "an integer in [" + std::to_string(min) + ", " + std::to_string(max) + "]";

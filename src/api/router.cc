@@ -64,8 +64,10 @@ Router::Match Router::Find(std::string_view method, std::string_view path,
     const size_t fixed = tail ? r.segments.size() - 1 : segs.size();
     for (size_t i = 0; i < fixed && ok; ++i) {
       if (IsParam(r.segments[i])) {
-        if (segs[i].empty()) ok = false;
-        else params[r.segments[i].substr(1, r.segments[i].size() - 2)] = segs[i];
+        if (segs[i].empty())
+          ok = false;
+        else
+          params[r.segments[i].substr(1, r.segments[i].size() - 2)] = segs[i];
       } else if (r.segments[i] != segs[i]) {
         ok = false;
       }

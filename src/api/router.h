@@ -40,9 +40,9 @@ using HostMatcher =
     std::function<bool(std::string_view host, std::map<std::string, std::string>* params)>;
 
 struct Route {
-  std::string method;                  // "*" for a host route: every method
-  std::string pattern;                 // "/v1/sandboxes/{id}/exec"; a host route's name
-  std::vector<std::string> segments;   // pattern split at '/'
+  std::string method;                 // "*" for a host route: every method
+  std::string pattern;                // "/v1/sandboxes/{id}/exec"; a host route's name
+  std::vector<std::string> segments;  // pattern split at '/'
   Handler handler;
   RouteOptions options;
   HostMatcher host;  // set: a host route
@@ -57,10 +57,10 @@ class Router {
   void AddHost(std::string name, HostMatcher match, Handler handler, RouteOptions options = {});
 
   struct Match {
-    const Route* route = nullptr;   // set when found
+    const Route* route = nullptr;  // set when found
     std::map<std::string, std::string> params;
-    int status = 0;                 // 0 when found, else 404 or 405
-    std::string allow;              // for 405: "GET, DELETE"
+    int status = 0;     // 0 when found, else 404 or 405
+    std::string allow;  // for 405: "GET, DELETE"
   };
   /// Finds the route for `method` and the decoded `path`: the first host route that accepts
   /// `host` (the Host header; "" = none), else the path routes.

@@ -87,8 +87,7 @@ std::string Utf8Stream::Flush() {
 }
 
 std::string Base64Encode(std::string_view in) {
-  static const char kTable[] =
-      "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  static const char kTable[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
   std::string out;
   out.reserve((in.size() + 2) / 3 * 4);
   size_t i = 0;

@@ -7,7 +7,11 @@ namespace {
 
 TEST(TextTest, SanitizeReplacesInvalidBytesOnly) {
   EXPECT_EQ(SanitizeUtf8("héllo €"), "héllo €");
-  EXPECT_EQ(SanitizeUtf8(std::string("a\xff" "b", 3)), "a\xEF\xBF\xBD" "b");
+  EXPECT_EQ(SanitizeUtf8(std::string("a\xff"
+                                     "b",
+                                     3)),
+            "a\xEF\xBF\xBD"
+            "b");
   EXPECT_EQ(SanitizeUtf8(std::string("\xC0\xAF", 2)), "\xEF\xBF\xBD\xEF\xBF\xBD");  // overlong
   EXPECT_EQ(SanitizeUtf8(std::string("\xED\xA0\x80", 3)).find("\xED"), std::string::npos);
   EXPECT_EQ(SanitizeUtf8(std::string("a\0b", 3)), std::string("a\0b", 3));

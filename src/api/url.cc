@@ -67,7 +67,8 @@ void SplitTarget(std::string_view target, std::string* path,
     if (pair.empty()) continue;
     size_t eq = pair.find('=');
     std::string_view name = pair.substr(0, eq);
-    std::string_view value = eq == std::string_view::npos ? std::string_view{} : pair.substr(eq + 1);
+    std::string_view value =
+        eq == std::string_view::npos ? std::string_view{} : pair.substr(eq + 1);
     std::optional<std::string> n = PercentDecode(name, true);
     std::optional<std::string> v = PercentDecode(value, true);
     (*query)[n ? *n : std::string(name)] = v ? *v : std::string(value);

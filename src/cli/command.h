@@ -7,9 +7,8 @@
 // "agent-sandbox: <message>" on stderr); 124 is a timeout, as with timeout(1).
 #pragma once
 
-#include <functional>
-
 #include <CLI/CLI.hpp>
+#include <functional>
 
 #include "common/error.h"
 

@@ -103,8 +103,8 @@ Result<protocol::ExecResult> StreamExec(protocol::Channel& channel, const Stream
       case protocol::ChannelEvent::Kind::kData: {
         bool to_err = ev.stream == protocol::Stream::kStderr;
         bool& open = to_err ? err_open : out_open;
-        if (open && !WriteAll(to_err ? io.stderr_fd : io.stdout_fd, ev.payload.data(),
-                              ev.payload.size())) {
+        if (open &&
+            !WriteAll(to_err ? io.stderr_fd : io.stdout_fd, ev.payload.data(), ev.payload.size())) {
           open = false;  // EPIPE or similar: keep draining, stop writing
         }
         break;

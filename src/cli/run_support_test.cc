@@ -30,8 +30,8 @@ TEST(ExitCodeFor, PassesStatusSignalAndTimeout) {
 TEST(ParseEnvAssignments, DockerStyle) {
   ::setenv("ASB_TEST_COPIED", "from-host", 1);
   ::unsetenv("ASB_TEST_UNSET");
-  auto env = ParseEnvAssignments(
-      {"A=1", "B=", "C=x=y", "ASB_TEST_COPIED", "ASB_TEST_UNSET", "A=2"});
+  auto env =
+      ParseEnvAssignments({"A=1", "B=", "C=x=y", "ASB_TEST_COPIED", "ASB_TEST_UNSET", "A=2"});
   ASSERT_TRUE(env) << env.error().ToString();
   EXPECT_EQ(env->at("A"), "2");
   EXPECT_EQ(env->at("B"), "");

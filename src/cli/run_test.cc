@@ -4,13 +4,12 @@
 // the sandbox left nothing behind: no state directory entry, mount, cgroup, loop device or
 // process.
 #include <fcntl.h>
+#include <gtest/gtest.h>
 #include <poll.h>
 #include <signal.h>
 #include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
-
-#include <gtest/gtest.h>
 
 #include <chrono>
 #include <cstdlib>
@@ -299,8 +298,8 @@ TEST_F(RunTest, SigintIsForwardedAndTheSandboxIsDestroyed) {
 TEST_F(RunTest, ASecondSignalCancelsACommandThatIgnoresTheFirst) {
   // The command ignores SIGTERM, so the first forwarded signal does nothing; the second one
   // makes agent-sandbox cancel the command. It still exits promptly and cleans up.
-  Outcome o = Run({"--", "sh", "-c", "trap '' TERM; echo ready; while :; do sleep 0.1; done"},
-                  {}, {{0.0, SIGTERM}, {1.0, SIGTERM}});
+  Outcome o = Run({"--", "sh", "-c", "trap '' TERM; echo ready; while :; do sleep 0.1; done"}, {},
+                  {{0.0, SIGTERM}, {1.0, SIGTERM}});
   EXPECT_EQ(o.exit_code, 128 + SIGTERM) << o.err;
   EXPECT_EQ(o.out, "ready\n");
   EXPECT_GT(o.seconds, 1.0);

@@ -11,13 +11,13 @@
 
 namespace asb::cli {
 
-void RegisterServeCommand(CLI::App& app);          // serve.cc
-void RegisterClientCommands(CLI::App& app);        // client_verbs.cc
-void RegisterSnapshotCommands(CLI::App& app);     // snapshot_verbs.cc (issue 17)
-void RegisterPortCommands(CLI::App& app);         // port_verbs.cc (issue 17): preview URLs
-void RegisterCopyCommand(CLI::App& app);          // cp.cc (issue 17): files and trees, as tar
-void RegisterKeysCommand(CLI::App& app);           // keys.cc (issue 5)
-void RegisterMcpCommand(CLI::App& app);            // mcp.cc (issue 6): MCP on stdio
-void RegisterOpenApiCommand(CLI::App& app);        // openapi.cc (issue 7): the API document
+void RegisterServeCommand(CLI::App& app);      // serve.cc
+void RegisterClientCommands(CLI::App& app);    // client_verbs.cc
+void RegisterSnapshotCommands(CLI::App& app);  // snapshot_verbs.cc (issue 17)
+void RegisterPortCommands(CLI::App& app);      // port_verbs.cc (issue 17): preview URLs
+void RegisterCopyCommand(CLI::App& app);       // cp.cc (issue 17): files and trees, as tar
+void RegisterKeysCommand(CLI::App& app);       // keys.cc (issue 5)
+void RegisterMcpCommand(CLI::App& app);        // mcp.cc (issue 6): MCP on stdio
+void RegisterOpenApiCommand(CLI::App& app);    // openapi.cc (issue 7): the API document
 
 }  // namespace asb::cli

@@ -56,7 +56,8 @@ Result<std::unique_ptr<SignalForwarder>> SignalForwarder::Start(int tty_fd) {
 }
 
 SignalForwarder::~SignalForwarder() {
-  for (size_t i = 0; i < std::size(kSignals); ++i) ::sigaction(kSignals[i], &g_previous[i], nullptr);
+  for (size_t i = 0; i < std::size(kSignals); ++i)
+    ::sigaction(kSignals[i], &g_previous[i], nullptr);
   g_write_fd.store(-1);
   unsigned char stop = kStopByte;
   (void)!::write(write_end_.get(), &stop, 1);

@@ -40,13 +40,21 @@ class Error {
       : code_(code), sys_errno_(sys_errno), message_(std::move(message)) {}
 
   // Named factories, one per code.
-  static Error InvalidArgument(std::string msg) { return {ErrorCode::kInvalidArgument, std::move(msg)}; }
-  static Error Unauthenticated(std::string msg) { return {ErrorCode::kUnauthenticated, std::move(msg)}; }
-  static Error PermissionDenied(std::string msg) { return {ErrorCode::kPermissionDenied, std::move(msg)}; }
+  static Error InvalidArgument(std::string msg) {
+    return {ErrorCode::kInvalidArgument, std::move(msg)};
+  }
+  static Error Unauthenticated(std::string msg) {
+    return {ErrorCode::kUnauthenticated, std::move(msg)};
+  }
+  static Error PermissionDenied(std::string msg) {
+    return {ErrorCode::kPermissionDenied, std::move(msg)};
+  }
   static Error NotFound(std::string msg) { return {ErrorCode::kNotFound, std::move(msg)}; }
   static Error Conflict(std::string msg) { return {ErrorCode::kConflict, std::move(msg)}; }
   static Error TooLarge(std::string msg) { return {ErrorCode::kTooLarge, std::move(msg)}; }
-  static Error LimitExceeded(std::string msg) { return {ErrorCode::kLimitExceeded, std::move(msg)}; }
+  static Error LimitExceeded(std::string msg) {
+    return {ErrorCode::kLimitExceeded, std::move(msg)};
+  }
   static Error Internal(std::string msg) { return {ErrorCode::kInternal, std::move(msg)}; }
   static Error Backend(std::string msg) { return {ErrorCode::kBackend, std::move(msg)}; }
   static Error Unavailable(std::string msg) { return {ErrorCode::kUnavailable, std::move(msg)}; }
@@ -82,12 +90,12 @@ class Error {
 
   ErrorCode code() const { return code_; }
   int sys_errno() const { return sys_errno_; }
-  const std::string& message() const { return message_; }
+  const std::string &message() const { return message_; }
   std::string_view code_name() const { return ErrorCodeName(code_); }
 
   /// Prepends context: Error("open x: ENOENT").WithContext("read config") -> "read config: open
   /// x: ENOENT". Code and errno are kept.
-  Error WithContext(std::string_view context) const&;
+  Error WithContext(std::string_view context) const &;
   Error WithContext(std::string_view context) &&;
 
   /// "not_found: open /x: No such file or directory".

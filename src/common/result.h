@@ -32,23 +32,22 @@ tl::unexpected<Error> FailErrno(std::string_view context);
 #define ASB_CONCAT_(a, b) ASB_CONCAT_INNER_(a, b)
 
 /// Evaluates a Result/Status expression; on error returns the error from the current function.
-#define ASB_TRY(expr)                                                       \
-  do {                                                                      \
-    auto&& asb_try_result_ = (expr);                                        \
+#define ASB_TRY(expr)                                                             \
+  do {                                                                            \
+    auto&& asb_try_result_ = (expr);                                              \
     if (!asb_try_result_) return ::asb::Fail(std::move(asb_try_result_).error()); \
   } while (0)
 
 /// Like ASB_TRY, but prepends context to the error: ASB_TRY_CTX(Mount(x), "mount /proc").
-#define ASB_TRY_CTX(expr, ctx)                                              \
-  do {                                                                      \
-    auto&& asb_try_result_ = (expr);                                        \
-    if (!asb_try_result_)                                                   \
-      return ::asb::Fail(std::move(asb_try_result_).error().WithContext(ctx)); \
+#define ASB_TRY_CTX(expr, ctx)                                                                     \
+  do {                                                                                             \
+    auto&& asb_try_result_ = (expr);                                                               \
+    if (!asb_try_result_) return ::asb::Fail(std::move(asb_try_result_).error().WithContext(ctx)); \
   } while (0)
 
-#define ASB_ASSIGN_OR_RETURN_IMPL_(tmp, lhs, expr)             \
-  auto tmp = (expr);                                           \
-  if (!tmp) return ::asb::Fail(std::move(tmp).error());        \
+#define ASB_ASSIGN_OR_RETURN_IMPL_(tmp, lhs, expr)      \
+  auto tmp = (expr);                                    \
+  if (!tmp) return ::asb::Fail(std::move(tmp).error()); \
   lhs = std::move(*tmp)
 
 /// Evaluates a Result<T> expression; on success assigns its value to `lhs` (which may be a

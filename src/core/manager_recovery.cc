@@ -89,8 +89,9 @@ Status SandboxManager::Recover() {
           // Still there but unusable: keep it visible as an error (deletable, reaped at TTL),
           // and keep its resources (they are named by this live record).
           spdlog::warn("sandbox_id={} adopt failed: {}", info.id, sb.error().ToString());
-          (void)m.WriteState(*entry, SandboxState::kError,
-                             "could not be adopted after restart: " + sb.error().ClientSafeMessage());
+          (void)m.WriteState(
+              *entry, SandboxState::kError,
+              "could not be adopted after restart: " + sb.error().ClientSafeMessage());
           entry->adopt_retries_left = kAdoptRetryPasses;
           live.insert(info.id);
         }

@@ -219,8 +219,9 @@ Result<SnapshotInfo> SandboxManager::CreateSnapshot(const std::string& owner,
                                     std::to_string(copy->used_bytes) + " bytes, more than " +
                                     std::to_string(config_.snapshots.max_snapshot_bytes)));
       }
-      if (Status ready = store::MarkSnapshotReady(impl_->store, rec.id, static_cast<int64_t>(stored),
-                                                  static_cast<int64_t>(copy->used_bytes));
+      if (Status ready =
+              store::MarkSnapshotReady(impl_->store, rec.id, static_cast<int64_t>(stored),
+                                       static_cast<int64_t>(copy->used_bytes));
           !ready) {
         drop();
         return Fail(std::move(ready).error().WithContext("snapshot " + info.id));
@@ -343,8 +344,8 @@ Result<std::string> SandboxManager::EnsureArchive(const SnapshotInfo& snap) {
   ASB_ASSIGN_OR_RETURN(ArchiveFacts facts, ReceiveTarZst(*ch, dir, FileName(snap.id),
                                                          config_.snapshots.max_snapshot_bytes));
   // Stored bytes are now the image's and the archive's; content is now exact.
-  const auto stored = static_cast<int64_t>(static_cast<uint64_t>(st.st_blocks) * 512 +
-                                           facts.file_bytes);
+  const auto stored =
+      static_cast<int64_t>(static_cast<uint64_t>(st.st_blocks) * 512 + facts.file_bytes);
   if (Status up = store::MarkSnapshotReady(impl_->store, snap.id, stored,
                                            static_cast<int64_t>(facts.content_bytes));
       !up) {

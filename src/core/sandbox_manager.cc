@@ -187,8 +187,10 @@ Status SandboxManager::Impl::DestroyLocked(Entry& e, std::string_view why) {
   }
   if (!st) {
     spdlog::warn("sandbox_id={} destroy failed ({}): {}", info.id, why, st.error().ToString());
-    return Fail(std::move(st).error().WithCode(ErrorCode::kBackend).WithContext(
-        "destroy sandbox " + info.id));
+    return Fail(std::move(st)
+                    .error()
+                    .WithCode(ErrorCode::kBackend)
+                    .WithContext("destroy sandbox " + info.id));
   }
   // After the side effect.
   ASB_TRY_CTX(WriteState(e, SandboxState::kDestroyed, info.error_message),

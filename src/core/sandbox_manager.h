@@ -65,7 +65,8 @@ std::optional<SandboxState> ParseSandboxState(std::string_view name);
 
 /// A create request as the API decoded it. Absent optionals take the configured defaults, or
 /// the template's default resources (cpus, memory_mb, workspace_mb from its manifest, brought
-/// within the limits) when it has them; the template's env lies under `env`. Integers are signed so that negative input reaches validation (and is rejected there).
+/// within the limits) when it has them; the template's env lies under `env`. Integers are signed so
+/// that negative input reaches validation (and is rejected there).
 struct CreateRequest {
   std::string template_name{};                    // "" = config.default_template
   std::optional<double> cpus{};                   // cores, (0, max_cpus]
@@ -178,7 +179,7 @@ struct FileWriteStream {
 
 /// A workspace snapshot as the API shows it (issue 4). Times are Unix epoch milliseconds.
 struct SnapshotInfo {
-  std::string id{};          // "snap_" + 16 hex
+  std::string id{};  // "snap_" + 16 hex
   std::string owner{};
   std::string sandbox_id{};  // the sandbox it was taken from; "" for an uploaded archive
   std::string name{};
@@ -397,8 +398,7 @@ class SandboxManager {
   /// Deletes record and file. Errors: kNotFound.
   Status DeleteSnapshot(const std::string& owner, const std::string& snapshot_id);
   /// Host path of the snapshot's tar.zst (for download). Errors: kNotFound.
-  Result<std::string> SnapshotArchivePath(const std::string& owner,
-                                          const std::string& snapshot_id);
+  Result<std::string> SnapshotArchivePath(const std::string& owner, const std::string& snapshot_id);
   /// Restores the sandbox's /workspace to the snapshot exactly, after killing every process
   /// and emptying /tmp; keeps the id and sets source_snapshot_id. The archive is checked
   /// before anything is touched, and a failed import puts the previous workspace back, so a
@@ -431,19 +431,19 @@ class SandboxManager {
                          const std::function<Status(std::string_view)>& sink);
   /// Extracts a plain tar read from `source` (returns "" at the end) into a directory of the
   /// sandbox (created if missing). Hostile members are rejected by sandboxd.
-  Result<protocol::TarResult> ImportDirectory(
-      const std::string& owner, const std::string& id, const std::string& path,
-      const std::function<Result<std::string>()>& source);
+  Result<protocol::TarResult> ImportDirectory(const std::string& owner, const std::string& id,
+                                              const std::string& path,
+                                              const std::function<Result<std::string>()>& source);
 
   // ---- maintenance --------------------------------------------------------------------------
 
   /// Reconciles the store with the backend (ACCEPTANCE.md L6); Start() calls it. Records in
   /// running state are adopted (Backend::Adopt) keeping their expires_at; those whose sandbox
   /// is gone (kNotFound) become destroyed; those that still fail to adopt after about a second
-  /// of retries for another reason are kept in state error (visible, deletable). Records in creating/stopping are destroyed (interrupted
-  /// transitions). Every id in Backend::ListOwned() that no live record names is destroyed via
-  /// the backend. Nothing else is touched. Errors: only store failures; backend failures for
-  /// single sandboxes are logged and retried by the reaper.
+  /// of retries for another reason are kept in state error (visible, deletable). Records in
+  /// creating/stopping are destroyed (interrupted transitions). Every id in Backend::ListOwned()
+  /// that no live record names is destroyed via the backend. Nothing else is touched. Errors: only
+  /// store failures; backend failures for single sandboxes are logged and retried by the reaper.
   Status Recover();
 
   /// One reaper pass: destroys every sandbox whose expires_at passed or whose idle timeout

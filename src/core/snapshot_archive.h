@@ -41,9 +41,9 @@ Result<protocol::TarResult> SendTarZst(const std::string& path, protocol::Channe
 /// Reads a tar.zst (or plain tar) archive header by header without extracting anything and
 /// rejects what an import must never see: absolute member names or link targets of hard
 /// links, `..` components, device nodes, sockets, FIFOs, members (or hard-link targets) below
-/// an earlier symlink member (sandboxd's extraction refuses those too), and content (sum of regular file sizes, also
-/// counted from the bytes actually decompressed) over `max_content_bytes` (0 = none).
-/// Errors: kInvalidArgument (naming the member), kTooLarge (zip bomb), kInternal (unreadable
+/// an earlier symlink member (sandboxd's extraction refuses those too), and content (sum of regular
+/// file sizes, also counted from the bytes actually decompressed) over `max_content_bytes` (0 =
+/// none). Errors: kInvalidArgument (naming the member), kTooLarge (zip bomb), kInternal (unreadable
 /// or not a tar archive: kInvalidArgument).
 Result<ArchiveFacts> ScanArchive(const std::string& path, uint64_t max_content_bytes);
 

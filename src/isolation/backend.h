@@ -30,16 +30,16 @@ namespace asb::isolation {
 
 /// What a sandbox is made of. Units: bytes, milliseconds, CPUs as a fraction of one core.
 struct SandboxSpec {
-  std::string id;                   // "sb_" + 16 hex, issued by the caller
+  std::string id;  // "sb_" + 16 hex, issued by the caller
   std::string template_name = "base";
-  std::string rootfs;               // absolute host path of the template's root filesystem
-  double cpus = 1.0;                // CPU bandwidth in cores (0.5 = half a core)
-  uint64_t memory_bytes = 512ull << 20;      // memory limit, no swap
-  uint32_t pids_limit = 256;        // processes + threads, sandboxd included
-  uint64_t workspace_bytes = 1ull << 30;     // size quota of /workspace
-  uint64_t tmp_bytes = 64ull << 20;          // size of the /tmp tmpfs
-  uint32_t nofile_limit = 4096;     // RLIMIT_NOFILE of sandbox processes
-  bool network = false;             // false: loopback only
+  std::string rootfs;                     // absolute host path of the template's root filesystem
+  double cpus = 1.0;                      // CPU bandwidth in cores (0.5 = half a core)
+  uint64_t memory_bytes = 512ull << 20;   // memory limit, no swap
+  uint32_t pids_limit = 256;              // processes + threads, sandboxd included
+  uint64_t workspace_bytes = 1ull << 30;  // size quota of /workspace
+  uint64_t tmp_bytes = 64ull << 20;       // size of the /tmp tmpfs
+  uint32_t nofile_limit = 4096;           // RLIMIT_NOFILE of sandbox processes
+  bool network = false;                   // false: loopback only
   /// With network: the egress policy (isolation/net/policy.h).
   net::NetworkPolicy network_policy;
   std::string hostname = "sandbox";
@@ -67,8 +67,8 @@ struct SandboxUsage {
   uint64_t memory_peak_bytes = 0;
   uint64_t pids = 0;
   uint64_t cpu_usage_ns = 0;
-  uint64_t oom_kills = 0;           // OOM kills inside the sandbox so far
-  uint64_t pids_limit_hits = 0;     // forks refused by the pids limit so far (pids.events max)
+  uint64_t oom_kills = 0;        // OOM kills inside the sandbox so far
+  uint64_t pids_limit_hits = 0;  // forks refused by the pids limit so far (pids.events max)
   uint64_t workspace_used_bytes = 0;
 };
 

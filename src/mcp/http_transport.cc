@@ -398,11 +398,10 @@ api::HttpResponse McpHttpEndpoint::Post(api::HttpRequest& req) {
         size_t mine = 0;
         for (const auto& [id, other] : sessions_) mine += other->key_id == req.key_id ? 1 : 0;
         if (mine >= options_.max_sessions_per_key) {
-          return api::ErrorResponse(
-              429, "limit_exceeded",
-              "too many MCP sessions for this API key (" +
-                  std::to_string(options_.max_sessions_per_key) +
-                  "); end unused ones with DELETE /mcp");
+          return api::ErrorResponse(429, "limit_exceeded",
+                                    "too many MCP sessions for this API key (" +
+                                        std::to_string(options_.max_sessions_per_key) +
+                                        "); end unused ones with DELETE /mcp");
         }
       }
     }

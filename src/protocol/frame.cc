@@ -16,25 +16,39 @@ uint32_t GetU32(const char* p) {
   return uint32_t{u[0]} | (uint32_t{u[1]} << 8) | (uint32_t{u[2]} << 16) | (uint32_t{u[3]} << 24);
 }
 bool KnownType(uint8_t t) {
-  return t >= static_cast<uint8_t>(FrameType::kHello) && t <= static_cast<uint8_t>(FrameType::kPong);
+  return t >= static_cast<uint8_t>(FrameType::kHello) &&
+         t <= static_cast<uint8_t>(FrameType::kPong);
 }
 }  // namespace
 
 std::string_view FrameTypeName(FrameType t) {
   switch (t) {
-    case FrameType::kHello: return "HELLO";
-    case FrameType::kOpen: return "OPEN";
-    case FrameType::kData: return "DATA";
-    case FrameType::kEof: return "EOF";
-    case FrameType::kWindow: return "WINDOW";
-    case FrameType::kSignal: return "SIGNAL";
-    case FrameType::kInfo: return "INFO";
-    case FrameType::kResult: return "RESULT";
-    case FrameType::kError: return "ERROR";
-    case FrameType::kCancel: return "CANCEL";
-    case FrameType::kResize: return "RESIZE";
-    case FrameType::kPing: return "PING";
-    case FrameType::kPong: return "PONG";
+    case FrameType::kHello:
+      return "HELLO";
+    case FrameType::kOpen:
+      return "OPEN";
+    case FrameType::kData:
+      return "DATA";
+    case FrameType::kEof:
+      return "EOF";
+    case FrameType::kWindow:
+      return "WINDOW";
+    case FrameType::kSignal:
+      return "SIGNAL";
+    case FrameType::kInfo:
+      return "INFO";
+    case FrameType::kResult:
+      return "RESULT";
+    case FrameType::kError:
+      return "ERROR";
+    case FrameType::kCancel:
+      return "CANCEL";
+    case FrameType::kResize:
+      return "RESIZE";
+    case FrameType::kPing:
+      return "PING";
+    case FrameType::kPong:
+      return "PONG";
   }
   return "UNKNOWN";
 }

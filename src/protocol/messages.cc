@@ -70,7 +70,6 @@ Result<FileStat> FileStatFromJson(const json::object& obj) {
   return m;
 }
 
-
 }  // namespace
 
 // ---- errors ----------------------------------------------------------------------------------

@@ -40,8 +40,8 @@ namespace asb::protocol {
 struct Hello {
   uint32_t min_version = 0;
   uint32_t max_version = 0;
-  uint32_t version = 0;       // set in sandboxd's answer
-  std::string software;       // "sandboxd 0.1.0" / "agent-sandbox 0.1.0"
+  uint32_t version = 0;  // set in sandboxd's answer
+  std::string software;  // "sandboxd 0.1.0" / "agent-sandbox 0.1.0"
 };
 
 // ---- exec ------------------------------------------------------------------------------------
@@ -83,30 +83,30 @@ struct ExecRequest {
 };
 
 struct ExecResult {
-  int exit_code = -1;          // exit status, or 128+signal when killed by a signal
-  int signal = 0;              // terminating signal number, 0 if it exited
+  int exit_code = -1;  // exit status, or 128+signal when killed by a signal
+  int signal = 0;      // terminating signal number, 0 if it exited
   bool timed_out = false;
   bool stdout_truncated = false;
   bool stderr_truncated = false;
-  uint64_t stdout_bytes = 0;   // total bytes the command wrote, including discarded ones
+  uint64_t stdout_bytes = 0;  // total bytes the command wrote, including discarded ones
   uint64_t stderr_bytes = 0;
   uint64_t duration_ms = 0;
-  bool oom_killed = false;     // filled in by the host from the sandbox's memory cgroup
-  bool pids_limited = false;   // filled in by the host: the pids limit refused a fork meanwhile
+  bool oom_killed = false;    // filled in by the host from the sandbox's memory cgroup
+  bool pids_limited = false;  // filled in by the host: the pids limit refused a fork meanwhile
 };
 
 // ---- files -----------------------------------------------------------------------------------
 
 struct FileStat {
-  std::string path;            // absolute path inside the sandbox
-  std::string name;            // last component
-  std::string type;            // "file", "dir", "symlink", "fifo", "socket", "char", "block"
-  uint64_t size = 0;           // bytes
-  uint32_t mode = 0;           // permission bits (07777)
+  std::string path;   // absolute path inside the sandbox
+  std::string name;   // last component
+  std::string type;   // "file", "dir", "symlink", "fifo", "socket", "char", "block"
+  uint64_t size = 0;  // bytes
+  uint32_t mode = 0;  // permission bits (07777)
   uint32_t uid = 0;
   uint32_t gid = 0;
-  int64_t mtime_ms = 0;        // Unix epoch milliseconds
-  std::string link_target;     // for symlinks
+  int64_t mtime_ms = 0;     // Unix epoch milliseconds
+  std::string link_target;  // for symlinks
 };
 
 /// Every file operation resolves its paths inside the sandbox's own root with openat2(2)
@@ -129,8 +129,8 @@ struct FileWriteRequest {
   std::string path;
   uint32_t mode = 0644;
   bool make_parents = true;
-  bool append = false;          // false: write to a temp file, fsync, rename over `path`
-  uint64_t max_bytes = 0;       // 0 = unlimited; more is an ERROR payload_too_large
+  bool append = false;     // false: write to a temp file, fsync, rename over `path`
+  uint64_t max_bytes = 0;  // 0 = unlimited; more is an ERROR payload_too_large
   FileScope scope;
 };
 
@@ -199,10 +199,10 @@ struct TarExportRequest {
 };
 
 struct TarImportRequest {
-  std::string path;              // directory to extract into (created if missing)
-  uint64_t max_bytes = 0;        // cap on the sum of extracted file sizes (0 = unlimited)
-  uint64_t max_entries = 0;      // cap on the member count (0 = unlimited)
-  bool clear_first = false;      // empty the directory before extracting (rollback)
+  std::string path;          // directory to extract into (created if missing)
+  uint64_t max_bytes = 0;    // cap on the sum of extracted file sizes (0 = unlimited)
+  uint64_t max_entries = 0;  // cap on the member count (0 = unlimited)
+  bool clear_first = false;  // empty the directory before extracting (rollback)
   FileScope scope;
 };
 
@@ -232,7 +232,7 @@ Result<Hello> DecodeHello(std::string_view json);
 /// OPEN payloads carry {"op": "<name>", ...fields}. DecodeOpName extracts "op" only.
 Result<std::string> DecodeOpName(std::string_view json);
 
-std::string EncodeExecRequest(const ExecRequest& m);   // op "exec"
+std::string EncodeExecRequest(const ExecRequest& m);  // op "exec"
 Result<ExecRequest> DecodeExecRequest(std::string_view json);
 std::string EncodeExecResult(const ExecResult& m);
 Result<ExecResult> DecodeExecResult(std::string_view json);
@@ -243,23 +243,23 @@ Result<FileStat> DecodeFileStat(std::string_view json);
 std::string EncodeFileStatList(const std::vector<FileStat>& entries);
 Result<std::vector<FileStat>> DecodeFileStatList(std::string_view json);
 
-std::string EncodeFileReadRequest(const FileReadRequest& m);     // op "file.read"
+std::string EncodeFileReadRequest(const FileReadRequest& m);  // op "file.read"
 Result<FileReadRequest> DecodeFileReadRequest(std::string_view json);
-std::string EncodeFileWriteRequest(const FileWriteRequest& m);   // op "file.write"
+std::string EncodeFileWriteRequest(const FileWriteRequest& m);  // op "file.write"
 Result<FileWriteRequest> DecodeFileWriteRequest(std::string_view json);
-std::string EncodeFileListRequest(const FileListRequest& m);     // op "file.list"
+std::string EncodeFileListRequest(const FileListRequest& m);  // op "file.list"
 Result<FileListRequest> DecodeFileListRequest(std::string_view json);
-std::string EncodeFileStatRequest(const FileStatRequest& m);     // op "file.stat"
+std::string EncodeFileStatRequest(const FileStatRequest& m);  // op "file.stat"
 Result<FileStatRequest> DecodeFileStatRequest(std::string_view json);
-std::string EncodeFileMkdirRequest(const FileMkdirRequest& m);   // op "file.mkdir"
+std::string EncodeFileMkdirRequest(const FileMkdirRequest& m);  // op "file.mkdir"
 Result<FileMkdirRequest> DecodeFileMkdirRequest(std::string_view json);
-std::string EncodeFileRemoveRequest(const FileRemoveRequest& m); // op "file.remove"
+std::string EncodeFileRemoveRequest(const FileRemoveRequest& m);  // op "file.remove"
 Result<FileRemoveRequest> DecodeFileRemoveRequest(std::string_view json);
-std::string EncodeFileMoveRequest(const FileMoveRequest& m);     // op "file.move"
+std::string EncodeFileMoveRequest(const FileMoveRequest& m);  // op "file.move"
 Result<FileMoveRequest> DecodeFileMoveRequest(std::string_view json);
-std::string EncodeTarExportRequest(const TarExportRequest& m);   // op "tar.export"
+std::string EncodeTarExportRequest(const TarExportRequest& m);  // op "tar.export"
 Result<TarExportRequest> DecodeTarExportRequest(std::string_view json);
-std::string EncodeTarImportRequest(const TarImportRequest& m);   // op "tar.import"
+std::string EncodeTarImportRequest(const TarImportRequest& m);  // op "tar.import"
 Result<TarImportRequest> DecodeTarImportRequest(std::string_view json);
 std::string EncodeTarResult(const TarResult& m);
 Result<TarResult> DecodeTarResult(std::string_view json);

@@ -5,8 +5,8 @@
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/signalfd.h>
-#include <sys/stat.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/timerfd.h>
 #include <sys/wait.h>
 #include <unistd.h>

@@ -140,10 +140,10 @@ Status BgProcess::WriteStdin(std::string&& bytes) {
   }
   if (uint64_t all = daemon_.procs().StdinQueued();
       all + bytes.size() > ProcTable::kStdinBudgetBytes) {
-    return Fail(Error::LimitExceeded(
-        "stdin of background processes would exceed " +
-        std::to_string(ProcTable::kStdinBudgetBytes) + " bytes waiting in total (" +
-        std::to_string(all) + " waiting); let the processes read it or close their stdin"));
+    return Fail(Error::LimitExceeded("stdin of background processes would exceed " +
+                                     std::to_string(ProcTable::kStdinBudgetBytes) +
+                                     " bytes waiting in total (" + std::to_string(all) +
+                                     " waiting); let the processes read it or close their stdin"));
   }
   stdin_queued_ += bytes.size();
   in_->Write(std::move(bytes));
@@ -360,8 +360,8 @@ Status ProcTable::ReserveRing(uint64_t cap) {
   for (const auto& p : procs_) (p->running() ? pinned : exited) += p->ring_cap_;
   if (pinned + cap > kRingBudgetBytes) {
     return Fail(Error::LimitExceeded(
-        "output buffers of background processes would exceed " +
-        std::to_string(kRingBudgetBytes) + " bytes (" + std::to_string(pinned) +
+        "output buffers of background processes would exceed " + std::to_string(kRingBudgetBytes) +
+        " bytes (" + std::to_string(pinned) +
         " in use by running processes); use a smaller ring_bytes or stop running processes"));
   }
   for (auto it = procs_.begin(); pinned + exited + cap > kRingBudgetBytes && it != procs_.end();) {

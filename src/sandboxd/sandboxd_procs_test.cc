@@ -136,7 +136,8 @@ TEST_F(SandboxdTest, ProcOutlivesItsConnectionAndKillTakesTheWholeTree) {
     return CountProcessesWithCommandLine("sleep 3031") == 1 &&
            CountProcessesWithCommandLine("sleep 3032") == 1 &&
            CountProcessesWithCommandLine("sleep 3033") == 1;
-  })) << CountProcessesMatching("sleep 303") << " processes match";
+  })) << CountProcessesMatching("sleep 303")
+      << " processes match";
   EXPECT_EQ(CountProcessesMatching("sleep 303"), 3);
   auto killed = protocol::KillProcess(**conn2, p->pid);
   ASSERT_TRUE(killed) << killed.error().ToString();

@@ -1,8 +1,8 @@
 #include "sandboxd/seccomp_policy.h"
 
 #include <errno.h>
-#include <linux/netlink.h>
 #include <gtest/gtest.h>
+#include <linux/netlink.h>
 #include <sched.h>
 #include <signal.h>
 #include <string.h>

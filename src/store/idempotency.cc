@@ -57,9 +57,9 @@ Result<IdempotencyClaim> IdempotencyStore::Begin(std::string_view scope, std::st
 Status IdempotencyStore::Complete(std::string_view scope, std::string_view key, int status,
                                   std::string_view body, std::string_view sandbox_id) {
   std::lock_guard<std::mutex> lock(store_.lock());
-  ASB_ASSIGN_OR_RETURN(Stmt st, store_.db().Prepare(
-                                    "UPDATE idempotency_keys SET status = ?, body = ?, "
-                                    "sandbox_id = ? WHERE scope = ? AND idem_key = ?"));
+  ASB_ASSIGN_OR_RETURN(Stmt st,
+                       store_.db().Prepare("UPDATE idempotency_keys SET status = ?, body = ?, "
+                                           "sandbox_id = ? WHERE scope = ? AND idem_key = ?"));
   st.Bind(1, static_cast<int64_t>(status)).Bind(2, body).Bind(3, sandbox_id).Bind(4, scope);
   st.Bind(5, key);
   ASB_TRY_CTX(st.Run(), "store idempotent answer");
@@ -79,10 +79,10 @@ Result<int64_t> IdempotencyStore::Prune(int64_t now_ms, int64_t retention_ms,
                                         bool in_progress_too) {
   std::lock_guard<std::mutex> lock(store_.lock());
   ASB_ASSIGN_OR_RETURN(
-      Stmt st, store_.db().Prepare(in_progress_too
-                                       ? "DELETE FROM idempotency_keys WHERE created_at < ? OR "
-                                         "status = 0"
-                                       : "DELETE FROM idempotency_keys WHERE created_at < ?"));
+      Stmt st,
+      store_.db().Prepare(in_progress_too ? "DELETE FROM idempotency_keys WHERE created_at < ? OR "
+                                            "status = 0"
+                                          : "DELETE FROM idempotency_keys WHERE created_at < ?"));
   st.Bind(1, now_ms - retention_ms);
   ASB_TRY_CTX(st.Run(), "prune idempotency keys");
   return store_.db().Changes();

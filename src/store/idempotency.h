@@ -35,8 +35,8 @@ struct IdempotencyClaim {
     kInProgress,  // the first request with this key has not finished yet
   };
   Kind kind = Kind::kNew;
-  int status = 0;     // kReplay: the stored HTTP status
-  std::string body;   // kReplay: the stored response body
+  int status = 0;    // kReplay: the stored HTTP status
+  std::string body;  // kReplay: the stored response body
 };
 
 class IdempotencyStore {
@@ -50,8 +50,8 @@ class IdempotencyStore {
                                  std::string_view fingerprint, int64_t now_ms,
                                  int64_t retention_ms);
   /// Stores the answer of a claimed key (status > 0).
-  Status Complete(std::string_view scope, std::string_view key, int status,
-                  std::string_view body, std::string_view sandbox_id);
+  Status Complete(std::string_view scope, std::string_view key, int status, std::string_view body,
+                  std::string_view sandbox_id);
   /// Drops a claimed key whose request failed.
   Status Abandon(std::string_view scope, std::string_view key);
   /// Drops rows older than the retention window and in-progress rows left by a server that

@@ -1,7 +1,6 @@
 #include "store/idempotency.h"
 
 #include <gtest/gtest.h>
-
 #include <unistd.h>
 
 #include <cstdio>

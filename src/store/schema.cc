@@ -146,9 +146,8 @@ BEGIN
 END;
 )sql";
 
-constexpr std::array<std::string_view, 6> kMigrations = {kM1Sandboxes, kM2Snapshots, kM3KeysEvents,
-                                                         kM4IdempotencyKeys, kMExecSessions,
-                                                         kMPreviewTokens};
+constexpr std::array<std::string_view, 6> kMigrations = {
+    kM1Sandboxes, kM2Snapshots, kM3KeysEvents, kM4IdempotencyKeys, kMExecSessions, kMPreviewTokens};
 }  // namespace
 
 std::span<const std::string_view> SchemaMigrations() { return kMigrations; }

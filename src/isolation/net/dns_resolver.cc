@@ -214,7 +214,8 @@ class NameWriter {
  private:
   static std::string Key(const std::vector<std::string>& labels, size_t from) {
     std::string k;
-    for (size_t i = from; i < labels.size(); ++i) k += static_cast<char>(labels[i].size()) + labels[i];
+    for (size_t i = from; i < labels.size(); ++i)
+      k += static_cast<char>(labels[i].size()) + labels[i];
     return k;
   }
   std::string* out_;
@@ -284,8 +285,8 @@ FilteredAnswer FilterAnswer(std::string_view m, const NetworkPolicy& p, const An
     const auto* rd = reinterpret_cast<const unsigned char*>(m.data() + off);
     std::string why;
     if (r.type == 1 && cls == 1 && rdlen == 4) {
-      const uint32_t a = (uint32_t{rd[0]} << 24) | (uint32_t{rd[1]} << 16) |
-                         (uint32_t{rd[2]} << 8) | rd[3];
+      const uint32_t a =
+          (uint32_t{rd[0]} << 24) | (uint32_t{rd[1]} << 16) | (uint32_t{rd[2]} << 8) | rd[3];
       why = DropReason4(a, p, g);
       if (!why.empty()) {
         f.dropped.push_back(Dotted4(a) + " (" + why + ")");
@@ -341,7 +342,10 @@ FilteredAnswer FilterAnswer(std::string_view m, const NetworkPolicy& p, const An
     };
     const size_t before = out.size();
     switch (r.type) {
-      case 2: case 5: case 12: case 39:  // NS, CNAME, PTR, DNAME
+      case 2:
+      case 5:
+      case 12:
+      case 39:  // NS, CNAME, PTR, DNAME
         name();
         break;
       case 15:  // MX

@@ -50,7 +50,7 @@ std::vector<DnsAddress> ParseAnswerAddresses(std::string_view msg);
 /// Addresses no answer may carry besides the fixed special ranges (policy.h): the sandbox
 /// subnet and the server's own addresses.
 struct AnswerGuard {
-  std::vector<std::pair<uint32_t, int>> blocked4;     // network (host order), prefix length
+  std::vector<std::pair<uint32_t, int>> blocked4;       // network (host order), prefix length
   std::vector<std::array<unsigned char, 16>> blocked6;  // network order
 };
 

@@ -262,10 +262,13 @@ std::vector<std::string> Dotted(const std::vector<DnsAddress>& v) {
 // allowed name (DNS rebinding) admits none of them, and the sandbox is not told them.
 TEST(NetDns, RebindingAnswersAreNeitherAdmittedNorRelayed) {
   const std::string ptr_q = "\xC0\x0C", ptr_ex = "\xC0\x10";  // www.example.com, example.com
-  std::string recs = Rr(ptr_q, 5, ptr_ex);                     // CNAME example.com
-  const char* hostile[] = {"10.1.1.1",  "127.0.0.1",  "192.168.1.1", "100.64.0.1", "172.16.0.1",
-                           "169.254.169.254", "0.0.0.0", "224.0.0.1", "255.255.255.255",
-                           "10.213.0.5" /* sandbox subnet */, "203.0.113.9" /* server */};
+  std::string recs = Rr(ptr_q, 5, ptr_ex);                    // CNAME example.com
+  const char* hostile[] = {"10.1.1.1",        "127.0.0.1",
+                           "192.168.1.1",     "100.64.0.1",
+                           "172.16.0.1",      "169.254.169.254",
+                           "0.0.0.0",         "224.0.0.1",
+                           "255.255.255.255", "10.213.0.5" /* sandbox subnet */,
+                           "203.0.113.9" /* server */};
   for (const char* h : hostile) recs += Rr(ptr_ex, 1, A(h));
   recs += Rr(ptr_ex, 1, A("198.51.100.7"));
   recs += Rr(ptr_ex, 28, Aaaa("::1"));
@@ -342,22 +345,26 @@ TEST(NetDns, RebindingAnswersAreNeitherAdmittedNorRelayed) {
 
 TEST(NetDns, RebuiltAnswerNeverPointsIntoARemovedRecord) {
   // The first (dropped) record spells "evil.test" in full; the kept one points at it.
-  const std::string evil = std::string("\x04" "evil\x04test", 10) + '\0';
+  const std::string evil = std::string(
+                               "\x04"
+                               "evil\x04test",
+                               10) +
+                           '\0';
   const std::string reply =
-      Reply("www.example.com", Rr(evil, 1, A("10.0.0.1")) + Rr("\xC0\x21", 1, A("198.51.100.7")) +
-                                   Rr("\xC0\x21", 5, "\xC0\x21"),
+      Reply("www.example.com",
+            Rr(evil, 1, A("10.0.0.1")) + Rr("\xC0\x21", 1, A("198.51.100.7")) +
+                Rr("\xC0\x21", 5, "\xC0\x21"),
             3);
   ASSERT_EQ(static_cast<size_t>(0x21), Query("www.example.com").size());
   const FilteredAnswer f = FilterAnswer(reply, Allow({"x.com"}), {});
   EXPECT_EQ(Dotted(f.admitted), (std::vector<std::string>{"198.51.100.7"}));
   // The kept A record now carries the name itself, and the CNAME's owner and target point at it.
-  const std::string want = Reply(
-      "www.example.com", Rr(evil, 1, A("198.51.100.7")) + Rr("\xC0\x21", 5, "\xC0\x21"), 2);
+  const std::string want =
+      Reply("www.example.com", Rr(evil, 1, A("198.51.100.7")) + Rr("\xC0\x21", 5, "\xC0\x21"), 2);
   EXPECT_EQ(f.reply, want);
 
   // A truncated tail: the records before it are kept, the reply stays well-formed.
-  const FilteredAnswer t =
-      FilterAnswer(reply.substr(0, reply.size() - 3), Allow({"x.com"}), {});
+  const FilteredAnswer t = FilterAnswer(reply.substr(0, reply.size() - 3), Allow({"x.com"}), {});
   EXPECT_EQ(Dotted(t.admitted), (std::vector<std::string>{"198.51.100.7"}));
   EXPECT_EQ(Dotted(ParseAnswerAddresses(t.reply)), (std::vector<std::string>{"198.51.100.7"}));
   EXPECT_EQ(static_cast<uint8_t>(t.reply[7]), 1);

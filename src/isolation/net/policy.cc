@@ -354,8 +354,8 @@ std::string_view SpecialRange6(const unsigned char* b) {
   if (b[0] == 0xFE && (b[1] & 0xC0) == 0x80) return "link-local";
   if (b[0] == 0xFF) return "multicast";
   if (zero10 && b[10] == 0xFF && b[11] == 0xFF) {
-    const uint32_t v4 = (uint32_t{b[12]} << 24) | (uint32_t{b[13]} << 16) |
-                        (uint32_t{b[14]} << 8) | b[15];
+    const uint32_t v4 =
+        (uint32_t{b[12]} << 24) | (uint32_t{b[13]} << 16) | (uint32_t{b[14]} << 8) | b[15];
     if (ClassifyAddress(v4) != AddressClass::kPublic) return "v4-mapped";
   }
   return "";

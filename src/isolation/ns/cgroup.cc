@@ -109,8 +109,8 @@ Result<CgroupLayout> DetectCgroupLayout() {
 
 std::vector<std::string> CgroupPaths::All() const {
   std::vector<std::string> out;
-  for (const std::string* p : {&memory, &pids, &cpu, &cpuacct, &freezer, &v2, &work_memory,
-                               &work_pids, &work_cpu}) {
+  for (const std::string* p :
+       {&memory, &pids, &cpu, &cpuacct, &freezer, &v2, &work_memory, &work_pids, &work_cpu}) {
     if (!p->empty() && std::find(out.begin(), out.end(), *p) == out.end()) out.push_back(*p);
   }
   return out;

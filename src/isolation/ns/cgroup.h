@@ -12,12 +12,12 @@
 // Commands run one level deeper, in <dir>/work (v1 memory, pids and cpu): that child carries
 // the sandbox's limits while <dir>, where sandboxd lives, has the same plus kDaemonPidsHeadroom
 // / kDaemonMemoryHeadroom and no CPU quota (sandboxd competes with the whole work group as one
-// task, so spinning commands cannot starve it, and a throttled work group does not throttle it). A fork bomb or memory bomb thus fills the work
-// cgroup and never leaves sandboxd without a pid or a page to start the next command with
-// (ADR 0014). sandboxd moves each command there itself, through cgroup.procs fds the backend
-// opened for it (a v1 cgroup.procs write checks the opener's credentials, cgroup-v1.c).
-// On v2-mode hosts there is no work child yet (no-internal-process rule: sandboxd would need a
-// leaf of its own); the limits apply to the sandbox's one cgroup as before.
+// task, so spinning commands cannot starve it, and a throttled work group does not throttle it). A
+// fork bomb or memory bomb thus fills the work cgroup and never leaves sandboxd without a pid or a
+// page to start the next command with (ADR 0014). sandboxd moves each command there itself, through
+// cgroup.procs fds the backend opened for it (a v1 cgroup.procs write checks the opener's
+// credentials, cgroup-v1.c). On v2-mode hosts there is no work child yet (no-internal-process rule:
+// sandboxd would need a leaf of its own); the limits apply to the sandbox's one cgroup as before.
 // Only directories below <name> are ever created or removed. Paths are a pure function of
 // (layout, name, id), so Destroy works without any saved state.
 #pragma once
@@ -47,7 +47,7 @@ struct CgroupPaths {
   bool v2_mode = false;
   std::string memory, pids, cpu, cpuacct, freezer;  // v1 directories (v1 mode)
   std::string v2;                                   // v2 directory (both modes, if mounted)
-  std::string work_memory, work_pids, work_cpu;  // v1: <dir>/work (commands); else empty
+  std::string work_memory, work_pids, work_cpu;     // v1: <dir>/work (commands); else empty
   /// Every directory, deduplicated, in creation order.
   std::vector<std::string> All() const;
 };

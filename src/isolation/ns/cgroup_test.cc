@@ -74,8 +74,7 @@ TEST_F(CgroupTest, LimitsUsageAndCgroupKill) {
     EXPECT_EQ(*ReadSmallFile(paths.work_memory + "/memory.limit_in_bytes"), "67108864\n");
     EXPECT_EQ(*ReadSmallFile(paths.memory + "/memory.limit_in_bytes"), "100663296\n");
     if (PathExists(paths.memory + "/memory.memsw.limit_in_bytes")) {
-      EXPECT_EQ(*ReadSmallFile(paths.work_memory + "/memory.memsw.limit_in_bytes"),
-                "67108864\n");
+      EXPECT_EQ(*ReadSmallFile(paths.work_memory + "/memory.memsw.limit_in_bytes"), "67108864\n");
       EXPECT_EQ(*ReadSmallFile(paths.memory + "/memory.memsw.limit_in_bytes"), "100663296\n");
     }
     EXPECT_EQ(*ReadSmallFile(paths.work_cpu + "/cpu.cfs_quota_us"), "50000\n");

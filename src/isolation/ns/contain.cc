@@ -64,8 +64,8 @@ void CopyBounded(char* dst, size_t cap, const char* src) {
 // binary and the report socket close-on-exec on 5 and 6, and closes everything else the server
 // had open.
 int ArrangeFdsInChild(const ChildPlan& p, int* report_fd, ChildFailure* f) {
-  const int keep[] = {p.null_fd,     p.log_fd,   p.listen_fd,          p.config_fd,
-                      p.sandboxd_fd, *report_fd, p.work_cgroup_fds[0], p.work_cgroup_fds[1],
+  const int keep[] = {p.null_fd,           p.log_fd,   p.listen_fd,          p.config_fd,
+                      p.sandboxd_fd,       *report_fd, p.work_cgroup_fds[0], p.work_cgroup_fds[1],
                       p.work_cgroup_fds[2]};
   constexpr int kKeep = sizeof keep / sizeof keep[0];
   int high = kSandboxdWorkCgroupFd0 + 3;

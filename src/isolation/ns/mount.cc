@@ -12,8 +12,7 @@
 
 namespace asb::isolation::ns {
 
-void AddScratchFile(MountPlan* p, std::string content, const std::string& target,
-                    bool optional) {
+void AddScratchFile(MountPlan* p, std::string content, const std::string& target, bool optional) {
   const std::string path = "tmp/f" + std::to_string(p->scratch_files.size());
   p->scratch_files.push_back({std::move(content), path, target, optional});
 }

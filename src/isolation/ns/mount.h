@@ -36,9 +36,9 @@ struct MountPlan {
   std::string proc, sys, dev, dev_pts, dev_shm, tmp;
   std::vector<std::string> dev_node_src, dev_node_dst;      // bind-mounted host device nodes
   std::vector<std::string> dev_link_target, dev_link_path;  // /dev/fd, stdin, ..., ptmx
-  std::vector<std::string> masked_files;  // /dev/null bound over them (read as empty)
-  std::vector<std::string> masked_dirs;                     // read-only empty tmpfs over them
-  std::vector<std::string> readonly_paths;                  // bound onto themselves read-only
+  std::vector<std::string> masked_files;    // /dev/null bound over them (read as empty)
+  std::vector<std::string> masked_dirs;     // read-only empty tmpfs over them
+  std::vector<std::string> readonly_paths;  // bound onto themselves read-only
   std::string tmp_options, shm_options, dev_options, devpts_options;
 };
 
@@ -50,8 +50,7 @@ inline constexpr char kSandboxCmdline[] = "ro quiet\n";
 MountPlan MakeMountPlan(const std::string& rootfs, const std::string& ws_source,
                         const std::string& hostname_text, uint64_t tmp_bytes);
 /// Adds a scratch file (see MountPlan::ScratchFile) for `target`, relative to the new root.
-void AddScratchFile(MountPlan* plan, std::string content, const std::string& target,
-                    bool optional);
+void AddScratchFile(MountPlan* plan, std::string content, const std::string& target, bool optional);
 
 /// Phase 1, in the child while it still has the host's uid 0 (before BecomeRootInChild): the
 /// host paths reach into the server's 0700 state directory, which only host root may walk.
