@@ -14,6 +14,7 @@
 #include "api/handlers.h"
 #include "api/idempotency.h"
 #include "api/json_body.h"
+#include "api/json_number.h"
 #include "api/resource_json.h"
 #include "api/text.h"
 #include "core/sandbox_manager.h"
@@ -71,7 +72,7 @@ json::object SandboxJson(const core::SandboxInfo& s) {
   o["status"] = core::SandboxStateName(s.state);
   o["template"] = s.template_name;
   o["image"] = s.template_name;  // seed B's name for the same
-  o["cpus"] = s.cpus;
+  o["cpus"] = JsonNumber(s.cpus);
   o["memory_mb"] = s.memory_mb;
   o["pids_limit"] = s.pids_limit;
   o["workspace_mb"] = s.workspace_mb;

@@ -11,6 +11,7 @@
 #include <boost/json.hpp>
 
 #include "api/handlers.h"
+#include "api/json_number.h"
 #include "api/resource_json.h"
 #include "core/sandbox_manager.h"
 #include "core/template_defaults.h"
@@ -39,7 +40,8 @@ json::object TemplateJson(const core::TemplateInfo& t, const core::Limits& lim) 
   for (const auto& [k, v] : m.env) env[k] = v;
   o["env"] = std::move(env);
   json::object r;
-  r["cpus"] = m.resources.cpus > 0 ? std::min(m.resources.cpus, lim.max_cpus) : lim.default_cpus;
+  r["cpus"] = JsonNumber(m.resources.cpus > 0 ? std::min(m.resources.cpus, lim.max_cpus)
+                                              : lim.default_cpus);
   r["memory_mb"] = m.resources.memory_mb > 0
                        ? std::clamp(m.resources.memory_mb, lim.min_memory_mb, lim.max_memory_mb)
                        : lim.default_memory_mb;

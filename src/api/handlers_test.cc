@@ -138,6 +138,13 @@ TEST_F(HandlersTest, LifecycleShapes) {
   HttpResponse list = Call("GET", "/v1/sandboxes");
   ASSERT_EQ(list.status, 200);
   EXPECT_EQ(Obj(list).at("sandboxes").as_array().size(), 1u);
+  // A whole number of cpus is written as an integer, never Boost.JSON's "1E0".
+  HttpResponse whole = Call("POST", "/v1/sandboxes", R"({"cpus":1})");
+  ASSERT_EQ(whole.status, 201) << whole.body;
+  EXPECT_NE(whole.body.find("\"cpus\":1,"), std::string::npos) << whole.body;
+  EXPECT_EQ(whole.body.find("E0"), std::string::npos) << whole.body;
+  EXPECT_EQ(Call("DELETE", "/v1/sandboxes/" + std::string(Obj(whole).at("id").as_string())).status,
+            204);
   HttpResponse t = Call("POST", "/v1/sandboxes/" + id + "/timeout", R"({"timeout_seconds":600})");
   ASSERT_EQ(t.status, 200) << t.body;
   EXPECT_EQ(Obj(t).at("timeout_seconds").as_int64(), 600);
