@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "api/auth.h"
+#include "api/errors.h"
 #include "api/handlers.h"
 #include "core/sandbox_manager.h"
 #include "isolation/backend.h"
