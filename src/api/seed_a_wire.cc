@@ -102,6 +102,10 @@ std::string SeedAErrorJson(std::string_view code, std::string_view message) {
 Router WithSeedAErrorShape(const Router& inner) {
   Router out;
   for (const Route& r : inner.routes()) {
+    if (r.host) {  // a preview host (api/router.h): the app's answers, never rewritten
+      out.AddHost(r.pattern, r.host, r.handler, r.options);
+      continue;
+    }
     if (r.pattern != "/exec" && r.pattern.rfind("/exec/", 0) != 0) {
       out.Add(r.method, r.pattern, r.handler, r.options);
       continue;

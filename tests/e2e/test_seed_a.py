@@ -391,7 +391,8 @@ class SeedAReadmeTest(SeedACase):
         s, r = sdk.exec(name, "/no/such/binary")
         self.assertEqual((s, r["exitCode"]), (200, 127), r)
         self.assertIn("not found", r["output"][0]["data"])
-        self.assertSeedAError(sdk.exec(name, "true", cwd="nodir"), 404, "not_found")
+        # A missing cwd is a bad field (ADR 0016), not a missing session.
+        self.assertSeedAError(sdk.exec(name, "true", cwd="nodir"), 400, "invalid_request")
         # exec.ts: 400 {error: "command is required"}.
         self.assertEqual(sdk.request("POST", "/%s/execute" % name, {"args": ["x"]}),
                          (400, {"error": "command is required", "code": "invalid_request"}))
@@ -505,7 +506,7 @@ class SeedASdkTest(SeedACase):
         status, _, chunks = self.sdk.exec_stream(sid, "true", cwd="nodir")
         self.assertEqual(status, 200)
         self.assertEqual([c for _, c in chunks][-1:], [
-            {"type": "error", "error": chunks[-1][1].get("error"), "code": "not_found"}])
+            {"type": "error", "error": chunks[-1][1].get("error"), "code": "invalid_request"}])
         self.assertIsInstance(chunks[-1][1]["error"], str)
         # One that fails before it starts is an HTTP error (session.ts throws on !res.ok).
         status, _, err = self.sdk.exec_stream(self.session(), "true", template="nope")
