@@ -353,8 +353,10 @@ class Redactor {
     }
   }
 
-  // Programs whose short -p takes the password itself (mysql -pSECRET, sshpass -p SECRET).
-  void FindPasswordPrograms() {
+  // Calls on_name(begin, end) for each run of name characters, in order; it returns where the
+  // scan goes on (at least `end`).
+  template <typename F>
+  void ForEachName(F on_name) const {
     for (size_t i = 0; i < t_.size();) {
       if (!IsNameChar(t_[i]) || !NameBoundaryBefore(i)) {
         ++i;
@@ -362,26 +364,22 @@ class Redactor {
       }
       size_t j = i;
       while (j < t_.size() && IsNameChar(t_[j])) ++j;
-      std::string_view w = std::string_view(lower_).substr(i, j - i);
-      if (w.substr(0, 5) == "mysql" || w.substr(0, 7) == "mariadb") mysql_ = true;
-      if (w == "sshpass") sshpass_ = true;
-      i = j;
+      i = std::max(j, on_name(i, j));
     }
   }
 
   // NAME=value, --name=value, --name value, "name": value, pass:value, -u user:value, -pvalue.
   void Names() {
-    FindPasswordPrograms();
-    for (size_t i = 0; i < t_.size();) {
-      if (!IsNameChar(t_[i]) || !NameBoundaryBefore(i)) {
-        ++i;
-        continue;
-      }
-      size_t j = i;
-      while (j < t_.size() && IsNameChar(t_[j])) ++j;
-      // On after the value too: names inside a secret need no look.
-      i = std::max(j, Name(i, j));
-    }
+    // First the programs whose short -p takes the password itself (mysql -pSECRET, sshpass -p
+    // SECRET), wherever they stand.
+    ForEachName([&](size_t b, size_t e) {
+      std::string_view w = std::string_view(lower_).substr(b, e - b);
+      if (w.substr(0, 5) == "mysql" || w.substr(0, 7) == "mariadb") mysql_ = true;
+      if (w == "sshpass") sshpass_ = true;
+      return e;
+    });
+    // On after a value too: names inside a secret need no look.
+    ForEachName([&](size_t b, size_t e) { return Name(b, e); });
   }
 
   // Adds the secret value of the name at [b, e), if any; returns where that value ends (0
