@@ -268,8 +268,10 @@ Result<ExecStream> SandboxManager::StartExec(const std::string& owner, const std
   ASB_ASSIGN_OR_RETURN(auto channel,
                        impl_->Checked(*e, act, conn->Open(protocol::EncodeExecRequest(req))));
   if (opts.stdin_data) {
-    ASB_TRY(channel->Write(*opts.stdin_data));
-    ASB_TRY(channel->CloseWrite());
+    // As ExecCollect: a command that exits without reading all of its stdin ends the channel
+    // first, and the write then fails ("channel closed"); that is no failure of the exec, whose
+    // result comes on the channel (a broken connection does too, as an error event).
+    if (channel->Write(*opts.stdin_data)) (void)channel->CloseWrite();
   }
   ExecStream s;
   s.channel = channel;
