@@ -135,6 +135,7 @@ constexpr Shape kShapes[] = {
     {"hf_", Chars::kAlnum, 30, kAny, false},
     {"AIza", Chars::kBase64Url, 35, kAny, false},
     {"asb_", Chars::kLowerHex, 48, 48, false},
+    {"asbp_", Chars::kLowerHex, 64, 64, false},
 };
 
 // Request headers whose value is a credential. Authorization-like ones keep their scheme word.

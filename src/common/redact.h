@@ -15,7 +15,8 @@
 //    (glpat-), AWS access key ids (AKIA/ASIA + 16), OpenAI-style "sk-" (20+ characters with a
 //    letter and a digit), Stripe (sk_live_/sk_test_/rk_live_/rk_test_), Slack (xox?-), npm
 //    (npm_), Hugging Face (hf_), Google (AIza), JWTs (eyJ....eyJ....sig), and this server's
-//    API keys ("asb_" + 48 hex; the 8-hex key prefixes that lists show are kept);
+//    API keys ("asb_" + 48 hex; the 8-hex key prefixes that lists show are kept) and preview
+//    tokens ("asbp_" + 64 hex);
 //  - secret-named values: NAME=value, --name=value, --name value and "name": "value" where
 //    a word of the name (split at _ - .) is password/passwd/pass/secret/token/apikey/
 //    credential(s)/auth, or ends in password/passwd/token/secret, or the name ends in a "key"

@@ -159,6 +159,9 @@ TEST(RedactTest, WellKnownTokenShapes) {
       {"echo hf_0123456789abcdefghij0123456789ab", "echo hf_[REDACTED]"},
       {"echo AIzaSyA0123456789abcdefghij0123456789_x", "echo AIza[REDACTED]"},
       {"echo asb_0123456789abcdef0123456789abcdef0123456789abcdef ok", "echo asb_[REDACTED] ok"},
+      {"curl http://h/p/asbp_"
+       "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa/",
+       "curl http://h/p/asbp_[REDACTED]/"},
   });
   ExpectKept({
       "echo ghp_short gho_0123",                                 // too short
@@ -167,6 +170,7 @@ TEST(RedactTest, WellKnownTokenShapes) {
       "echo task-abcdefghijklmnop0123456789",                    // "sk-" inside a word
       "echo asb_1a2b3c4d key_0123456789abcdef",                  // key prefixes and ids are public
       "echo asb_0123456789abcdef0123456789abcdef0123456789abcdef0",  // 49 hex: not a key
+      "echo asbp_0123456789abcdef pv_0123456789abcdef",  // too short; preview ids are public
       "echo xox-1234567890 xoxb-12",
   });
 }
