@@ -1,6 +1,7 @@
 // Background processes and ports of the REST back end (rest_backend.h): one REST call each,
 // except sandbox_process_output, which reads the process (GET), follows its NDJSON stream
 // (base64, so that bytes are counted exactly) and reads it again for its state after.
+#include <algorithm>
 #include <boost/json.hpp>
 #include <cctype>
 #include <chrono>
@@ -57,8 +58,11 @@ ToolResult<ProcessOutput> RestBackend::ReadProcessOutput(const std::string& id,
   auto before = Json("GET", ProcPath(id, req.pid));
   if (!before) return tl::unexpected<ToolError>(before.error());
   const json::value* written = before->if_contains("output_bytes");
-  OutputCollector col(req, written && written->is_number() ? written->to_number<uint64_t>() : 0,
-                      NowMs());
+  const uint64_t n = written && written->is_number() ? written->to_number<uint64_t>() : 0;
+  OutputCollector col(req, n, NowMs());
+  const json::value* state = before->if_contains("state");
+  bool running = state && state->is_string() && state->as_string() == "running";
+  if (n == 0 && (req.wait_ms == 0 || !running)) return col.Finish(std::move(*before));
   std::string partial;
   std::optional<ToolError> stream_error;
   bool exited = false;
@@ -98,10 +102,10 @@ ToolResult<ProcessOutput> RestBackend::ReadProcessOutput(const std::string& id,
     }
     return !exited && !stream_error && !col.Done(NowMs());
   };
-  // The stream is given until the collector's last moment; keepalive lines (and output) let
-  // on_data end it as soon as Done().
+  // The stream is given until the collector's last moment (on_data ends it sooner when a line
+  // arrives once Done(); a silent process keeps it to that moment).
   api::HttpClient c = client_;
-  c.SetTimeout(req.wait_ms + kReplayGraceMs + 1000);
+  c.SetTimeout(std::max<int64_t>(req.wait_ms + (n > 0 ? kReplayGraceMs : 0), 1));
   auto r = c.Stream("GET",
                     ProcPath(id, req.pid) +
                         "/stream?encoding=base64&replay_bytes=" + std::to_string(req.tail_bytes),
