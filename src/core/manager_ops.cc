@@ -250,8 +250,9 @@ Result<ExecOutcome> SandboxManager::Exec(const std::string& owner, const std::st
   const LimitHits before = HitsOf(*act.sandbox);
   ASB_ASSIGN_OR_RETURN(
       ExecOutcome out,
-      impl_->Checked(*e, act, protocol::ExecCollect(*conn, req, opts.stdin_data.value_or(""),
-                                                    opts.abandoned.get())));
+      impl_->Checked(
+          *e, act,
+          protocol::ExecCollect(*conn, req, opts.stdin_data.value_or(""), opts.abandoned.get())));
   MarkLimitsHit(*act.sandbox, before, &out.result);
   return out;
 }
@@ -259,9 +260,9 @@ Result<ExecOutcome> SandboxManager::Exec(const std::string& owner, const std::st
 Result<ExecStream> SandboxManager::StartExec(const std::string& owner, const std::string& id,
                                              const ExecOptions& opts) {
   ASB_ASSIGN_OR_RETURN(auto e, impl_->Find(owner, id));
-  ASB_ASSIGN_OR_RETURN(protocol::ExecRequest req,
-                       BuildExecRequest(config_.limits, opts, DefaultsOf(*e),
-                                        ExecDelivery::kStreamed));
+  ASB_ASSIGN_OR_RETURN(
+      protocol::ExecRequest req,
+      BuildExecRequest(config_.limits, opts, DefaultsOf(*e), ExecDelivery::kStreamed));
   ASB_ASSIGN_OR_RETURN(Impl::Active act, impl_->BeginActivity(e));
   ASB_ASSIGN_OR_RETURN(auto conn, impl_->ConnectionFor(*e, act));
   const LimitHits before = HitsOf(*act.sandbox);
