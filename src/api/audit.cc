@@ -5,28 +5,27 @@
 #include <mutex>
 
 #include "api/text.h"
+#include "common/redact.h"
 
 namespace asb::api {
 
 namespace json = boost::json;
 
-namespace {
-
-constexpr size_t kMaxTarget = 1000;
-
-// A target as the events API serves it: valid UTF-8 (it may quote a query value or a path
-// parameter, which are any bytes; JSON text must be UTF-8), at most kMaxTarget bytes, cut at a
-// character boundary. Found by fuzz/fuzz_http.cc: GET /v1/events answered invalid JSON.
-std::string Cut(std::string_view raw) {
-  std::string s = SanitizeUtf8(raw);
-  if (s.size() > kMaxTarget) {
-    size_t n = kMaxTarget;
+std::string AuditTarget(std::string_view raw) {
+  // Valid UTF-8: it may quote a query value or a path parameter, which are any bytes, and JSON
+  // text must be UTF-8 (found by fuzz/fuzz_http.cc: GET /v1/events answered invalid JSON).
+  // Redacted before the cut, so that a token across the cut cannot leave its first half.
+  std::string s = RedactSecrets(SanitizeUtf8(raw));
+  if (s.size() > kMaxAuditTarget) {
+    size_t n = kMaxAuditTarget;
     while (n > 0 && (static_cast<unsigned char>(s[n]) & 0xC0) == 0x80) --n;
     s.resize(n);
     s += "...";
   }
   return s;
 }
+
+namespace {
 
 // A shell-like rendering of argv: words with spaces or quotes are single-quoted.
 std::string JoinArgv(const json::array& argv) {
@@ -58,6 +57,12 @@ constexpr Name kNames[] = {
     {"POST", "/v1/sandboxes/{id}/timeout", "sandbox.timeout"},
     {"POST", "/v1/sandboxes/{id}/exec", "exec"},
     {"POST", "/v1/sandboxes/{id}/exec/stream", "exec.stream"},
+    {"POST", "/v1/sandboxes/{id}/processes", "process.start"},
+    {"POST", "/v1/sandboxes/{id}/processes/{pid}/stdin", "process.stdin"},
+    {"POST", "/v1/sandboxes/{id}/processes/{pid}/close-stdin", "process.close_stdin"},
+    {"POST", "/v1/sandboxes/{id}/processes/{pid}/signal", "process.signal"},
+    {"POST", "/v1/sandboxes/{id}/processes/{pid}/resize", "process.resize"},
+    {"DELETE", "/v1/sandboxes/{id}/processes/{pid}", "process.kill"},
     {"PUT", "/v1/sandboxes/{id}/files", "file.write"},
     {"DELETE", "/v1/sandboxes/{id}/files", "file.delete"},
     {"POST", "/v1/sandboxes/{id}/files/mkdir", "file.mkdir"},
@@ -79,6 +84,22 @@ constexpr Name kNames[] = {
 
 }  // namespace
 
+std::optional<std::string> AuditCommandOf(const json::object& body) {
+  const json::value* cmd = body.if_contains("command");
+  const json::value* args = body.if_contains("args");
+  if (cmd && cmd->is_string() && args && args->is_array()) {
+    json::array argv{*cmd};  // seed A's {command, args}: the program and its arguments
+    for (const auto& a : args->as_array()) argv.push_back(a);
+    return AuditTarget(JoinArgv(argv));
+  }
+  if (cmd && cmd->is_string()) return AuditTarget(cmd->as_string());
+  if (cmd && cmd->is_array()) return AuditTarget(JoinArgv(cmd->as_array()));  // seed B's argv
+  if (const json::value* argv = body.if_contains("argv"); argv && argv->is_array()) {
+    return AuditTarget(JoinArgv(argv->as_array()));
+  }
+  return std::nullopt;
+}
+
 CallInfo DescribeCall(const Route& route, const HttpRequest& req) {
   CallInfo c;
   // Seed A's /admin/keys routes are the /v1/keys ones under another name.
@@ -96,32 +117,32 @@ CallInfo DescribeCall(const Route& route, const HttpRequest& req) {
   if (!c.audited) return c;
 
   if (pattern.rfind("/v1/keys/{id}", 0) == 0 || pattern.rfind("/v1/snapshots/{id}", 0) == 0) {
-    c.target = Cut(req.Param("id"));
+    c.target = AuditTarget(req.Param("id"));
   }
-  if (c.action == "preview.revoke") c.target = Cut(req.Param("preview_id"));
-  if (const std::string* p = req.Query("path")) c.target = Cut(*p);
+  if (c.action == "preview.revoke") c.target = AuditTarget(req.Param("preview_id"));
+  if (pattern.find("{pid}") != std::string::npos) c.target = AuditTarget(req.Param("pid"));
+  if (const std::string* p = req.Query("path")) c.target = AuditTarget(*p);
   if (route.options.file_body || req.body.empty()) return c;
   // JSON routes: only these fields, never env, stdin or contents.
   try {
     json::value v = json::parse(req.body);
     if (!v.is_object()) return c;
     const json::object& o = v.as_object();
-    if (const auto* cmd = o.if_contains("command"); cmd && cmd->is_string()) {
-      c.target = Cut(std::string(cmd->as_string()));
-    } else if (const auto* argv = o.if_contains("argv"); argv && argv->is_array()) {
-      c.target = Cut(JoinArgv(argv->as_array()));
+    if (std::optional<std::string> cmd = AuditCommandOf(o)) {
+      c.target = std::move(*cmd);
     } else if (const auto* from = o.if_contains("from"); from && from->is_string()) {
       const auto* to = o.if_contains("to");
-      c.target = Cut(std::string(from->as_string()) + " -> " +
-                     (to && to->is_string() ? std::string(to->as_string()) : std::string()));
+      c.target =
+          AuditTarget(std::string(from->as_string()) + " -> " +
+                      (to && to->is_string() ? std::string(to->as_string()) : std::string()));
     } else if (const auto* path = o.if_contains("path"); path && path->is_string()) {
-      c.target = Cut(std::string(path->as_string()));
+      c.target = AuditTarget(std::string(path->as_string()));
     } else if (const auto* snap = o.if_contains("snapshot_id"); snap && snap->is_string()) {
-      c.target = Cut(std::string(snap->as_string()));
+      c.target = AuditTarget(std::string(snap->as_string()));
     } else if (const auto* tmpl = o.if_contains("template"); tmpl && tmpl->is_string()) {
-      c.target = Cut(std::string(tmpl->as_string()));
+      c.target = AuditTarget(std::string(tmpl->as_string()));
     } else if (const auto* name = o.if_contains("name"); name && name->is_string()) {
-      c.target = Cut(std::string(name->as_string()));
+      c.target = AuditTarget(std::string(name->as_string()));
     }
   } catch (const std::exception&) {
     // Not JSON: the handler answered 400; nothing to describe.

@@ -1,14 +1,16 @@
 // Helpers of the audit trail and metrics around a call (api/auth.h, step 7): what a call is
-// called ("sandbox.create", "exec.stream", ...), its target (the command line or the path —
-// never a body, file contents or env values), and a StreamBody wrapper that reports the end of
-// a stream (bytes sent, the exit code its "exit" event carried).
+// called ("sandbox.create", "exec.stream", ...), its target (the command line or the path,
+// redacted — never a body, file contents or env values), and a StreamBody wrapper that reports the
+// end of a stream (bytes sent, the exit code its "exit" event carried).
 #pragma once
 
+#include <boost/json/object.hpp>
 #include <cstdint>
 #include <functional>
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 
 #include "api/http_types.h"
 #include "api/router.h"
@@ -25,8 +27,23 @@ struct CallInfo {
   bool fork = false;    // POST /v1/snapshots/{id}/fork (makes a sandbox too)
 };
 
+/// Longest target the audit trail keeps, in bytes (before the "..." of a cut).
+inline constexpr size_t kMaxAuditTarget = 1000;
+
+/// What the audit trail keeps of a target text `raw` (a command line, a path, a name): with
+/// what looks like a secret replaced by "[REDACTED]" (common/redact.h; the rule is in
+/// api/AUTH.md "Redaction"), invalid UTF-8 replaced, and cut at a character boundary to
+/// kMaxAuditTarget bytes plus "...". Every writer of store::EventRecord::target uses it
+/// (DescribeCall here, mcp/audited_backend.h).
+std::string AuditTarget(std::string_view raw);
+
+/// The audited command line of an exec-like JSON body: "command" (a string; seed B's argv
+/// list; seed A's with its "args"), else "argv", shell-quoted, through AuditTarget; nullopt
+/// when the body has none. Never stdin or env.
+std::optional<std::string> AuditCommandOf(const boost::json::object& body);
+
 /// Describes the call of `route` with `req` (reads only the JSON fields named above, and
-/// only from JSON routes). Targets longer than 1000 bytes are cut with "...".
+/// only from JSON routes). Targets pass AuditTarget.
 CallInfo DescribeCall(const Route& route, const HttpRequest& req);
 
 /// What a finished exec reported (the sync response body or the stream's last event).

@@ -24,14 +24,13 @@
 #include "api/json_body.h"
 #include "api/proc_stream.h"
 #include "api/proc_ws.h"
+#include "api/resource_json.h"
 #include "api/text.h"
 #include "core/sandbox_manager.h"
 
 namespace asb::api {
 
 namespace json = boost::json;
-
-namespace {
 
 json::object ProcessJson(const protocol::ProcInfo& p) {
   json::object o;
@@ -65,6 +64,28 @@ json::object ProcessJson(const protocol::ProcInfo& p) {
   return o;
 }
 
+Result<core::ProcessOptions> ParseProcessStart(std::string_view text) {
+  ASB_ASSIGN_OR_RETURN(JsonBody body, JsonBody::Parse(text));
+  core::ProcessOptions o;
+  ASB_TRY(ReadCommandFields(body, &o));
+  ASB_ASSIGN_OR_RETURN(auto tag, body.String("tag"));
+  if (tag) o.tag = std::move(*tag);
+  ASB_ASSIGN_OR_RETURN(auto stdin_pipe, body.Bool("stdin"));
+  o.stdin = stdin_pipe.value_or(false);
+  ASB_ASSIGN_OR_RETURN(auto pty, body.Bool("pty"));
+  o.pty = pty.value_or(false);
+  ASB_ASSIGN_OR_RETURN(o.cols, body.Integer("cols", 1, core::kMaxTerminalSize));
+  ASB_ASSIGN_OR_RETURN(o.rows, body.Integer("rows", 1, core::kMaxTerminalSize));
+  ASB_ASSIGN_OR_RETURN(
+      o.ring_bytes,
+      body.Integer("ring_bytes", 1, static_cast<int64_t>(protocol::kProcRingMaxBytes)));
+  ASB_TRY(body.Finish());
+  ASB_TRY(CheckCommandOrArgv(o));
+  return o;
+}
+
+namespace {
+
 HttpResponse ProcessResponse(int status, const std::string& sandbox_id,
                              const protocol::ProcInfo& p) {
   HttpResponse r = JsonResponse(status, json::serialize(ProcessJson(p)));
@@ -97,26 +118,6 @@ Result<uint64_t> ReplayBytes(const HttpRequest& req) {
   return n;
 }
 
-Result<core::ProcessOptions> ParseStart(std::string_view text) {
-  ASB_ASSIGN_OR_RETURN(JsonBody body, JsonBody::Parse(text));
-  core::ProcessOptions o;
-  ASB_TRY(ReadCommandFields(body, &o));
-  ASB_ASSIGN_OR_RETURN(auto tag, body.String("tag"));
-  if (tag) o.tag = std::move(*tag);
-  ASB_ASSIGN_OR_RETURN(auto stdin_pipe, body.Bool("stdin"));
-  o.stdin = stdin_pipe.value_or(false);
-  ASB_ASSIGN_OR_RETURN(auto pty, body.Bool("pty"));
-  o.pty = pty.value_or(false);
-  ASB_ASSIGN_OR_RETURN(o.cols, body.Integer("cols", 1, core::kMaxTerminalSize));
-  ASB_ASSIGN_OR_RETURN(o.rows, body.Integer("rows", 1, core::kMaxTerminalSize));
-  ASB_ASSIGN_OR_RETURN(
-      o.ring_bytes,
-      body.Integer("ring_bytes", 1, static_cast<int64_t>(protocol::kProcRingMaxBytes)));
-  ASB_TRY(body.Finish());
-  ASB_TRY(CheckCommandOrArgv(o));
-  return o;
-}
-
 bool IsWebSocketUpgrade(const HttpRequest& req) {
   std::string up(req.Header("upgrade"));
   for (char& c : up) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
@@ -132,7 +133,7 @@ void AddProcessRoutes(Router& router, ApiContext& ctx) {
   router.Add("POST", "/v1/sandboxes/{id}/processes",
              Wrap([m](HttpRequest& req) -> Result<HttpResponse> {
                ASB_ASSIGN_OR_RETURN(std::string id, SandboxIdParam(req));
-               ASB_ASSIGN_OR_RETURN(core::ProcessOptions o, ParseStart(req.body));
+               ASB_ASSIGN_OR_RETURN(core::ProcessOptions o, ParseProcessStart(req.body));
                ASB_ASSIGN_OR_RETURN(protocol::ProcInfo p, m->StartProcess(OwnerOf(req), id, o));
                return ProcessResponse(201, id, p);
              }));

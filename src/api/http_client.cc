@@ -91,12 +91,18 @@ struct Exchange {
   beast::flat_buffer buffer;
 };
 
-Status Connect(Exchange& x, const std::string& host, const std::string& port) {
+// Connects within 30 s, or within `timeout_ms` (> 0), which then stays the deadline of the
+// whole exchange.
+Status Connect(Exchange& x, const std::string& host, const std::string& port, int64_t timeout_ms) {
   tcp::resolver resolver(x.ioc);
   beast::error_code ec;
   auto results = resolver.resolve(host, port, ec);
   if (ec) return Fail(Error::Unavailable("resolve " + host + ": " + ec.message()));
-  x.stream.expires_after(std::chrono::seconds(30));
+  if (timeout_ms > 0) {
+    x.stream.expires_after(std::chrono::milliseconds(timeout_ms));
+  } else {
+    x.stream.expires_after(std::chrono::seconds(30));
+  }
   x.stream.connect(results, ec);
   if (ec) {
     return Fail(Error(ErrorCode::kUnavailable,
@@ -140,7 +146,7 @@ Result<ClientResponse> HttpClient::Stream(
     std::string_view method, std::string_view target, std::string_view body,
     std::string_view content_type, const std::function<bool(std::string_view)>& on_data) const {
   Exchange x;
-  ASB_TRY(Connect(x, host_, port_));
+  ASB_TRY(Connect(x, host_, port_, timeout_ms_));
   http::request<http::string_body> req;
   req.method_string(method);
   req.target(prefix_ + std::string(target));
@@ -156,7 +162,7 @@ Result<ClientResponse> HttpClient::Stream(
     req.prepare_payload();
   }
   beast::error_code ec;
-  x.stream.expires_never();
+  if (timeout_ms_ <= 0) x.stream.expires_never();  // else the deadline Connect set holds
   http::write(x.stream, req, ec);
   if (ec) return Fail(NetError(ec, "send request"));
 

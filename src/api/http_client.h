@@ -52,6 +52,11 @@ class HttpClient {
   /// the caller keeps them free of CR and LF.
   void SetHeader(std::string name, std::string value);
 
+  /// A deadline for each later request of this client, from connecting to the last byte of
+  /// its answer, milliseconds (0, the default: none). Past it the request fails with
+  /// kTimeout; a Stream's `on_data` has been given what arrived before.
+  void SetTimeout(int64_t ms) { timeout_ms_ = ms; }
+
   const std::string& host() const { return host_; }
   const std::string& port() const { return port_; }
 
@@ -62,6 +67,7 @@ class HttpClient {
   std::string prefix_;
   std::string api_key_;
   std::vector<std::pair<std::string, std::string>> headers_;
+  int64_t timeout_ms_ = 0;
 };
 
 }  // namespace asb::api

@@ -1,6 +1,6 @@
 // The JSON objects of the REST API's resources (api/openapi.json: Sandbox, Snapshot,
-// FileStat, Template), shared by the REST handlers and the MCP tools over the manager (mcp/
-// manager_backend.h), so both show the same shapes.
+// FileStat, Template, Process), shared by the REST handlers and the MCP tools over the manager
+// (mcp/manager_backend.h), so both show the same shapes; and the request bodies both read.
 #pragma once
 
 #include <boost/json.hpp>
@@ -19,5 +19,14 @@ boost::json::object StatJson(const protocol::FileStat& s);
 /// A template (handlers_templates.cc): its manifest, with `resources` resolved against the
 /// server's limits `lim`.
 boost::json::object TemplateJson(const core::TemplateInfo& t, const core::Limits& lim);
+/// A background process (handlers_procs.cc): {pid, tag, argv, command, state, exit_code (null
+/// while running), signal, started_at, ended_at (null while running), pty, stdin_open,
+/// output_bytes}.
+boost::json::object ProcessJson(const protocol::ProcInfo& p);
+
+/// The body of POST /v1/sandboxes/{id}/processes (handlers_procs.cc): command | argv, env,
+/// workdir, user, tag, stdin, pty, cols, rows, ring_bytes. Errors: kInvalidArgument naming the
+/// field (unknown fields too).
+Result<core::ProcessOptions> ParseProcessStart(std::string_view text);
 
 }  // namespace asb::api

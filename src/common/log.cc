@@ -3,6 +3,8 @@
 #include <spdlog/pattern_formatter.h>
 #include <spdlog/sinks/stdout_sinks.h>
 
+#include "common/redact.h"
+
 namespace asb {
 
 namespace {
@@ -78,7 +80,9 @@ std::string LogField(std::string_view value, size_t max) {
   return out;
 }
 
-std::string LogSafeMessage(std::string_view msg, size_t max) {
+std::string LogSafeMessage(std::string_view raw, size_t max) {
+  const std::string redacted = RedactSecrets(raw);
+  const std::string_view msg = redacted;
   std::string out;
   out.reserve(std::min(msg.size(), max) + 24);
   for (size_t i = 0; i < msg.size();) {

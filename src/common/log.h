@@ -1,5 +1,6 @@
 // Host-side logging: spdlog, one line per event, text or JSON (see ARCHITECTURE.md and
-// STYLE.md "Logs"). Never log a key, a token, an env value or file contents.
+// STYLE.md "Logs"). Never log a key, a token, an env value or file contents; the formatters
+// also redact what looks like a secret (LogSafeMessage), as a second line of defence.
 //
 // Anything a client sent (a path, a path parameter, a method) is hostile text: written
 // verbatim, a "%0a" in a path forged a whole log line and "%1b[" reached the operator's
@@ -33,9 +34,11 @@ inline constexpr size_t kLogMessageMax = 4096;
 /// with "...(N bytes)", N the length of `value`. An empty value is "-".
 std::string LogField(std::string_view value, size_t max = kLogFieldMax);
 
-/// A whole message made safe for one log line: C0 controls, DEL, C1 controls (U+0080..U+009F)
-/// and bytes that are not part of well-formed UTF-8 become \xHH; other text, well-formed
-/// UTF-8 included, is kept. Cut like LogField at `max` bytes. Idempotent on LogField output.
+/// A whole message made safe for one log line: what looks like a secret is redacted first
+/// (RedactSecrets, common/redact.h: a command line a caller logs keeps no token); then C0
+/// controls, DEL, C1 controls (U+0080..U+009F) and bytes that are not part of well-formed
+/// UTF-8 become \xHH; other text, well-formed UTF-8 included, is kept. Cut like LogField at
+/// `max` bytes (the marker gives the redacted length). Idempotent on LogField output.
 std::string LogSafeMessage(std::string_view msg, size_t max = kLogMessageMax);
 
 /// The text formatter "2026-11-29T10:00:00.123Z info <LogSafeMessage(msg)>", UTC.

@@ -250,8 +250,9 @@ Result<ExecOutcome> SandboxManager::Exec(const std::string& owner, const std::st
   const LimitHits before = HitsOf(*act.sandbox);
   ASB_ASSIGN_OR_RETURN(
       ExecOutcome out,
-      impl_->Checked(*e, act, protocol::ExecCollect(*conn, req, opts.stdin_data.value_or(""),
-                                                    opts.abandoned.get())));
+      impl_->Checked(
+          *e, act,
+          protocol::ExecCollect(*conn, req, opts.stdin_data.value_or(""), opts.abandoned.get())));
   MarkLimitsHit(*act.sandbox, before, &out.result);
   return out;
 }
@@ -259,17 +260,19 @@ Result<ExecOutcome> SandboxManager::Exec(const std::string& owner, const std::st
 Result<ExecStream> SandboxManager::StartExec(const std::string& owner, const std::string& id,
                                              const ExecOptions& opts) {
   ASB_ASSIGN_OR_RETURN(auto e, impl_->Find(owner, id));
-  ASB_ASSIGN_OR_RETURN(protocol::ExecRequest req,
-                       BuildExecRequest(config_.limits, opts, DefaultsOf(*e),
-                                        ExecDelivery::kStreamed));
+  ASB_ASSIGN_OR_RETURN(
+      protocol::ExecRequest req,
+      BuildExecRequest(config_.limits, opts, DefaultsOf(*e), ExecDelivery::kStreamed));
   ASB_ASSIGN_OR_RETURN(Impl::Active act, impl_->BeginActivity(e));
   ASB_ASSIGN_OR_RETURN(auto conn, impl_->ConnectionFor(*e, act));
   const LimitHits before = HitsOf(*act.sandbox);
   ASB_ASSIGN_OR_RETURN(auto channel,
                        impl_->Checked(*e, act, conn->Open(protocol::EncodeExecRequest(req))));
   if (opts.stdin_data) {
-    ASB_TRY(channel->Write(*opts.stdin_data));
-    ASB_TRY(channel->CloseWrite());
+    // As ExecCollect: a command that exits without reading all of its stdin ends the channel
+    // first, and the write then fails ("channel closed"); that is no failure of the exec, whose
+    // result comes on the channel (a broken connection does too, as an error event).
+    if (channel->Write(*opts.stdin_data)) (void)channel->CloseWrite();
   }
   ExecStream s;
   s.channel = channel;

@@ -101,6 +101,26 @@ TEST_F(ManagerOpsTest, OomKilledComesFromTheSandboxCounter) {
   EXPECT_FALSE(r->result.oom_killed);  // no new kill during this one
 }
 
+// A command that exits without reading its stdin: the stream still ends with its result
+// (StartExec used to answer conflict "channel closed" when the exit beat the write).
+TEST_F(ManagerOpsTest, StreamingExecWhoseCommandIgnoresStdinEndsWithItsResult) {
+  ExecOptions o = Cmd("exit 3");
+  o.stdin_data = std::string(4 << 20, 'x');  // more than the channel's window
+  auto s = manager_->StartExec("alice", sb_.id, o);
+  ASSERT_TRUE(s) << s.error().ToString();
+  for (;;) {
+    auto ev = s->channel->Next(10'000);
+    ASSERT_TRUE(ev) << ev.error().ToString();
+    ASSERT_NE(ev->kind, protocol::ChannelEvent::Kind::kError) << ev->error->ToString();
+    if (ev->kind == protocol::ChannelEvent::Kind::kResult) {
+      auto res = s->Finish(ev->payload);
+      ASSERT_TRUE(res) << res.error().ToString();
+      EXPECT_EQ(res->exit_code, 3);
+      break;
+    }
+  }
+}
+
 TEST_F(ManagerOpsTest, StreamingExecEndsWithAResult) {
   auto s = manager_->StartExec("alice", sb_.id, Cmd("echo a; echo b >&2"));
   ASSERT_TRUE(s) << s.error().ToString();

@@ -1,18 +1,13 @@
 // Audit events for MCP tool calls; see audited_backend.h.
 #include "mcp/audited_backend.h"
 
+#include "api/audit.h"
+
 namespace asb::mcp {
 
 namespace json = boost::json;
 
 namespace {
-
-constexpr size_t kMaxTarget = 1000;  // as api/audit.cc
-
-std::string Cut(std::string s) {
-  if (s.size() > kMaxTarget) s.resize(kMaxTarget);
-  return s;
-}
 
 std::string StringField(const json::object& o, std::string_view key) {
   auto it = o.find(key);
@@ -32,7 +27,7 @@ void AuditedBackend::Record(std::string action, std::string target, std::string 
   store::EventRecord e = tmpl_;
   e.time_ms = start_unix;
   e.action = std::move(action);
-  e.target = Cut(std::move(target));
+  e.target = api::AuditTarget(target);
   e.sandbox_id = std::move(sandbox_id);
   e.status = 200;
   e.result = error ? error->code : (timed_out ? "timed_out" : "ok");
@@ -63,7 +58,7 @@ ToolResult<json::object> AuditedBackend::Exec(const std::string& id, const json:
       timed_out = t->value().as_bool();
     }
   }
-  Record("exec", StringField(body, "command"), id, m, u, ErrorOf(r), code, timed_out);
+  Record("exec", api::AuditCommandOf(body).value_or(""), id, m, u, ErrorOf(r), code, timed_out);
   return r;
 }
 
@@ -104,6 +99,54 @@ ToolResult<void> AuditedBackend::Destroy(const std::string& id) {
   int64_t m = mono_ms_(), u = now_ms_();
   auto r = base_->Destroy(id);
   Record("sandbox.destroy", "", id, m, u, r ? nullptr : &r.error());
+  return r;
+}
+
+ToolResult<json::object> AuditedBackend::StartProcess(const std::string& id,
+                                                      const json::object& body) {
+  int64_t m = mono_ms_(), u = now_ms_();
+  auto r = base_->StartProcess(id, body);
+  Record("process.start", api::AuditCommandOf(body).value_or(""), id, m, u, ErrorOf(r));
+  return r;
+}
+
+ToolResult<uint64_t> AuditedBackend::WriteProcessStdin(const std::string& id, int pid,
+                                                       std::string_view data) {
+  int64_t m = mono_ms_(), u = now_ms_();
+  auto r = base_->WriteProcessStdin(id, pid, data);
+  Record("process.stdin", std::to_string(pid), id, m, u, ErrorOf(r));
+  return r;
+}
+
+ToolResult<void> AuditedBackend::CloseProcessStdin(const std::string& id, int pid) {
+  int64_t m = mono_ms_(), u = now_ms_();
+  auto r = base_->CloseProcessStdin(id, pid);
+  Record("process.close_stdin", std::to_string(pid), id, m, u, r ? nullptr : &r.error());
+  return r;
+}
+
+ToolResult<void> AuditedBackend::SignalProcess(const std::string& id, int pid,
+                                               const std::string& signal) {
+  int64_t m = mono_ms_(), u = now_ms_();
+  auto r = base_->SignalProcess(id, pid, signal);
+  Record("process.signal", std::to_string(pid), id, m, u, r ? nullptr : &r.error());
+  return r;
+}
+
+ToolResult<json::object> AuditedBackend::KillProcess(const std::string& id, int pid) {
+  int64_t m = mono_ms_(), u = now_ms_();
+  auto r = base_->KillProcess(id, pid);
+  Record("process.kill", std::to_string(pid), id, m, u, ErrorOf(r));
+  return r;
+}
+
+ToolResult<PortResponse> AuditedBackend::RequestPort(const std::string& id,
+                                                     const PortRequest& req) {
+  if (req.method == "GET" || req.method == "HEAD") return base_->RequestPort(id, req);
+  int64_t m = mono_ms_(), u = now_ms_();
+  auto r = base_->RequestPort(id, req);
+  Record(req.method + " /v1/sandboxes/{id}/ports/{port}/{path}",
+         ":" + std::to_string(req.port) + req.path, id, m, u, ErrorOf(r));
   return r;
 }
 

@@ -1,8 +1,9 @@
 // A ToolBackend decorator that writes an audit event (store/events.h) for every tool call that
 // changes something or runs a command, with the action names of the REST API's audit trail
 // (api/audit.cc: sandbox.create, sandbox.destroy, exec, file.write, snapshot.create,
-// sandbox.rollback, snapshot.fork), so work done through /mcp shows up in GET /v1/events as
-// the same actions done over REST do. Reads (lists, file reads) are not audited, as REST GETs
+// sandbox.rollback, snapshot.fork, process.*), so work done through /mcp shows up in
+// GET /v1/events as the same actions done over REST do. Targets pass api::AuditTarget
+// (secrets redacted). Reads (lists, file reads) are not audited, as REST GETs
 // are not. status is 200 (the MCP answer); result is "ok", "timed_out", or the error code.
 #pragma once
 
@@ -51,6 +52,27 @@ class AuditedBackend final : public ToolBackend {
   ToolResult<boost::json::object> Fork(const std::string& snapshot_id,
                                        const boost::json::object& body) override;
   ToolResult<void> Destroy(const std::string& id) override;
+
+  /// process.start (target: the command line), process.stdin / process.close_stdin /
+  /// process.signal / process.kill (target: the pid), as the REST routes are audited.
+  ToolResult<boost::json::object> StartProcess(const std::string& id,
+                                               const boost::json::object& body) override;
+  ToolResult<boost::json::object> ListProcesses(const std::string& id) override {
+    return base_->ListProcesses(id);
+  }
+  ToolResult<ProcessOutput> ReadProcessOutput(const std::string& id,
+                                              const OutputRequest& req) override {
+    return base_->ReadProcessOutput(id, req);
+  }
+  ToolResult<uint64_t> WriteProcessStdin(const std::string& id, int pid,
+                                         std::string_view data) override;
+  ToolResult<void> CloseProcessStdin(const std::string& id, int pid) override;
+  ToolResult<void> SignalProcess(const std::string& id, int pid,
+                                 const std::string& signal) override;
+  ToolResult<boost::json::object> KillProcess(const std::string& id, int pid) override;
+  /// A request other than GET/HEAD is audited as the proxy route is ("POST /v1/sandboxes/{id}/
+  /// ports/{port}/{path}"), with ":port/path" as its target.
+  ToolResult<PortResponse> RequestPort(const std::string& id, const PortRequest& req) override;
 
  private:
   // Records one event; `error` null on success.

@@ -11,11 +11,14 @@
 
 #include <atomic>
 #include <boost/json.hpp>
+#include <cstdint>
 #include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <tl/expected.hpp>
+#include <utility>
+#include <vector>
 
 namespace asb::mcp {
 
@@ -40,6 +43,56 @@ struct ExecHooks {
   /// Polled while the command runs (at least every 250 ms); when it reads true the command is
   /// killed and Exec answers code "cancelled".
   const std::atomic<bool>* cancelled = nullptr;
+};
+
+/// What sandbox_process_output reads (mcp/process_output.h says when reading stops).
+struct OutputRequest {
+  int pid = 0;
+  /// Keep at most this many bytes of the most recent output (> 0).
+  uint64_t tail_bytes = 0;
+  /// Wait this long for more output, milliseconds (>= 0); reading ends early at the exit.
+  int64_t wait_ms = 0;
+  /// Polled while waiting; when it reads true the call answers code "cancelled".
+  const std::atomic<bool>* cancelled = nullptr;
+};
+
+/// A process's recent output.
+struct ProcessOutput {
+  /// The Process object (REST shape: pid, state, exit_code, ...) after reading.
+  boost::json::object process;
+  /// Raw bytes of both streams in arrival order, the last tail_bytes of what was read.
+  std::string output;
+  /// Bytes read in all (replayed and live); more than output.size() when older ones were cut.
+  uint64_t received = 0;
+  /// Bytes the process's ring overwrote before this reader got them.
+  uint64_t skipped = 0;
+};
+
+/// An HTTP request to 127.0.0.1:`port` inside a sandbox, as the ports proxy
+/// (/v1/sandboxes/{id}/ports/{port}/{path}) sends it.
+struct PortRequest {
+  int64_t port = 0;
+  std::string method = "GET";  // GET, HEAD, POST, PUT, PATCH or DELETE
+  std::string path = "/";      // starts with '/', may carry a query
+  /// End-to-end request headers (never Host, Authorization, framing: the tools refuse those).
+  std::vector<std::pair<std::string, std::string>> headers;
+  std::string body;
+  /// The whole exchange, milliseconds (> 0).
+  int64_t timeout_ms = 0;
+  /// Bytes of the answer's body kept; the rest is not read.
+  uint64_t max_body_bytes = 0;
+  const std::atomic<bool>* cancelled = nullptr;
+};
+
+/// The upstream's answer.
+struct PortResponse {
+  int status = 0;
+  /// Header names in lower case, in the order received.
+  std::vector<std::pair<std::string, std::string>> headers;
+  /// At most max_body_bytes of the body (de-chunked).
+  std::string body;
+  /// The body had more than max_body_bytes.
+  bool truncated = false;
 };
 
 class ToolBackend {
@@ -78,6 +131,35 @@ class ToolBackend {
   virtual ToolResult<boost::json::object> Fork(const std::string& snapshot_id,
                                                const boost::json::object& body) = 0;
   virtual ToolResult<void> Destroy(const std::string& id) = 0;
+
+  // ---- background processes (ADR 0011; REST /v1/sandboxes/{id}/processes) -----------------
+
+  /// Starts a process from `body` (the REST start body: command | argv, env, workdir, tag,
+  /// stdin, ring_bytes); returns the Process object once it runs.
+  virtual ToolResult<boost::json::object> StartProcess(const std::string& id,
+                                                       const boost::json::object& body) = 0;
+  /// {"processes": [Process...]}: running and recently exited.
+  virtual ToolResult<boost::json::object> ListProcesses(const std::string& id) = 0;
+  /// Replays up to req.tail_bytes of the process's recent output and follows it for
+  /// req.wait_ms (or until it exits), then detaches; the process keeps running.
+  virtual ToolResult<ProcessOutput> ReadProcessOutput(const std::string& id,
+                                                      const OutputRequest& req) = 0;
+  /// Writes `data` to its stdin; returns the bytes accepted.
+  virtual ToolResult<uint64_t> WriteProcessStdin(const std::string& id, int pid,
+                                                 std::string_view data) = 0;
+  virtual ToolResult<void> CloseProcessStdin(const std::string& id, int pid) = 0;
+  /// Sends `signal` ("SIGTERM", "TERM", "15") to its process group.
+  virtual ToolResult<void> SignalProcess(const std::string& id, int pid,
+                                         const std::string& signal) = 0;
+  /// Kills its whole tree; returns the final Process object.
+  virtual ToolResult<boost::json::object> KillProcess(const std::string& id, int pid) = 0;
+
+  // ---- ports (REST /v1/sandboxes/{id}/ports/{port}/{path}) ---------------------------------
+
+  /// One HTTP exchange with a port inside the sandbox. A failure to reach it (nothing
+  /// listens: "unavailable"; the sandbox: "not_found"/"conflict") is an error; any answer of
+  /// the upstream, 4xx/5xx included, is a PortResponse.
+  virtual ToolResult<PortResponse> RequestPort(const std::string& id, const PortRequest& req) = 0;
 };
 
 }  // namespace asb::mcp

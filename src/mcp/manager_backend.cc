@@ -5,23 +5,18 @@
 
 #include <limits>
 
+#include "api/command_fields.h"
 #include "api/errors.h"
 #include "api/json_body.h"
 #include "api/resource_json.h"
 #include "api/text.h"
 #include "common/ids.h"
 #include "core/paths.h"
+#include "mcp/manager_support.h"
 
 namespace asb::mcp {
 
 namespace json = boost::json;
-
-namespace {
-
-constexpr int64_t kMinInt = std::numeric_limits<int64_t>::min() / 2;
-constexpr int64_t kMaxInt = std::numeric_limits<int64_t>::max() / 2;
-// How often a running exec looks at its cancel flag.
-constexpr int64_t kCancelPollMs = 200;
 
 tl::unexpected<ToolError> FromError(const Error& e) {
   // What a client may see of an error is api::ForClient's one rule, as for REST answers.
@@ -33,6 +28,13 @@ ToolResult<void> CheckId(std::string_view id, std::string_view prefix, std::stri
   if (!IsValidId(id, prefix)) return ToolFail("not_found", std::string(what) + " not found");
   return {};
 }
+
+namespace {
+
+constexpr int64_t kMinInt = std::numeric_limits<int64_t>::min() / 2;
+constexpr int64_t kMaxInt = std::numeric_limits<int64_t>::max() / 2;
+// How often a running exec looks at its cancel flag.
+constexpr int64_t kCancelPollMs = 200;
 
 Result<api::JsonBody> Body(const json::object& o) {
   return api::JsonBody::Parse(json::serialize(o));
@@ -58,6 +60,8 @@ Result<core::ExecOptions> ParseExec(const json::object& o) {
   ASB_ASSIGN_OR_RETURN(api::JsonBody body, Body(o));
   core::ExecOptions opts;
   ASB_ASSIGN_OR_RETURN(opts.command, body.String("command"));
+  ASB_ASSIGN_OR_RETURN(auto argv, body.StringArray("argv"));
+  if (argv) opts.argv = std::move(*argv);
   ASB_ASSIGN_OR_RETURN(auto env, body.StringMap("env"));
   if (env) opts.env = std::move(*env);
   ASB_ASSIGN_OR_RETURN(auto workdir, body.String("workdir"));
@@ -68,7 +72,7 @@ Result<core::ExecOptions> ParseExec(const json::object& o) {
   }
   ASB_ASSIGN_OR_RETURN(opts.stdin_data, body.String("stdin"));
   ASB_TRY(body.Finish());
-  if (!opts.command) return asb::Fail(Error::InvalidArgument("command: required"));
+  ASB_TRY(api::CheckCommandOrArgv(opts));
   return opts;
 }
 
@@ -102,13 +106,8 @@ ToolResult<json::object> ManagerBackend::CreateSandbox(const json::object& body)
 }
 
 ToolResult<json::object> ManagerBackend::ListSandboxes() {
-  auto all = m_.List(caller_.owner);
-  if (!all) return FromError(all.error());
-  json::array list;
-  for (const auto& s : *all) list.emplace_back(api::SandboxJson(s));
-  json::object o;
-  o["sandboxes"] = std::move(list);
-  return o;
+  return ListJson(m_.List(caller_.owner), "sandboxes",
+                  [](const core::SandboxInfo& s) { return api::SandboxJson(s); });
 }
 
 ToolResult<json::object> ManagerBackend::ListTemplates() {

@@ -53,6 +53,22 @@ class ManagerBackend final : public ToolBackend {
                                        const boost::json::object& body) override;
   ToolResult<void> Destroy(const std::string& id) override;
 
+  // Processes and ports (manager_backend_procs.cc): the REST routes' parsers and shapes.
+  ToolResult<boost::json::object> StartProcess(const std::string& id,
+                                               const boost::json::object& body) override;
+  ToolResult<boost::json::object> ListProcesses(const std::string& id) override;
+  ToolResult<ProcessOutput> ReadProcessOutput(const std::string& id,
+                                              const OutputRequest& req) override;
+  ToolResult<uint64_t> WriteProcessStdin(const std::string& id, int pid,
+                                         std::string_view data) override;
+  ToolResult<void> CloseProcessStdin(const std::string& id, int pid) override;
+  ToolResult<void> SignalProcess(const std::string& id, int pid,
+                                 const std::string& signal) override;
+  ToolResult<boost::json::object> KillProcess(const std::string& id, int pid) override;
+  /// Connects in the sandbox (SandboxManager::ConnectPort) and speaks HTTP itself
+  /// (mcp/port_exchange.h), as the proxy would.
+  ToolResult<PortResponse> RequestPort(const std::string& id, const PortRequest& req) override;
+
  private:
   // limit_exceeded when the caller is at its max_sandboxes.
   ToolResult<void> CheckQuota();

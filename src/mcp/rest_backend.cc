@@ -11,18 +11,18 @@ namespace {
 
 std::string Enc(std::string_view s) { return api::PercentEncode(s); }
 
-ToolError FromResponse(const api::ClientResponse& r) {
+}  // namespace
+
+ToolError RestBackend::ErrorOfResponse(const api::ClientResponse& r) {
   return {r.error_code.empty() ? "http_" + std::to_string(r.status) : r.error_code,
           r.error_message.empty() ? r.body : r.error_message};
 }
-
-}  // namespace
 
 ToolResult<std::string> RestBackend::Raw(std::string_view method, const std::string& target,
                                          std::string_view body, std::string_view type) const {
   auto r = client_.Request(method, target, body, type);
   if (!r) return ToolFail(std::string(r.error().code_name()), r.error().message());
-  if (r->status >= 300) return tl::unexpected<ToolError>(FromResponse(*r));
+  if (r->status >= 300) return tl::unexpected<ToolError>(ErrorOfResponse(*r));
   return std::move(r->body);
 }
 
@@ -91,7 +91,7 @@ ToolResult<json::object> RestBackend::Exec(const std::string& id, const json::ob
                           json::serialize(body), "application/json", on_data);
   if (stopped) return ToolFail("cancelled", "the request was cancelled; command killed");
   if (!r) return ToolFail(std::string(r.error().code_name()), r.error().message());
-  if (r->status >= 300) return tl::unexpected<ToolError>(FromResponse(*r));
+  if (r->status >= 300) return tl::unexpected<ToolError>(ErrorOfResponse(*r));
   if (stream_error) return tl::unexpected<ToolError>(*stream_error);
   if (exit.empty()) return ToolFail("backend_error", "exec stream ended without an exit");
   return exit;

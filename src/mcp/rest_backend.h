@@ -33,7 +33,26 @@ class RestBackend final : public ToolBackend {
                                        const boost::json::object& body) override;
   ToolResult<void> Destroy(const std::string& id) override;
 
+  // Processes and ports (rest_backend_procs.cc).
+  ToolResult<boost::json::object> StartProcess(const std::string& id,
+                                               const boost::json::object& body) override;
+  ToolResult<boost::json::object> ListProcesses(const std::string& id) override;
+  /// GET the process, follow GET .../stream?encoding=base64&replay_bytes=N, GET it again.
+  ToolResult<ProcessOutput> ReadProcessOutput(const std::string& id,
+                                              const OutputRequest& req) override;
+  ToolResult<uint64_t> WriteProcessStdin(const std::string& id, int pid,
+                                         std::string_view data) override;
+  ToolResult<void> CloseProcessStdin(const std::string& id, int pid) override;
+  ToolResult<void> SignalProcess(const std::string& id, int pid,
+                                 const std::string& signal) override;
+  ToolResult<boost::json::object> KillProcess(const std::string& id, int pid) override;
+  /// Through the ports proxy. An upstream answer in our error shape with one of our wire
+  /// codes (not_found, unavailable, ...) reads as the proxy's own failure.
+  ToolResult<PortResponse> RequestPort(const std::string& id, const PortRequest& req) override;
+
  private:
+  // The error of a non-2xx answer: its wire code ("http_<status>" without one) and message.
+  static ToolError ErrorOfResponse(const api::ClientResponse& r);
   // One request whose 2xx body is returned raw.
   ToolResult<std::string> Raw(std::string_view method, const std::string& target,
                               std::string_view body = {},

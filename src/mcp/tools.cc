@@ -1,5 +1,7 @@
-// Tool definitions and implementations (see tools.h). Each tool is one ToolBackend call; this
-// file validates the arguments and renders the results (text + structuredContent).
+// Tool definitions and implementations (see tools.h): the sandbox, exec, file and snapshot
+// tools here; processes (tools_procs.cc), ports (tools_ports.cc) and code (tools_code.cc) in
+// files of their own. Each tool is one ToolBackend call, or a few; these files validate the
+// arguments and render the results (text + structuredContent).
 #include "mcp/tools.h"
 
 #include <cstdint>
@@ -8,6 +10,7 @@
 #include <utility>
 
 #include "api/text.h"
+#include "mcp/tools_util.h"
 
 namespace asb::mcp {
 
@@ -15,32 +18,18 @@ namespace json = boost::json;
 
 namespace {
 
-// ---- schema helpers -----------------------------------------------------------------------------
-
-json::object Prop(std::string_view type, std::string_view description) {
-  json::object o;
-  o["type"] = type;
-  if (!description.empty()) o["description"] = description;
-  return o;
-}
-
-json::object ObjectSchema(json::object props, std::initializer_list<std::string_view> required) {
-  json::object o;
-  o["type"] = "object";
-  o["properties"] = std::move(props);
-  json::array req;
-  for (auto r : required) req.emplace_back(r);
-  if (!req.empty()) o["required"] = std::move(req);
-  return o;
-}
-
-json::object EnvProp() {
-  json::object o = Prop("object", "Environment variables, name to value.");
-  json::object s;
-  s["type"] = "string";
-  o["additionalProperties"] = std::move(s);
-  return o;
-}
+using tools_internal::ArrayOf;
+using tools_internal::CopyFields;
+using tools_internal::Cut;
+using tools_internal::EncodingProp;
+using tools_internal::EnvProp;
+using tools_internal::ErrorResult;
+using tools_internal::ExecResultSchema;
+using tools_internal::ExecToolResult;
+using tools_internal::ObjectSchema;
+using tools_internal::OkResult;
+using tools_internal::Prop;
+using tools_internal::Tool;
 
 // The sandbox as the REST API shows it.
 json::object SandboxSchema() {
@@ -65,23 +54,6 @@ json::object SnapshotSchema() {
   p["sandbox_id"].as_object()["type"] = json::array{"string", "null"};
   p["size_bytes"] = Prop("integer", "");
   return ObjectSchema(std::move(p), {"id"});
-}
-
-json::object ArrayOf(json::object item, std::string_view description) {
-  json::object o = Prop("array", description);
-  o["items"] = std::move(item);
-  return o;
-}
-
-json::object Tool(std::string_view name, std::string_view title, std::string_view description,
-                  json::object input, json::object output) {
-  json::object t;
-  t["name"] = name;
-  t["title"] = title;
-  t["description"] = description;
-  t["inputSchema"] = std::move(input);
-  t["outputSchema"] = std::move(output);
-  return t;
 }
 
 json::array BuildDefinitions() {
@@ -120,31 +92,18 @@ json::array BuildDefinitions() {
     json::object p;
     p["sandbox_id"] = Prop("string", "");
     p["command"] = Prop("string", "Shell command, run by /bin/sh -c.");
-    p["workdir"] = Prop("string",
-                        "Working directory (default: the template's WORKDIR, else /workspace).");
+    p["workdir"] =
+        Prop("string", "Working directory (default: the template's WORKDIR, else /workspace).");
     p["env"] = EnvProp();
     p["timeout"] = Prop("number",
                         "Seconds before the command is killed (exit code 124-style "
                         "timed_out: true).");
     p["stdin"] = Prop("string", "Text given on standard input.");
-    json::object o;
-    o["exit_code"] = Prop("integer", "");
-    o["stdout"] = Prop("string", "");
-    o["stderr"] = Prop("string", "");
-    o["timed_out"] = Prop("boolean", "");
-    o["truncated"] = Prop("boolean", "Output was cut; stdout_bytes/stderr_bytes give the size.");
-    o["stdout_truncated"] = Prop("boolean", "stdout was cut (each stream has its own cap).");
-    o["stderr_truncated"] = Prop("boolean", "stderr was cut (each stream has its own cap).");
-    o["stdout_bytes"] = Prop("integer", "Full size of stdout as received.");
-    o["stderr_bytes"] = Prop("integer", "Full size of stderr as received.");
-    o["signal"] = Prop("integer", "");
-    o["duration_ms"] = Prop("integer", "");
     tools.emplace_back(
         Tool("sandbox_exec", "Run a command",
              "Run a shell command in a sandbox and return its exit code and output. Long commands "
              "report progress; cancelling the request kills the command.",
-             ObjectSchema(std::move(p), {"sandbox_id", "command"}),
-             ObjectSchema(std::move(o), {"exit_code", "stdout", "stderr", "timed_out"})));
+             ObjectSchema(std::move(p), {"sandbox_id", "command"}), ExecResultSchema()));
   }
   {
     json::object p;
@@ -153,8 +112,7 @@ json::array BuildDefinitions() {
     json::object o;
     o["path"] = Prop("string", "");
     o["size"] = Prop("integer", "Full size in bytes.");
-    o["encoding"] = Prop("string", "utf8 when the content is text, base64 otherwise.");
-    o["encoding"].as_object()["enum"] = json::array{"utf8", "base64"};
+    o["encoding"] = EncodingProp("utf8 when the content is text, base64 otherwise.");
     o["content"] = Prop("string", "");
     o["truncated"] = Prop("boolean", "");
     tools.emplace_back(Tool("sandbox_read_file", "Read a file",
@@ -168,8 +126,7 @@ json::array BuildDefinitions() {
     p["sandbox_id"] = Prop("string", "");
     p["path"] = Prop("string", "File path; relative paths are under /workspace.");
     p["content"] = Prop("string", "");
-    p["encoding"] = Prop("string", "utf8 (default) or base64 for binary content.");
-    p["encoding"].as_object()["enum"] = json::array{"utf8", "base64"};
+    p["encoding"] = EncodingProp("utf8 (default) or base64 for binary content.");
     p["mode"] = Prop("string", "Octal permission bits, e.g. 0755.");
     json::object o;
     o["path"] = Prop("string", "");
@@ -238,58 +195,10 @@ json::array BuildDefinitions() {
   return tools;
 }
 
-// ---- results ------------------------------------------------------------------------------------
-
-constexpr size_t kNoteBytes = 1024;
-
-std::string Cut(std::string_view text, size_t max, bool* cut) {
-  if (text.size() <= max) return std::string(text);
-  *cut = true;
-  size_t n = max;
-  while (n > 0 && (static_cast<unsigned char>(text[n]) & 0xC0) == 0x80) --n;  // whole chars
-  return std::string(text.substr(0, n));
-}
-
-json::object TextContent(std::string text) {
-  json::object c;
-  c["type"] = "text";
-  c["text"] = std::move(text);
-  return c;
-}
-
-json::object ErrorResult(std::string_view code, std::string_view message) {
-  json::object r;
-  r["content"] = json::array{TextContent(std::string(code) + ": " + std::string(message))};
-  r["isError"] = true;
-  return r;
-}
-
-json::object OkResult(json::object structured, std::string text) {
-  bool cut = false;
-  // Room for the short note a tool appends after a field it cut to kMaxTextBytes.
-  std::string shown = Cut(text, kMaxTextBytes + kNoteBytes, &cut);
-  if (cut) {
-    shown += "\n[text truncated: " + std::to_string(text.size()) + " bytes in full]";
-  }
-  json::object r;
-  r["content"] = json::array{TextContent(std::move(shown))};
-  r["structuredContent"] = std::move(structured);
-  return r;
-}
-
 const json::string* StringArg(const json::object& a, std::string_view key) {
   auto it = a.find(key);
   if (it == a.end() || !it->value().is_string()) return nullptr;
   return &it->value().as_string();
-}
-
-// Copies the listed optional fields of `a` into `o` unchanged.
-void CopyFields(const json::object& a, json::object& o,
-                std::initializer_list<std::string_view> keys) {
-  for (auto k : keys) {
-    auto it = a.find(k);
-    if (it != a.end() && !it->value().is_null()) o[k] = it->value();
-  }
 }
 
 }  // namespace
@@ -333,7 +242,13 @@ bool IsValidUtf8(std::string_view in) { return api::SanitizeUtf8(in) == in; }
 // ---- tools --------------------------------------------------------------------------------------
 
 json::array Tools::Definitions() {
-  static const json::array defs = BuildDefinitions();
+  static const json::array defs = [] {
+    json::array d = BuildDefinitions();
+    tools_internal::AddProcessTools(d);
+    tools_internal::AddPortTools(d);
+    tools_internal::AddCodeTools(d);
+    return d;
+  }();
   return defs;
 }
 
@@ -347,7 +262,7 @@ bool Tools::Exists(std::string_view name) {
 json::object Tools::Call(std::string_view name, const json::object& a,
                          const CallContext& ctx) const {
   ToolBackend& b = *backend_;
-  auto fail = [](const ToolError& e) { return ErrorResult(e.code, e.message); };
+  auto fail = [](const ToolError& e) { return ErrorResult(e); };
   // A required string argument; nullptr (and an isError result in *bad) when missing.
   json::object bad;
   auto need = [&](std::string_view key) -> const json::string* {
@@ -409,56 +324,7 @@ json::object Tools::Call(std::string_view name, const json::object& a,
     json::object body;
     body["command"] = *cmd;
     CopyFields(a, body, {"workdir", "env", "timeout", "stdin"});
-    std::string out, errs;
-    double progress = 0;
-    ExecHooks hooks;
-    hooks.cancelled = ctx.cancelled;
-    hooks.output = [&](std::string_view stream, std::string_view data) {
-      (stream == "stdout" ? out : errs).append(data);
-      if (ctx.progress) {
-        bool cut = false;
-        ctx.progress(++progress, std::string(stream) + ": " + Cut(data, 200, &cut));
-      }
-    };
-    auto exit = b.Exec(str(id), body, hooks);
-    if (!exit) return fail(exit.error());
-    bool cut = false;
-    json::object s;
-    s["exit_code"] = (*exit)["exit_code"];
-    s["signal"] = (*exit)["signal"];
-    s["timed_out"] = (*exit)["timed_out"];
-    s["duration_ms"] = (*exit)["duration_ms"];
-    s["stdout_bytes"] = out.size();
-    s["stderr_bytes"] = errs.size();
-    auto flag = [&](const char* k) { return (*exit)[k].is_bool() && (*exit)[k].as_bool(); };
-    bool out_cut = false;
-    bool err_cut = false;
-    s["stdout"] = Cut(out, kMaxTextBytes, &out_cut);
-    s["stderr"] = Cut(errs, kMaxTextBytes, &err_cut);
-    cut = out_cut || err_cut;
-    bool server_cut = flag("truncated");
-    s["truncated"] = cut || server_cut;
-    s["stdout_truncated"] = out_cut || flag("stdout_truncated");
-    s["stderr_truncated"] = err_cut || flag("stderr_truncated");
-    std::string text = "exit " + json::serialize((*exit)["exit_code"]);
-    if (s["timed_out"].is_bool() && s["timed_out"].as_bool()) text += " (timed out)";
-    text += "\n";
-    // The text shows up to half the limit of each stream, so that both fit with the note.
-    bool text_cut = false;
-    std::string out_text = Cut(out, kMaxTextBytes / 2, &text_cut);
-    std::string err_text = Cut(errs, kMaxTextBytes / 2, &text_cut);
-    if (!out_text.empty()) {
-      text += "--- stdout\n" + out_text + (out_text.back() == '\n' ? "" : "\n");
-    }
-    if (!err_text.empty()) text += "--- stderr\n" + err_text;
-    if (cut || text_cut || server_cut) {
-      text += "\n[output truncated; stdout " + std::to_string(out.size()) + " bytes, stderr " +
-              std::to_string(errs.size()) + " bytes received" +
-              (server_cut ? ", more was cut by the server's output limit" : "") +
-              "; structuredContent holds up to " + std::to_string(kMaxTextBytes) +
-              " bytes of each]";
-    }
-    return OkResult(std::move(s), std::move(text));
+    return ExecToolResult(b, str(id), body, ctx);
   }
   if (name == "sandbox_read_file") {
     const json::string* id = need("sandbox_id");
@@ -566,6 +432,9 @@ json::object Tools::Call(std::string_view name, const json::object& a,
     s["destroyed"] = true;
     return OkResult(std::move(s), "destroyed");
   }
+  if (auto r = tools_internal::CallProcessTool(name, a, b, ctx)) return std::move(*r);
+  if (auto r = tools_internal::CallPortTool(name, a, b, ctx)) return std::move(*r);
+  if (auto r = tools_internal::CallCodeTool(name, a, b, ctx)) return std::move(*r);
   return ErrorResult("invalid_request", "unknown tool " + std::string(name));
 }
 

@@ -3,11 +3,13 @@
 // byte more is cut with a note giving the full size) for exec output, text files and binary
 // files; the server's own truncation flag; and the session's per-request reply routing
 // (progress and the answer go to the POST's sink; a cancelled call ends with kNoResponse and
-// its exec sees the cancel flag).
+// its exec sees the cancel flag); the process, port and code tools' arguments at their limits
+// and their renderings (issue 17 item 9).
 #include "mcp/tools.h"
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <condition_variable>
 #include <mutex>
@@ -15,6 +17,7 @@
 #include <thread>
 #include <vector>
 
+#include "mcp/process_output.h"
 #include "mcp/session.h"
 
 namespace asb::mcp {
@@ -32,15 +35,28 @@ class ScriptedBackend final : public ToolBackend {
   bool server_stderr_truncated = false;
   bool block = false;
   std::atomic<bool> saw_cancel{false};
+  // What the last call asked, and what to answer (processes, ports, code).
+  json::object last_body;  // Exec's or StartProcess's body
+  std::string stderr_text;
+  int exit_code = 0;
+  OutputRequest last_output;
+  std::string proc_output;  // ReadProcessOutput answers its last tail_bytes
+  uint64_t proc_received = 0;
+  std::string last_stdin;
+  bool stdin_closed = false;
+  PortRequest last_port;
+  PortResponse port_answer;
 
   ToolResult<json::object> CreateSandbox(const json::object&) override { return Nope(); }
   ToolResult<json::object> ListSandboxes() override { return Nope(); }
   ToolResult<json::object> ListTemplates() override { return Nope(); }
-  ToolResult<json::object> Exec(const std::string&, const json::object&,
+  ToolResult<json::object> Exec(const std::string&, const json::object& body,
                                 const ExecHooks& hooks) override {
+    last_body = body;
     for (size_t off = 0; off < stdout_text.size(); off += 4096) {
       hooks.output("stdout", std::string_view(stdout_text).substr(off, 4096));
     }
+    if (!stderr_text.empty()) hooks.output("stderr", stderr_text);
     while (block) {
       if (hooks.cancelled && hooks.cancelled->load()) {
         saw_cancel = true;
@@ -49,7 +65,7 @@ class ScriptedBackend final : public ToolBackend {
       std::this_thread::sleep_for(std::chrono::milliseconds(5));
     }
     json::object o;
-    o["exit_code"] = 0;
+    o["exit_code"] = exit_code;
     o["signal"] = 0;
     o["timed_out"] = false;
     o["duration_ms"] = 1;
@@ -76,6 +92,58 @@ class ScriptedBackend final : public ToolBackend {
   ToolResult<json::object> Fork(const std::string&, const json::object&) override { return Nope(); }
   ToolResult<void> Destroy(const std::string&) override {
     return ToolFail("not_found", "sandbox not found");
+  }
+  ToolResult<json::object> StartProcess(const std::string&, const json::object& body) override {
+    last_body = body;
+    return Process(7, "running");
+  }
+  ToolResult<json::object> ListProcesses(const std::string&) override {
+    json::object o;
+    o["processes"] = json::array{Process(7, "running"), Process(8, "exited")};
+    return o;
+  }
+  ToolResult<ProcessOutput> ReadProcessOutput(const std::string&,
+                                              const OutputRequest& req) override {
+    last_output = req;
+    ProcessOutput out;
+    out.process = Process(req.pid, "running");
+    out.output = proc_output.size() > req.tail_bytes
+                     ? proc_output.substr(proc_output.size() - req.tail_bytes)
+                     : proc_output;
+    out.received = std::max<uint64_t>(proc_received, proc_output.size());
+    return out;
+  }
+  ToolResult<uint64_t> WriteProcessStdin(const std::string&, int, std::string_view data) override {
+    last_stdin = std::string(data);
+    return data.size();
+  }
+  ToolResult<void> CloseProcessStdin(const std::string&, int) override {
+    stdin_closed = true;
+    return {};
+  }
+  ToolResult<void> SignalProcess(const std::string&, int, const std::string& sig) override {
+    if (sig != "SIGTERM") return ToolFail("invalid_request", "unknown signal " + sig);
+    return {};
+  }
+  ToolResult<json::object> KillProcess(const std::string&, int pid) override {
+    return Process(pid, "exited");
+  }
+  ToolResult<PortResponse> RequestPort(const std::string&, const PortRequest& req) override {
+    last_port = req;
+    return port_answer;
+  }
+
+  static json::object Process(int pid, std::string_view state) {
+    json::object p;
+    p["pid"] = pid;
+    p["state"] = state;
+    p["command"] = "sleep 100";
+    if (state == "exited") {
+      p["exit_code"] = 137;
+    } else {
+      p["exit_code"] = nullptr;
+    }
+    return p;
   }
 
  private:
@@ -167,6 +235,334 @@ TEST(ToolLimits, BackendErrorsAreIsErrorResultsWithTheirCode) {
                        .Call("sandbox_destroy", Args(R"({"sandbox_id":"sb_1"})"), {});
   EXPECT_TRUE(r.at("isError").as_bool());
   EXPECT_EQ(Text(r), "not_found: sandbox not found");
+}
+
+// ---- processes, ports, code (issue 17 item 9) ----------------------------------------------
+
+bool IsError(const json::object& r) {
+  const json::value* e = r.if_contains("isError");
+  return e && e->is_bool() && e->as_bool();
+}
+
+// The first word of an isError text: its code.
+std::string ErrorCodeOf(const json::object& r) {
+  if (!IsError(r)) return "(no error)";
+  return Text(r).substr(0, Text(r).find(':'));
+}
+
+TEST(ToolDefinitions, EveryToolHasSchemasAndTheNewOnesAreListed) {
+  std::vector<std::string> names;
+  for (const auto& t : Tools::Definitions()) {
+    const auto& o = t.as_object();
+    names.emplace_back(o.at("name").as_string());
+    EXPECT_EQ(o.at("inputSchema").at("type").as_string(), "object") << names.back();
+    EXPECT_EQ(o.at("outputSchema").at("type").as_string(), "object") << names.back();
+    EXPECT_GT(o.at("description").as_string().size(), 10u) << names.back();
+  }
+  for (const char* n : {"sandbox_process_start", "sandbox_process_list", "sandbox_process_output",
+                        "sandbox_process_stdin", "sandbox_process_signal", "sandbox_process_kill",
+                        "sandbox_port_list", "sandbox_port_request", "sandbox_run_code"}) {
+    EXPECT_NE(std::find(names.begin(), names.end(), n), names.end()) << n;
+    EXPECT_TRUE(Tools::Exists(n)) << n;
+  }
+}
+
+TEST(ProcessTools, StartPassesTheRestBodyAndAnswersTheProcess) {
+  auto b = std::make_shared<ScriptedBackend>();
+  json::object r = Tools(b).Call(
+      "sandbox_process_start",
+      Args(R"({"sandbox_id":"s","command":"python3 -m http.server","tag":"web","stdin":true,)"
+           R"("ring_bytes":4096,"env":{"A":"1"},"workdir":"/tmp"})"),
+      {});
+  ASSERT_FALSE(IsError(r)) << Text(r);
+  EXPECT_EQ(json::serialize(b->last_body),
+            R"({"command":"python3 -m http.server","env":{"A":"1"},"workdir":"/tmp",)"
+            R"("tag":"web","stdin":true,"ring_bytes":4096})");
+  EXPECT_EQ(r.at("structuredContent").at("pid").as_int64(), 7);
+  EXPECT_EQ(ErrorCodeOf(Tools(b).Call("sandbox_process_start", Args(R"({"command":"x"})"), {})),
+            "invalid_request");
+  json::object list = Tools(b).Call("sandbox_process_list", Args(R"({"sandbox_id":"s"})"), {});
+  EXPECT_NE(Text(list).find("process 8 exited (exit code 137)"), std::string::npos) << Text(list);
+}
+
+TEST(ProcessTools, OutputLimitsAtTheirBoundaries) {
+  auto b = std::make_shared<ScriptedBackend>();
+  Tools tools(b);
+  auto call = [&](std::string_view extra) {
+    return tools.Call("sandbox_process_output",
+                      Args(std::string(R"({"sandbox_id":"s","pid":7)") + std::string(extra) + "}"),
+                      {});
+  };
+  json::object r = call("");
+  ASSERT_FALSE(IsError(r)) << Text(r);
+  EXPECT_EQ(b->last_output.tail_bytes, 65536u);  // the default
+  EXPECT_EQ(b->last_output.wait_ms, 0);
+  ASSERT_FALSE(IsError(call(R"(,"tail_bytes":262144,"wait_seconds":60)")));
+  EXPECT_EQ(b->last_output.tail_bytes, kMaxTextBytes);
+  EXPECT_EQ(b->last_output.wait_ms, 60000);
+  ASSERT_FALSE(IsError(call(R"(,"tail_bytes":1,"wait_seconds":0.25)")));
+  EXPECT_EQ(b->last_output.wait_ms, 250);
+  for (const char* bad :
+       {R"(,"tail_bytes":262145)", R"(,"tail_bytes":0)", R"(,"tail_bytes":"1")",
+        R"(,"wait_seconds":60.001)", R"(,"wait_seconds":-1)", R"(,"tail_bytes":1.5)"}) {
+    EXPECT_EQ(ErrorCodeOf(call(bad)), "invalid_request") << bad;
+  }
+  for (const char* bad :
+       {R"({"sandbox_id":"s"})", R"({"sandbox_id":"s","pid":0})", R"({"sandbox_id":"s","pid":"7"})",
+        R"({"sandbox_id":"s","pid":1000000000})"}) {
+    EXPECT_EQ(ErrorCodeOf(tools.Call("sandbox_process_output", Args(bad), {})), "invalid_request")
+        << bad;
+  }
+}
+
+TEST(ProcessTools, OutputKeepsTheTailAsTextAndSaysWhenOlderOutputWasCut) {
+  auto b = std::make_shared<ScriptedBackend>();
+  b->proc_output = "old line\n" + std::string("\xc3\xa9") + "new line\n";  // "é" = c3 a9
+  json::object r = Tools(b).Call("sandbox_process_output",
+                                 Args(R"({"sandbox_id":"s","pid":7,"tail_bytes":10})"), {});
+  const auto& s = r.at("structuredContent").as_object();
+  // The last 10 bytes start inside "é": its continuation byte is dropped, not made U+FFFD.
+  EXPECT_EQ(s.at("output").as_string(), "new line\n");
+  EXPECT_TRUE(s.at("truncated").as_bool());
+  EXPECT_EQ(s.at("process").at("state").as_string(), "running");
+  r = Tools(b).Call("sandbox_process_output", Args(R"({"sandbox_id":"s","pid":7})"), {});
+  EXPECT_FALSE(r.at("structuredContent").at("truncated").as_bool());
+  EXPECT_NE(Text(r).find("old line\n\xc3\xa9new line\n"), std::string::npos) << Text(r);
+}
+
+TEST(ProcessTools, StdinAtItsLimitAndCloseAlone) {
+  auto b = std::make_shared<ScriptedBackend>();
+  Tools tools(b);
+  json::object args = Args(R"({"sandbox_id":"s","pid":7})");
+  args["data"] = std::string(1024 * 1024, 'x');
+  ASSERT_FALSE(IsError(tools.Call("sandbox_process_stdin", args, {})));
+  EXPECT_EQ(b->last_stdin.size(), 1024u * 1024u);
+  EXPECT_FALSE(b->stdin_closed);
+  args["data"] = std::string(1024 * 1024 + 1, 'x');
+  EXPECT_EQ(ErrorCodeOf(tools.Call("sandbox_process_stdin", args, {})), "invalid_request");
+
+  b->last_stdin.clear();
+  json::object close =
+      tools.Call("sandbox_process_stdin", Args(R"({"sandbox_id":"s","pid":7,"close":true})"), {});
+  ASSERT_FALSE(IsError(close)) << Text(close);
+  EXPECT_TRUE(b->stdin_closed);
+  EXPECT_TRUE(b->last_stdin.empty());
+  ASSERT_FALSE(IsError(
+      tools.Call("sandbox_process_stdin",
+                 Args(R"({"sandbox_id":"s","pid":7,"data":"aGkK","encoding":"base64"})"), {})));
+  EXPECT_EQ(b->last_stdin, "hi\n");
+  EXPECT_EQ(
+      ErrorCodeOf(tools.Call("sandbox_process_stdin", Args(R"({"sandbox_id":"s","pid":7})"), {})),
+      "invalid_request");
+  EXPECT_EQ(ErrorCodeOf(tools.Call(
+                "sandbox_process_stdin",
+                Args(R"({"sandbox_id":"s","pid":7,"data":"*","encoding":"base64"})"), {})),
+            "invalid_request");
+}
+
+TEST(ProcessTools, SignalAndKillPassTheBackendsAnswer) {
+  auto b = std::make_shared<ScriptedBackend>();
+  Tools tools(b);
+  EXPECT_FALSE(IsError(tools.Call("sandbox_process_signal",
+                                  Args(R"({"sandbox_id":"s","pid":7,"signal":"SIGTERM"})"), {})));
+  json::object bad = tools.Call("sandbox_process_signal",
+                                Args(R"({"sandbox_id":"s","pid":7,"signal":"SIGNOPE"})"), {});
+  EXPECT_EQ(Text(bad), "invalid_request: unknown signal SIGNOPE");
+  json::object k = tools.Call("sandbox_process_kill", Args(R"({"sandbox_id":"s","pid":7})"), {});
+  EXPECT_EQ(k.at("structuredContent").at("exit_code").as_int64(), 137);
+}
+
+TEST(PortTools, ListParsesTheListeningSocketsOfProcNetTcp) {
+  auto b = std::make_shared<ScriptedBackend>();
+  b->stdout_text =
+      "  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid\n"
+      "   0: 00000000:1F40 00000000:0000 0A 00000000:00000000 00:00000000 00000000  1000\n"
+      "   1: 0100007F:1538 00000000:0000 0A 00000000:00000000 00:00000000 00000000  1000\n"
+      "   2: 0200000A:2328 00000000:0000 0A 00000000:00000000 00:00000000 00000000  1000\n"
+      "   3: 0100007F:1F40 0100007F:9C40 01 00000000:00000000 00:00000000 00000000  1000\n"
+      "  sl  local_address                         remote_address                        st\n"
+      "   0: 00000000000000000000000000000000:0BB8 00000000000000000000000000000000:0000 0A\n"
+      "   1: 00000000000000000000000001000000:0FA0 00000000000000000000000000000000:0000 0A\n"
+      "   2: 0000000000000000FFFF00000100007F:1770 00000000000000000000000000000000:0000 0A\n";
+  json::object r = Tools(b).Call("sandbox_port_list", Args(R"({"sandbox_id":"sb_1"})"), {});
+  ASSERT_FALSE(IsError(r)) << Text(r);
+  EXPECT_EQ(json::serialize(b->last_body.at("argv")),
+            R"(["cat","/proc/net/tcp","/proc/net/tcp6"])");
+  std::string got;
+  for (const auto& p : r.at("structuredContent").at("ports").as_array()) {
+    got += json::serialize(p.at("port")) + " " + std::string(p.at("address").as_string()) +
+           (p.at("reachable").as_bool() ? " yes " : " no ") +
+           std::string(p.at("path").as_string()) + "\n";
+  }
+  EXPECT_EQ(got,
+            "3000 :: yes /v1/sandboxes/sb_1/ports/3000/\n"
+            "4000 ::1 no /v1/sandboxes/sb_1/ports/4000/\n"
+            "5432 127.0.0.1 yes /v1/sandboxes/sb_1/ports/5432/\n"
+            "6000 ::ffff:127.0.0.1 yes /v1/sandboxes/sb_1/ports/6000/\n"
+            "8000 0.0.0.0 yes /v1/sandboxes/sb_1/ports/8000/\n"
+            "9000 10.0.0.2 no /v1/sandboxes/sb_1/ports/9000/\n");
+}
+
+TEST(PortTools, RequestLimitsAtTheirBoundaries) {
+  auto b = std::make_shared<ScriptedBackend>();
+  b->port_answer.status = 200;
+  Tools tools(b);
+  auto call = [&](json::object extra) {
+    json::object a = Args(R"({"sandbox_id":"s","port":8000})");
+    for (auto& kv : extra) a[kv.key()] = kv.value();
+    return tools.Call("sandbox_port_request", a, {});
+  };
+  json::object r = call({});
+  ASSERT_FALSE(IsError(r)) << Text(r);
+  EXPECT_EQ(b->last_port.method, "GET");
+  EXPECT_EQ(b->last_port.path, "/");
+  EXPECT_EQ(b->last_port.timeout_ms, 30000);
+  EXPECT_EQ(b->last_port.max_body_bytes, kMaxTextBytes);
+
+  json::object at_limit;
+  at_limit["port"] = 65535;
+  at_limit["path"] = "/" + std::string(8191, 'p');
+  at_limit["body"] = std::string(1024 * 1024, 'b');
+  at_limit["timeout"] = 300;
+  json::object headers;
+  for (int i = 0; i < 32; ++i) headers["X-H" + std::to_string(i)] = "v";
+  at_limit["headers"] = headers;
+  at_limit["method"] = "POST";
+  ASSERT_FALSE(IsError(call(at_limit))) << Text(call(at_limit));
+  EXPECT_EQ(b->last_port.port, 65535);
+  EXPECT_EQ(b->last_port.path.size(), 8192u);
+  EXPECT_EQ(b->last_port.body.size(), 1024u * 1024u);
+  EXPECT_EQ(b->last_port.timeout_ms, 300000);
+  EXPECT_EQ(b->last_port.headers.size(), 33u);  // and the default Content-Type
+  EXPECT_EQ(b->last_port.headers.back().first, "Content-Type");
+
+  headers["X-H32"] = "v";
+  std::vector<json::object> over;
+  over.push_back({{"port", 65536}});
+  over.push_back({{"port", 0}});
+  over.push_back({{"path", "/" + std::string(8192, 'p')}});
+  over.push_back({{"path", "no-slash"}});
+  over.push_back({{"path", "/a b"}});
+  over.push_back({{"body", std::string(1024 * 1024 + 1, 'b')}});
+  over.push_back({{"timeout", 300.5}});
+  over.push_back({{"timeout", 0}});
+  over.push_back({{"headers", headers}});
+  over.push_back({{"headers", {{"Authorization", "Bearer x"}}}});
+  over.push_back({{"headers", {{"Host", "evil"}}}});
+  over.push_back({{"headers", {{"X-A", "a\r\nX-B: b"}}}});
+  over.push_back({{"headers", {{"Bad Name", "v"}}}});
+  over.push_back({{"method", "TRACE"}});
+  for (const auto& o : over) {
+    EXPECT_EQ(ErrorCodeOf(call(o)), "invalid_request") << json::serialize(o);
+  }
+}
+
+TEST(PortTools, AnswersAreResultsWithTheAppsHeadersAndBody) {
+  auto b = std::make_shared<ScriptedBackend>();
+  b->port_answer.status = 404;
+  b->port_answer.headers = {{"content-type", "text/plain"},
+                            {"x-request-id", "req_1"},
+                            {"content-length", "9"},
+                            {"set-cookie", "a=1"},
+                            {"set-cookie", "b=2"}};
+  b->port_answer.body = "not here\n";
+  json::object r = Tools(b).Call("sandbox_port_request",
+                                 Args(R"({"sandbox_id":"sb_1","port":80,"path":"/x?y=1"})"), {});
+  ASSERT_FALSE(IsError(r)) << Text(r);
+  const auto& s = r.at("structuredContent").as_object();
+  EXPECT_EQ(s.at("status").as_int64(), 404);
+  EXPECT_EQ(json::serialize(s.at("headers")),
+            R"({"content-type":"text/plain","set-cookie":"a=1, b=2"})");
+  EXPECT_EQ(s.at("body").as_string(), "not here\n");
+  EXPECT_EQ(s.at("encoding").as_string(), "utf8");
+  EXPECT_EQ(s.at("path").as_string(), "/v1/sandboxes/sb_1/ports/80/x?y=1");
+  b->port_answer.body = std::string("\x89PNG\xff", 5);
+  r = Tools(b).Call("sandbox_port_request", Args(R"({"sandbox_id":"s","port":80})"), {});
+  EXPECT_EQ(r.at("structuredContent").at("encoding").as_string(), "base64");
+  EXPECT_EQ(r.at("structuredContent").at("body").as_string(), "iVBOR/8=");
+}
+
+TEST(CodeTools, RunsTheInterpreterWithTheCodeOnStdin) {
+  auto b = std::make_shared<ScriptedBackend>();
+  Tools tools(b);
+  b->stdout_text = "4\n";
+  json::object r =
+      tools.Call("sandbox_run_code",
+                 Args(R"j({"sandbox_id":"s","language":"python","code":"print(2+2)","timeout":5,)j"
+                      R"j("env":{"A":"1"}})j"),
+                 {});
+  ASSERT_FALSE(IsError(r)) << Text(r);
+  EXPECT_EQ(json::serialize(b->last_body),
+            R"j({"argv":["python3","-"],"stdin":"print(2+2)","env":{"A":"1"},"timeout":5})j");
+  EXPECT_EQ(r.at("structuredContent").at("stdout").as_string(), "4\n");
+  EXPECT_EQ(r.at("structuredContent").at("language").as_string(), "python");
+  using P = std::pair<const char*, const char*>;
+  for (auto [lang, argv0] : {P{"JS", "node"}, P{"bash", "bash"}, P{"sh", "sh"}, P{"go", "sh"}}) {
+    json::object a = Args(R"({"sandbox_id":"s","code":"x"})");
+    a["language"] = lang;
+    ASSERT_FALSE(IsError(tools.Call("sandbox_run_code", a, {}))) << lang;
+    EXPECT_EQ(b->last_body.at("argv").at(0).as_string(), argv0) << lang;
+  }
+  json::object a = Args(R"({"sandbox_id":"s","language":"python"})");
+  a["code"] = std::string(1024 * 1024, '#');
+  EXPECT_FALSE(IsError(tools.Call("sandbox_run_code", a, {})));
+  a["code"] = std::string(1024 * 1024 + 1, '#');
+  EXPECT_EQ(ErrorCodeOf(tools.Call("sandbox_run_code", a, {})), "invalid_request");
+  EXPECT_EQ(
+      ErrorCodeOf(tools.Call("sandbox_run_code",
+                             Args(R"({"sandbox_id":"s","language":"cobol","code":"x"})"), {})),
+      "invalid_request");
+  EXPECT_EQ(ErrorCodeOf(tools.Call("sandbox_run_code",
+                                   Args(R"({"sandbox_id":"s","language":"python"})"), {})),
+            "invalid_request");
+}
+
+TEST(CodeTools, AMissingInterpreterIsNotFoundNamingIt) {
+  auto b = std::make_shared<ScriptedBackend>();
+  Tools tools(b);
+  b->exit_code = 127;
+  b->stderr_text = "sandboxd: node: command not found\n";
+  json::object r = tools.Call("sandbox_run_code",
+                              Args(R"({"sandbox_id":"s","language":"javascript","code":"1"})"), {});
+  EXPECT_EQ(ErrorCodeOf(r), "not_found");
+  EXPECT_NE(Text(r).find("javascript needs node"), std::string::npos) << Text(r);
+  b->stderr_text = "sh: 1: go: not found\n";
+  EXPECT_EQ(ErrorCodeOf(tools.Call("sandbox_run_code",
+                                   Args(R"({"sandbox_id":"s","language":"go","code":"x"})"), {})),
+            "not_found");
+  // The program's own exit 127 (a command it runs is missing) stays a result.
+  b->stderr_text = "bash: line 1: nosuchcmd: command not found\n";
+  r = tools.Call("sandbox_run_code",
+                 Args(R"({"sandbox_id":"s","language":"bash","code":"nosuchcmd"})"), {});
+  ASSERT_FALSE(IsError(r)) << Text(r);
+  EXPECT_EQ(r.at("structuredContent").at("exit_code").as_int64(), 127);
+}
+
+TEST(OutputCollectorTest, WaitsForTheReplayThenStopsAndKeepsTheTail) {
+  OutputRequest req;
+  req.tail_bytes = 100;
+  req.wait_ms = 0;
+  OutputCollector c(req, 1000, /*now_ms=*/0);  // 1000 written: expects a 100-byte replay
+  EXPECT_FALSE(c.Done(0));
+  c.Add(std::string(60, 'a'));
+  EXPECT_FALSE(c.Done(10));
+  c.Add(std::string(240, 'b'));
+  EXPECT_TRUE(c.Done(10));
+  ProcessOutput out = c.Finish(json::object{});
+  EXPECT_EQ(out.output, std::string(100, 'b'));
+  EXPECT_EQ(out.received, 300u);
+
+  OutputCollector short_replay(req, 1000, 0);  // the ring kept fewer bytes than expected
+  short_replay.Add("xy");
+  EXPECT_FALSE(short_replay.Done(kReplayGraceMs - 1));
+  EXPECT_EQ(short_replay.NextWaitMs(100), kReplayGraceMs - 100);
+  EXPECT_TRUE(short_replay.Done(kReplayGraceMs));
+
+  req.wait_ms = 2000;
+  OutputCollector waiting(req, 0, 0);  // nothing written yet: waits the whole wait_ms
+  EXPECT_FALSE(waiting.Done(1999));
+  EXPECT_EQ(waiting.NextWaitMs(500), 1500);
+  EXPECT_TRUE(waiting.Done(2000));
 }
 
 // The session with a per-request reply sink, as the HTTP transport uses it.

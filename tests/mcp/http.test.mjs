@@ -13,7 +13,8 @@ import { StreamableHTTPClientTransport } from
   '@modelcontextprotocol/sdk/client/streamableHttp.js';
 
 import { Server } from './harness.mjs';
-import { askForRevision, call, errorCode, ok, skip, toolSuite } from './suite.mjs';
+import { TOOLS, askForRevision, call, errorCode, ok, skip, toolSuite } from './suite.mjs';
+import { processSuite } from './suite_procs.mjs';
 
 async function connect(server, key, protocolVersion) {
   const transport = new StreamableHTTPClientTransport(new URL(server.url + '/mcp'), {
@@ -26,6 +27,7 @@ async function connect(server, key, protocolVersion) {
 }
 
 toolSuite('MCP over Streamable HTTP', connect);
+processSuite('MCP over Streamable HTTP: processes, ports, code', connect);
 
 const INIT = (version = '2025-06-18') => ({
   jsonrpc: '2.0', id: 1, method: 'initialize',
@@ -143,7 +145,7 @@ describe('MCP over Streamable HTTP: transport rules', { skip: skip ?? false, tim
     const r3 = await post(server, batch, { session: s3 });
     assert.equal(r3.status, 200, r3.text);
     assert.deepEqual(r3.json.map((m) => m.id), [10, 11]);
-    assert.equal(r3.json[1].result.tools.length, 11);
+    assert.equal(r3.json[1].result.tools.length, TOOLS.length);
     // initialize must not be part of a batch.
     assert.equal((await post(server, [INIT('2025-03-26')])).status, 400);
   });

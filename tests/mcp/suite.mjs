@@ -13,7 +13,10 @@ import { Server, missingPrerequisite } from './harness.mjs';
 export const skip = missingPrerequisite();
 export const TOOLS = ['sandbox_create', 'sandbox_list', 'sandbox_list_templates', 'sandbox_exec',
   'sandbox_read_file', 'sandbox_write_file', 'sandbox_list_files', 'sandbox_snapshot',
-  'sandbox_rollback', 'sandbox_fork', 'sandbox_destroy'];
+  'sandbox_rollback', 'sandbox_fork', 'sandbox_destroy', 'sandbox_process_start',
+  'sandbox_process_list', 'sandbox_process_output', 'sandbox_process_stdin',
+  'sandbox_process_signal', 'sandbox_process_kill', 'sandbox_port_list', 'sandbox_port_request',
+  'sandbox_run_code'];
 
 export async function call(client, name, args, options) {
   return client.callTool({ name, arguments: args }, undefined, options);
