@@ -373,8 +373,11 @@ class SdkTest(unittest.TestCase):
         self.assertEqual(f2.read_text("state.txt"), "v1")
         with self.assertRaises(NotFoundError):
             c.fork("snap_0000000000000000")
-        with self.assertRaises(NotFoundError):
+        # rollback's snapshot is a body field: a 400 naming it; the sandbox is not gone.
+        with self.assertRaises(SandboxAPIError) as bad:
             sb.rollback("snap_0000000000000000")
+        self.assertNotIsInstance(bad.exception, NotFoundError)
+        self.assertEqual((bad.exception.status_code, bad.exception.code), (400, "invalid_request"))
 
     # ---- errors and configuration -------------------------------------------------------
 

@@ -334,7 +334,10 @@ test("processes: unknown pid is a 404 in the one error shape; bad arguments", T6
   assert.throws(() => s.process(0), TypeError);
   await assert.rejects(s.getProcess(1.5), TypeError);
   await assert.rejects(s.startProcess("true", { ringBytes: 4194305 }), (e) => e.statusCode === 400);
-  await assert.rejects(s.startProcess("true", { cwd: "/workspace/nope" }), NotFoundError);
+  // A missing cwd is a bad field (invalid_request, 400), never "sandbox gone" (ADR 0016).
+  await assert.rejects(s.startProcess("true", { cwd: "/workspace/nope" }),
+    (e) => e instanceof SandboxAPIError && !(e instanceof NotFoundError) && e.statusCode === 400 &&
+      e.code === "invalid_request");
   // Limits at the boundary: 4 MiB of ring and of replay, 10000 cells of terminal.
   const p = await s.startProcess("echo x", { ringBytes: 4194304 });
   await assert.rejects(async () => {
@@ -497,7 +500,9 @@ test("snapshot, rollback, fork", async () => {
     await forked.writeFile("state.txt", "fork");
     assert.equal(await s.readText("state.txt"), "v1");
     await assert.rejects(client.fork("snap_0000000000000000"), NotFoundError);
-    await assert.rejects(s.rollback("snap_0000000000000000"), NotFoundError);
+    // rollback's snapshot is a body field: 400 naming it, the sandbox is not gone (ADR 0016).
+    await assert.rejects(s.rollback("snap_0000000000000000"),
+      (e) => e.statusCode === 400 && e.code === "invalid_request" && /snapshot_id/.test(e.message));
   } finally {
     await client.deleteSnapshot(snap).catch(() => {});
   }
