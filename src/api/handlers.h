@@ -65,6 +65,10 @@ HttpResponse SandboxResponse(int status, const core::SandboxInfo& s);
 Result<std::string> SandboxIdParam(const HttpRequest& req);
 
 void AddHealthRoutes(Router& router, ApiContext& ctx);
+
+/// The 200 answer of /healthz and its alias /health (seed B's Health shape):
+/// {"status": "ok", "version": ASB_VERSION, "backend": `backend`, e.g. "ns"}.
+HttpResponse HealthResponse(std::string_view backend);
 void AddSandboxRoutes(Router& router, ApiContext& ctx);
 /// GET/PUT /v1/sandboxes/{id}/network (handlers_network.cc, issue 10).
 void AddNetworkRoutes(Router& router, ApiContext& ctx);

@@ -6,19 +6,20 @@
 
 namespace asb::api {
 
+HttpResponse HealthResponse(std::string_view backend) {
+  boost::json::object o;
+  o["status"] = "ok";
+  o["version"] = ASB_VERSION;
+  o["backend"] = backend;
+  return JsonResponse(200, boost::json::serialize(o));
+}
+
 void AddHealthRoutes(Router& router, ApiContext& ctx) {
   RouteOptions fast;
   fast.blocking = false;
   router.Add(
       "GET", "/healthz",
-      [backend = ctx.backend_name](HttpRequest&) {
-        boost::json::object o;
-        o["status"] = "ok";
-        o["version"] = ASB_VERSION;
-        o["backend"] = backend;
-        return JsonResponse(200, boost::json::serialize(o));
-      },
-      fast);
+      [backend = ctx.backend_name](HttpRequest&) { return HealthResponse(backend); }, fast);
 }
 
 }  // namespace asb::api

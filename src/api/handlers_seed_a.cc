@@ -34,6 +34,7 @@
 
 #include "api/handlers.h"
 #include "api/json_body.h"
+#include "api/json_number.h"
 #include "api/seed_a_wire.h"
 #include "api/text.h"
 #include "common/clock.h"
@@ -337,7 +338,7 @@ Result<HttpResponse> Templates(SeedA& s, HttpRequest&) {
     if (m.resources.memory_mb > 0 || m.resources.cpus > 0) {
       json::object r;
       if (m.resources.memory_mb > 0) r["memSizeMib"] = m.resources.memory_mb;
-      if (m.resources.cpus > 0) r["vcpuCount"] = m.resources.cpus;
+      if (m.resources.cpus > 0) r["vcpuCount"] = JsonNumber(m.resources.cpus);
       o["resources"] = std::move(r);
     }
     list.emplace_back(std::move(o));
