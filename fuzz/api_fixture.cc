@@ -70,7 +70,7 @@ Api* Build() {
   ao.backend_name = "fake";
   ao.data_dir = a->dir;
   a->auth = std::make_unique<api::AuthLayer>(std::move(ao), *a->store, *a->manager,
-                                             a->backend.get(), SystemClock::Instance());
+                                             SystemClock::Instance());
   api::Router routes = api::BuildRouter(a->ctx);
   a->auth->AddRoutes(routes);
   a->router = api::WithSeedAErrorShape(a->auth->Wrap(routes));

@@ -115,11 +115,10 @@ void ConcurrencyLimiter::Release(const std::string& key) {
 }
 
 AuthLayer::AuthLayer(AuthOptions options, store::Store& store, core::SandboxManager& manager,
-                     isolation::Backend* backend, Clock& clock)
+                     Clock& clock)
     : options_(std::move(options)),
       store_(store),
       manager_(manager),
-      backend_(backend),
       clock_(clock),
       keys_(store),
       events_(store) {
@@ -298,7 +297,7 @@ HttpResponse AuthLayer::Handle(const Route& route, HttpRequest& req) {
     if (call.create) req.owner = p.lineage;
     if (p.max_sandboxes > 0) {
       std::lock_guard<std::mutex> quota(QuotaLock(p.lineage));
-      auto live = manager_.List(p.lineage);
+      auto live = manager_.lifecycle().List(p.lineage);
       if (live && static_cast<int64_t>(live->size()) >= p.max_sandboxes) {
         metrics_.CountAuth("quota");
         out = ErrorResponse(

@@ -50,9 +50,6 @@
 namespace asb::core {
 class SandboxManager;
 }
-namespace asb::isolation {
-class Backend;
-}
 
 namespace asb::api {
 
@@ -118,10 +115,8 @@ struct AuthOptions {
 
 class AuthLayer {
  public:
-  /// Every reference must outlive the layer (and the router it wraps). `backend` may be null
-  /// (then /readyz skips the probe).
-  AuthLayer(AuthOptions options, store::Store& store, core::SandboxManager& manager,
-            isolation::Backend* backend, Clock& clock);
+  /// Every reference must outlive the layer (and the router it wraps).
+  AuthLayer(AuthOptions options, store::Store& store, core::SandboxManager& manager, Clock& clock);
   ~AuthLayer();
   AuthLayer(const AuthLayer&) = delete;
   AuthLayer& operator=(const AuthLayer&) = delete;
@@ -146,7 +141,6 @@ class AuthLayer {
   store::EventStore& events() { return events_; }
   const AuthOptions& options() const { return options_; }
   core::SandboxManager& manager() { return manager_; }
-  isolation::Backend* backend() { return backend_; }
   store::Store& store() { return store_; }
   Clock& clock() { return clock_; }
 
@@ -164,7 +158,6 @@ class AuthLayer {
   AuthOptions options_;
   store::Store& store_;
   core::SandboxManager& manager_;
-  isolation::Backend* backend_;
   Clock& clock_;
   store::KeyStore keys_;
   store::EventStore events_;

@@ -51,8 +51,7 @@ class AuthLayerTest : public ::testing::Test {
     ao.env_keys = {kAdmin};
     ao.backend_name = "fake";
     ao.data_dir = dir_;
-    auth_ = std::make_unique<AuthLayer>(ao, *store_, *manager_, backend_.get(),
-                                        SystemClock::Instance());
+    auth_ = std::make_unique<AuthLayer>(ao, *store_, *manager_, SystemClock::Instance());
     Router inner = BuildRouter(ctx_);
     auth_->AddRoutes(inner);
     router_ = auth_->Wrap(inner);
@@ -134,8 +133,7 @@ TEST_F(AuthLayerTest, OneKeyHasAtMostItsCapOfBlockingRequestsInProgress) {
   ao.backend_name = "fake";
   ao.data_dir = dir_;
   ao.max_concurrent_requests_per_key = 3;
-  auth_ =
-      std::make_unique<AuthLayer>(ao, *store_, *manager_, backend_.get(), SystemClock::Instance());
+  auth_ = std::make_unique<AuthLayer>(ao, *store_, *manager_, SystemClock::Instance());
   std::mutex mu;
   std::condition_variable cv;
   bool release = false;

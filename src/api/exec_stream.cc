@@ -2,7 +2,7 @@
 
 #include <boost/json.hpp>
 
-#include "api/channel_ndjson_body.h"
+#include "api/event_ndjson_body.h"
 
 namespace asb::api {
 
@@ -11,14 +11,15 @@ namespace json = boost::json;
 namespace {
 
 // Adds the exec's exit line to the shared NDJSON relay.
-class ExecStreamBody final : public ChannelNdjsonBody {
+class ExecStreamBody final : public EventNdjsonBody {
  public:
   ExecStreamBody(std::shared_ptr<const core::ExecStream> exec, bool base64, int64_t keepalive_ms)
-      : ChannelNdjsonBody(exec->channel, exec, base64, keepalive_ms, "exec failed"), exec_(*exec) {}
+      : EventNdjsonBody(exec->events, exec, base64, keepalive_ms, "exec failed") {}
 
  private:
-  Result<json::object> ExitLine(std::string_view payload) override {
-    ASB_ASSIGN_OR_RETURN(protocol::ExecResult r, exec_.Finish(payload));
+  Result<json::object> ExitLine(const core::StreamEvent& done) override {
+    if (!done.exec_result) return Fail(Error::Backend("exec ended without a result"));
+    const core::ExecResult& r = *done.exec_result;
     json::object o;
     o["type"] = "exit";
     o["exit_code"] = r.exit_code;
@@ -32,8 +33,6 @@ class ExecStreamBody final : public ChannelNdjsonBody {
     o["stderr_truncated"] = r.stderr_truncated;
     return o;
   }
-
-  const core::ExecStream& exec_;  // owned by the base (its `owner`)
 };
 
 }  // namespace

@@ -17,6 +17,7 @@
 #include "common/result.h"
 
 namespace asb::core {
+class NetworkService;
 class SandboxManager;
 struct SandboxInfo;
 }  // namespace asb::core
@@ -77,8 +78,8 @@ void AddPortRoutes(Router& router, ApiContext& ctx);
 /// The answer that proxies `req` to 127.0.0.1:`port` of sandbox `id`, acting for `owner` (the
 /// ports proxy and the preview hosts; api/port_proxy.h): leases the exchange's buffers (a
 /// full budget is a 503 answer), connects, and hands the exchange to the server as `upstream`
-/// says. Errors: SandboxManager::ConnectPort's.
-Result<HttpResponse> ProxyToPort(core::SandboxManager& m, const std::string& owner,
+/// says. Errors: NetworkService::ConnectPort's.
+Result<HttpResponse> ProxyToPort(core::NetworkService& m, const std::string& owner,
                                  const std::string& id, int64_t port, const HttpRequest& req,
                                  const UpstreamRequest& upstream, const PortProxyOptions& options);
 /// /v1/sandboxes/{id}/previews and the preview hosts (handlers_previews.cc; issue 17 item 4).

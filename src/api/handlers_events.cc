@@ -76,7 +76,7 @@ HttpResponse Page(const std::vector<store::EventRecord>& events, const store::Ev
 // lineage created it (a destroyed sandbox keeps its trail). Another tenant's sandbox answers
 // 404 even though that tenant's own failed attempts on it are recorded under its key.
 Status CheckVisible(AuthLayer& auth, const HttpRequest& req, const std::string& id) {
-  if (auth.manager().Get(OwnerOf(req), id)) return {};
+  if (auth.manager().lifecycle().Get(OwnerOf(req), id)) return {};
   store::EventFilter created;
   created.sandbox_id = id;
   if (!req.owner.empty()) created.owner = req.owner;

@@ -71,7 +71,7 @@ Result<ParsedExec> ParseExec(std::string_view text) {
 }  // namespace
 
 void AddExecRoutes(Router& router, ApiContext& ctx) {
-  core::SandboxManager* m = ctx.manager;
+  core::ExecService* m = &ctx.manager->exec();
   int64_t keepalive_ms = ctx.stream_keepalive_ms;
 
   router.Add("POST", "/v1/sandboxes/{id}/exec", Wrap([m](HttpRequest& req) -> Result<HttpResponse> {
@@ -88,7 +88,7 @@ void AddExecRoutes(Router& router, ApiContext& ctx) {
                  o["stdout"] = SanitizeUtf8(out.stdout_data);
                  o["stderr"] = SanitizeUtf8(out.stderr_data);
                }
-               const protocol::ExecResult& r = out.result;
+               const core::ExecResult& r = out.result;
                o["exit_code"] = r.exit_code;
                o["signal"] = r.signal;
                o["timed_out"] = r.timed_out;

@@ -32,30 +32,30 @@ constexpr uint64_t kWholeFileMax = 1 << 20;
 // Bytes handed to the server per Poll(), so one write stays bounded.
 constexpr size_t kMaxPollBytes = 1 << 20;
 
-// The body of a large file download: the DATA frames of a file.read channel, as they come
-// (flow control reaches sandboxd: a slow client holds up only its own channel). A failure after
+// The body of a large file download: the output of the file's read stream, as it comes
+// (flow control reaches sandboxd: a slow client holds up only its own stream). A failure after
 // the head was sent aborts the connection (StreamBody::Chunk::abort).
 class FileReadBody final : public StreamBody {
  public:
   explicit FileReadBody(core::FileReadStream rs) : rs_(std::move(rs)) {}
   ~FileReadBody() override {
-    if (!done_) (void)rs_.channel->Cancel();
-    rs_.channel->SetNotify(nullptr);
+    if (!done_) (void)rs_.events->Cancel();
+    rs_.events->SetNotify(nullptr);
   }
   Chunk Poll() override {
     Chunk out;
     while (!done_ && out.data.size() < kMaxPollBytes) {
-      std::optional<protocol::ChannelEvent> ev = rs_.channel->TryNext();
+      std::optional<core::StreamEvent> ev = rs_.events->TryNext();
       if (!ev) break;
       switch (ev->kind) {
-        case protocol::ChannelEvent::Kind::kData:
-          out.data += ev->payload;
+        case core::StreamEvent::Kind::kOutput:
+          out.data += ev->data;
           break;
-        case protocol::ChannelEvent::Kind::kResult:
+        case core::StreamEvent::Kind::kDone:
           done_ = true;
           out.done = true;
           break;
-        case protocol::ChannelEvent::Kind::kError:
+        case core::StreamEvent::Kind::kError:
           done_ = true;
           out.abort = true;
           break;
@@ -66,10 +66,10 @@ class FileReadBody final : public StreamBody {
     return out;
   }
   void SetNotify(std::function<void()> notify) override {
-    rs_.channel->SetNotify(std::move(notify));
+    rs_.events->SetNotify(std::move(notify));
   }
   void Cancel() override {
-    if (!done_) (void)rs_.channel->Cancel();
+    if (!done_) (void)rs_.events->Cancel();
   }
 
  private:
@@ -79,7 +79,7 @@ class FileReadBody final : public StreamBody {
 
 }  // namespace
 
-json::object StatJson(const protocol::FileStat& s) {
+json::object StatJson(const core::FileStat& s) {
   // Names come from the sandbox's file system, where any byte but '/' and NUL is allowed; JSON
   // text must be UTF-8 (RFC 8259 section 8.1), so invalid sequences become U+FFFD.
   json::object o;
@@ -98,7 +98,7 @@ json::object StatJson(const protocol::FileStat& s) {
 
 namespace {
 
-HttpResponse StatResponse(const std::string& id, const protocol::FileStat& s) {
+HttpResponse StatResponse(const std::string& id, const core::FileStat& s) {
   HttpResponse r = JsonResponse(200, json::serialize(StatJson(s)));
   r.sandbox_id = id;
   return r;
@@ -129,12 +129,12 @@ Result<std::optional<uint32_t>> ModeField(JsonBody& body) {
 }  // namespace
 
 void AddFileRoutes(Router& router, ApiContext& ctx) {
-  core::SandboxManager* m = ctx.manager;
+  core::FileService* m = &ctx.manager->files();
 
   router.Add("GET", "/v1/sandboxes/{id}/files", Wrap([m](HttpRequest& req) -> Result<HttpResponse> {
                ASB_ASSIGN_OR_RETURN(std::string id, SandboxIdParam(req));
                ASB_ASSIGN_OR_RETURN(std::string path, RequiredQuery(req, "path"));
-               ASB_ASSIGN_OR_RETURN(protocol::FileStat st, m->StatFile(OwnerOf(req), id, path));
+               ASB_ASSIGN_OR_RETURN(core::FileStat st, m->StatFile(OwnerOf(req), id, path));
                HttpResponse r;
                r.status = 200;
                r.content_type = "application/octet-stream";
@@ -159,7 +159,7 @@ void AddFileRoutes(Router& router, ApiContext& ctx) {
                if (const std::string* text = req.Query("mode")) {
                  ASB_ASSIGN_OR_RETURN(mode, core::ParseFileMode(*text));
                }
-               ASB_ASSIGN_OR_RETURN(protocol::FileStat st,
+               ASB_ASSIGN_OR_RETURN(core::FileStat st,
                                     m->WriteFile(OwnerOf(req), id, path, req.body, mode));
                json::object o;
                o["path"] = SanitizeUtf8(st.path);
@@ -192,7 +192,7 @@ void AddFileRoutes(Router& router, ApiContext& ctx) {
                const std::string* p = req.Query("path");
                std::string path = p ? *p : std::string(core::kWorkspaceDir);
                ASB_ASSIGN_OR_RETURN(bool recursive, BoolQuery(req, "recursive"));
-               ASB_ASSIGN_OR_RETURN(std::vector<protocol::FileStat> entries,
+               ASB_ASSIGN_OR_RETURN(std::vector<core::FileStat> entries,
                                     m->ListFiles(OwnerOf(req), id, path, recursive));
                json::array list;
                for (const auto& e : entries) list.emplace_back(StatJson(e));
@@ -209,21 +209,21 @@ void AddFileRoutes(Router& router, ApiContext& ctx) {
              Wrap([m](HttpRequest& req) -> Result<HttpResponse> {
                ASB_ASSIGN_OR_RETURN(std::string id, SandboxIdParam(req));
                ASB_ASSIGN_OR_RETURN(std::string path, RequiredQuery(req, "path"));
-               ASB_ASSIGN_OR_RETURN(protocol::FileStat st, m->StatFile(OwnerOf(req), id, path));
+               ASB_ASSIGN_OR_RETURN(core::FileStat st, m->StatFile(OwnerOf(req), id, path));
                return StatResponse(id, st);
              }));
 
-  router.Add(
-      "POST", "/v1/sandboxes/{id}/files/mkdir", Wrap([m](HttpRequest& req) -> Result<HttpResponse> {
-        ASB_ASSIGN_OR_RETURN(std::string id, SandboxIdParam(req));
-        ASB_ASSIGN_OR_RETURN(JsonBody body, JsonBody::Parse(req.body));
-        ASB_ASSIGN_OR_RETURN(auto path, body.String("path"));
-        ASB_ASSIGN_OR_RETURN(auto mode, ModeField(body));
-        ASB_TRY(body.Finish());
-        if (!path) return Fail(Error::InvalidArgument("path: required"));
-        ASB_ASSIGN_OR_RETURN(protocol::FileStat st, m->MakeDir(OwnerOf(req), id, *path, mode));
-        return StatResponse(id, st);
-      }));
+  router.Add("POST", "/v1/sandboxes/{id}/files/mkdir",
+             Wrap([m](HttpRequest& req) -> Result<HttpResponse> {
+               ASB_ASSIGN_OR_RETURN(std::string id, SandboxIdParam(req));
+               ASB_ASSIGN_OR_RETURN(JsonBody body, JsonBody::Parse(req.body));
+               ASB_ASSIGN_OR_RETURN(auto path, body.String("path"));
+               ASB_ASSIGN_OR_RETURN(auto mode, ModeField(body));
+               ASB_TRY(body.Finish());
+               if (!path) return Fail(Error::InvalidArgument("path: required"));
+               ASB_ASSIGN_OR_RETURN(core::FileStat st, m->MakeDir(OwnerOf(req), id, *path, mode));
+               return StatResponse(id, st);
+             }));
 
   router.Add(
       "POST", "/v1/sandboxes/{id}/files/move", Wrap([m](HttpRequest& req) -> Result<HttpResponse> {
@@ -235,7 +235,7 @@ void AddFileRoutes(Router& router, ApiContext& ctx) {
         ASB_TRY(body.Finish());
         if (!from) return Fail(Error::InvalidArgument("from: required"));
         if (!to) return Fail(Error::InvalidArgument("to: required"));
-        ASB_ASSIGN_OR_RETURN(protocol::FileStat st,
+        ASB_ASSIGN_OR_RETURN(core::FileStat st,
                              m->MoveFile(OwnerOf(req), id, *from, *to, overwrite.value_or(false)));
         return StatResponse(id, st);
       }));

@@ -9,7 +9,7 @@
 namespace asb::api {
 
 void AddNetworkRoutes(Router& router, ApiContext& ctx) {
-  core::SandboxManager* m = ctx.manager;
+  core::NetworkService* m = &ctx.manager->network();
   router.Add("GET", "/v1/sandboxes/{id}/network",
              Wrap([m](HttpRequest& req) -> Result<HttpResponse> {
                ASB_ASSIGN_OR_RETURN(std::string id, SandboxIdParam(req));

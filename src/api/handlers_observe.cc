@@ -13,7 +13,6 @@
 #include "api/errors.h"
 #include "api/handlers.h"
 #include "core/sandbox_manager.h"
-#include "isolation/backend.h"
 
 namespace asb::api {
 
@@ -52,11 +51,11 @@ void AddObserveRoutes(Router& router, AuthLayer& auth) {
                    core::SandboxState::kStopping, core::SandboxState::kError}) {
       g.sandboxes_by_state[std::string(core::SandboxStateName(s))] = 0;
     }
-    for (const auto& [state, n] : auth.manager().CountByState()) {
+    for (const auto& [state, n] : auth.manager().lifecycle().CountByState()) {
       if (state == core::SandboxState::kDestroyed) continue;
       g.sandboxes_by_state[std::string(core::SandboxStateName(state))] = n;
     }
-    core::SandboxManager::MaintenanceCounts c = auth.manager().Counts();
+    core::SandboxLifecycle::MaintenanceCounts c = auth.manager().lifecycle().Counts();
     g.sandboxes_reaped_total = c.reaped;
     g.recovery = {{"adopted", c.recovered_adopted},
                   {"dropped", c.recovered_dropped},
@@ -78,11 +77,12 @@ void AddObserveRoutes(Router& router, AuthLayer& auth) {
       all &= static_cast<bool>(st);
       checks["database"] = Check(bool(st), st ? "writable" : ForClient(st.error()).message);
     }
-    if (isolation::Backend* b = auth.backend()) {
-      Status st = b->Probe();
+    {
+      core::SandboxLifecycle& sandboxes = auth.manager().lifecycle();
+      Status st = sandboxes.ProbeBackend();
       all &= static_cast<bool>(st);
-      checks["backend"] =
-          Check(bool(st), st ? std::string(b->name()) : ForClient(st.error()).message);
+      checks["backend"] = Check(
+          bool(st), st ? std::string(sandboxes.BackendName()) : ForClient(st.error()).message);
     }
     struct statvfs vfs {};
     const std::string& dir = auth.options().data_dir;
@@ -115,10 +115,7 @@ void AddObserveRoutes(Router& router, AuthLayer& auth) {
   fast.blocking = false;
   router.Add(
       "GET", "/health",
-      [&auth](HttpRequest&) {
-        isolation::Backend* b = auth.backend();
-        return HealthResponse(b ? b->name() : std::string_view("ns"));
-      },
+      [&auth](HttpRequest&) { return HealthResponse(auth.manager().lifecycle().BackendName()); },
       fast);
 }
 

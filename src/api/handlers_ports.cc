@@ -16,7 +16,7 @@ namespace {
 
 Result<int64_t> PortParam(const HttpRequest& req) { return ParsePort(req.Param("port")); }
 
-Result<HttpResponse> Proxy(core::SandboxManager* m, const PortProxyOptions& options,
+Result<HttpResponse> Proxy(core::NetworkService* m, const PortProxyOptions& options,
                            HttpRequest& req) {
   ASB_ASSIGN_OR_RETURN(std::string id, SandboxIdParam(req));
   ASB_ASSIGN_OR_RETURN(int64_t port, PortParam(req));
@@ -25,7 +25,7 @@ Result<HttpResponse> Proxy(core::SandboxManager* m, const PortProxyOptions& opti
 
 }  // namespace
 
-Result<HttpResponse> ProxyToPort(core::SandboxManager& m, const std::string& owner,
+Result<HttpResponse> ProxyToPort(core::NetworkService& m, const std::string& owner,
                                  const std::string& id, int64_t port, const HttpRequest& req,
                                  const UpstreamRequest& upstream, const PortProxyOptions& options) {
   HttpResponse out;
@@ -41,7 +41,7 @@ Result<HttpResponse> ProxyToPort(core::SandboxManager& m, const std::string& own
 }
 
 void AddPortRoutes(Router& router, ApiContext& ctx) {
-  core::SandboxManager* m = ctx.manager;
+  core::NetworkService* m = &ctx.manager->network();
   RouteOptions tail;
   tail.tail = true;
   tail.file_body = true;    // request bodies up to max_file_bytes pass through

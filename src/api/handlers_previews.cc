@@ -29,7 +29,8 @@ constexpr char kBadToken[] =
     "(POST /v1/sandboxes/{id}/previews)";
 
 struct Deps {
-  core::SandboxManager* manager = nullptr;
+  core::SandboxLifecycle* sandboxes = nullptr;
+  core::NetworkService* network = nullptr;
   store::Store* store = nullptr;
   PreviewOptions preview;
   PortProxyOptions proxy;
@@ -59,7 +60,7 @@ json::object PreviewJson(const Deps& d, const store::PreviewTokenRecord& r) {
 // The sandbox of the {id} parameter, as the caller's tenant sees it.
 Result<core::SandboxInfo> CallersSandbox(const Deps& d, const HttpRequest& req) {
   ASB_ASSIGN_OR_RETURN(std::string id, SandboxIdParam(req));
-  return d.manager->Get(OwnerOf(req), id);
+  return d.sandboxes->Get(OwnerOf(req), id);
 }
 
 Result<HttpResponse> Create(const Deps& d, HttpRequest& req) {
@@ -167,14 +168,15 @@ Result<HttpResponse> Serve(const Deps& d, HttpRequest& req) {
     return r;
   }
   // The token's owner: a tenant's token reaches only that tenant's sandbox.
-  return ProxyToPort(*d.manager, rec->owner, id, port, req, up, d.proxy);
+  return ProxyToPort(*d.network, rec->owner, id, port, req, up, d.proxy);
 }
 
 }  // namespace
 
 void AddPreviewRoutes(Router& router, ApiContext& ctx) {
   auto d = std::make_shared<Deps>();
-  d->manager = ctx.manager;
+  d->sandboxes = &ctx.manager->lifecycle();
+  d->network = &ctx.manager->network();
   d->store = ctx.store;
   d->preview = ctx.preview;
   d->proxy.budget = ctx.proxy_budget;

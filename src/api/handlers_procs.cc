@@ -32,7 +32,7 @@ namespace asb::api {
 
 namespace json = boost::json;
 
-json::object ProcessJson(const protocol::ProcInfo& p) {
+json::object ProcessJson(const core::ProcessInfo& p) {
   json::object o;
   o["pid"] = p.pid;
   o["tag"] = p.tag;
@@ -78,7 +78,7 @@ Result<core::ProcessOptions> ParseProcessStart(std::string_view text) {
   ASB_ASSIGN_OR_RETURN(o.rows, body.Integer("rows", 1, core::kMaxTerminalSize));
   ASB_ASSIGN_OR_RETURN(
       o.ring_bytes,
-      body.Integer("ring_bytes", 1, static_cast<int64_t>(protocol::kProcRingMaxBytes)));
+      body.Integer("ring_bytes", 1, static_cast<int64_t>(core::kMaxProcessRingBytes)));
   ASB_TRY(body.Finish());
   ASB_TRY(CheckCommandOrArgv(o));
   return o;
@@ -87,7 +87,7 @@ Result<core::ProcessOptions> ParseProcessStart(std::string_view text) {
 namespace {
 
 HttpResponse ProcessResponse(int status, const std::string& sandbox_id,
-                             const protocol::ProcInfo& p) {
+                             const core::ProcessInfo& p) {
   HttpResponse r = JsonResponse(status, json::serialize(ProcessJson(p)));
   r.sandbox_id = sandbox_id;
   return r;
@@ -108,12 +108,12 @@ Result<uint64_t> ReplayBytes(const HttpRequest& req) {
   if (v == nullptr) return uint64_t{0};
   if (v->empty() || v->size() > 8 || v->find_first_not_of("0123456789") != std::string::npos) {
     return Fail(Error::InvalidArgument("replay_bytes: must be an integer in [0, " +
-                                       std::to_string(protocol::kProcRingMaxBytes) + "]"));
+                                       std::to_string(core::kMaxProcessRingBytes) + "]"));
   }
   uint64_t n = std::stoull(*v);
-  if (n > protocol::kProcRingMaxBytes) {
+  if (n > core::kMaxProcessRingBytes) {
     return Fail(Error::InvalidArgument("replay_bytes: must be an integer in [0, " +
-                                       std::to_string(protocol::kProcRingMaxBytes) + "]"));
+                                       std::to_string(core::kMaxProcessRingBytes) + "]"));
   }
   return n;
 }
@@ -127,14 +127,14 @@ bool IsWebSocketUpgrade(const HttpRequest& req) {
 }  // namespace
 
 void AddProcessRoutes(Router& router, ApiContext& ctx) {
-  core::SandboxManager* m = ctx.manager;
+  core::ProcessService* m = &ctx.manager->processes();
   int64_t keepalive_ms = ctx.stream_keepalive_ms;
 
   router.Add("POST", "/v1/sandboxes/{id}/processes",
              Wrap([m](HttpRequest& req) -> Result<HttpResponse> {
                ASB_ASSIGN_OR_RETURN(std::string id, SandboxIdParam(req));
                ASB_ASSIGN_OR_RETURN(core::ProcessOptions o, ParseProcessStart(req.body));
-               ASB_ASSIGN_OR_RETURN(protocol::ProcInfo p, m->StartProcess(OwnerOf(req), id, o));
+               ASB_ASSIGN_OR_RETURN(core::ProcessInfo p, m->StartProcess(OwnerOf(req), id, o));
                return ProcessResponse(201, id, p);
              }));
 
@@ -156,7 +156,7 @@ void AddProcessRoutes(Router& router, ApiContext& ctx) {
                ASB_ASSIGN_OR_RETURN(std::string id, SandboxIdParam(req));
                ASB_ASSIGN_OR_RETURN(int pid, PidParam(req));
                ASB_ASSIGN_OR_RETURN(auto all, m->ListProcesses(OwnerOf(req), id));
-               const protocol::ProcInfo* found = nullptr;
+               const core::ProcessInfo* found = nullptr;
                for (const auto& p : all) {
                  if (p.pid == pid && (found == nullptr || p.state == "running")) found = &p;
                }
@@ -272,7 +272,7 @@ void AddProcessRoutes(Router& router, ApiContext& ctx) {
              Wrap([m](HttpRequest& req) -> Result<HttpResponse> {
                ASB_ASSIGN_OR_RETURN(std::string id, SandboxIdParam(req));
                ASB_ASSIGN_OR_RETURN(int pid, PidParam(req));
-               ASB_ASSIGN_OR_RETURN(protocol::ProcInfo p, m->KillProcess(OwnerOf(req), id, pid));
+               ASB_ASSIGN_OR_RETURN(core::ProcessInfo p, m->KillProcess(OwnerOf(req), id, pid));
                return ProcessResponse(200, id, p);
              }));
 }

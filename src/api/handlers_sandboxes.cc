@@ -103,7 +103,7 @@ HttpResponse SandboxResponse(int status, const core::SandboxInfo& s) {
 }
 
 void AddSandboxRoutes(Router& router, ApiContext& ctx) {
-  core::SandboxManager* m = ctx.manager;
+  core::SandboxLifecycle* m = &ctx.manager->lifecycle();
 
   store::Store* st = ctx.store;
   router.Add("POST", "/v1/sandboxes", Wrap([m, st](HttpRequest& req) -> Result<HttpResponse> {

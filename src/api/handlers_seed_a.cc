@@ -49,7 +49,7 @@ namespace json = boost::json;
 namespace {
 
 struct SeedA {
-  core::SandboxManager* m;
+  core::SandboxManager* m;                          // its lifecycle, exec and files services
   std::optional<store::ExecSessionStore> sessions;  // nullopt: no database (unit tests)
   int64_t keepalive_ms;
   const Clock* clock;
@@ -82,7 +82,7 @@ Result<std::optional<std::string>> Existing(SeedA& s, const std::string& owner,
   ASB_ASSIGN_OR_RETURN(store::ExecSessionStore * db, Sessions(s));
   ASB_ASSIGN_OR_RETURN(std::optional<std::string> id, db->Find(owner, name));
   if (!id) return id;
-  Result<core::SandboxInfo> info = s.m->Get(owner, *id);
+  Result<core::SandboxInfo> info = s.m->lifecycle().Get(owner, *id);
   if (!info && info.error().code() == ErrorCode::kNotFound) {
     ASB_TRY(db->Erase(owner, name, *id));
     return std::optional<std::string>();
@@ -98,9 +98,9 @@ Result<std::string> Ensure(SeedA& s, const std::string& owner, const std::string
   if (id) return *id;
   core::CreateRequest cr;
   if (tmpl) cr.template_name = *tmpl;
-  ASB_ASSIGN_OR_RETURN(core::SandboxInfo info, s.m->Create(owner, cr));
+  ASB_ASSIGN_OR_RETURN(core::SandboxInfo info, s.m->lifecycle().Create(owner, cr));
   Result<std::string> mapped = s.sessions->Insert(owner, name, info.id, s.clock->NowUnixMs());
-  if (!mapped || *mapped != info.id) (void)s.m->Destroy(owner, info.id);  // lost a race
+  if (!mapped || *mapped != info.id) (void)s.m->lifecycle().Destroy(owner, info.id);  // lost a race
   return mapped;
 }
 
@@ -149,13 +149,13 @@ Result<HttpResponse> Execute(SeedA& s, HttpRequest& req) {
   ASB_ASSIGN_OR_RETURN(std::string id, Ensure(s, owner, name, tmpl));
   HttpResponse resp;
   if (WantsNdjson(req)) {
-    ASB_ASSIGN_OR_RETURN(core::ExecStream stream, s.m->StartExec(owner, id, o));
+    ASB_ASSIGN_OR_RETURN(core::ExecStream stream, s.m->exec().StartExec(owner, id, o));
     resp.status = 200;
     resp.content_type = "application/x-ndjson";
     resp.stream = MakeSeedAExecStreamBody(std::move(stream), s.keepalive_ms, *s.clock);
   } else {
     o.abandoned = req.client_gone;
-    ASB_ASSIGN_OR_RETURN(core::ExecOutcome out, s.m->Exec(owner, id, o));
+    ASB_ASSIGN_OR_RETURN(core::ExecOutcome out, s.m->exec().Exec(owner, id, o));
     const int64_t ts = s.clock->NowUnixMs();
     json::array output;
     if (!out.stdout_data.empty()) output.emplace_back(OutputEntry("stdout", out.stdout_data, ts));
@@ -194,7 +194,8 @@ Result<HttpResponse> Write(SeedA& s, HttpRequest& req) {
   if (mode) file_mode = static_cast<uint32_t>(*mode);
   const std::string owner = OwnerOf(req);
   ASB_ASSIGN_OR_RETURN(std::string id, Ensure(s, owner, name, std::nullopt));
-  ASB_ASSIGN_OR_RETURN(protocol::FileStat st, s.m->WriteFile(owner, id, *path, data, file_mode));
+  ASB_ASSIGN_OR_RETURN(core::FileStat st,
+                       s.m->files().WriteFile(owner, id, *path, data, file_mode));
   json::object o;
   o["bytesWritten"] = st.size;
   HttpResponse r = JsonResponse(200, json::serialize(o));
@@ -213,7 +214,7 @@ Result<HttpResponse> Read(SeedA& s, HttpRequest& req) {
   // A session that does not exist yet has an empty workspace: no such file.
   ASB_ASSIGN_OR_RETURN(std::optional<std::string> id, Existing(s, owner, name));
   if (!id) return Fail(Error::NotFound("file " + *path + " not found"));
-  ASB_ASSIGN_OR_RETURN(std::string data, s.m->ReadFile(owner, *id, *path));
+  ASB_ASSIGN_OR_RETURN(std::string data, s.m->files().ReadFile(owner, *id, *path));
   json::object o;
   std::string text = SanitizeUtf8(data);
   if (text != data) o["contentBase64"] = Base64Encode(data);
@@ -243,9 +244,9 @@ Result<HttpResponse> Files(SeedA& s, HttpRequest& req) {
   ASB_ASSIGN_OR_RETURN(std::string norm, core::NormalizeWorkspacePath(path));
   const std::string owner = OwnerOf(req);
   ASB_ASSIGN_OR_RETURN(std::optional<std::string> id, Existing(s, owner, name));
-  std::vector<protocol::FileStat> entries;
+  std::vector<core::FileStat> entries;
   if (id) {
-    ASB_ASSIGN_OR_RETURN(entries, s.m->ListFiles(owner, *id, path, recursive));
+    ASB_ASSIGN_OR_RETURN(entries, s.m->files().ListFiles(owner, *id, path, recursive));
   } else if (norm != core::kWorkspaceDir) {
     // A session that does not exist yet has an empty workspace.
     return Fail(Error::NotFound("directory " + path + " not found"));
@@ -272,7 +273,7 @@ Result<HttpResponse> Delete(SeedA& s, HttpRequest& req) {
   ASB_ASSIGN_OR_RETURN(std::optional<std::string> id, Existing(s, owner, name));
   bool destroyed = false;
   if (id) {
-    Status st = s.m->Destroy(owner, *id);
+    Status st = s.m->lifecycle().Destroy(owner, *id);
     if (!st && st.error().code() != ErrorCode::kNotFound) return Fail(st.error());
     destroyed = st.has_value();
     ASB_TRY(s.sessions->Erase(owner, name, *id));  // the trigger did, unless it failed
@@ -304,7 +305,7 @@ Result<HttpResponse> List(SeedA& s, HttpRequest& req) {
   ASB_ASSIGN_OR_RETURN(std::vector<store::ExecSessionRecord> rows, db->List(filter));
   json::array out;
   for (const auto& row : rows) {
-    Result<core::SandboxInfo> info = s.m->Get(owner, row.sandbox_id);
+    Result<core::SandboxInfo> info = s.m->lifecycle().Get(owner, row.sandbox_id);
     if (!info) continue;  // destroyed meanwhile
     json::object o;
     o["sessionId"] = row.name;

@@ -95,7 +95,9 @@ class FileStreamBody : public StreamBody {
 }  // namespace
 
 void AddSnapshotRoutes(Router& router, ApiContext& ctx) {
-  core::SandboxManager* m = ctx.manager;
+  core::SnapshotService* m = &ctx.manager->snapshots();
+  core::FileService* files = &ctx.manager->files();
+  const uint64_t max_file_bytes = ctx.manager->config().limits.max_file_bytes;
 
   router.Add(
       "POST", "/v1/sandboxes/{id}/snapshots", Wrap([m](HttpRequest& req) -> Result<HttpResponse> {
@@ -206,33 +208,33 @@ void AddSnapshotRoutes(Router& router, ApiContext& ctx) {
              }),
              upload);
 
-  router.Add(
-      "GET", "/v1/sandboxes/{id}/archive", Wrap([m](HttpRequest& req) -> Result<HttpResponse> {
-        ASB_ASSIGN_OR_RETURN(std::string id, SandboxIdParam(req));
-        const std::string* q = req.Query("path");
-        std::string path = q ? *q : "/workspace";
-        HttpResponse r;
-        r.status = 200;
-        r.content_type = "application/x-tar";
-        // Built in memory, so bounded like a file download (max_file_bytes).
-        const uint64_t cap = m->config().limits.max_file_bytes;
-        ASB_TRY(
-            m->ExportDirectory(OwnerOf(req), id, path, [&r, cap](std::string_view chunk) -> Status {
-              if (r.body.size() + chunk.size() > cap) {
-                return Fail(
-                    Error::TooLarge("the archive of this directory is larger "
-                                    "than the download limit of " +
-                                    std::to_string(cap) + " bytes"));
-              }
-              r.body.append(chunk);
-              return {};
-            }));
-        r.sandbox_id = id;
-        return r;
-      }));
+  router.Add("GET", "/v1/sandboxes/{id}/archive",
+             Wrap([files, max_file_bytes](HttpRequest& req) -> Result<HttpResponse> {
+               ASB_ASSIGN_OR_RETURN(std::string id, SandboxIdParam(req));
+               const std::string* q = req.Query("path");
+               std::string path = q ? *q : "/workspace";
+               HttpResponse r;
+               r.status = 200;
+               r.content_type = "application/x-tar";
+               // Built in memory, so bounded like a file download (max_file_bytes).
+               const uint64_t cap = max_file_bytes;
+               ASB_TRY(files->ExportDirectory(
+                   OwnerOf(req), id, path, [&r, cap](std::string_view chunk) -> Status {
+                     if (r.body.size() + chunk.size() > cap) {
+                       return Fail(
+                           Error::TooLarge("the archive of this directory is larger "
+                                           "than the download limit of " +
+                                           std::to_string(cap) + " bytes"));
+                     }
+                     r.body.append(chunk);
+                     return {};
+                   }));
+               r.sandbox_id = id;
+               return r;
+             }));
 
   router.Add("PUT", "/v1/sandboxes/{id}/archive",
-             Wrap([m](HttpRequest& req) -> Result<HttpResponse> {
+             Wrap([files](HttpRequest& req) -> Result<HttpResponse> {
                ASB_ASSIGN_OR_RETURN(std::string id, SandboxIdParam(req));
                const std::string* q = req.Query("path");
                std::string path = q ? *q : "/workspace";
@@ -243,8 +245,8 @@ void AddSnapshotRoutes(Router& router, ApiContext& ctx) {
                  off += c.size();
                  return c;
                };
-               ASB_ASSIGN_OR_RETURN(protocol::TarResult t,
-                                    m->ImportDirectory(OwnerOf(req), id, path, source));
+               ASB_ASSIGN_OR_RETURN(core::TarResult t,
+                                    files->ImportDirectory(OwnerOf(req), id, path, source));
                json::object o;
                o["entries"] = t.entries;
                o["bytes"] = t.bytes;

@@ -80,7 +80,7 @@ Result<HttpResponse> Remove(core::SandboxManager& m, const std::string& name) {
   if (t.name == m.config().default_template) {
     return Fail(Error::Conflict("template '" + t.name + "' is the server's default template"));
   }
-  ASB_ASSIGN_OR_RETURN(auto live, m.List(core::kAnyOwner));
+  ASB_ASSIGN_OR_RETURN(auto live, m.lifecycle().List(core::kAnyOwner));
   std::string users;
   for (const auto& s : live) {
     if (s.template_name == t.name) users += (users.empty() ? "" : ", ") + s.id;

@@ -2,7 +2,7 @@
 
 #include <boost/json.hpp>
 
-#include "api/channel_ndjson_body.h"
+#include "api/event_ndjson_body.h"
 
 namespace asb::api {
 
@@ -11,32 +11,28 @@ namespace json = boost::json;
 namespace {
 
 // Adds the "skipped" lines and the process's exit line to the shared NDJSON relay.
-class ProcStreamBody final : public ChannelNdjsonBody {
+class ProcStreamBody final : public EventNdjsonBody {
  public:
   ProcStreamBody(std::shared_ptr<const core::ProcessAttach> attach, bool base64,
                  int64_t keepalive_ms)
-      : ChannelNdjsonBody(attach->channel, attach, base64, keepalive_ms, "attach failed") {}
+      : EventNdjsonBody(attach->events, attach, base64, keepalive_ms, "attach failed") {}
 
  private:
-  // {"skipped":N}; other INFO (none today) is ignored.
-  void OnInfo(std::string_view payload, std::string* out) override {
-    boost::system::error_code ec;
-    json::value v = json::parse(payload, ec);
-    if (ec || !v.is_object()) return;
-    const json::value* n = v.as_object().if_contains("skipped");
-    if (n == nullptr || !n->is_number()) return;
+  // Output the replay ring no longer held; other INFO (none today) is ignored.
+  void OnInfo(const core::StreamEvent& info, std::string* out) override {
+    if (info.skipped_bytes == 0) return;
     json::object o;
     o["type"] = "skipped";
-    o["bytes"] = *n;
+    o["bytes"] = info.skipped_bytes;
     *out += Line(o);
   }
 
-  Result<json::object> ExitLine(std::string_view payload) override {
-    ASB_ASSIGN_OR_RETURN(protocol::ProcInfo info, protocol::DecodeProcInfo(payload));
+  Result<json::object> ExitLine(const core::StreamEvent& done) override {
+    if (!done.process) return Fail(Error::Backend("process ended without its state"));
     json::object o;
     o["type"] = "exit";
-    o["exit_code"] = info.exit_code;
-    o["signal"] = info.signal;
+    o["exit_code"] = done.process->exit_code;
+    o["signal"] = done.process->signal;
     return o;
   }
 };

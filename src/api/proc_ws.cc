@@ -20,8 +20,8 @@ class ProcWebSocket final : public WebSocketSession {
  public:
   explicit ProcWebSocket(core::ProcessAttach attach) : attach_(std::move(attach)) {}
   ~ProcWebSocket() override {
-    if (!done_) (void)attach_.channel->Cancel();
-    attach_.channel->SetNotify(nullptr);
+    if (!done_) (void)attach_.events->Cancel();
+    attach_.events->SetNotify(nullptr);
   }
 
   Outgoing Poll() override {
@@ -32,7 +32,7 @@ class ProcWebSocket final : public WebSocketSession {
     }
     size_t bytes = 0;
     while (bytes < kMaxPollBytes && !done_) {
-      std::optional<protocol::ChannelEvent> ev = attach_.channel->TryNext();
+      std::optional<core::StreamEvent> ev = attach_.events->TryNext();
       if (!ev) break;
       Handle(*ev, &out);
       if (!out.messages.empty()) bytes += out.messages.back().data.size();
@@ -42,7 +42,7 @@ class ProcWebSocket final : public WebSocketSession {
   }
 
   void SetNotify(std::function<void()> notify) override {
-    attach_.channel->SetNotify(std::move(notify));
+    attach_.events->SetNotify(std::move(notify));
   }
 
   std::string OnMessage(std::string data, bool binary) override {
@@ -62,8 +62,8 @@ class ProcWebSocket final : public WebSocketSession {
           rows->get_int64() > core::kMaxTerminalSize) {
         return "resize: cols and rows must be integers in [1, 10000]";
       }
-      (void)attach_.channel->Resize(static_cast<uint16_t>(cols->get_int64()),
-                                    static_cast<uint16_t>(rows->get_int64()));
+      (void)attach_.events->Resize(static_cast<uint16_t>(cols->get_int64()),
+                                   static_cast<uint16_t>(rows->get_int64()));
       return {};
     }
     if (t == "signal") {
@@ -71,7 +71,7 @@ class ProcWebSocket final : public WebSocketSession {
       if (!sig || !sig->is_string()) return "signal: \"signal\" must be a name such as SIGINT";
       auto signo = core::ParseSignalName(std::string(sig->get_string()));
       if (!signo) return signo.error().message();
-      (void)attach_.channel->Signal(*signo);
+      (void)attach_.events->Signal(*signo);
       return {};
     }
     if (t == "stdin") {
@@ -80,55 +80,50 @@ class ProcWebSocket final : public WebSocketSession {
       return Write(std::string(d->get_string()));
     }
     if (t == "close_stdin") {
-      (void)attach_.channel->CloseWrite();
+      (void)attach_.events->CloseWrite();
       return {};
     }
     return "unknown control message type \"" + std::string(t) + "\"";
   }
 
   void Cancel() override {
-    if (!done_) (void)attach_.channel->Cancel();
+    if (!done_) (void)attach_.events->Cancel();
   }
 
  private:
   std::string Write(std::string_view data) {
     if (data.empty()) return {};
-    auto st = attach_.channel->Write(data, kStdinWriteMs);
+    auto st = attach_.events->Write(data, kStdinWriteMs);
     // A channel that has ended (the process exited) discards input; its exit event follows.
     if (!st && st.error().code() == ErrorCode::kTimeout) return "stdin: the process is not reading";
     return {};
   }
 
-  void Handle(const protocol::ChannelEvent& ev, Outgoing* out) {
-    using Kind = protocol::ChannelEvent::Kind;
+  void Handle(const core::StreamEvent& ev, Outgoing* out) {
+    using Kind = core::StreamEvent::Kind;
     switch (ev.kind) {
-      case Kind::kData:
-        out->messages.push_back({ev.payload, true});
+      case Kind::kOutput:
+        out->messages.push_back({ev.data, true});
         break;
-      case Kind::kEof:
+      case Kind::kEnd:
         break;
       case Kind::kInfo: {
-        boost::system::error_code ec;
-        json::value v = json::parse(ev.payload, ec);
-        if (ec || !v.is_object()) break;
-        const json::value* n = v.as_object().if_contains("skipped");
-        if (n == nullptr || !n->is_number()) break;
+        if (ev.skipped_bytes == 0) break;
         json::object o;
         o["type"] = "skipped";
-        o["bytes"] = *n;
+        o["bytes"] = ev.skipped_bytes;
         out->messages.push_back({Event(o), false});
         break;
       }
-      case Kind::kResult: {
-        auto info = protocol::DecodeProcInfo(ev.payload);
+      case Kind::kDone: {
         json::object o;
-        if (info) {
+        if (ev.process) {
           o["type"] = "exit";
-          o["exit_code"] = info->exit_code;
-          o["signal"] = info->signal;
+          o["exit_code"] = ev.process->exit_code;
+          o["signal"] = ev.process->signal;
         } else {
           o["type"] = "error";
-          ClientError c = ForClient(info.error());
+          ClientError c = ForClient(asb::Error::Backend("process ended without its state"));
           o["code"] = WireCodeOf(c.code);
           o["message"] = c.message;
         }

@@ -15,14 +15,14 @@ boost::json::object SandboxJson(const core::SandboxInfo& s);
 boost::json::object SnapshotJson(const core::SnapshotInfo& s);
 /// A file's stat (handlers_files.cc): {name, path, type, size, mode ("0644"), uid, gid, mtime,
 /// link_target?}.
-boost::json::object StatJson(const protocol::FileStat& s);
+boost::json::object StatJson(const core::FileStat& s);
 /// A template (handlers_templates.cc): its manifest, with `resources` resolved against the
 /// server's limits `lim`.
 boost::json::object TemplateJson(const core::TemplateInfo& t, const core::Limits& lim);
 /// A background process (handlers_procs.cc): {pid, tag, argv, command, state, exit_code (null
 /// while running), signal, started_at, ended_at (null while running), pty, stdin_open,
 /// output_bytes}.
-boost::json::object ProcessJson(const protocol::ProcInfo& p);
+boost::json::object ProcessJson(const core::ProcessInfo& p);
 
 /// The body of POST /v1/sandboxes/{id}/processes (handlers_procs.cc): command | argv, env,
 /// workdir, user, tag, stdin, pty, cols, rows, ring_bytes. Errors: kInvalidArgument naming the

@@ -5,8 +5,8 @@
 #include <boost/json.hpp>
 #include <utility>
 
-#include "api/channel_ndjson_body.h"
 #include "api/errors.h"
+#include "api/event_ndjson_body.h"
 #include "api/text.h"
 
 namespace asb::api {
@@ -20,27 +20,27 @@ std::string SignalName(int sig) {
   return abbrev ? std::string("SIG") + abbrev : "SIG" + std::to_string(sig);
 }
 
-class SeedAStreamBody final : public ChannelNdjsonBody {
+class SeedAStreamBody final : public EventNdjsonBody {
  public:
   SeedAStreamBody(std::shared_ptr<const core::ExecStream> exec, int64_t keepalive_ms,
                   const Clock& clock)
-      : ChannelNdjsonBody(exec->channel, exec, /*base64=*/false, keepalive_ms, "exec failed"),
-        exec_(*exec),
+      : EventNdjsonBody(exec->events, exec, /*base64=*/false, keepalive_ms, "exec failed"),
         clock_(clock) {}
 
  private:
-  Result<json::object> ExitLine(std::string_view payload) override {
-    ASB_ASSIGN_OR_RETURN(protocol::ExecResult r, exec_.Finish(payload));
+  Result<json::object> ExitLine(const core::StreamEvent& done) override {
+    if (!done.exec_result) return Fail(Error::Backend("exec ended without a result"));
+    const core::ExecResult& r = *done.exec_result;
     json::object o;
     o["type"] = "result";
     AddSeedAResult(r, &o);
     return o;
   }
 
-  json::object DataLine(protocol::Stream stream, std::string data) override {
+  json::object DataLine(core::OutputStream stream, std::string data) override {
     json::object o;
     o["type"] = "stream";
-    o["stream"] = stream == protocol::Stream::kStderr ? "stderr" : "stdout";
+    o["stream"] = stream == core::OutputStream::kStderr ? "stderr" : "stdout";
     o["data"] = std::move(data);
     o["ts"] = clock_.NowUnixMs();
     return o;
@@ -57,7 +57,6 @@ class SeedAStreamBody final : public ChannelNdjsonBody {
 
   std::string KeepaliveLine() override { return "\n"; }
 
-  const core::ExecStream& exec_;  // owned by the base (its `owner`)
   const Clock& clock_;
 };
 
@@ -78,7 +77,7 @@ bool OurError(const std::string& body, std::string* code, std::string* message) 
 
 }  // namespace
 
-void AddSeedAResult(const protocol::ExecResult& r, json::object* o) {
+void AddSeedAResult(const core::ExecResult& r, json::object* o) {
   (*o)["exitCode"] = r.signal != 0 ? -1 : r.exit_code;
   if (r.signal != 0) (*o)["signal"] = SignalName(r.signal);
   (*o)["duration"] = r.duration_ms;

@@ -27,7 +27,7 @@
 namespace asb::api {
 
 /// Adds seed A's result fields of `r` to `o` (see the file comment).
-void AddSeedAResult(const protocol::ExecResult& r, boost::json::object* o);
+void AddSeedAResult(const core::ExecResult& r, boost::json::object* o);
 
 /// A StreamBody of seed A's framing over a started exec; `clock` stamps each chunk's ts and
 /// must outlive the body. Cancel() (the client went away) cancels the command.

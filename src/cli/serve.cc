@@ -295,7 +295,7 @@ int Serve(CLI::App& root, const ServeFlags& flags) {
   ao.max_concurrent_requests_per_key = cfg.max_requests_per_key;
   ao.backend_name = std::string((*backend)->name());
   ao.data_dir = data;
-  api::AuthLayer auth(std::move(ao), **store, manager, backend->get(), SystemClock::Instance());
+  api::AuthLayer auth(std::move(ao), **store, manager, SystemClock::Instance());
   api::Router routes = api::BuildRouter(ctx);
   auth.AddRoutes(routes);
   // MCP over Streamable HTTP at /mcp (issue 6), behind the same auth layer.

@@ -157,23 +157,23 @@ class ManagerNsTest : public ::testing::Test {
 };
 
 TEST_F(ManagerNsTest, CreateExecDestroyLeavesNothing) {  // L1, L7, E1 through the manager
-  auto info = manager_->Create("alice", {});
+  auto info = manager_->lifecycle().Create("alice", {});
   ASSERT_TRUE(info) << info.error().ToString();
   EXPECT_EQ(info->state, SandboxState::kRunning);
   const int pid = HostPid(info->id);
   EXPECT_TRUE(ProcessAlive(pid));
   ExecOptions o;
   o.command = "echo hi; id -u";
-  auto r = manager_->Exec("alice", info->id, o);
+  auto r = manager_->exec().Exec("alice", info->id, o);
   ASSERT_TRUE(r) << r.error().ToString();
   EXPECT_EQ(r->stdout_data, "hi\n1000\n");
-  auto w = manager_->WriteFile("alice", info->id, "src/app.py", "print(42)\n", 0755);
+  auto w = manager_->files().WriteFile("alice", info->id, "src/app.py", "print(42)\n", 0755);
   ASSERT_TRUE(w) << w.error().ToString();
   EXPECT_EQ(w->path, "/workspace/src/app.py");
-  EXPECT_EQ(*manager_->ReadFile("alice", info->id, "src/app.py"), "print(42)\n");
+  EXPECT_EQ(*manager_->files().ReadFile("alice", info->id, "src/app.py"), "print(42)\n");
 
-  ASSERT_TRUE(manager_->Destroy("alice", info->id));
-  EXPECT_EQ(manager_->Destroy("alice", info->id).error().code(), ErrorCode::kNotFound);
+  ASSERT_TRUE(manager_->lifecycle().Destroy("alice", info->id));
+  EXPECT_EQ(manager_->lifecycle().Destroy("alice", info->id).error().code(), ErrorCode::kNotFound);
   EXPECT_FALSE(ProcessAlive(pid));
   EXPECT_EQ(MountsUnder(dir_ + "/sandboxes/" + info->id), 0);
   EXPECT_EQ(CgroupDirsOf(cgroup_name_, info->id), 0);
@@ -184,34 +184,34 @@ TEST_F(ManagerNsTest, CreateExecDestroyLeavesNothing) {  // L1, L7, E1 through t
 TEST_F(ManagerNsTest, OneSecondTtlIsReapedWithinAboutTwoSeconds) {  // L5
   CreateRequest req;
   req.timeout_seconds = 1;
-  auto a = manager_->Create("alice", req);
+  auto a = manager_->lifecycle().Create("alice", req);
   ASSERT_TRUE(a) << a.error().ToString();
-  auto b = manager_->Create("alice", req);
+  auto b = manager_->lifecycle().Create("alice", req);
   ASSERT_TRUE(b) << b.error().ToString();
-  ASSERT_TRUE(manager_->SetTimeout("alice", b->id, 60));
+  ASSERT_TRUE(manager_->lifecycle().SetTimeout("alice", b->id, 60));
   const int pid = HostPid(a->id);
   ASSERT_TRUE(ProcessAlive(pid));
   const auto t0 = std::chrono::steady_clock::now();
-  while (manager_->Get("alice", a->id) &&
+  while (manager_->lifecycle().Get("alice", a->id) &&
          std::chrono::steady_clock::now() - t0 < std::chrono::seconds(5)) {
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
   const auto took = std::chrono::steady_clock::now() - t0;
-  EXPECT_FALSE(manager_->Get("alice", a->id));
+  EXPECT_FALSE(manager_->lifecycle().Get("alice", a->id));
   EXPECT_LT(took, std::chrono::milliseconds(2500));
   EXPECT_FALSE(ProcessAlive(pid));
   EXPECT_EQ(MountsUnder(dir_ + "/sandboxes/" + a->id), 0);
   EXPECT_EQ(CgroupDirsOf(cgroup_name_, a->id), 0);
   EXPECT_FALSE(fs::exists(dir_ + "/sandboxes/" + a->id));
-  EXPECT_TRUE(manager_->Get("alice", b->id));  // extended: still there
+  EXPECT_TRUE(manager_->lifecycle().Get("alice", b->id));  // extended: still there
 }
 
 TEST_F(ManagerNsTest, RestartAdoptsRunningDropsGoneAndDestroysOrphans) {  // L6
-  auto keep = manager_->Create("alice", {});
+  auto keep = manager_->lifecycle().Create("alice", {});
   ASSERT_TRUE(keep) << keep.error().ToString();
-  auto gone = manager_->Create("alice", {});
+  auto gone = manager_->lifecycle().Create("alice", {});
   ASSERT_TRUE(gone) << gone.error().ToString();
-  auto w = manager_->WriteFile("alice", keep->id, "f", "data\n");
+  auto w = manager_->files().WriteFile("alice", keep->id, "f", "data\n");
   EXPECT_TRUE(w) << w.error().ToString();
 
   // An orphan: a sandbox the backend made but no record names (a crash before the INSERT).
@@ -234,15 +234,15 @@ TEST_F(ManagerNsTest, RestartAdoptsRunningDropsGoneAndDestroysOrphans) {  // L6
   (void)::waitpid(gone_pid, &status, 0);
   Restart();
 
-  auto k = manager_->Get("alice", keep->id);
+  auto k = manager_->lifecycle().Get("alice", keep->id);
   ASSERT_TRUE(k) << k.error().ToString();
   EXPECT_EQ(k->state, SandboxState::kRunning);
   EXPECT_EQ(k->expires_at_ms, keep->expires_at_ms);
-  auto r = manager_->ReadFile("alice", keep->id, "f");  // over the re-dialled connection
+  auto r = manager_->files().ReadFile("alice", keep->id, "f");  // over the re-dialled connection
   ASSERT_TRUE(r) << r.error().ToString();
   EXPECT_EQ(*r, "data\n");
 
-  EXPECT_EQ(manager_->Get("alice", gone->id).error().code(), ErrorCode::kNotFound);
+  EXPECT_EQ(manager_->lifecycle().Get("alice", gone->id).error().code(), ErrorCode::kNotFound);
   EXPECT_EQ(store_->GetSandbox(gone->id)->state, "destroyed");
   EXPECT_FALSE(fs::exists(dir_ + "/sandboxes/" + gone->id));
 
@@ -253,7 +253,7 @@ TEST_F(ManagerNsTest, RestartAdoptsRunningDropsGoneAndDestroysOrphans) {  // L6
   auto owned = backend_->ListOwned();
   ASSERT_TRUE(owned);
   EXPECT_EQ(*owned, std::vector<std::string>{keep->id});
-  ASSERT_TRUE(manager_->Destroy("alice", keep->id));
+  ASSERT_TRUE(manager_->lifecycle().Destroy("alice", keep->id));
 }
 
 }  // namespace

@@ -19,22 +19,22 @@ TEST_F(ManagerTest, ExpiredSandboxesAreReapedAndExtendedOnesAreNot) {  // L5
   one_second.timeout_seconds = 1;
   SandboxInfo a = MustCreate("alice", one_second);
   SandboxInfo b = MustCreate("alice", one_second);
-  ASSERT_TRUE(manager_->SetTimeout("alice", b.id, 60));
+  ASSERT_TRUE(manager_->lifecycle().SetTimeout("alice", b.id, 60));
 
   clock_.AdvanceMs(999);
-  EXPECT_EQ(manager_->ReapOnce(), 0);
+  EXPECT_EQ(manager_->lifecycle().ReapOnce(), 0);
   EXPECT_TRUE(backend_->IsRunning(a.id));
   clock_.AdvanceMs(1);
-  EXPECT_EQ(manager_->ReapOnce(), 1);
+  EXPECT_EQ(manager_->lifecycle().ReapOnce(), 1);
   EXPECT_FALSE(backend_->IsOwned(a.id));
-  EXPECT_EQ(manager_->Get("alice", a.id).error().code(), ErrorCode::kNotFound);
+  EXPECT_EQ(manager_->lifecycle().Get("alice", a.id).error().code(), ErrorCode::kNotFound);
   EXPECT_EQ(StoredState(a.id), "destroyed");
-  EXPECT_TRUE(manager_->Get("alice", b.id));  // extended: not reaped early
+  EXPECT_TRUE(manager_->lifecycle().Get("alice", b.id));  // extended: not reaped early
 
   clock_.AdvanceMs(59'000);
-  EXPECT_EQ(manager_->ReapOnce(), 1);
+  EXPECT_EQ(manager_->lifecycle().ReapOnce(), 1);
   EXPECT_FALSE(backend_->IsOwned(b.id));
-  EXPECT_EQ(manager_->ReapOnce(), 0);
+  EXPECT_EQ(manager_->lifecycle().ReapOnce(), 0);
 }
 
 TEST_F(ManagerTest, IdleSandboxesAreReapedUnlessActive) {
@@ -43,14 +43,14 @@ TEST_F(ManagerTest, IdleSandboxesAreReapedUnlessActive) {
   SandboxInfo a = MustCreate("alice", idle);
   SandboxInfo keep = MustCreate("alice");  // no idle timeout
   clock_.AdvanceMs(4'000);
-  EXPECT_EQ(manager_->ReapOnce(), 0);
+  EXPECT_EQ(manager_->lifecycle().ReapOnce(), 0);
   // Activity (even a failed exec that reached the sandbox) resets the idle clock: a file
   // operation on a sandbox without sandboxd still touches it before failing.
-  (void)manager_->StatFile("alice", a.id, "x");
+  (void)manager_->files().StatFile("alice", a.id, "x");
   clock_.AdvanceMs(4'000);
-  EXPECT_EQ(manager_->ReapOnce(), 0);
+  EXPECT_EQ(manager_->lifecycle().ReapOnce(), 0);
   clock_.AdvanceMs(1'001);
-  EXPECT_EQ(manager_->ReapOnce(), 1);
+  EXPECT_EQ(manager_->lifecycle().ReapOnce(), 1);
   EXPECT_FALSE(backend_->IsOwned(a.id));
   EXPECT_TRUE(backend_->IsRunning(keep.id));
 }
@@ -59,16 +59,16 @@ TEST_F(ManagerTest, FailedCreatesAndStuckStopsAreReapedToo) {
   CreateRequest short_ttl;
   short_ttl.timeout_seconds = 2;
   backend_->FailNextCreate(Error::Backend("boom"), /*leave_resources=*/false);
-  ASSERT_FALSE(manager_->Create("alice", short_ttl));
-  ASSERT_EQ(manager_->List("alice")->size(), 1u);
+  ASSERT_FALSE(manager_->lifecycle().Create("alice", short_ttl));
+  ASSERT_EQ(manager_->lifecycle().List("alice")->size(), 1u);
   SandboxInfo stuck = MustCreate("alice");
   backend_->FailDestroy(Error::Backend("busy"));
-  ASSERT_FALSE(manager_->Destroy("alice", stuck.id));
-  EXPECT_EQ(manager_->ReapOnce(), 0);  // the retry fails again while the backend fails
+  ASSERT_FALSE(manager_->lifecycle().Destroy("alice", stuck.id));
+  EXPECT_EQ(manager_->lifecycle().ReapOnce(), 0);  // the retry fails again while the backend fails
   backend_->FailDestroy(std::nullopt);
   clock_.AdvanceMs(2'000);
-  EXPECT_EQ(manager_->ReapOnce(), 2);  // the expired error record and the stuck stop
-  EXPECT_TRUE(manager_->List("alice")->empty());
+  EXPECT_EQ(manager_->lifecycle().ReapOnce(), 2);  // the expired error record and the stuck stop
+  EXPECT_TRUE(manager_->lifecycle().List("alice")->empty());
   EXPECT_EQ(StoredState(stuck.id), "destroyed");
 }
 
@@ -90,7 +90,7 @@ TEST_F(ManagerTest, ReaperThreadReapsWithinTheInterval) {
 TEST_F(ManagerTest, RestartAdoptsDropsFinishesAndDestroysOrphans) {  // L6
   // An already destroyed record whose id the backend lists again (a remnant):
   SandboxInfo old = MustCreate("alice");
-  ASSERT_TRUE(manager_->Destroy("alice", old.id));
+  ASSERT_TRUE(manager_->lifecycle().Destroy("alice", old.id));
   backend_->AddLeftover(old.id);
 
   CreateRequest ttl;
@@ -123,14 +123,14 @@ TEST_F(ManagerTest, RestartAdoptsDropsFinishesAndDestroysOrphans) {  // L6
   Restart();
 
   // Adopted with its original expires_at.
-  auto s = manager_->Get("alice", survivor.id);
+  auto s = manager_->lifecycle().Get("alice", survivor.id);
   ASSERT_TRUE(s) << s.error().ToString();
   EXPECT_EQ(s->state, SandboxState::kRunning);
   EXPECT_EQ(s->expires_at_ms, survivor.expires_at_ms);
   EXPECT_TRUE(backend_->IsRunning(survivor.id));
   EXPECT_EQ(backend_->CountCalls("destroy " + survivor.id), 0);
   // Dropped: its sandbox is gone.
-  EXPECT_EQ(manager_->Get("alice", vanished.id).error().code(), ErrorCode::kNotFound);
+  EXPECT_EQ(manager_->lifecycle().Get("alice", vanished.id).error().code(), ErrorCode::kNotFound);
   EXPECT_EQ(StoredState(vanished.id), "destroyed");
   EXPECT_FALSE(backend_->IsOwned(vanished.id));
   // Interrupted transitions finished.
@@ -143,21 +143,21 @@ TEST_F(ManagerTest, RestartAdoptsDropsFinishesAndDestroysOrphans) {  // L6
   EXPECT_FALSE(backend_->IsOwned("sb_00000000000000d2"));
   EXPECT_FALSE(backend_->IsOwned(old.id));
   // Only the survivor is left, and it still counts against the quota (3).
-  auto all = manager_->List(kAnyOwner);
+  auto all = manager_->lifecycle().List(kAnyOwner);
   ASSERT_TRUE(all);
   ASSERT_EQ(all->size(), 1u);
   EXPECT_EQ((*all)[0].id, survivor.id);
   MustCreate("alice");
   MustCreate("alice");
-  EXPECT_EQ(manager_->Create("alice", {}).error().code(), ErrorCode::kLimitExceeded);
+  EXPECT_EQ(manager_->lifecycle().Create("alice", {}).error().code(), ErrorCode::kLimitExceeded);
 
   // The adopted sandbox is reaped at its original expiry, not later.
   clock_.AdvanceMs(300'000 - 5'000);
-  EXPECT_GE(manager_->ReapOnce(), 1);
+  EXPECT_GE(manager_->lifecycle().ReapOnce(), 1);
   EXPECT_FALSE(backend_->IsOwned(survivor.id));
 
   // A second recovery is harmless.
-  ASSERT_TRUE(manager_->Recover());
+  ASSERT_TRUE(manager_->lifecycle().Recover());
   EXPECT_FALSE(Contains(backend_->calls(), "destroy sb_nonexistent"));
 }
 
@@ -201,11 +201,11 @@ TEST_F(ManagerTest, UnreachableSandboxesAreKeptAsErrorsThenAdoptedOrDroppedByThe
   store_.reset();
   OpenStore();
   manager_ = std::make_unique<SandboxManager>(config_, *store_, flaky, clock_, *catalog_);
-  ASSERT_TRUE(manager_->Recover());
+  ASSERT_TRUE(manager_->lifecycle().Recover());
   EXPECT_GE(flaky.adopt_calls.load(), 4);  // retried within Recover
-  EXPECT_EQ(manager_->Get("alice", a.id)->state, SandboxState::kRunning);
+  EXPECT_EQ(manager_->lifecycle().Get("alice", a.id)->state, SandboxState::kRunning);
   for (const auto& id : {late.id, dying.id}) {
-    auto b = manager_->Get("alice", id);
+    auto b = manager_->lifecycle().Get("alice", id);
     ASSERT_TRUE(b);
     EXPECT_EQ(b->state, SandboxState::kError);
     EXPECT_NE(b->error_message.find("connection refused"), std::string::npos);
@@ -216,22 +216,22 @@ TEST_F(ManagerTest, UnreachableSandboxesAreKeptAsErrorsThenAdoptedOrDroppedByThe
   MustCreate("alice");
 
   // A reaper pass retries: still unreachable -> unchanged.
-  EXPECT_EQ(manager_->ReapOnce(), 0);
-  EXPECT_EQ(manager_->Get("alice", late.id)->state, SandboxState::kError);
+  EXPECT_EQ(manager_->lifecycle().ReapOnce(), 0);
+  EXPECT_EQ(manager_->lifecycle().Get("alice", late.id)->state, SandboxState::kError);
 
   // `dying` is now reported gone -> dropped; `late` answers -> running again.
   backend_->Crash(dying.id);
   flaky.mode = FlakyAdopt::Mode::kNormal;
-  EXPECT_EQ(manager_->ReapOnce(), 1);
-  EXPECT_EQ(manager_->Get("alice", dying.id).error().code(), ErrorCode::kNotFound);
+  EXPECT_EQ(manager_->lifecycle().ReapOnce(), 1);
+  EXPECT_EQ(manager_->lifecycle().Get("alice", dying.id).error().code(), ErrorCode::kNotFound);
   EXPECT_EQ(StoredState(dying.id), "destroyed");
   EXPECT_FALSE(backend_->IsOwned(dying.id));
-  auto back = manager_->Get("alice", late.id);
+  auto back = manager_->lifecycle().Get("alice", late.id);
   ASSERT_TRUE(back);
   EXPECT_EQ(back->state, SandboxState::kRunning);
   EXPECT_EQ(StoredState(late.id), "running");
-  EXPECT_EQ(manager_->Create("alice", {}).error().code(), ErrorCode::kLimitExceeded);
-  ASSERT_TRUE(manager_->Destroy("alice", late.id));
+  EXPECT_EQ(manager_->lifecycle().Create("alice", {}).error().code(), ErrorCode::kLimitExceeded);
+  ASSERT_TRUE(manager_->lifecycle().Destroy("alice", late.id));
   manager_.reset();  // before `flaky` goes out of scope
 }
 

@@ -31,15 +31,15 @@ class ManagerSnapshotsTest : public ManagerTest {
       auto* fake = static_cast<testing::FakeSandbox*>(adopted->get());
       GTEST_SKIP() << "sandboxd not available: " << fake->last_error();
     }
-    ASSERT_TRUE(manager_->RecoverSnapshots());
+    ASSERT_TRUE(manager_->snapshots().RecoverSnapshots());
   }
 
   void Write(const std::string& id, const std::string& path, const std::string& data) {
-    auto r = manager_->WriteFile("alice", id, path, data);
+    auto r = manager_->files().WriteFile("alice", id, path, data);
     ASSERT_TRUE(r) << r.error().ToString();
   }
   std::string Read(const std::string& id, const std::string& path) {
-    auto r = manager_->ReadFile("alice", id, path);
+    auto r = manager_->files().ReadFile("alice", id, path);
     return r ? *r : "(error: " + r.error().message() + ")";
   }
   std::string SnapDir() { return dir_ + "/snapshots"; }
@@ -50,7 +50,7 @@ class ManagerSnapshotsTest : public ManagerTest {
 TEST_F(ManagerSnapshotsTest, SnapshotRollbackForkAndOwnership) {
   Write(sb_.id, "a.txt", "one");
   Write(sb_.id, "d/b.txt", "two");
-  auto snap = manager_->CreateSnapshot("alice", sb_.id, "first");
+  auto snap = manager_->snapshots().CreateSnapshot("alice", sb_.id, "first");
   ASSERT_TRUE(snap) << snap.error().ToString();
   EXPECT_TRUE(IsValidId(snap->id, "snap_"));
   EXPECT_EQ(snap->sandbox_id, sb_.id);
@@ -60,26 +60,31 @@ TEST_F(ManagerSnapshotsTest, SnapshotRollbackForkAndOwnership) {
   EXPECT_TRUE(fs::exists(SnapDir() + "/" + snap->id + ".tar.zst"));
 
   // Another owner sees nothing, exactly as for a missing id.
-  EXPECT_EQ(manager_->GetSnapshot("bob", snap->id).error().code(), ErrorCode::kNotFound);
-  EXPECT_EQ(manager_->DeleteSnapshot("bob", snap->id).error().code(), ErrorCode::kNotFound);
-  EXPECT_EQ(manager_->Fork("bob", snap->id, {}).error().code(), ErrorCode::kNotFound);
-  EXPECT_EQ(manager_->CreateSnapshot("bob", sb_.id, "").error().code(), ErrorCode::kNotFound);
-  EXPECT_TRUE(manager_->ListSnapshots("bob", std::nullopt)->empty());
-  EXPECT_EQ(manager_->ListSnapshots("alice", sb_.id)->size(), 1u);
-  EXPECT_EQ(manager_->ListSnapshots(kAnyOwner, std::nullopt)->size(), 1u);
-  EXPECT_EQ(manager_->GetSnapshot("alice", "snap_../../x").error().code(), ErrorCode::kNotFound);
+  EXPECT_EQ(manager_->snapshots().GetSnapshot("bob", snap->id).error().code(),
+            ErrorCode::kNotFound);
+  EXPECT_EQ(manager_->snapshots().DeleteSnapshot("bob", snap->id).error().code(),
+            ErrorCode::kNotFound);
+  EXPECT_EQ(manager_->snapshots().Fork("bob", snap->id, {}).error().code(), ErrorCode::kNotFound);
+  EXPECT_EQ(manager_->snapshots().CreateSnapshot("bob", sb_.id, "").error().code(),
+            ErrorCode::kNotFound);
+  EXPECT_TRUE(manager_->snapshots().ListSnapshots("bob", std::nullopt)->empty());
+  EXPECT_EQ(manager_->snapshots().ListSnapshots("alice", sb_.id)->size(), 1u);
+  EXPECT_EQ(manager_->snapshots().ListSnapshots(kAnyOwner, std::nullopt)->size(), 1u);
+  EXPECT_EQ(manager_->snapshots().GetSnapshot("alice", "snap_../../x").error().code(),
+            ErrorCode::kNotFound);
 
   // Rollback: content back, later files gone, source_snapshot_id set, id kept.
   Write(sb_.id, "a.txt", "changed");
   Write(sb_.id, "new.txt", "new");
-  auto rb = manager_->Rollback("alice", sb_.id, snap->id);
+  auto rb = manager_->snapshots().Rollback("alice", sb_.id, snap->id);
   ASSERT_TRUE(rb) << rb.error().ToString();
   EXPECT_EQ(rb->id, sb_.id);
   ASSERT_TRUE(rb->source_snapshot_id.has_value());
   EXPECT_EQ(*rb->source_snapshot_id, snap->id);
   EXPECT_EQ(Read(sb_.id, "a.txt"), "one");
   EXPECT_EQ(Read(sb_.id, "d/b.txt"), "two");
-  EXPECT_EQ(manager_->StatFile("alice", sb_.id, "new.txt").error().code(), ErrorCode::kNotFound);
+  EXPECT_EQ(manager_->files().StatFile("alice", sb_.id, "new.txt").error().code(),
+            ErrorCode::kNotFound);
   EXPECT_EQ(store_->GetSandbox(sb_.id)->source_snapshot_id.value_or(""), snap->id);
   // No saved copy is left behind.
   for (const auto& e : fs::directory_iterator(SnapDir())) {
@@ -87,7 +92,7 @@ TEST_F(ManagerSnapshotsTest, SnapshotRollbackForkAndOwnership) {
   }
 
   // Fork: a new sandbox with the files; its writes stay there.
-  auto fork = manager_->Fork("alice", snap->id, {});
+  auto fork = manager_->snapshots().Fork("alice", snap->id, {});
   ASSERT_TRUE(fork) << fork.error().ToString();
   EXPECT_NE(fork->id, sb_.id);
   EXPECT_EQ(fork->owner, "alice");
@@ -98,33 +103,33 @@ TEST_F(ManagerSnapshotsTest, SnapshotRollbackForkAndOwnership) {
 
   // Delete: record and file go; rollback to it is a bad snapshot_id (kInvalidArgument: the
   // sandbox the request addresses exists) and touches nothing.
-  ASSERT_TRUE(manager_->DeleteSnapshot("alice", snap->id));
+  ASSERT_TRUE(manager_->snapshots().DeleteSnapshot("alice", snap->id));
   EXPECT_FALSE(fs::exists(SnapDir() + "/" + snap->id + ".tar.zst"));
   Write(sb_.id, "after.txt", "x");
-  EXPECT_EQ(manager_->Rollback("alice", sb_.id, snap->id).error().code(),
+  EXPECT_EQ(manager_->snapshots().Rollback("alice", sb_.id, snap->id).error().code(),
             ErrorCode::kInvalidArgument);
   EXPECT_EQ(Read(sb_.id, "after.txt"), "x");
 }
 
 TEST_F(ManagerSnapshotsTest, SnapshotsOutliveTheirSandbox) {
   Write(sb_.id, "k", "keep");
-  auto snap = manager_->CreateSnapshot("alice", sb_.id, "");
+  auto snap = manager_->snapshots().CreateSnapshot("alice", sb_.id, "");
   ASSERT_TRUE(snap);
-  ASSERT_TRUE(manager_->Destroy("alice", sb_.id));
-  ASSERT_TRUE(manager_->GetSnapshot("alice", snap->id));
-  auto fork = manager_->Fork("alice", snap->id, {});
+  ASSERT_TRUE(manager_->lifecycle().Destroy("alice", sb_.id));
+  ASSERT_TRUE(manager_->snapshots().GetSnapshot("alice", snap->id));
+  auto fork = manager_->snapshots().Fork("alice", snap->id, {});
   ASSERT_TRUE(fork) << fork.error().ToString();
   EXPECT_EQ(Read(fork->id, "k"), "keep");
 }
 
 TEST_F(ManagerSnapshotsTest, CorruptArchiveIsRefusedBeforeAnythingIsTouched) {
   Write(sb_.id, "a.txt", "one");
-  auto snap = manager_->CreateSnapshot("alice", sb_.id, "");
+  auto snap = manager_->snapshots().CreateSnapshot("alice", sb_.id, "");
   ASSERT_TRUE(snap);
   const std::string path = SnapDir() + "/" + snap->id + ".tar.zst";
   fs::resize_file(path, fs::file_size(path) / 2);
   Write(sb_.id, "a.txt", "now");
-  auto rb = manager_->Rollback("alice", sb_.id, snap->id);
+  auto rb = manager_->snapshots().Rollback("alice", sb_.id, snap->id);
   ASSERT_FALSE(rb);
   EXPECT_EQ(Read(sb_.id, "a.txt"), "now");
   EXPECT_FALSE(store_->GetSandbox(sb_.id)->source_snapshot_id.has_value());
@@ -134,14 +139,14 @@ TEST_F(ManagerSnapshotsTest, NamesAreAtMost200BytesOfUtf8) {
   // The import takes its name from the query string, which no JSON parser checks: a name that
   // is not UTF-8 made every later GET /v1/snapshots of the owner invalid JSON.
   Write(sb_.id, "a.txt", "one");
-  auto snap = manager_->CreateSnapshot("alice", sb_.id, "");
+  auto snap = manager_->snapshots().CreateSnapshot("alice", sb_.id, "");
   ASSERT_TRUE(snap);
-  auto path = manager_->SnapshotArchivePath("alice", snap->id);
+  auto path = manager_->snapshots().SnapshotArchivePath("alice", snap->id);
   ASSERT_TRUE(path) << path.error().ToString();
   auto import = [&](const std::string& name) {
     const std::string tmp = SnapDir() + "/.upload-test";
     fs::copy_file(*path, tmp, fs::copy_options::overwrite_existing);
-    return manager_->ImportSnapshot("alice", tmp, name, "");
+    return manager_->snapshots().ImportSnapshot("alice", tmp, name, "");
   };
   const std::string at_limit = std::string(198, 'n') + "\xc3\xa9";  // 200 bytes, ends in U+00E9
   auto ok = import(at_limit);
@@ -155,14 +160,14 @@ TEST_F(ManagerSnapshotsTest, NamesAreAtMost200BytesOfUtf8) {
     ASSERT_FALSE(r) << "accepted a name that is not UTF-8";
     EXPECT_EQ(r.error().code(), ErrorCode::kInvalidArgument);
     EXPECT_NE(r.error().message().find("UTF-8"), std::string::npos) << r.error().message();
-    EXPECT_EQ(manager_->CreateSnapshot("alice", sb_.id, bad).error().code(),
+    EXPECT_EQ(manager_->snapshots().CreateSnapshot("alice", sb_.id, bad).error().code(),
               ErrorCode::kInvalidArgument);
   }
 }
 
 TEST_F(ManagerSnapshotsTest, RecoveryRemovesHalfMadeSnapshotsAndStrays) {
   Write(sb_.id, "a.txt", "one");
-  auto good = manager_->CreateSnapshot("alice", sb_.id, "");
+  auto good = manager_->snapshots().CreateSnapshot("alice", sb_.id, "");
   ASSERT_TRUE(good);
   // What a crash mid-snapshot leaves: a pending row, its temp file; plus stray files.
   store::SnapshotRecord pending;
@@ -178,7 +183,7 @@ TEST_F(ManagerSnapshotsTest, RecoveryRemovesHalfMadeSnapshotsAndStrays) {
     std::ofstream(SnapDir() + "/" + n) << "junk";
   }
   Restart();
-  ASSERT_TRUE(manager_->RecoverSnapshots());
+  ASSERT_TRUE(manager_->snapshots().RecoverSnapshots());
   EXPECT_EQ(store::GetSnapshot(*store_, pending.id).error().code(), ErrorCode::kNotFound);
   std::vector<std::string> left;
   for (const auto& e : fs::directory_iterator(SnapDir())) {
@@ -186,7 +191,7 @@ TEST_F(ManagerSnapshotsTest, RecoveryRemovesHalfMadeSnapshotsAndStrays) {
   }
   std::sort(left.begin(), left.end());
   EXPECT_EQ(left, (std::vector<std::string>{good->id + ".tar.zst", "unrelated.txt"}));
-  EXPECT_TRUE(manager_->GetSnapshot("alice", good->id));
+  EXPECT_TRUE(manager_->snapshots().GetSnapshot("alice", good->id));
 }
 
 }  // namespace

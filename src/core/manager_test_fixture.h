@@ -72,12 +72,12 @@ class ManagerTest : public ::testing::Test {
     store_.reset();
     OpenStore();
     NewManager();
-    auto st = manager_->Recover();
+    auto st = manager_->lifecycle().Recover();
     ASSERT_TRUE(st) << st.error().ToString();
   }
 
   SandboxInfo MustCreate(const std::string& owner = "alice", CreateRequest req = {}) {
-    auto r = manager_->Create(owner, req);
+    auto r = manager_->lifecycle().Create(owner, req);
     EXPECT_TRUE(r) << r.error().ToString();
     return r ? *r : SandboxInfo{};
   }

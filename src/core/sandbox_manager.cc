@@ -1,408 +1,58 @@
-// SandboxManager: construction, the registry, and the lifecycle (create, get, list, destroy,
-// timeout). Recovery and the reaper are in manager_recovery.cc; exec and files in
-// manager_ops.cc.
+// SandboxManager: assembles the registry and the services, and runs the reaper thread
+// (sandbox_manager.h).
 #include "core/sandbox_manager.h"
 
-#include <algorithm>
-#include <cmath>
-#include <cstdio>
+#include <chrono>
 
-#include "common/ids.h"
-#include "common/log.h"
-#include "core/manager_impl.h"
+#include "core/sandbox_registry.h"
 
 namespace asb::core {
-
-namespace {
-
-constexpr std::pair<SandboxState, std::string_view> kStateNames[] = {
-    {SandboxState::kCreating, "creating"}, {SandboxState::kRunning, "running"},
-    {SandboxState::kStopping, "stopping"}, {SandboxState::kDestroyed, "destroyed"},
-    {SandboxState::kError, "error"},
-};
-
-std::string FormatNumber(double v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%g", v);
-  return buf;
-}
-
-Error RangeError(std::string_view field, int64_t min, int64_t max, int64_t got) {
-  return Error::InvalidArgument(std::string(field) + " must be between " + std::to_string(min) +
-                                " and " + std::to_string(max) + ", got " + std::to_string(got));
-}
-
-Result<int64_t> CheckInt(std::string_view field, const std::optional<int64_t>& v, int64_t def,
-                         int64_t min, int64_t max) {
-  if (!v) return def;
-  if (*v < min || *v > max) return Fail(RangeError(field, min, max, *v));
-  return *v;
-}
-
-}  // namespace
-
-std::string_view SandboxStateName(SandboxState s) {
-  for (const auto& [st, name] : kStateNames) {
-    if (st == s) return name;
-  }
-  return "error";
-}
-
-std::optional<SandboxState> ParseSandboxState(std::string_view name) {
-  for (const auto& [st, n] : kStateNames) {
-    if (n == name) return st;
-  }
-  return std::nullopt;
-}
-
-// ---- construction ---------------------------------------------------------------------------
 
 SandboxManager::SandboxManager(ManagerConfig config, store::Store& store,
                                isolation::Backend& backend, Clock& clock,
                                const TemplateCatalog& templates)
     : config_(std::move(config)),
       templates_(templates),
-      impl_(std::make_unique<Impl>(config_, store, backend, clock, templates)) {
-  impl_->reap_fn = [this] { ReapOnce(); };
-}
+      registry_(std::make_unique<SandboxRegistry>(config_, store, backend, clock, templates)),
+      lifecycle_(std::make_unique<SandboxLifecycle>(*registry_)),
+      exec_(std::make_unique<ExecService>(*registry_)),
+      files_(std::make_unique<FileService>(*registry_)),
+      processes_(std::make_unique<ProcessService>(*registry_)),
+      snapshots_(std::make_unique<SnapshotService>(*registry_, *lifecycle_)),
+      network_(std::make_unique<NetworkService>(*registry_)) {}
 
 SandboxManager::~SandboxManager() { Stop(); }
 
 Status SandboxManager::Start() {
-  ASB_TRY_CTX(Recover(), "recover sandboxes");
-  ASB_TRY_CTX(RecoverSnapshots(), "recover snapshots");
-  std::lock_guard l(impl_->reaper_mu);
-  if (!impl_->reaper.joinable()) {
-    impl_->reaper_stop = false;
-    impl_->reaper = std::thread([this] { impl_->ReaperLoop(); });
+  ASB_TRY_CTX(lifecycle_->Recover(), "recover sandboxes");
+  ASB_TRY_CTX(snapshots_->RecoverSnapshots(), "recover snapshots");
+  std::lock_guard l(reaper_mu_);
+  if (!reaper_.joinable()) {
+    reaper_stop_ = false;
+    reaper_ = std::thread([this] { ReaperLoop(); });
   }
   return {};
 }
 
 void SandboxManager::Stop() {
   {
-    std::lock_guard l(impl_->reaper_mu);
-    impl_->reaper_stop = true;
+    std::lock_guard l(reaper_mu_);
+    reaper_stop_ = true;
   }
-  impl_->reaper_cv.notify_all();
-  if (impl_->reaper.joinable()) impl_->reaper.join();
+  reaper_cv_.notify_all();
+  if (reaper_.joinable()) reaper_.join();
 }
 
-// ---- registry -------------------------------------------------------------------------------
-
-Result<std::shared_ptr<Entry>> SandboxManager::Impl::Find(const std::string& owner,
-                                                          const std::string& id) {
-  std::shared_ptr<Entry> e;
-  {
-    std::lock_guard l(mu_);
-    auto it = entries_.find(id);
-    if (it != entries_.end()) e = it->second;
+void SandboxManager::ReaperLoop() {
+  const auto interval = std::chrono::seconds(config_.reap_interval_seconds);
+  std::unique_lock l(reaper_mu_);
+  while (!reaper_stop_) {
+    reaper_cv_.wait_for(l, interval, [this] { return reaper_stop_; });
+    if (reaper_stop_) break;
+    l.unlock();
+    lifecycle_->ReapOnce();
+    l.lock();
   }
-  if (e) {
-    std::lock_guard l(e->info_mu);
-    if ((owner == kAnyOwner || e->info.owner == owner) &&
-        e->info.state != SandboxState::kDestroyed) {
-      return e;
-    }
-  }
-  // One message for unknown, destroyed and foreign ids: they must be indistinguishable.
-  std::string shown = IsValidId(id, "sb_") ? id : "(invalid id)";
-  return Fail(Error::NotFound("sandbox " + shown + " not found"));
-}
-
-std::vector<std::shared_ptr<Entry>> SandboxManager::Impl::AllEntries() {
-  std::lock_guard l(mu_);
-  std::vector<std::shared_ptr<Entry>> out;
-  out.reserve(entries_.size());
-  for (const auto& [id, e] : entries_) out.push_back(e);
-  return out;
-}
-
-void SandboxManager::Impl::Insert(const std::shared_ptr<Entry>& e) {
-  std::lock_guard l(mu_);
-  entries_[e->Snapshot().id] = e;
-}
-
-void SandboxManager::Impl::Erase(const std::string& id) {
-  std::lock_guard l(mu_);
-  entries_.erase(id);
-}
-
-Status SandboxManager::Impl::ReserveSlot(Entry& e, bool force) {
-  std::lock_guard l(mu_);
-  if (e.holds_slot) return {};
-  if (!force && slots_used_ >= cfg.limits.max_sandboxes) {
-    return Fail(
-        Error::LimitExceeded("sandbox limit reached: " + std::to_string(cfg.limits.max_sandboxes) +
-                             " sandboxes are running or being created"));
-  }
-  ++slots_used_;
-  e.holds_slot = true;
-  return {};
-}
-
-void SandboxManager::Impl::ReleaseSlot(Entry& e) {
-  std::lock_guard l(mu_);
-  if (!e.holds_slot) return;
-  --slots_used_;
-  e.holds_slot = false;
-}
-
-int64_t SandboxManager::Impl::SlotsUsed() {
-  std::lock_guard l(mu_);
-  return slots_used_;
-}
-
-// ---- transitions ----------------------------------------------------------------------------
-
-Status SandboxManager::Impl::WriteState(Entry& e, SandboxState s, std::string_view error_message) {
-  const int64_t now = clock.NowUnixMs();
-  const std::string id = e.Snapshot().id;
-  ASB_TRY(store.SetSandboxState(id, SandboxStateName(s), error_message, now));
-  std::lock_guard l(e.info_mu);
-  e.info.state = s;
-  e.info.error_message = std::string(error_message);
-  e.info.updated_at_ms = now;
-  return {};
-}
-
-Status SandboxManager::Impl::DestroyLocked(Entry& e, std::string_view why) {
-  const SandboxInfo info = e.Snapshot();
-  if (info.state == SandboxState::kDestroyed) {
-    return Fail(Error::NotFound("sandbox " + info.id + " not found"));
-  }
-  // Before the side effect: a crash from here on leaves "stopping", which Recover finishes.
-  ASB_TRY_CTX(WriteState(e, SandboxState::kStopping, info.error_message),
-              "destroy sandbox " + info.id);
-  ReleaseSlot(e);
-  std::shared_ptr<isolation::Sandbox> sandbox;
-  {
-    std::lock_guard l(e.info_mu);
-    sandbox = std::move(e.sandbox);
-  }
-  Status st = backend.Destroy(info.id);
-  if (sandbox) {
-    // Ends execs still streaming on the connection (their channels see an error event).
-    if (auto conn = sandbox->connection()) conn->Close();
-  }
-  if (!st) {
-    spdlog::warn("sandbox_id={} destroy failed ({}): {}", info.id, why, st.error().ToString());
-    return Fail(std::move(st)
-                    .error()
-                    .WithCode(ErrorCode::kBackend)
-                    .WithContext("destroy sandbox " + info.id));
-  }
-  // After the side effect.
-  ASB_TRY_CTX(WriteState(e, SandboxState::kDestroyed, info.error_message),
-              "destroy sandbox " + info.id);
-  Erase(info.id);
-  spdlog::info("sandbox_id={} destroyed ({})", info.id, why);
-  return {};
-}
-
-// ---- lifecycle ------------------------------------------------------------------------------
-
-Result<SandboxInfo> SandboxManager::Create(const std::string& owner, const CreateRequest& req) {
-  return CreateWith(owner, req, "");
-}
-
-Result<SandboxInfo> SandboxManager::CreateWith(const std::string& owner, const CreateRequest& req,
-                                               const std::string& workspace_image,
-                                               const std::optional<CommandDefaults>& inherited) {
-  const Limits& lim = config_.limits;
-  SandboxInfo info;
-  info.owner = owner;
-
-  // Validation, field by field, before anything is reserved or written.
-  const std::string template_name =
-      req.template_name.empty() ? config_.default_template : req.template_name;
-  ASB_ASSIGN_OR_RETURN(TemplateInfo tmpl, impl_->templates.Find(template_name));
-  // The template's default resources (its manifest; ADR 0012) take the place of the server's
-  // defaults, brought within the server's limits; the request's own values still win.
-  const TemplateResources& tr = tmpl.manifest.resources;
-  const double default_cpus = tr.cpus > 0 ? std::min(tr.cpus, lim.max_cpus) : lim.default_cpus;
-  const int64_t default_memory_mb =
-      tr.memory_mb > 0 ? std::clamp(tr.memory_mb, lim.min_memory_mb, lim.max_memory_mb)
-                       : lim.default_memory_mb;
-  const int64_t default_workspace_mb =
-      tr.workspace_mb > 0 ? std::clamp(tr.workspace_mb, lim.min_workspace_mb, lim.max_workspace_mb)
-                          : lim.default_workspace_mb;
-  // The template's WORKDIR and USER become the defaults of every command (a fork keeps its
-  // source's); a template the sandbox cannot honour is refused here, not silently ignored.
-  CommandDefaults defaults;
-  if (inherited) {
-    ASB_ASSIGN_OR_RETURN(defaults.workdir, ResolveTemplateWorkdir(inherited->workdir));
-    ASB_ASSIGN_OR_RETURN(defaults.user, ResolveTemplateUser(inherited->user));
-  } else {
-    ASB_ASSIGN_OR_RETURN(defaults, ResolveTemplateDefaults(tmpl.manifest));
-  }
-  if (req.cpus) {
-    double c = *req.cpus;
-    if (!std::isfinite(c) || c <= 0 || c > lim.max_cpus) {
-      return Fail(Error::InvalidArgument("cpus must be greater than 0 and at most " +
-                                         FormatNumber(lim.max_cpus) + ", got " + FormatNumber(c)));
-    }
-  }
-  info.cpus = req.cpus.value_or(default_cpus);
-  ASB_ASSIGN_OR_RETURN(info.memory_mb, CheckInt("memory_mb", req.memory_mb, default_memory_mb,
-                                                lim.min_memory_mb, lim.max_memory_mb));
-  ASB_ASSIGN_OR_RETURN(info.pids_limit,
-                       CheckInt("pids_limit", req.pids_limit, lim.default_pids_limit,
-                                lim.min_pids_limit, lim.max_pids_limit));
-  ASB_ASSIGN_OR_RETURN(info.workspace_mb,
-                       CheckInt("workspace_mb", req.workspace_mb, default_workspace_mb,
-                                lim.min_workspace_mb, lim.max_workspace_mb));
-  ASB_ASSIGN_OR_RETURN(info.timeout_seconds,
-                       CheckInt("timeout_seconds", req.timeout_seconds, lim.default_timeout_seconds,
-                                lim.min_timeout_seconds, lim.max_timeout_seconds));
-  ASB_ASSIGN_OR_RETURN(info.idle_timeout_seconds,
-                       CheckInt("idle_timeout_seconds", req.idle_timeout_seconds,
-                                lim.default_idle_timeout_seconds, 0, lim.max_timeout_seconds));
-  ASB_TRY(ValidateEnv(req.env, "env"));
-  if (req.network) {
-    ASB_ASSIGN_OR_RETURN(
-        info.network_policy,
-        isolation::net::Canonicalize(req.network_policy.value_or(config_.default_network_policy)));
-  } else if (req.network_policy) {
-    return Fail(Error::InvalidArgument("network_policy needs network: true"));
-  }
-
-  info.template_name = tmpl.name;
-  info.env = tmpl.manifest.env;  // the template's environment; the request's own wins
-  for (const auto& [k, v] : req.env) info.env[k] = v;
-  info.default_workdir = defaults.workdir;
-  info.default_user = defaults.user;
-  info.network = req.network;
-  info.read_only_rootfs = true;
-  info.tmp_size_mb = lim.tmp_size_mb;
-  info.backend = std::string(impl_->backend.name());
-  info.state = SandboxState::kCreating;
-
-  auto entry = std::make_shared<Entry>(info);
-  ASB_TRY(impl_->ReserveSlot(*entry));
-  std::unique_lock op(entry->op_mu);
-
-  const int64_t now = impl_->clock.NowUnixMs();
-  info.id = NewId("sb_");
-  info.created_at_ms = info.updated_at_ms = info.last_activity_at_ms = now;
-  info.expires_at_ms = now + info.timeout_seconds * 1000;
-  {
-    std::lock_guard l(entry->info_mu);
-    entry->info = info;
-  }
-  // Before the side effect: the record says "creating", so a crash during the backend's
-  // create is finished (destroyed) by Recover.
-  if (Status st = impl_->store.InsertSandbox(ToRecord(info)); !st) {
-    impl_->ReleaseSlot(*entry);
-    return Fail(std::move(st).error().WithContext("create sandbox"));
-  }
-  impl_->Insert(entry);
-
-  isolation::SandboxSpec spec;
-  spec.id = info.id;
-  spec.template_name = tmpl.name;
-  spec.rootfs = tmpl.rootfs;
-  spec.cpus = info.cpus;
-  spec.memory_bytes = static_cast<uint64_t>(info.memory_mb) << 20;
-  spec.pids_limit = static_cast<uint32_t>(info.pids_limit);
-  spec.workspace_bytes = static_cast<uint64_t>(info.workspace_mb) << 20;
-  spec.tmp_bytes = static_cast<uint64_t>(info.tmp_size_mb) << 20;
-  spec.network = info.network;
-  spec.network_policy = info.network_policy;
-  spec.env = info.env;
-  spec.workspace_image = workspace_image;
-
-  auto created = impl_->backend.Create(spec);
-  if (!created) {
-    Error err = std::move(created).error();
-    spdlog::warn("sandbox_id={} create failed: {}", info.id, err.ToString());
-    // The record stays visible in state "error" (deletable; reaped at its TTL); the slot is
-    // freed; whatever the backend left behind is removed now (Destroy is idempotent).
-    // The record's error_message is shown to clients: what a client may read of it.
-    (void)impl_->WriteState(*entry, SandboxState::kError, err.ClientSafeMessage());
-    impl_->ReleaseSlot(*entry);
-    if (Status st = impl_->backend.Destroy(info.id); !st) {
-      spdlog::warn("sandbox_id={} cleanup after failed create: {}", info.id, st.error().ToString());
-    }
-    return Fail(std::move(err).WithContext("create sandbox"));
-  }
-  {
-    std::lock_guard l(entry->info_mu);
-    entry->sandbox = *created;
-  }
-  // After the side effect.
-  if (Status st = impl_->WriteState(*entry, SandboxState::kRunning); !st) {
-    (void)impl_->DestroyLocked(*entry, "record update failed after create");
-    impl_->ReleaseSlot(*entry);
-    return Fail(std::move(st).error().WithContext("create sandbox"));
-  }
-  spdlog::info("sandbox_id={} created template={} cpus={} memory_mb={} backend={}", info.id,
-               info.template_name, info.cpus, info.memory_mb, info.backend);
-  return entry->Snapshot();
-}
-
-Result<SandboxInfo> SandboxManager::Get(const std::string& owner, const std::string& id) {
-  ASB_ASSIGN_OR_RETURN(auto e, impl_->Find(owner, id));
-  return e->Snapshot();
-}
-
-Result<std::vector<SandboxInfo>> SandboxManager::List(const std::string& owner) {
-  std::vector<SandboxInfo> out;
-  for (const auto& e : impl_->AllEntries()) {
-    SandboxInfo i = e->Snapshot();
-    if (i.state == SandboxState::kDestroyed) continue;
-    if (owner != kAnyOwner && i.owner != owner) continue;
-    out.push_back(std::move(i));
-  }
-  std::sort(out.begin(), out.end(), [](const SandboxInfo& a, const SandboxInfo& b) {
-    return a.created_at_ms != b.created_at_ms ? a.created_at_ms < b.created_at_ms : a.id < b.id;
-  });
-  return out;
-}
-
-Status SandboxManager::Destroy(const std::string& owner, const std::string& id) {
-  ASB_ASSIGN_OR_RETURN(auto e, impl_->Find(owner, id));
-  std::lock_guard op(e->op_mu);
-  return impl_->DestroyLocked(*e, "requested");
-}
-
-Result<SandboxInfo> SandboxManager::SetTimeout(const std::string& owner, const std::string& id,
-                                               int64_t seconds) {
-  const Limits& lim = config_.limits;
-  if (seconds < lim.min_timeout_seconds) {
-    return Fail(
-        RangeError("timeout_seconds", lim.min_timeout_seconds, lim.max_timeout_seconds, seconds));
-  }
-  seconds = std::min(seconds, lim.max_timeout_seconds);
-  ASB_ASSIGN_OR_RETURN(auto e, impl_->Find(owner, id));
-  std::lock_guard op(e->op_mu);
-  SandboxInfo info = e->Snapshot();
-  if (info.state != SandboxState::kRunning) {
-    return Fail(Error::Conflict("sandbox " + id + " is " +
-                                std::string(SandboxStateName(info.state)) + ", not running"));
-  }
-  const int64_t now = impl_->clock.NowUnixMs();
-  const int64_t expires = now + seconds * 1000;
-  info.timeout_seconds = seconds;
-  info.expires_at_ms = expires;
-  info.updated_at_ms = now;
-  ASB_TRY_CTX(impl_->store.UpdateSandbox(ToRecord(info)), "set timeout of sandbox " + id);
-  {
-    std::lock_guard l(e->info_mu);
-    e->info.timeout_seconds = seconds;
-    e->info.expires_at_ms = expires;
-    e->info.updated_at_ms = now;
-  }
-  return e->Snapshot();
-}
-
-std::map<SandboxState, int64_t> SandboxManager::CountByState() {
-  std::map<SandboxState, int64_t> out;
-  for (const auto& e : impl_->AllEntries()) {
-    SandboxState s = e->Snapshot().state;
-    if (s != SandboxState::kDestroyed) ++out[s];
-  }
-  return out;
 }
 
 }  // namespace asb::core

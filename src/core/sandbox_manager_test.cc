@@ -58,7 +58,7 @@ TEST_F(ManagerTest, ValuesAreEchoedListedAndTimeoutExtended) {  // L2
   SandboxInfo info = MustCreate("alice", req);
   backend_->SetCreateHook(nullptr);
 
-  auto got = manager_->Get("alice", info.id);
+  auto got = manager_->lifecycle().Get("alice", info.id);
   ASSERT_TRUE(got) << got.error().ToString();
   EXPECT_EQ(got->cpus, 0.5);
   EXPECT_EQ(got->memory_mb, 256);
@@ -67,31 +67,33 @@ TEST_F(ManagerTest, ValuesAreEchoedListedAndTimeoutExtended) {  // L2
   EXPECT_EQ(got->env, req.env);
   EXPECT_EQ(backend_->SpecOf(info.id)->env, req.env);
 
-  auto list = manager_->List("alice");
+  auto list = manager_->lifecycle().List("alice");
   ASSERT_TRUE(list);
   ASSERT_EQ(list->size(), 1u);
   EXPECT_EQ((*list)[0].id, info.id);
 
   clock_.AdvanceMs(10'000);
-  auto extended = manager_->SetTimeout("alice", info.id, 600);
+  auto extended = manager_->lifecycle().SetTimeout("alice", info.id, 600);
   ASSERT_TRUE(extended) << extended.error().ToString();
   EXPECT_EQ(extended->expires_at_ms, clock_.NowUnixMs() + 600'000);
   EXPECT_EQ(store_->GetSandbox(info.id)->expires_at_ms, extended->expires_at_ms);
 
   // Above the max it is clamped; below the min it is an error.
-  auto clamped = manager_->SetTimeout("alice", info.id, 10'000'000);
+  auto clamped = manager_->lifecycle().SetTimeout("alice", info.id, 10'000'000);
   ASSERT_TRUE(clamped);
   EXPECT_EQ(clamped->expires_at_ms, clock_.NowUnixMs() + 86'400'000);
-  EXPECT_EQ(manager_->SetTimeout("alice", info.id, 0).error().code(), ErrorCode::kInvalidArgument);
+  EXPECT_EQ(manager_->lifecycle().SetTimeout("alice", info.id, 0).error().code(),
+            ErrorCode::kInvalidArgument);
 
-  ASSERT_TRUE(manager_->Destroy("alice", info.id));
-  auto gone = manager_->Get("alice", info.id);
+  ASSERT_TRUE(manager_->lifecycle().Destroy("alice", info.id));
+  auto gone = manager_->lifecycle().Get("alice", info.id);
   ASSERT_FALSE(gone);
   EXPECT_EQ(gone.error().code(), ErrorCode::kNotFound);
-  EXPECT_TRUE(manager_->List("alice")->empty());
+  EXPECT_TRUE(manager_->lifecycle().List("alice")->empty());
   EXPECT_EQ(StoredState(info.id), "destroyed");
   EXPECT_FALSE(backend_->IsOwned(info.id));
-  EXPECT_EQ(manager_->SetTimeout("alice", info.id, 60).error().code(), ErrorCode::kNotFound);
+  EXPECT_EQ(manager_->lifecycle().SetTimeout("alice", info.id, 60).error().code(),
+            ErrorCode::kNotFound);
 }
 
 TEST_F(ManagerTest, EveryLimitPassesAtItsBoundaryAndFailsOneBeyond) {  // L3
@@ -102,12 +104,12 @@ TEST_F(ManagerTest, EveryLimitPassesAtItsBoundaryAndFailsOneBeyond) {  // L3
     std::function<void(CreateRequest&, int)> set;  // int: 0 = at min, 1 = at max, -1/+1 beyond
   };
   auto expect_ok = [&](const CreateRequest& r, const std::string& what) {
-    auto got = manager_->Create("alice", r);
+    auto got = manager_->lifecycle().Create("alice", r);
     ASSERT_TRUE(got) << what << ": " << got.error().ToString();
-    ASSERT_TRUE(manager_->Destroy("alice", got->id));
+    ASSERT_TRUE(manager_->lifecycle().Destroy("alice", got->id));
   };
   auto expect_bad = [&](const CreateRequest& r, const std::string& field) {
-    auto got = manager_->Create("alice", r);
+    auto got = manager_->lifecycle().Create("alice", r);
     ASSERT_FALSE(got) << field << " accepted";
     EXPECT_EQ(got.error().code(), ErrorCode::kInvalidArgument);
     EXPECT_NE(got.error().message().find(field), std::string::npos) << got.error().message();
@@ -166,7 +168,7 @@ TEST_F(ManagerTest, EveryLimitPassesAtItsBoundaryAndFailsOneBeyond) {  // L3
                                                         {"OK", std::string("sec\0ret", 7)}}) {
     r = {};
     r.env = {{k, v}};
-    auto got = manager_->Create("alice", r);
+    auto got = manager_->lifecycle().Create("alice", r);
     ASSERT_FALSE(got);
     EXPECT_EQ(got.error().code(), ErrorCode::kInvalidArgument);
     EXPECT_EQ(got.error().message().find("sec"), std::string::npos);
@@ -176,30 +178,30 @@ TEST_F(ManagerTest, EveryLimitPassesAtItsBoundaryAndFailsOneBeyond) {  // L3
   r = {};
   r.network = true;
   r.network_policy = isolation::net::NetworkPolicy{{"10.0.0.0/33"}, {}, 0, 0};
-  auto net = manager_->Create("alice", r);
+  auto net = manager_->lifecycle().Create("alice", r);
   ASSERT_FALSE(net);
   EXPECT_EQ(net.error().code(), ErrorCode::kInvalidArgument);
   EXPECT_NE(net.error().message().find("allow_out[0]"), std::string::npos) << net.error().message();
   r.network = false;
   r.network_policy = isolation::net::NetworkPolicy{};
-  auto no_net = manager_->Create("alice", r);
+  auto no_net = manager_->lifecycle().Create("alice", r);
   ASSERT_FALSE(no_net);
   EXPECT_EQ(no_net.error().message(), "network_policy needs network: true");
 
   r = {};
   r.template_name = "nope";
-  auto tmpl = manager_->Create("alice", r);
+  auto tmpl = manager_->lifecycle().Create("alice", r);
   ASSERT_FALSE(tmpl);
   EXPECT_EQ(tmpl.error().code(), ErrorCode::kInvalidArgument);
   EXPECT_NE(tmpl.error().message().find("available: base, python"), std::string::npos)
       << tmpl.error().message();
   for (const char* evil : {"../base", ".", "..", "base/rootfs", "/etc"}) {
     r.template_name = evil;
-    EXPECT_FALSE(manager_->Create("alice", r)) << evil;
+    EXPECT_FALSE(manager_->lifecycle().Create("alice", r)) << evil;
   }
 
   // Nothing was created by any rejected request.
-  EXPECT_TRUE(manager_->List(kAnyOwner)->empty());
+  EXPECT_TRUE(manager_->lifecycle().List(kAnyOwner)->empty());
   auto recs = store_->ListSandboxes(
       {.owner = std::nullopt, .states = {"creating", "running", "error"}, .live_only = false});
   ASSERT_TRUE(recs);
@@ -209,29 +211,29 @@ TEST_F(ManagerTest, EveryLimitPassesAtItsBoundaryAndFailsOneBeyond) {  // L3
 TEST_F(ManagerTest, QuotaRejectsTheFourthAndFailedCreatesLeakNoSlot) {  // L4
   std::vector<std::string> ids;
   for (int i = 0; i < 3; ++i) ids.push_back(MustCreate("alice").id);
-  auto fourth = manager_->Create("bob", {});
+  auto fourth = manager_->lifecycle().Create("bob", {});
   ASSERT_FALSE(fourth);
   EXPECT_EQ(fourth.error().code(), ErrorCode::kLimitExceeded);
   EXPECT_EQ(backend_->CountCalls("list"), 0);
 
   // Free one slot; five failed creates in a row must not eat it.
-  ASSERT_TRUE(manager_->Destroy("alice", ids.back()));
+  ASSERT_TRUE(manager_->lifecycle().Destroy("alice", ids.back()));
   ids.pop_back();
   for (int i = 0; i < 5; ++i) {
     backend_->FailNextCreate(Error::Backend("boom " + std::to_string(i)), /*leave=*/i % 2 == 0);
-    auto r = manager_->Create("alice", {});
+    auto r = manager_->lifecycle().Create("alice", {});
     ASSERT_FALSE(r);
     EXPECT_EQ(r.error().code(), ErrorCode::kBackend);
   }
   // Invalid requests do not take slots either.
   CreateRequest bad;
   bad.memory_mb = 1;
-  for (int i = 0; i < 5; ++i) EXPECT_FALSE(manager_->Create("alice", bad));
+  for (int i = 0; i < 5; ++i) EXPECT_FALSE(manager_->lifecycle().Create("alice", bad));
   SandboxInfo third = MustCreate("alice");
-  EXPECT_EQ(manager_->Create("alice", {}).error().code(), ErrorCode::kLimitExceeded);
+  EXPECT_EQ(manager_->lifecycle().Create("alice", {}).error().code(), ErrorCode::kLimitExceeded);
 
   // The failed ones are visible in state error (so they can be deleted) and cleaned up.
-  auto list = manager_->List("alice");
+  auto list = manager_->lifecycle().List("alice");
   ASSERT_TRUE(list);
   int errors = 0;
   for (const auto& i : *list) {
@@ -242,8 +244,8 @@ TEST_F(ManagerTest, QuotaRejectsTheFourthAndFailedCreatesLeakNoSlot) {  // L4
     }
   }
   EXPECT_EQ(errors, 5);
-  EXPECT_EQ(manager_->CountByState()[SandboxState::kRunning], 3);
-  EXPECT_EQ(manager_->CountByState()[SandboxState::kError], 5);
+  EXPECT_EQ(manager_->lifecycle().CountByState()[SandboxState::kRunning], 3);
+  EXPECT_EQ(manager_->lifecycle().CountByState()[SandboxState::kError], 5);
 }
 
 TEST_F(ManagerTest, ConcurrentCreatesNeverExceedTheQuota) {
@@ -253,7 +255,7 @@ TEST_F(ManagerTest, ConcurrentCreatesNeverExceedTheQuota) {
   std::vector<std::thread> threads;
   for (int i = 0; i < 16; ++i) {
     threads.emplace_back([&] {
-      auto r = manager_->Create("alice", {});
+      auto r = manager_->lifecycle().Create("alice", {});
       if (r)
         ++ok;
       else if (r.error().code() == ErrorCode::kLimitExceeded)
@@ -268,35 +270,36 @@ TEST_F(ManagerTest, ConcurrentCreatesNeverExceedTheQuota) {
 TEST_F(ManagerTest, DeleteWorksFromEveryStateAndTwiceIsNotFound) {  // L7
   // running
   SandboxInfo running = MustCreate("alice");
-  ASSERT_TRUE(manager_->Destroy("alice", running.id));
-  EXPECT_EQ(manager_->Destroy("alice", running.id).error().code(), ErrorCode::kNotFound);
+  ASSERT_TRUE(manager_->lifecycle().Destroy("alice", running.id));
+  EXPECT_EQ(manager_->lifecycle().Destroy("alice", running.id).error().code(),
+            ErrorCode::kNotFound);
   EXPECT_EQ(backend_->CountCalls("destroy " + running.id), 1);
 
   // error (create failed halfway, leaving resources)
   backend_->FailNextCreate(Error::Backend("mount failed"), /*leave_resources=*/true);
-  ASSERT_FALSE(manager_->Create("alice", {}));
-  auto list = manager_->List("alice");
+  ASSERT_FALSE(manager_->lifecycle().Create("alice", {}));
+  auto list = manager_->lifecycle().List("alice");
   ASSERT_TRUE(list);
   ASSERT_EQ(list->size(), 1u);
   const std::string failed = (*list)[0].id;
   EXPECT_EQ((*list)[0].state, SandboxState::kError);
   EXPECT_EQ((*list)[0].error_message, "mount failed");
-  ASSERT_TRUE(manager_->Destroy("alice", failed));
+  ASSERT_TRUE(manager_->lifecycle().Destroy("alice", failed));
   EXPECT_EQ(StoredState(failed), "destroyed");
-  EXPECT_EQ(manager_->Destroy("alice", failed).error().code(), ErrorCode::kNotFound);
+  EXPECT_EQ(manager_->lifecycle().Destroy("alice", failed).error().code(), ErrorCode::kNotFound);
 
   // stopping (a destroy whose backend call failed stays "stopping"; a retry finishes it)
   SandboxInfo stuck = MustCreate("alice");
   backend_->FailDestroy(Error::Backend("device busy"));
-  auto first = manager_->Destroy("alice", stuck.id);
+  auto first = manager_->lifecycle().Destroy("alice", stuck.id);
   ASSERT_FALSE(first);
   EXPECT_EQ(first.error().code(), ErrorCode::kBackend);
   EXPECT_EQ(StoredState(stuck.id), "stopping");
-  EXPECT_EQ(manager_->Get("alice", stuck.id)->state, SandboxState::kStopping);
+  EXPECT_EQ(manager_->lifecycle().Get("alice", stuck.id)->state, SandboxState::kStopping);
   backend_->FailDestroy(std::nullopt);
-  ASSERT_TRUE(manager_->Destroy("alice", stuck.id));
+  ASSERT_TRUE(manager_->lifecycle().Destroy("alice", stuck.id));
   EXPECT_EQ(StoredState(stuck.id), "destroyed");
-  EXPECT_EQ(manager_->Destroy("alice", stuck.id).error().code(), ErrorCode::kNotFound);
+  EXPECT_EQ(manager_->lifecycle().Destroy("alice", stuck.id).error().code(), ErrorCode::kNotFound);
 
   // creating: a DELETE that arrives while the backend is still creating waits for the create
   // and then destroys the result.
@@ -306,43 +309,46 @@ TEST_F(ManagerTest, DeleteWorksFromEveryStateAndTwiceIsNotFound) {  // L7
     in_create.set_value();
     released.wait();
   });
-  auto creating = std::async(std::launch::async, [&] { return manager_->Create("alice", {}); });
+  auto creating =
+      std::async(std::launch::async, [&] { return manager_->lifecycle().Create("alice", {}); });
   in_create.get_future().wait();
   backend_->SetCreateHook(nullptr);
-  auto during = manager_->List("alice");
+  auto during = manager_->lifecycle().List("alice");
   ASSERT_TRUE(during);
   ASSERT_EQ(during->size(), 1u);  // List does not wait for the create
   EXPECT_EQ((*during)[0].state, SandboxState::kCreating);
   const std::string cid = (*during)[0].id;
   EXPECT_EQ(StoredState(cid), "creating");
-  auto deleting = std::async(std::launch::async, [&] { return manager_->Destroy("alice", cid); });
+  auto deleting =
+      std::async(std::launch::async, [&] { return manager_->lifecycle().Destroy("alice", cid); });
   EXPECT_EQ(deleting.wait_for(std::chrono::milliseconds(50)), std::future_status::timeout);
   release.set_value();
   ASSERT_TRUE(creating.get());
   ASSERT_TRUE(deleting.get());
   EXPECT_EQ(StoredState(cid), "destroyed");
   EXPECT_FALSE(backend_->IsOwned(cid));
-  EXPECT_TRUE(manager_->List("alice")->empty());
+  EXPECT_TRUE(manager_->lifecycle().List("alice")->empty());
 }
 
 TEST_F(ManagerTest, AnotherOwnersSandboxIsNotFoundEverywhere) {
   SandboxInfo a = MustCreate("alice");
-  auto b = manager_->Get("bob", a.id);
+  auto b = manager_->lifecycle().Get("bob", a.id);
   ASSERT_FALSE(b);
   EXPECT_EQ(b.error().code(), ErrorCode::kNotFound);
-  auto unknown = manager_->Get("bob", "sb_0123456789abcdef");
+  auto unknown = manager_->lifecycle().Get("bob", "sb_0123456789abcdef");
   EXPECT_EQ(unknown.error().message(), "sandbox sb_0123456789abcdef not found");
   EXPECT_EQ(b.error().message(), "sandbox " + a.id + " not found");  // indistinguishable
-  EXPECT_EQ(manager_->Destroy("bob", a.id).error().code(), ErrorCode::kNotFound);
-  EXPECT_EQ(manager_->SetTimeout("bob", a.id, 60).error().code(), ErrorCode::kNotFound);
-  EXPECT_EQ(manager_->Exec("bob", a.id, {.command = "true"}).error().code(), ErrorCode::kNotFound);
-  EXPECT_EQ(manager_->ReadFile("bob", a.id, "x").error().code(), ErrorCode::kNotFound);
-  EXPECT_TRUE(manager_->List("bob")->empty());
-  EXPECT_EQ(manager_->List(kAnyOwner)->size(), 1u);
-  EXPECT_TRUE(manager_->Get(kAnyOwner, a.id));
+  EXPECT_EQ(manager_->lifecycle().Destroy("bob", a.id).error().code(), ErrorCode::kNotFound);
+  EXPECT_EQ(manager_->lifecycle().SetTimeout("bob", a.id, 60).error().code(), ErrorCode::kNotFound);
+  EXPECT_EQ(manager_->exec().Exec("bob", a.id, {.command = "true"}).error().code(),
+            ErrorCode::kNotFound);
+  EXPECT_EQ(manager_->files().ReadFile("bob", a.id, "x").error().code(), ErrorCode::kNotFound);
+  EXPECT_TRUE(manager_->lifecycle().List("bob")->empty());
+  EXPECT_EQ(manager_->lifecycle().List(kAnyOwner)->size(), 1u);
+  EXPECT_TRUE(manager_->lifecycle().Get(kAnyOwner, a.id));
   EXPECT_TRUE(backend_->IsRunning(a.id));
   // A malformed id is never echoed back.
-  auto evil = manager_->Get("alice", "../../etc");
+  auto evil = manager_->lifecycle().Get("alice", "../../etc");
   EXPECT_EQ(evil.error().message().find(".."), std::string::npos);
 }
 
@@ -357,14 +363,15 @@ TEST_F(ManagerTest, OperationsOnDifferentSandboxesDoNotWaitForEachOther) {
     in_create.set_value();
     released.wait();
   });
-  auto creating = std::async(std::launch::async, [&] { return manager_->Create("alice", {}); });
+  auto creating =
+      std::async(std::launch::async, [&] { return manager_->lifecycle().Create("alice", {}); });
   in_create.get_future().wait();
   backend_->SetCreateHook(nullptr);
   // ...while everything on `a` proceeds.
-  EXPECT_TRUE(manager_->Get("alice", a.id));
-  EXPECT_TRUE(manager_->SetTimeout("alice", a.id, 100));
-  EXPECT_EQ(manager_->List("alice")->size(), 2u);
-  EXPECT_TRUE(manager_->Destroy("alice", a.id));
+  EXPECT_TRUE(manager_->lifecycle().Get("alice", a.id));
+  EXPECT_TRUE(manager_->lifecycle().SetTimeout("alice", a.id, 100));
+  EXPECT_EQ(manager_->lifecycle().List("alice")->size(), 2u);
+  EXPECT_TRUE(manager_->lifecycle().Destroy("alice", a.id));
   release.set_value();
   EXPECT_TRUE(creating.get());
 }
@@ -372,46 +379,48 @@ TEST_F(ManagerTest, OperationsOnDifferentSandboxesDoNotWaitForEachOther) {
 TEST_F(ManagerTest, ExecAndFilesAreRejectedBeforeReachingSandboxd) {
   SandboxInfo a = MustCreate("alice");
   // Validation happens before the connection is needed, so these run without sandboxd.
-  EXPECT_EQ(manager_->Exec("alice", a.id, {}).error().code(), ErrorCode::kInvalidArgument);
+  EXPECT_EQ(manager_->exec().Exec("alice", a.id, {}).error().code(), ErrorCode::kInvalidArgument);
   ExecOptions both;
   both.argv = {"ls"};
   both.command = "ls";
-  EXPECT_EQ(manager_->Exec("alice", a.id, both).error().code(), ErrorCode::kInvalidArgument);
+  EXPECT_EQ(manager_->exec().Exec("alice", a.id, both).error().code(), ErrorCode::kInvalidArgument);
   ExecOptions t;
   t.command = "true";
   t.timeout_seconds = 0;
-  EXPECT_EQ(manager_->Exec("alice", a.id, t).error().code(), ErrorCode::kInvalidArgument);
+  EXPECT_EQ(manager_->exec().Exec("alice", a.id, t).error().code(), ErrorCode::kInvalidArgument);
   t.timeout_seconds = std::nullopt;
   t.user = "nobody";
-  EXPECT_EQ(manager_->Exec("alice", a.id, t).error().code(), ErrorCode::kInvalidArgument);
+  EXPECT_EQ(manager_->exec().Exec("alice", a.id, t).error().code(), ErrorCode::kInvalidArgument);
   t.user = "";
   t.env = {{"A=B", "x"}};
-  EXPECT_EQ(manager_->Exec("alice", a.id, t).error().code(), ErrorCode::kInvalidArgument);
+  EXPECT_EQ(manager_->exec().Exec("alice", a.id, t).error().code(), ErrorCode::kInvalidArgument);
   t.env = {};
   t.max_output_bytes = 0;
-  EXPECT_EQ(manager_->Exec("alice", a.id, t).error().code(), ErrorCode::kInvalidArgument);
+  EXPECT_EQ(manager_->exec().Exec("alice", a.id, t).error().code(), ErrorCode::kInvalidArgument);
 
   for (const char* p : {"/etc/x", "../etc/passwd", "/workspace/..", "/workspacex/a"}) {
-    auto w = manager_->WriteFile("alice", a.id, p, "x");
+    auto w = manager_->files().WriteFile("alice", a.id, p, "x");
     ASSERT_FALSE(w) << p;
     EXPECT_EQ(w.error().code(), ErrorCode::kInvalidArgument) << p;
-    EXPECT_EQ(manager_->ReadFile("alice", a.id, p).error().code(), ErrorCode::kInvalidArgument);
-    EXPECT_EQ(manager_->MakeDir("alice", a.id, p).error().code(), ErrorCode::kInvalidArgument);
-    EXPECT_EQ(manager_->MoveFile("alice", a.id, "a", p, false).error().code(),
+    EXPECT_EQ(manager_->files().ReadFile("alice", a.id, p).error().code(),
+              ErrorCode::kInvalidArgument);
+    EXPECT_EQ(manager_->files().MakeDir("alice", a.id, p).error().code(),
+              ErrorCode::kInvalidArgument);
+    EXPECT_EQ(manager_->files().MoveFile("alice", a.id, "a", p, false).error().code(),
               ErrorCode::kInvalidArgument);
   }
-  EXPECT_EQ(manager_->WriteFile("alice", a.id, "a", "x", 01000).error().code(),
+  EXPECT_EQ(manager_->files().WriteFile("alice", a.id, "a", "x", 01000).error().code(),
             ErrorCode::kInvalidArgument);
-  EXPECT_EQ(manager_->RemoveFile("alice", a.id, "/workspace", true).error().code(),
+  EXPECT_EQ(manager_->files().RemoveFile("alice", a.id, "/workspace", true).error().code(),
             ErrorCode::kInvalidArgument);
 
   config_.limits.max_file_bytes = 10;  // F5
   NewManager();
-  ASSERT_TRUE(manager_->Recover());
-  auto big = manager_->WriteFile("alice", a.id, "f", std::string(11, 'x'));
+  ASSERT_TRUE(manager_->lifecycle().Recover());
+  auto big = manager_->files().WriteFile("alice", a.id, "f", std::string(11, 'x'));
   ASSERT_FALSE(big);
   EXPECT_EQ(big.error().code(), ErrorCode::kTooLarge);
-  EXPECT_EQ(manager_->OpenFileWrite("alice", a.id, "f", std::nullopt, 11).error().code(),
+  EXPECT_EQ(manager_->files().OpenFileWrite("alice", a.id, "f", std::nullopt, 11).error().code(),
             ErrorCode::kTooLarge);
 }
 
@@ -419,21 +428,21 @@ TEST_F(ManagerTest, ASandboxThatDiedIsMarkedErrorAndFreesItsSlot) {
   SandboxInfo a = MustCreate("alice");
   MustCreate("alice");
   MustCreate("alice");
-  EXPECT_EQ(manager_->Create("alice", {}).error().code(), ErrorCode::kLimitExceeded);
+  EXPECT_EQ(manager_->lifecycle().Create("alice", {}).error().code(), ErrorCode::kLimitExceeded);
   backend_->Crash(a.id);  // its processes are gone; the backend still owns its resources
   ExecOptions o;
   o.command = "true";
-  auto r = manager_->Exec("alice", a.id, o);
+  auto r = manager_->exec().Exec("alice", a.id, o);
   ASSERT_FALSE(r);
   EXPECT_EQ(r.error().code(), ErrorCode::kBackend);
-  auto got = manager_->Get("alice", a.id);
+  auto got = manager_->lifecycle().Get("alice", a.id);
   ASSERT_TRUE(got);
   EXPECT_EQ(got->state, SandboxState::kError);
   EXPECT_NE(got->error_message.find("stopped unexpectedly"), std::string::npos);
   EXPECT_EQ(StoredState(a.id), "error");
-  EXPECT_EQ(manager_->Exec("alice", a.id, o).error().code(), ErrorCode::kConflict);
+  EXPECT_EQ(manager_->exec().Exec("alice", a.id, o).error().code(), ErrorCode::kConflict);
   MustCreate("alice");  // its slot was freed
-  ASSERT_TRUE(manager_->Destroy("alice", a.id));
+  ASSERT_TRUE(manager_->lifecycle().Destroy("alice", a.id));
   EXPECT_FALSE(backend_->IsOwned(a.id));
 }
 

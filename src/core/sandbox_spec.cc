@@ -1,7 +1,7 @@
-// The sandbox record's spec JSON and env rules (manager_impl.h).
+// The sandbox record's spec JSON and env rules (sandbox_record.h).
 #include <boost/json.hpp>
 
-#include "core/manager_impl.h"
+#include "core/sandbox_record.h"
 
 namespace asb::core {
 

@@ -10,8 +10,10 @@
 #include <filesystem>
 #include <fstream>
 
-#include "core/manager_impl.h"
+#include "core/exec_request.h"
 #include "core/manager_test_fixture.h"
+#include "core/sandbox_manager.h"
+#include "core/sandbox_record.h"
 
 namespace asb::core {
 namespace {
@@ -188,7 +190,7 @@ class TemplateDefaultsManagerTest : public ManagerTest {
     o.command = "pwd; id -u";
     o.workdir = workdir;
     o.user = user;
-    auto r = manager_->Exec("alice", id, o);
+    auto r = manager_->exec().Exec("alice", id, o);
     if (!r) return "(error: " + r.error().message() + ")";
     return r->stdout_data + r->stderr_data;
   }
@@ -199,15 +201,15 @@ class TemplateDefaultsManagerTest : public ManagerTest {
     ProcessOptions o;
     o.command = "pwd; id -u";
     o.pty = pty;
-    auto p = manager_->StartProcess("alice", id, o);
+    auto p = manager_->processes().StartProcess("alice", id, o);
     if (!p) return "(error: " + p.error().message() + ")";
-    auto a = manager_->AttachProcess("alice", id, p->pid, 4096, false);
+    auto a = manager_->processes().AttachProcess("alice", id, p->pid, 4096, false);
     if (!a) return "(error: " + a.error().message() + ")";
     std::string out;
     for (;;) {
-      auto ev = a->channel->Next(20'000);
+      auto ev = a->events->Next(20'000);
       if (!ev) return "(error: " + ev.error().message() + ")";
-      if (ev->kind == protocol::ChannelEvent::Kind::kData) out += ev->payload;
+      if (ev->kind == StreamEvent::Kind::kOutput) out += ev->data;
       if (ev->terminal()) break;
     }
     std::erase(out, '\r');  // a PTY's line discipline writes \r\n
@@ -234,11 +236,11 @@ TEST_F(TemplateDefaultsManagerTest, CreateRecordsTheTemplatesDefaultsAndARestart
   // The store keeps them: a rebuilt template does not change a running sandbox's defaults.
   WriteTemplate("app", "/other", "sandbox");
   Restart();
-  auto got = manager_->Get("alice", sb.id);
+  auto got = manager_->lifecycle().Get("alice", sb.id);
   ASSERT_TRUE(got) << got.error().ToString();
   EXPECT_EQ(got->default_workdir, "/srv/app");
   EXPECT_EQ(got->default_user, "root");
-  got = manager_->Get("alice", plain.id);
+  got = manager_->lifecycle().Get("alice", plain.id);
   ASSERT_TRUE(got) << got.error().ToString();
   EXPECT_EQ(got->default_workdir, "/workspace");
   EXPECT_EQ(got->default_user, "sandbox");
@@ -248,7 +250,7 @@ TEST_F(TemplateDefaultsManagerTest, ATemplateUserSandboxesCannotHaveFailsTheCrea
   WriteTemplate("web", "/var/www", "www-data");
   CreateRequest req;
   req.template_name = "web";
-  auto r = manager_->Create("alice", req);
+  auto r = manager_->lifecycle().Create("alice", req);
   ASSERT_FALSE(r);
   EXPECT_EQ(r.error().code(), ErrorCode::kInvalidArgument);
   EXPECT_NE(r.error().message().find("template 'web': user 'www-data' is not supported"),
@@ -256,7 +258,7 @@ TEST_F(TemplateDefaultsManagerTest, ATemplateUserSandboxesCannotHaveFailsTheCrea
       << r.error().message();
   // Refused before anything was reserved or recorded.
   EXPECT_TRUE(backend_->calls().empty());
-  auto all = manager_->List(kAnyOwner);
+  auto all = manager_->lifecycle().List(kAnyOwner);
   ASSERT_TRUE(all);
   EXPECT_TRUE(all->empty());
 }
@@ -282,11 +284,11 @@ TEST_F(TemplateDefaultsManagerTest, AForkKeepsItsSourcesDefaults) {
   WriteTemplate("app", "/tmp", "root");
   const SandboxInfo sb = CreateFrom("app");
   if (SkipWithoutSandboxd(sb)) GTEST_SKIP() << "needs root and a built sandboxd";
-  ASSERT_TRUE(manager_->RecoverSnapshots());
-  auto snap = manager_->CreateSnapshot("alice", sb.id, "s");
+  ASSERT_TRUE(manager_->snapshots().RecoverSnapshots());
+  auto snap = manager_->snapshots().CreateSnapshot("alice", sb.id, "s");
   ASSERT_TRUE(snap) << snap.error().ToString();
   WriteTemplate("app", "", "sandbox");  // rebuilt meanwhile: the fork still has its source's
-  auto fork = manager_->Fork("alice", snap->id, {});
+  auto fork = manager_->snapshots().Fork("alice", snap->id, {});
   ASSERT_TRUE(fork) << fork.error().ToString();
   EXPECT_EQ(fork->default_workdir, "/tmp");
   EXPECT_EQ(fork->default_user, "root");

@@ -85,7 +85,7 @@ std::unique_lock<std::mutex> ManagerBackend::QuotaGuard() {
 
 ToolResult<void> ManagerBackend::CheckQuota() {
   if (caller_.max_sandboxes <= 0) return {};
-  auto live = m_.List(caller_.create_owner);
+  auto live = m_.lifecycle().List(caller_.create_owner);
   if (!live) return FromError(live.error());
   if (static_cast<int64_t>(live->size()) >= caller_.max_sandboxes) {
     return ToolFail("limit_exceeded", "this API key may have at most " +
@@ -100,13 +100,13 @@ ToolResult<json::object> ManagerBackend::CreateSandbox(const json::object& body)
   if (!req) return FromError(req.error());
   std::unique_lock<std::mutex> quota = QuotaGuard();
   if (auto q = CheckQuota(); !q) return tl::unexpected<ToolError>(q.error());
-  auto s = m_.Create(caller_.create_owner, *req);
+  auto s = m_.lifecycle().Create(caller_.create_owner, *req);
   if (!s) return FromError(s.error());
   return api::SandboxJson(*s);
 }
 
 ToolResult<json::object> ManagerBackend::ListSandboxes() {
-  return ListJson(m_.List(caller_.owner), "sandboxes",
+  return ListJson(m_.lifecycle().List(caller_.owner), "sandboxes",
                   [](const core::SandboxInfo& s) { return api::SandboxJson(s); });
 }
 
@@ -125,11 +125,11 @@ ToolResult<json::object> ManagerBackend::Exec(const std::string& id, const json:
   if (auto c = CheckId(id, "sb_", "sandbox " + id); !c) return tl::unexpected<ToolError>(c.error());
   auto opts = ParseExec(body);
   if (!opts) return FromError(opts.error());
-  auto exec = m_.StartExec(caller_.owner, id, *opts);
+  auto exec = m_.exec().StartExec(caller_.owner, id, *opts);
   if (!exec) return FromError(exec.error());
   api::Utf8Stream out_utf8, err_utf8;
-  auto emit = [&](protocol::Stream stream, std::string_view bytes, bool eof) {
-    bool is_err = stream == protocol::Stream::kStderr;
+  auto emit = [&](core::OutputStream stream, std::string_view bytes, bool eof) {
+    bool is_err = stream == core::OutputStream::kStderr;
     api::Utf8Stream& u = is_err ? err_utf8 : out_utf8;
     std::string text = u.Feed(bytes);
     if (eof) text += u.Flush();
@@ -137,29 +137,29 @@ ToolResult<json::object> ManagerBackend::Exec(const std::string& id, const json:
   };
   for (;;) {
     if (hooks.cancelled && hooks.cancelled->load()) {
-      (void)exec->channel->Cancel();  // sandboxd kills the command's process group
+      (void)exec->events->Cancel();  // sandboxd kills the command's process group
       return ToolFail("cancelled", "the request was cancelled; command killed");
     }
-    auto ev = exec->channel->Next(kCancelPollMs);
+    auto ev = exec->events->Next(kCancelPollMs);
     if (!ev) {
       if (ev.error().code() == ErrorCode::kTimeout) continue;
       return FromError(ev.error());
     }
-    using Kind = protocol::ChannelEvent::Kind;
+    using Kind = core::StreamEvent::Kind;
     switch (ev->kind) {
-      case Kind::kData:
-        emit(ev->stream, ev->payload, false);
+      case Kind::kOutput:
+        emit(ev->stream, ev->data, false);
         break;
-      case Kind::kEof:
+      case Kind::kEnd:
         emit(ev->stream, {}, true);
         break;
       case Kind::kInfo:
         break;
-      case Kind::kResult: {
-        emit(protocol::Stream::kStdout, {}, true);
-        emit(protocol::Stream::kStderr, {}, true);
-        auto r = exec->Finish(ev->payload);
-        if (!r) return FromError(r.error());
+      case Kind::kDone: {
+        emit(core::OutputStream::kStdout, {}, true);
+        emit(core::OutputStream::kStderr, {}, true);
+        const std::optional<core::ExecResult>& r = ev->exec_result;
+        if (!r) return FromError(Error::Backend("exec ended without a result"));
         json::object o;
         o["exit_code"] = r->exit_code;
         o["signal"] = r->signal;
@@ -179,7 +179,7 @@ ToolResult<json::object> ManagerBackend::Exec(const std::string& id, const json:
 
 ToolResult<std::string> ManagerBackend::ReadFile(const std::string& id, const std::string& path) {
   if (auto c = CheckId(id, "sb_", "sandbox " + id); !c) return tl::unexpected<ToolError>(c.error());
-  auto r = m_.ReadFile(caller_.owner, id, path);
+  auto r = m_.files().ReadFile(caller_.owner, id, path);
   if (!r) return FromError(r.error());
   return std::move(*r);
 }
@@ -194,7 +194,7 @@ ToolResult<json::object> ManagerBackend::WriteFile(const std::string& id, const 
     if (!m) return FromError(m.error());
     mode = *m;
   }
-  auto st = m_.WriteFile(caller_.owner, id, path, data, mode);
+  auto st = m_.files().WriteFile(caller_.owner, id, path, data, mode);
   if (!st) return FromError(st.error());
   json::object o;  // the answer of PUT /v1/sandboxes/{id}/files
   o["path"] = st->path;
@@ -206,7 +206,7 @@ ToolResult<json::object> ManagerBackend::WriteFile(const std::string& id, const 
 ToolResult<json::object> ManagerBackend::ListFiles(const std::string& id, const std::string& path,
                                                    bool recursive) {
   if (auto c = CheckId(id, "sb_", "sandbox " + id); !c) return tl::unexpected<ToolError>(c.error());
-  auto all = m_.ListFiles(caller_.owner, id, path, recursive);
+  auto all = m_.files().ListFiles(caller_.owner, id, path, recursive);
   if (!all) return FromError(all.error());
   json::array entries;
   for (const auto& s : *all) entries.emplace_back(api::StatJson(s));
@@ -220,7 +220,7 @@ ToolResult<json::object> ManagerBackend::ListFiles(const std::string& id, const 
 ToolResult<json::object> ManagerBackend::Snapshot(const std::string& id,
                                                   const std::optional<std::string>& name) {
   if (auto c = CheckId(id, "sb_", "sandbox " + id); !c) return tl::unexpected<ToolError>(c.error());
-  auto s = m_.CreateSnapshot(caller_.owner, id, name.value_or(""));
+  auto s = m_.snapshots().CreateSnapshot(caller_.owner, id, name.value_or(""));
   if (!s) return FromError(s.error());
   return api::SnapshotJson(*s);
 }
@@ -228,7 +228,7 @@ ToolResult<json::object> ManagerBackend::Snapshot(const std::string& id,
 ToolResult<json::object> ManagerBackend::Rollback(const std::string& id,
                                                   const std::string& snapshot_id) {
   if (auto c = CheckId(id, "sb_", "sandbox " + id); !c) return tl::unexpected<ToolError>(c.error());
-  auto s = m_.Rollback(caller_.owner, id, snapshot_id);
+  auto s = m_.snapshots().Rollback(caller_.owner, id, snapshot_id);
   if (!s) return FromError(s.error());
   return api::SandboxJson(*s);
 }
@@ -249,14 +249,14 @@ ToolResult<json::object> ManagerBackend::Fork(const std::string& snapshot_id,
   }
   std::unique_lock<std::mutex> quota = QuotaGuard();
   if (auto q = CheckQuota(); !q) return tl::unexpected<ToolError>(q.error());
-  auto s = m_.Fork(caller_.owner, snapshot_id, fr);
+  auto s = m_.snapshots().Fork(caller_.owner, snapshot_id, fr);
   if (!s) return FromError(s.error());
   return api::SandboxJson(*s);
 }
 
 ToolResult<void> ManagerBackend::Destroy(const std::string& id) {
   if (auto c = CheckId(id, "sb_", "sandbox " + id); !c) return tl::unexpected<ToolError>(c.error());
-  if (auto st = m_.Destroy(caller_.owner, id); !st) return FromError(st.error());
+  if (auto st = m_.lifecycle().Destroy(caller_.owner, id); !st) return FromError(st.error());
   return {};
 }
 

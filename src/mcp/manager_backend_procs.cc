@@ -10,7 +10,6 @@
 #include "mcp/manager_support.h"
 #include "mcp/port_exchange.h"
 #include "mcp/process_output.h"
-#include "protocol/proc_messages.h"
 
 namespace asb::mcp {
 
@@ -33,8 +32,8 @@ int64_t NowMs() {
 
 // GET /v1/sandboxes/{id}/processes/{pid}'s choice: the running one of that pid, else the
 // last exited one.
-const protocol::ProcInfo* FindProcess(const std::vector<protocol::ProcInfo>& all, int pid) {
-  const protocol::ProcInfo* found = nullptr;
+const core::ProcessInfo* FindProcess(const std::vector<core::ProcessInfo>& all, int pid) {
+  const core::ProcessInfo* found = nullptr;
   for (const auto& p : all) {
     if (p.pid == pid && (found == nullptr || p.state == "running")) found = &p;
   }
@@ -48,23 +47,23 @@ ToolResult<json::object> ManagerBackend::StartProcess(const std::string& id,
   ASB_MCP_CHECK_SANDBOX(id);
   auto opts = api::ParseProcessStart(json::serialize(body));
   if (!opts) return FromError(opts.error());
-  auto p = m_.StartProcess(caller_.owner, id, *opts);
+  auto p = m_.processes().StartProcess(caller_.owner, id, *opts);
   if (!p) return FromError(p.error());
   return api::ProcessJson(*p);
 }
 
 ToolResult<json::object> ManagerBackend::ListProcesses(const std::string& id) {
   ASB_MCP_CHECK_SANDBOX(id);
-  return ListJson(m_.ListProcesses(caller_.owner, id), "processes",
-                  [](const protocol::ProcInfo& p) { return api::ProcessJson(p); });
+  return ListJson(m_.processes().ListProcesses(caller_.owner, id), "processes",
+                  [](const core::ProcessInfo& p) { return api::ProcessJson(p); });
 }
 
 ToolResult<ProcessOutput> ManagerBackend::ReadProcessOutput(const std::string& id,
                                                             const OutputRequest& req) {
   ASB_MCP_CHECK_SANDBOX(id);
-  auto a = m_.AttachProcess(caller_.owner, id, req.pid, req.tail_bytes, false);
+  auto a = m_.processes().AttachProcess(caller_.owner, id, req.pid, req.tail_bytes, false);
   if (!a) return FromError(a.error());
-  protocol::Channel& ch = *a->channel;
+  core::EventStream& ch = *a->events;
   std::optional<OutputCollector> col;
   json::object state;
   bool exited = false;
@@ -80,33 +79,26 @@ ToolResult<ProcessOutput> ManagerBackend::ReadProcessOutput(const std::string& i
       (void)ch.Cancel();
       return FromError(ev.error());
     }
-    using Kind = protocol::ChannelEvent::Kind;
+    using Kind = core::StreamEvent::Kind;
     switch (ev->kind) {
       case Kind::kInfo:
-        if (!col) {  // the state at attach time comes first
-          auto info = protocol::DecodeProcInfo(ev->payload);
-          if (!info) return FromError(info.error());
-          state = api::ProcessJson(*info);
-          col.emplace(req, info->output_bytes, NowMs());
-        } else {
-          json::error_code ec;
-          json::value v = json::parse(ev->payload, ec);
-          const json::value* n =
-              !ec && v.is_object() ? v.as_object().if_contains("skipped") : nullptr;
-          if (n && n->is_uint64()) col->Skip(n->as_uint64());
-          if (n && n->is_int64() && n->as_int64() > 0) col->Skip(n->as_int64());
+        if (ev->process && !col) {  // the state at attach time comes first
+          state = api::ProcessJson(*ev->process);
+          col.emplace(req, ev->process->output_bytes, NowMs());
+        } else if (ev->skipped_bytes > 0) {
+          if (!col) col.emplace(req, 0, NowMs());
+          col->Skip(ev->skipped_bytes);
         }
         break;
-      case Kind::kData:
+      case Kind::kOutput:
         if (!col) col.emplace(req, 0, NowMs());
-        col->Add(ev->payload);
+        col->Add(ev->data);
         break;
-      case Kind::kEof:
+      case Kind::kEnd:
         break;
-      case Kind::kResult: {
-        auto info = protocol::DecodeProcInfo(ev->payload);
-        if (!info) return FromError(info.error());
-        state = api::ProcessJson(*info);
+      case Kind::kDone: {
+        if (!ev->process) return FromError(Error::Backend("process ended without its state"));
+        state = api::ProcessJson(*ev->process);
         exited = true;
         break;
       }
@@ -117,8 +109,8 @@ ToolResult<ProcessOutput> ManagerBackend::ReadProcessOutput(const std::string& i
   if (!exited) {
     (void)ch.Cancel();  // detach; the process runs on
     // The state now (output_bytes grew while we read).
-    if (auto all = m_.ListProcesses(caller_.owner, id); all) {
-      if (const protocol::ProcInfo* p = FindProcess(*all, req.pid)) state = api::ProcessJson(*p);
+    if (auto all = m_.processes().ListProcesses(caller_.owner, id); all) {
+      if (const core::ProcessInfo* p = FindProcess(*all, req.pid)) state = api::ProcessJson(*p);
     }
   }
   if (!col) col.emplace(req, 0, NowMs());
@@ -128,21 +120,22 @@ ToolResult<ProcessOutput> ManagerBackend::ReadProcessOutput(const std::string& i
 ToolResult<uint64_t> ManagerBackend::WriteProcessStdin(const std::string& id, int pid,
                                                        std::string_view data) {
   ASB_MCP_CHECK_SANDBOX(id);
-  auto n = m_.WriteProcessStdin(caller_.owner, id, pid, data);
+  auto n = m_.processes().WriteProcessStdin(caller_.owner, id, pid, data);
   if (!n) return FromError(n.error());
   return *n;
 }
 
 ToolResult<void> ManagerBackend::CloseProcessStdin(const std::string& id, int pid) {
   ASB_MCP_CHECK_SANDBOX(id);
-  if (auto st = m_.CloseProcessStdin(caller_.owner, id, pid); !st) return FromError(st.error());
+  if (auto st = m_.processes().CloseProcessStdin(caller_.owner, id, pid); !st)
+    return FromError(st.error());
   return {};
 }
 
 ToolResult<void> ManagerBackend::SignalProcess(const std::string& id, int pid,
                                                const std::string& signal) {
   ASB_MCP_CHECK_SANDBOX(id);
-  if (auto st = m_.SignalProcess(caller_.owner, id, pid, signal); !st) {
+  if (auto st = m_.processes().SignalProcess(caller_.owner, id, pid, signal); !st) {
     return FromError(st.error());
   }
   return {};
@@ -150,7 +143,7 @@ ToolResult<void> ManagerBackend::SignalProcess(const std::string& id, int pid,
 
 ToolResult<json::object> ManagerBackend::KillProcess(const std::string& id, int pid) {
   ASB_MCP_CHECK_SANDBOX(id);
-  auto p = m_.KillProcess(caller_.owner, id, pid);
+  auto p = m_.processes().KillProcess(caller_.owner, id, pid);
   if (!p) return FromError(p.error());
   return api::ProcessJson(*p);
 }
@@ -158,7 +151,7 @@ ToolResult<json::object> ManagerBackend::KillProcess(const std::string& id, int 
 ToolResult<PortResponse> ManagerBackend::RequestPort(const std::string& id,
                                                      const PortRequest& req) {
   ASB_MCP_CHECK_SANDBOX(id);
-  auto conn = m_.ConnectPort(caller_.owner, id, req.port);
+  auto conn = m_.network().ConnectPort(caller_.owner, id, req.port);
   if (!conn) return FromError(conn.error());
   std::shared_ptr<void> keepalive = std::move(conn->keepalive);  // the sandbox is active
   return ExchangeOverSocket(UniqueFd(conn->fd), id, req);

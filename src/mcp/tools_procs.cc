@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "api/text.h"
+#include "core/sandbox_types.h"
 #include "mcp/tools_util.h"
 
 namespace asb::mcp::tools_internal {
@@ -23,8 +24,8 @@ constexpr int64_t kMaxTailBytes = static_cast<int64_t>(kMaxTextBytes);
 constexpr double kMaxWaitSeconds = 60;
 /// sandbox_process_stdin: the most bytes one call writes (a process's stdin queue, ADR 0011).
 constexpr size_t kMaxStdinBytes = 1024 * 1024;
-/// The replay ring's limit (protocol::kProcRingMaxBytes), for the schema.
-constexpr int64_t kMaxRingBytes = 4 * 1024 * 1024;
+/// The replay ring's limit, for the schema.
+constexpr int64_t kMaxRingBytes = static_cast<int64_t>(core::kMaxProcessRingBytes);
 
 json::object IdAndPid() {
   json::object p;

@@ -1,11 +1,14 @@
-// SandboxManager's network policy operations (issue 10): GET/PUT /v1/sandboxes/{id}/network.
-#include "core/manager_impl.h"
+// NetworkService: egress policy and port connections (network_service.h).
+#include "core/network_service.h"
+
+#include "core/sandbox_record.h"
+#include "core/sandbox_registry.h"
+#include "store/store.h"
 
 namespace asb::core {
 
-Result<isolation::net::NetworkPolicy> SandboxManager::GetNetwork(const std::string& owner,
-                                                                 const std::string& id) {
-  ASB_ASSIGN_OR_RETURN(auto e, impl_->Find(owner, id));
+Result<NetworkPolicy> NetworkService::GetNetwork(const std::string& owner, const std::string& id) {
+  ASB_ASSIGN_OR_RETURN(auto e, reg_.Find(owner, id));
   SandboxInfo info = e->Snapshot();
   if (!info.network) {
     return Fail(Error::InvalidArgument("sandbox " + id + " was created without network"));
@@ -13,10 +16,10 @@ Result<isolation::net::NetworkPolicy> SandboxManager::GetNetwork(const std::stri
   return info.network_policy;
 }
 
-Result<isolation::net::NetworkPolicy> SandboxManager::SetNetwork(
-    const std::string& owner, const std::string& id, const isolation::net::NetworkPolicy& policy) {
+Result<NetworkPolicy> NetworkService::SetNetwork(const std::string& owner, const std::string& id,
+                                                 const NetworkPolicy& policy) {
   ASB_ASSIGN_OR_RETURN(auto canonical, isolation::net::Canonicalize(policy));
-  ASB_ASSIGN_OR_RETURN(auto e, impl_->Find(owner, id));
+  ASB_ASSIGN_OR_RETURN(auto e, reg_.Find(owner, id));
   std::lock_guard op(e->op_mu);
   SandboxInfo info = e->Snapshot();
   if (!info.network) {
@@ -27,10 +30,10 @@ Result<isolation::net::NetworkPolicy> SandboxManager::SetNetwork(
                                 std::string(SandboxStateName(info.state)) + ", not running"));
   }
   // The side effect first: a policy that could not be applied is not recorded.
-  ASB_TRY_CTX(impl_->backend.UpdateNetwork(id, canonical), "set network policy of " + id);
+  ASB_TRY_CTX(reg_.backend.UpdateNetwork(id, canonical), "set network policy of " + id);
   info.network_policy = canonical;
-  info.updated_at_ms = impl_->clock.NowUnixMs();
-  ASB_TRY_CTX(impl_->store.UpdateSandbox(ToRecord(info)), "set network policy of " + id);
+  info.updated_at_ms = reg_.clock.NowUnixMs();
+  ASB_TRY_CTX(reg_.store.UpdateSandbox(ToRecord(info)), "set network policy of " + id);
   {
     std::lock_guard l(e->info_mu);
     e->info.network_policy = canonical;
@@ -39,14 +42,13 @@ Result<isolation::net::NetworkPolicy> SandboxManager::SetNetwork(
   return canonical;
 }
 
-Result<SandboxManager::PortConnection> SandboxManager::ConnectPort(const std::string& owner,
-                                                                   const std::string& id,
-                                                                   int64_t port) {
+Result<PortConnection> NetworkService::ConnectPort(const std::string& owner, const std::string& id,
+                                                   int64_t port) {
   if (port < 1 || port > 65535) {
     return Fail(Error::InvalidArgument("port must be 1..65535, got " + std::to_string(port)));
   }
-  ASB_ASSIGN_OR_RETURN(auto e, impl_->Find(owner, id));
-  ASB_ASSIGN_OR_RETURN(Impl::Active a, impl_->BeginActivity(e));
+  ASB_ASSIGN_OR_RETURN(auto e, reg_.Find(owner, id));
+  ASB_ASSIGN_OR_RETURN(SandboxRegistry::Active a, reg_.BeginActivity(e));
   ASB_ASSIGN_OR_RETURN(int fd, a.sandbox->ConnectTcp(static_cast<uint16_t>(port), 5000));
   return PortConnection{fd, a.mark};
 }

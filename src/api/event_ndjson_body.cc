@@ -1,4 +1,4 @@
-#include "api/channel_ndjson_body.h"
+#include "api/event_ndjson_body.h"
 
 #include <boost/json.hpp>
 #include <chrono>
@@ -24,29 +24,29 @@ int64_t SteadyMs() {
 
 }  // namespace
 
-ChannelNdjsonBody::ChannelNdjsonBody(std::shared_ptr<protocol::Channel> channel,
-                                     std::shared_ptr<const void> owner, bool base64,
-                                     int64_t keepalive_ms, std::string failure)
+EventNdjsonBody::EventNdjsonBody(std::shared_ptr<core::EventStream> events,
+                                 std::shared_ptr<const void> owner, bool base64,
+                                 int64_t keepalive_ms, std::string failure)
     : owner_(std::move(owner)),
-      channel_(std::move(channel)),
+      events_(std::move(events)),
       base64_(base64),
       keepalive_ms_(keepalive_ms),
       failure_(std::move(failure)),
       last_emit_ms_(SteadyMs()) {}
 
-ChannelNdjsonBody::~ChannelNdjsonBody() {
-  if (!done_) (void)channel_->Cancel();
-  channel_->SetNotify(nullptr);
+EventNdjsonBody::~EventNdjsonBody() {
+  if (!done_) (void)events_->Cancel();
+  events_->SetNotify(nullptr);
 }
 
-StreamBody::Chunk ChannelNdjsonBody::Poll() {
+StreamBody::Chunk EventNdjsonBody::Poll() {
   Chunk out;
   if (done_) {
     out.done = true;
     return out;
   }
   while (out.data.size() < kMaxPollBytes) {
-    std::optional<protocol::ChannelEvent> ev = channel_->TryNext();
+    std::optional<core::StreamEvent> ev = events_->TryNext();
     if (!ev) break;
     Handle(*ev, &out);
     if (done_) {
@@ -64,24 +64,24 @@ StreamBody::Chunk ChannelNdjsonBody::Poll() {
   return out;
 }
 
-void ChannelNdjsonBody::SetNotify(std::function<void()> notify) {
-  channel_->SetNotify(std::move(notify));
+void EventNdjsonBody::SetNotify(std::function<void()> notify) {
+  events_->SetNotify(std::move(notify));
 }
 
-void ChannelNdjsonBody::Cancel() {
-  if (!done_) (void)channel_->Cancel();
+void EventNdjsonBody::Cancel() {
+  if (!done_) (void)events_->Cancel();
 }
 
-void ChannelNdjsonBody::OnInfo(std::string_view, std::string*) {}
+void EventNdjsonBody::OnInfo(const core::StreamEvent&, std::string*) {}
 
-json::object ChannelNdjsonBody::DataLine(protocol::Stream stream, std::string data) {
+json::object EventNdjsonBody::DataLine(core::OutputStream stream, std::string data) {
   json::object o;
-  o["type"] = stream == protocol::Stream::kStderr ? "stderr" : "stdout";
+  o["type"] = stream == core::OutputStream::kStderr ? "stderr" : "stdout";
   o["data"] = std::move(data);
   return o;
 }
 
-json::object ChannelNdjsonBody::ErrorObject(const Error& e) {
+json::object EventNdjsonBody::ErrorObject(const Error& e) {
   json::object o;
   o["type"] = "error";
   ClientError c = ForClient(e);
@@ -90,17 +90,17 @@ json::object ChannelNdjsonBody::ErrorObject(const Error& e) {
   return o;
 }
 
-std::string ChannelNdjsonBody::KeepaliveLine() { return "{\"type\":\"keepalive\"}\n"; }
+std::string EventNdjsonBody::KeepaliveLine() { return "{\"type\":\"keepalive\"}\n"; }
 
-std::string ChannelNdjsonBody::Line(const json::object& o) {
+std::string EventNdjsonBody::Line(const json::object& o) {
   std::string s = json::serialize(o);
   s.push_back('\n');
   return s;
 }
 
-void ChannelNdjsonBody::Data(protocol::Stream stream, std::string_view bytes, bool eof,
-                             Chunk* out) {
-  bool is_err = stream == protocol::Stream::kStderr;
+void EventNdjsonBody::Data(core::OutputStream stream, std::string_view bytes, bool eof,
+                           Chunk* out) {
+  bool is_err = stream == core::OutputStream::kStderr;
   std::string text;
   if (base64_) {
     if (!bytes.empty()) text = Base64Encode(bytes);
@@ -114,26 +114,26 @@ void ChannelNdjsonBody::Data(protocol::Stream stream, std::string_view bytes, bo
 }
 
 // Whatever is still held back by the decoders belongs before the last line.
-void ChannelNdjsonBody::FlushText(Chunk* out) {
-  Data(protocol::Stream::kStdout, {}, true, out);
-  Data(protocol::Stream::kStderr, {}, true, out);
+void EventNdjsonBody::FlushText(Chunk* out) {
+  Data(core::OutputStream::kStdout, {}, true, out);
+  Data(core::OutputStream::kStderr, {}, true, out);
 }
 
-void ChannelNdjsonBody::Handle(const protocol::ChannelEvent& ev, Chunk* out) {
-  using Kind = protocol::ChannelEvent::Kind;
+void EventNdjsonBody::Handle(const core::StreamEvent& ev, Chunk* out) {
+  using Kind = core::StreamEvent::Kind;
   switch (ev.kind) {
-    case Kind::kData:
-      Data(ev.stream, ev.payload, false, out);
+    case Kind::kOutput:
+      Data(ev.stream, ev.data, false, out);
       break;
-    case Kind::kEof:
+    case Kind::kEnd:
       Data(ev.stream, {}, true, out);
       break;
     case Kind::kInfo:
-      OnInfo(ev.payload, &out->data);
+      OnInfo(ev, &out->data);
       break;
-    case Kind::kResult: {
+    case Kind::kDone: {
       FlushText(out);
-      Result<json::object> exit = ExitLine(ev.payload);
+      Result<json::object> exit = ExitLine(ev);
       if (!exit) {
         ErrorLine(exit.error(), out);
         break;
@@ -149,7 +149,7 @@ void ChannelNdjsonBody::Handle(const protocol::ChannelEvent& ev, Chunk* out) {
   }
 }
 
-void ChannelNdjsonBody::ErrorLine(const Error& e, Chunk* out) {
+void EventNdjsonBody::ErrorLine(const Error& e, Chunk* out) {
   out->data += Line(ErrorObject(e));
   done_ = true;
 }

@@ -1,6 +1,6 @@
-// SandboxManager: workspace snapshots, rollback and fork (issue 4), over the portable format
-// of core/snapshot_archive.h. Records go pending -> ready around the archive's rename
-// (store/snapshot_store.h); RecoverSnapshots removes whatever a crash left half-made.
+// SnapshotService: snapshots, rollback and fork (snapshot_service.h).
+#include "core/snapshot_service.h"
+
 #include <dirent.h>
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -15,9 +15,13 @@
 #include "common/ids.h"
 #include "common/log.h"
 #include "common/utf8.h"
-#include "core/manager_impl.h"
+#include "core/lifecycle.h"
 #include "core/paths.h"
+#include "core/sandbox_record.h"
+#include "core/sandbox_registry.h"
 #include "core/snapshot_archive.h"
+#include "core/wire_adapter.h"
+#include "protocol/client.h"
 #include "store/snapshot_store.h"
 
 namespace asb::core {
@@ -130,45 +134,28 @@ void RefreshWorkspace(protocol::Connection& conn) {
   (void)protocol::StatFile(conn, req);
 }
 
-Result<std::shared_ptr<protocol::Channel>> OpenExport(protocol::Connection& conn,
-                                                      const std::string& path) {
-  protocol::TarExportRequest req;
-  req.path = path;
-  return conn.Open(protocol::EncodeTarExportRequest(req));
-}
-
-Result<std::shared_ptr<protocol::Channel>> OpenImport(protocol::Connection& conn,
-                                                      const std::string& path, bool clear_first,
-                                                      uint64_t max_bytes) {
-  protocol::TarImportRequest req;
-  req.path = path;
-  req.clear_first = clear_first;
-  req.max_bytes = max_bytes;
-  return conn.Open(protocol::EncodeTarImportRequest(req));
-}
-
 }  // namespace
 
-std::string SandboxManager::SnapshotUploadDir() const { return config_.data_dir + "/snapshots"; }
+std::string SnapshotService::SnapshotUploadDir() const { return reg_.cfg.data_dir + "/snapshots"; }
 
-std::optional<std::string> SandboxManager::SnapshotImage(const std::string& snapshot_id) const {
-  const std::string dir = impl_->backend.WorkspaceImageDir();
+std::optional<std::string> SnapshotService::SnapshotImage(const std::string& snapshot_id) const {
+  const std::string dir = reg_.backend.WorkspaceImageDir();
   if (dir.empty()) return std::nullopt;
   std::string path = dir + "/" + ImageName(snapshot_id);
   if (::access(path.c_str(), F_OK) != 0) return std::nullopt;
   return path;
 }
 
-Result<SnapshotInfo> SandboxManager::CreateSnapshot(const std::string& owner,
-                                                    const std::string& sandbox_id,
-                                                    const std::string& name) {
+Result<SnapshotInfo> SnapshotService::CreateSnapshot(const std::string& owner,
+                                                     const std::string& sandbox_id,
+                                                     const std::string& name) {
   ASB_TRY(CheckSnapshotName(name));
-  ASB_ASSIGN_OR_RETURN(auto e, impl_->Find(owner, sandbox_id));
+  ASB_ASSIGN_OR_RETURN(auto e, reg_.Find(owner, sandbox_id));
   std::lock_guard op(e->op_mu);
-  ASB_ASSIGN_OR_RETURN(Impl::Active act, impl_->BeginActivity(e));
-  ASB_ASSIGN_OR_RETURN(auto conn, impl_->ConnectionFor(*e, act));
+  ASB_ASSIGN_OR_RETURN(SandboxRegistry::Active act, reg_.BeginActivity(e));
+  ASB_ASSIGN_OR_RETURN(auto conn, reg_.ConnectionFor(*e, act));
   const SandboxInfo info = e->Snapshot();
-  ASB_TRY(CheckCounts(impl_->store, config_.snapshots, info.owner, info.id));
+  ASB_TRY(CheckCounts(reg_.store, reg_.cfg.snapshots, info.owner, info.id));
   const std::string dir = SnapshotUploadDir();
   ASB_TRY(EnsureDir(dir));
 
@@ -180,20 +167,20 @@ Result<SnapshotInfo> SandboxManager::CreateSnapshot(const std::string& owner,
   rec.template_name = info.template_name;
   rec.spec_json = EncodeSpecJson(info);
   rec.state = "pending";
-  rec.created_at_ms = impl_->clock.NowUnixMs();
+  rec.created_at_ms = reg_.clock.NowUnixMs();
   // Before the side effect: a crash from here on leaves "pending", which recovery deletes.
-  ASB_TRY_CTX(store::InsertSnapshot(impl_->store, rec), "snapshot " + info.id);
+  ASB_TRY_CTX(store::InsertSnapshot(reg_.store, rec), "snapshot " + info.id);
   // The image (when the backend has them): the workspace frozen at one instant and cloned,
   // temp + fsync + rename. Fork and rollback clone it; the archive below is the portable form.
-  const std::string img_dir = impl_->backend.WorkspaceImageDir();
+  const std::string img_dir = reg_.backend.WorkspaceImageDir();
   std::string image;
   auto drop = [&] {
     if (!image.empty()) ::unlink(image.c_str());
-    (void)store::DeleteSnapshot(impl_->store, rec.id);
+    (void)store::DeleteSnapshot(reg_.store, rec.id);
   };
   if (!img_dir.empty()) {
     const std::string tmp = img_dir + "/" + kSnapshotTempPrefix + ImageName(rec.id);
-    auto copy = impl_->backend.CopyWorkspaceImage(info.id, tmp);
+    auto copy = reg_.backend.CopyWorkspaceImage(info.id, tmp);
     if (copy) {
       const std::string final_path = img_dir + "/" + ImageName(rec.id);
       if (::rename(tmp.c_str(), final_path.c_str()) != 0) {
@@ -213,15 +200,14 @@ Result<SnapshotInfo> SandboxManager::CreateSnapshot(const std::string& owner,
       struct stat st;
       const uint64_t stored =
           ::stat(image.c_str(), &st) == 0 ? static_cast<uint64_t>(st.st_blocks) * 512 : 0;
-      if (copy->used_bytes > config_.snapshots.max_snapshot_bytes) {
+      if (copy->used_bytes > reg_.cfg.snapshots.max_snapshot_bytes) {
         drop();
         return Fail(Error::TooLarge("snapshot of " + info.id + " holds " +
                                     std::to_string(copy->used_bytes) + " bytes, more than " +
-                                    std::to_string(config_.snapshots.max_snapshot_bytes)));
+                                    std::to_string(reg_.cfg.snapshots.max_snapshot_bytes)));
       }
-      if (Status ready =
-              store::MarkSnapshotReady(impl_->store, rec.id, static_cast<int64_t>(stored),
-                                       static_cast<int64_t>(copy->used_bytes));
+      if (Status ready = store::MarkSnapshotReady(reg_.store, rec.id, static_cast<int64_t>(stored),
+                                                  static_cast<int64_t>(copy->used_bytes));
           !ready) {
         drop();
         return Fail(std::move(ready).error().WithContext("snapshot " + info.id));
@@ -235,18 +221,18 @@ Result<SnapshotInfo> SandboxManager::CreateSnapshot(const std::string& owner,
     }
   }
 
-  auto ch = impl_->Checked(*e, act, OpenExport(*conn, "/workspace"));
+  auto ch = reg_.Checked(*e, act, wire::OpenTarExport(*conn, "/workspace"));
   if (!ch) {
     drop();
     return Fail(std::move(ch).error().WithContext("snapshot " + info.id));
   }
-  auto facts = ReceiveTarZst(**ch, dir, FileName(rec.id), config_.snapshots.max_snapshot_bytes);
+  auto facts = ReceiveTarZst(**ch, dir, FileName(rec.id), reg_.cfg.snapshots.max_snapshot_bytes);
   if (!facts) {
     drop();
     return Fail(std::move(facts).error().WithContext("snapshot " + info.id));
   }
   if (Status st =
-          store::MarkSnapshotReady(impl_->store, rec.id, static_cast<int64_t>(facts->file_bytes),
+          store::MarkSnapshotReady(reg_.store, rec.id, static_cast<int64_t>(facts->file_bytes),
                                    static_cast<int64_t>(facts->content_bytes));
       !st) {
     ::unlink((dir + "/" + FileName(rec.id)).c_str());
@@ -260,22 +246,22 @@ Result<SnapshotInfo> SandboxManager::CreateSnapshot(const std::string& owner,
   return ToInfo(rec);
 }
 
-Result<std::vector<SnapshotInfo>> SandboxManager::ListSnapshots(
+Result<std::vector<SnapshotInfo>> SnapshotService::ListSnapshots(
     const std::string& owner, const std::optional<std::string>& sandbox_id) {
   store::SnapshotFilter f;
   if (owner != kAnyOwner) f.owner = owner;
   f.sandbox_id = sandbox_id;
   f.state = "ready";
-  ASB_ASSIGN_OR_RETURN(auto recs, store::ListSnapshots(impl_->store, f));
+  ASB_ASSIGN_OR_RETURN(auto recs, store::ListSnapshots(reg_.store, f));
   std::vector<SnapshotInfo> out;
   for (const auto& r : recs) out.push_back(ToInfo(r));
   return out;
 }
 
-Result<SnapshotInfo> SandboxManager::GetSnapshot(const std::string& owner,
-                                                 const std::string& snapshot_id) {
+Result<SnapshotInfo> SnapshotService::GetSnapshot(const std::string& owner,
+                                                  const std::string& snapshot_id) {
   if (!IsValidId(snapshot_id, "snap_")) return Fail(SnapNotFound(snapshot_id));
-  auto r = store::GetSnapshot(impl_->store, snapshot_id);
+  auto r = store::GetSnapshot(reg_.store, snapshot_id);
   if (!r) {
     if (r.error().code() == ErrorCode::kNotFound) return Fail(SnapNotFound(snapshot_id));
     return Fail(std::move(r).error());
@@ -286,10 +272,10 @@ Result<SnapshotInfo> SandboxManager::GetSnapshot(const std::string& owner,
   return ToInfo(*r);
 }
 
-Status SandboxManager::DeleteSnapshot(const std::string& owner, const std::string& snapshot_id) {
+Status SnapshotService::DeleteSnapshot(const std::string& owner, const std::string& snapshot_id) {
   ASB_ASSIGN_OR_RETURN(SnapshotInfo s, GetSnapshot(owner, snapshot_id));
   // The record goes first: a crash after it leaves an unnamed file, which recovery removes.
-  ASB_TRY(store::DeleteSnapshot(impl_->store, s.id));
+  ASB_TRY(store::DeleteSnapshot(reg_.store, s.id));
   const std::string path = SnapshotUploadDir() + "/" + FileName(s.id);
   if (::unlink(path.c_str()) != 0 && errno != ENOENT) {
     spdlog::warn("snapshot {}: unlink {}: {}", s.id, path, strerror(errno));
@@ -301,13 +287,13 @@ Status SandboxManager::DeleteSnapshot(const std::string& owner, const std::strin
   return {};
 }
 
-Result<std::string> SandboxManager::SnapshotArchivePath(const std::string& owner,
-                                                        const std::string& snapshot_id) {
+Result<std::string> SnapshotService::SnapshotArchivePath(const std::string& owner,
+                                                         const std::string& snapshot_id) {
   ASB_ASSIGN_OR_RETURN(SnapshotInfo s, GetSnapshot(owner, snapshot_id));
   return EnsureArchive(s);
 }
 
-Result<std::string> SandboxManager::EnsureArchive(const SnapshotInfo& snap) {
+Result<std::string> SnapshotService::EnsureArchive(const SnapshotInfo& snap) {
   static std::mutex archive_mu;  // one on-demand export at a time (they are rare)
   const std::string dir = SnapshotUploadDir();
   const std::string path = dir + "/" + FileName(snap.id);
@@ -320,8 +306,8 @@ Result<std::string> SandboxManager::EnsureArchive(const SnapshotInfo& snap) {
   if (::stat(image->c_str(), &st) != 0) return FailErrno("stat " + *image);
   // A short-lived sandbox over a clone of the image, so that sandboxd (not the host) walks the
   // tree (ADR 0001). It has no record: a crash mid-way leaves an orphan that Recover destroys.
-  auto tmpl = impl_->templates.Find(snap.template_name);
-  if (!tmpl) tmpl = impl_->templates.Find(config_.default_template);
+  auto tmpl = reg_.templates.Find(snap.template_name);
+  if (!tmpl) tmpl = reg_.templates.Find(reg_.cfg.default_template);
   if (!tmpl) return Fail(std::move(tmpl).error().WithContext("archive of " + snap.id));
   isolation::SandboxSpec spec;
   spec.id = NewId("sb_");
@@ -333,20 +319,20 @@ Result<std::string> SandboxManager::EnsureArchive(const SnapshotInfo& snap) {
   spec.workspace_bytes = static_cast<uint64_t>(st.st_size);
   spec.tmp_bytes = 1ull << 20;
   spec.workspace_image = *image;
-  auto sb = impl_->backend.Create(spec);
+  auto sb = reg_.backend.Create(spec);
   struct DestroyAtEnd {
     isolation::Backend& b;
     std::string id;
     ~DestroyAtEnd() { (void)b.Destroy(id); }
-  } destroy{impl_->backend, spec.id};
+  } destroy{reg_.backend, spec.id};
   if (!sb) return Fail(std::move(sb).error().WithContext("archive of " + snap.id));
-  ASB_ASSIGN_OR_RETURN(auto ch, OpenExport(*(*sb)->connection(), "/workspace"));
+  ASB_ASSIGN_OR_RETURN(auto ch, wire::OpenTarExport(*(*sb)->connection(), "/workspace"));
   ASB_ASSIGN_OR_RETURN(ArchiveFacts facts, ReceiveTarZst(*ch, dir, FileName(snap.id),
-                                                         config_.snapshots.max_snapshot_bytes));
+                                                         reg_.cfg.snapshots.max_snapshot_bytes));
   // Stored bytes are now the image's and the archive's; content is now exact.
   const auto stored =
       static_cast<int64_t>(static_cast<uint64_t>(st.st_blocks) * 512 + facts.file_bytes);
-  if (Status up = store::MarkSnapshotReady(impl_->store, snap.id, stored,
+  if (Status up = store::MarkSnapshotReady(reg_.store, snap.id, stored,
                                            static_cast<int64_t>(facts.content_bytes));
       !up) {
     spdlog::warn("snapshot {}: recording the archive's size: {}", snap.id, up.error().ToString());
@@ -356,10 +342,10 @@ Result<std::string> SandboxManager::EnsureArchive(const SnapshotInfo& snap) {
   return path;
 }
 
-Result<SandboxInfo> SandboxManager::Rollback(const std::string& owner,
-                                             const std::string& sandbox_id,
-                                             const std::string& snapshot_id) {
-  ASB_ASSIGN_OR_RETURN(auto e, impl_->Find(owner, sandbox_id));
+Result<SandboxInfo> SnapshotService::Rollback(const std::string& owner,
+                                              const std::string& sandbox_id,
+                                              const std::string& snapshot_id) {
+  ASB_ASSIGN_OR_RETURN(auto e, reg_.Find(owner, sandbox_id));
   const std::string snap_owner = owner == kAnyOwner ? e->Snapshot().owner : owner;
   // The snapshot is a field of the request body, not the resource the request addresses: a
   // missing one is a 400 naming the field. A 404 here would read as "sandbox gone" to every SDK.
@@ -371,18 +357,18 @@ Result<SandboxInfo> SandboxManager::Rollback(const std::string& owner,
   const std::string dir = SnapshotUploadDir();
 
   std::lock_guard op(e->op_mu);
-  ASB_ASSIGN_OR_RETURN(Impl::Active act, impl_->BeginActivity(e));
-  ASB_ASSIGN_OR_RETURN(auto conn, impl_->ConnectionFor(*e, act));
+  ASB_ASSIGN_OR_RETURN(SandboxRegistry::Active act, reg_.BeginActivity(e));
+  ASB_ASSIGN_OR_RETURN(auto conn, reg_.ConnectionFor(*e, act));
   const SandboxInfo info = e->Snapshot();
   auto commit = [&]() -> Result<SandboxInfo> {
     SandboxInfo updated;
     {
       std::lock_guard l(e->info_mu);
       e->info.source_snapshot_id = snap.id;
-      e->info.updated_at_ms = impl_->clock.NowUnixMs();
+      e->info.updated_at_ms = reg_.clock.NowUnixMs();
       updated = e->info;
     }
-    ASB_TRY_CTX(impl_->store.UpdateSandbox(ToRecord(updated)), "rollback " + info.id);
+    ASB_TRY_CTX(reg_.store.UpdateSandbox(ToRecord(updated)), "rollback " + info.id);
     return updated;
   };
 
@@ -391,17 +377,17 @@ Result<SandboxInfo> SandboxManager::Rollback(const std::string& owner,
   // If the swap fails the old workspace stays mounted (S5); a crash after staging is rolled
   // forward by RecoverSnapshots.
   if (auto image = SnapshotImage(snap.id)) {
-    auto staged = impl_->backend.StageWorkspace(info.id, *image);
+    auto staged = reg_.backend.StageWorkspace(info.id, *image);
     if (staged) {
       Status done = [&]() -> Status {
-        ASB_TRY(impl_->Checked(*e, act, ClearRuntime(*conn, info.id)));
-        ASB_ASSIGN_OR_RETURN(bool swapped, impl_->backend.SwapStagedWorkspace(info.id));
+        ASB_TRY(reg_.Checked(*e, act, ClearRuntime(*conn, info.id)));
+        ASB_ASSIGN_OR_RETURN(bool swapped, reg_.backend.SwapStagedWorkspace(info.id));
         if (!swapped) return Fail(Error::Backend("the staged workspace disappeared"));
         RefreshWorkspace(*conn);
         return {};
       }();
       if (!done) {
-        (void)impl_->backend.DropStagedWorkspace(info.id);
+        (void)reg_.backend.DropStagedWorkspace(info.id);
         return Fail(std::move(done).error().WithContext("rollback " + info.id + " to " + snap.id));
       }
       spdlog::info("sandbox_id={} rolled back to {} (image, {})", info.id, snap.id, staged->method);
@@ -429,7 +415,7 @@ Result<SandboxInfo> SandboxManager::Rollback(const std::string& owner,
   const std::string backup_name = ".rollback-" + info.id + ".tar.zst";
   const std::string backup = dir + "/" + backup_name;
   {
-    ASB_ASSIGN_OR_RETURN(auto ch, impl_->Checked(*e, act, OpenExport(*conn, "/workspace")));
+    ASB_ASSIGN_OR_RETURN(auto ch, reg_.Checked(*e, act, wire::OpenTarExport(*conn, "/workspace")));
     ASB_TRY_CTX(ReceiveTarZst(*ch, dir, backup_name, 0), "rollback: save current workspace");
   }
   struct Unlink {
@@ -437,10 +423,10 @@ Result<SandboxInfo> SandboxManager::Rollback(const std::string& owner,
     ~Unlink() { ::unlink(p.c_str()); }
   } backup_guard{backup};
 
-  ASB_TRY(impl_->Checked(*e, act, ClearRuntime(*conn, info.id)));
+  ASB_TRY(reg_.Checked(*e, act, ClearRuntime(*conn, info.id)));
 
   auto restore = [&](const std::string& path) -> Result<protocol::TarResult> {
-    ASB_ASSIGN_OR_RETURN(auto ch, OpenImport(*conn, "/workspace", true, 0));
+    ASB_ASSIGN_OR_RETURN(auto ch, wire::OpenTarImport(*conn, "/workspace", true, 0));
     return SendTarZst(path, *ch);
   };
   if (auto r = restore(archive); !r) {
@@ -460,16 +446,16 @@ Result<SandboxInfo> SandboxManager::Rollback(const std::string& owner,
   return commit();
 }
 
-Result<SandboxInfo> SandboxManager::Fork(const std::string& owner, const std::string& snapshot_id,
-                                         const ForkRequest& req) {
+Result<SandboxInfo> SnapshotService::Fork(const std::string& owner, const std::string& snapshot_id,
+                                          const ForkRequest& req) {
   ASB_ASSIGN_OR_RETURN(SnapshotInfo snap, GetSnapshot(owner, snapshot_id));
-  ASB_ASSIGN_OR_RETURN(store::SnapshotRecord rec, store::GetSnapshot(impl_->store, snap.id));
+  ASB_ASSIGN_OR_RETURN(store::SnapshotRecord rec, store::GetSnapshot(reg_.store, snap.id));
   SandboxInfo base;
-  base.cpus = config_.limits.default_cpus;
-  base.memory_mb = config_.limits.default_memory_mb;
-  base.pids_limit = config_.limits.default_pids_limit;
-  base.workspace_mb = config_.limits.default_workspace_mb;
-  base.timeout_seconds = config_.limits.default_timeout_seconds;
+  base.cpus = reg_.cfg.limits.default_cpus;
+  base.memory_mb = reg_.cfg.limits.default_memory_mb;
+  base.pids_limit = reg_.cfg.limits.default_pids_limit;
+  base.workspace_mb = reg_.cfg.limits.default_workspace_mb;
+  base.timeout_seconds = reg_.cfg.limits.default_timeout_seconds;
   // The source's command defaults, if its record has them (older ones and uploads do not:
   // the template's apply then).
   base.default_workdir.clear();
@@ -495,23 +481,24 @@ Result<SandboxInfo> SandboxManager::Fork(const std::string& owner, const std::st
   if (auto img = SnapshotImage(snap.id)) {
     struct stat st;
     if (::stat(img->c_str(), &st) == 0 && st.st_size % (1 << 20) == 0 &&
-        (st.st_size >> 20) <= config_.limits.max_workspace_mb &&
-        (st.st_size >> 20) >= config_.limits.min_workspace_mb) {
+        (st.st_size >> 20) <= reg_.cfg.limits.max_workspace_mb &&
+        (st.st_size >> 20) >= reg_.cfg.limits.min_workspace_mb) {
       image = *img;
       cr.workspace_mb = static_cast<int64_t>(st.st_size >> 20);
     }
   }
   if (cr.network && base.network) cr.network_policy = base.network_policy;
-  ASB_ASSIGN_OR_RETURN(SandboxInfo created, CreateWith(snap.owner, cr, image, inherited));
+  ASB_ASSIGN_OR_RETURN(SandboxInfo created,
+                       lifecycle_.CreateWith(snap.owner, cr, image, inherited));
 
   auto fill = [&]() -> Result<SandboxInfo> {
-    ASB_ASSIGN_OR_RETURN(auto e, impl_->Find(kAnyOwner, created.id));
+    ASB_ASSIGN_OR_RETURN(auto e, reg_.Find(kAnyOwner, created.id));
     std::lock_guard op(e->op_mu);
-    ASB_ASSIGN_OR_RETURN(Impl::Active act, impl_->BeginActivity(e));
+    ASB_ASSIGN_OR_RETURN(SandboxRegistry::Active act, reg_.BeginActivity(e));
     if (image.empty()) {
       ASB_ASSIGN_OR_RETURN(const std::string archive, EnsureArchive(snap));
-      ASB_ASSIGN_OR_RETURN(auto conn, impl_->ConnectionFor(*e, act));
-      ASB_ASSIGN_OR_RETURN(auto ch, OpenImport(*conn, "/workspace", true, 0));
+      ASB_ASSIGN_OR_RETURN(auto conn, reg_.ConnectionFor(*e, act));
+      ASB_ASSIGN_OR_RETURN(auto ch, wire::OpenTarImport(*conn, "/workspace", true, 0));
       ASB_TRY(SendTarZst(archive, *ch));
     }
     SandboxInfo updated;
@@ -520,12 +507,12 @@ Result<SandboxInfo> SandboxManager::Fork(const std::string& owner, const std::st
       e->info.source_snapshot_id = snap.id;
       updated = e->info;
     }
-    ASB_TRY(impl_->store.UpdateSandbox(ToRecord(updated)));
+    ASB_TRY(reg_.store.UpdateSandbox(ToRecord(updated)));
     return updated;
   };
   auto r = fill();
   if (!r) {
-    (void)Destroy(kAnyOwner, created.id);
+    (void)lifecycle_.Destroy(kAnyOwner, created.id);
     return Fail(std::move(r).error().WithContext("fork " + snap.id));
   }
   spdlog::info("sandbox_id={} forked from {} ({})", created.id, snap.id,
@@ -533,21 +520,21 @@ Result<SandboxInfo> SandboxManager::Fork(const std::string& owner, const std::st
   return r;
 }
 
-Result<SnapshotInfo> SandboxManager::ImportSnapshot(const std::string& owner,
-                                                    const std::string& temp_path,
-                                                    const std::string& name,
-                                                    const std::string& template_name) {
+Result<SnapshotInfo> SnapshotService::ImportSnapshot(const std::string& owner,
+                                                     const std::string& temp_path,
+                                                     const std::string& name,
+                                                     const std::string& template_name) {
   struct Unlink {
     std::string p;
     ~Unlink() { ::unlink(p.c_str()); }
   } guard{temp_path};
   ASB_TRY(CheckSnapshotName(name));
-  const std::string tname = template_name.empty() ? config_.default_template : template_name;
-  ASB_TRY(impl_->templates.Find(tname));
-  ASB_TRY(CheckCounts(impl_->store, config_.snapshots, owner, ""));
+  const std::string tname = template_name.empty() ? reg_.cfg.default_template : template_name;
+  ASB_TRY(reg_.templates.Find(tname));
+  ASB_TRY(CheckCounts(reg_.store, reg_.cfg.snapshots, owner, ""));
   ASB_ASSIGN_OR_RETURN(ArchiveFacts facts,
-                       ScanArchive(temp_path, config_.snapshots.max_snapshot_bytes));
-  if (facts.content_bytes > static_cast<uint64_t>(config_.limits.max_workspace_mb) << 20) {
+                       ScanArchive(temp_path, reg_.cfg.snapshots.max_snapshot_bytes));
+  if (facts.content_bytes > static_cast<uint64_t>(reg_.cfg.limits.max_workspace_mb) << 20) {
     return Fail(Error::TooLarge("archive expands to more than the largest workspace"));
   }
   store::SnapshotRecord rec;
@@ -556,55 +543,55 @@ Result<SnapshotInfo> SandboxManager::ImportSnapshot(const std::string& owner,
   rec.name = name;
   rec.template_name = tname;
   rec.state = "pending";
-  rec.created_at_ms = impl_->clock.NowUnixMs();
-  ASB_TRY(store::InsertSnapshot(impl_->store, rec));
+  rec.created_at_ms = reg_.clock.NowUnixMs();
+  ASB_TRY(store::InsertSnapshot(reg_.store, rec));
   const std::string dir = SnapshotUploadDir();
   if (Status st = InstallFile(temp_path, dir, FileName(rec.id)); !st) {
-    (void)store::DeleteSnapshot(impl_->store, rec.id);
+    (void)store::DeleteSnapshot(reg_.store, rec.id);
     return Fail(std::move(st).error());
   }
   rec.size_bytes = static_cast<int64_t>(facts.file_bytes);
   rec.content_bytes = static_cast<int64_t>(facts.content_bytes);
-  ASB_TRY(store::MarkSnapshotReady(impl_->store, rec.id, rec.size_bytes, rec.content_bytes));
+  ASB_TRY(store::MarkSnapshotReady(reg_.store, rec.id, rec.size_bytes, rec.content_bytes));
   spdlog::info("snapshot {} imported: {} bytes", rec.id, rec.size_bytes);
   return ToInfo(rec);
 }
 
-Status SandboxManager::RestoreInterruptedRollback(const std::string& sandbox_id,
-                                                  const std::string& backup) {
-  auto e = impl_->Find(kAnyOwner, sandbox_id);
+Status SnapshotService::RestoreInterruptedRollback(const std::string& sandbox_id,
+                                                   const std::string& backup) {
+  auto e = reg_.Find(kAnyOwner, sandbox_id);
   if (!e) return {};  // the sandbox is gone; the file is removed below as a stray
   std::lock_guard op((*e)->op_mu);
-  ASB_ASSIGN_OR_RETURN(Impl::Active act, impl_->BeginActivity(*e));
-  ASB_ASSIGN_OR_RETURN(auto conn, impl_->ConnectionFor(**e, act));
+  ASB_ASSIGN_OR_RETURN(SandboxRegistry::Active act, reg_.BeginActivity(*e));
+  ASB_ASSIGN_OR_RETURN(auto conn, reg_.ConnectionFor(**e, act));
   ASB_TRY(protocol::KillAll(*conn));
-  ASB_ASSIGN_OR_RETURN(auto ch, OpenImport(*conn, "/workspace", true, 0));
+  ASB_ASSIGN_OR_RETURN(auto ch, wire::OpenTarImport(*conn, "/workspace", true, 0));
   ASB_TRY(SendTarZst(backup, *ch));
   spdlog::info("sandbox_id={} workspace restored after an interrupted rollback", sandbox_id);
   return {};
 }
 
-Status SandboxManager::FinishStagedRollback(const std::string& sandbox_id) {
-  ASB_ASSIGN_OR_RETURN(auto e, impl_->Find(kAnyOwner, sandbox_id));
+Status SnapshotService::FinishStagedRollback(const std::string& sandbox_id) {
+  ASB_ASSIGN_OR_RETURN(auto e, reg_.Find(kAnyOwner, sandbox_id));
   std::lock_guard op(e->op_mu);
-  ASB_ASSIGN_OR_RETURN(Impl::Active act, impl_->BeginActivity(e));
-  ASB_ASSIGN_OR_RETURN(auto conn, impl_->ConnectionFor(*e, act));
+  ASB_ASSIGN_OR_RETURN(SandboxRegistry::Active act, reg_.BeginActivity(e));
+  ASB_ASSIGN_OR_RETURN(auto conn, reg_.ConnectionFor(*e, act));
   ASB_TRY(ClearRuntime(*conn, sandbox_id));
-  ASB_TRY(impl_->backend.SwapStagedWorkspace(sandbox_id));
+  ASB_TRY(reg_.backend.SwapStagedWorkspace(sandbox_id));
   RefreshWorkspace(*conn);
   spdlog::info("sandbox_id={} interrupted rollback finished (staged image swapped in)", sandbox_id);
   return {};
 }
 
-Status SandboxManager::RecoverSnapshots() {
+Status SnapshotService::RecoverSnapshots() {
   const std::string dir = SnapshotUploadDir();
   ASB_TRY(EnsureDir(dir));
-  ASB_ASSIGN_OR_RETURN(auto pending, store::ListSnapshots(impl_->store, {.state = "pending"}));
-  const std::string img_dir = impl_->backend.WorkspaceImageDir();
+  ASB_ASSIGN_OR_RETURN(auto pending, store::ListSnapshots(reg_.store, {.state = "pending"}));
+  const std::string img_dir = reg_.backend.WorkspaceImageDir();
   for (const auto& r : pending) {
     ::unlink((dir + "/" + FileName(r.id)).c_str());
     if (!img_dir.empty()) ::unlink((img_dir + "/" + ImageName(r.id)).c_str());
-    ASB_TRY(store::DeleteSnapshot(impl_->store, r.id));
+    ASB_TRY(store::DeleteSnapshot(reg_.store, r.id));
     spdlog::info("snapshot {}: removed a half-made snapshot", r.id);
   }
   // A complete ".rollback-<sandbox>.tar.zst" means a rollback was cut short after it saved
@@ -624,16 +611,16 @@ Status SandboxManager::RecoverSnapshots() {
     }
   }
   // A staged image means an image rollback was cut short after staging: finish it.
-  for (const auto& e : impl_->AllEntries()) {
+  for (const auto& e : reg_.AllEntries()) {
     const std::string sid = e->Snapshot().id;
-    if (!impl_->backend.HasStagedWorkspace(sid)) continue;
+    if (!reg_.backend.HasStagedWorkspace(sid)) continue;
     if (Status st = FinishStagedRollback(sid); !st) {
       spdlog::warn("sandbox_id={} finishing an interrupted rollback: {}", sid,
                    st.error().ToString());
-      (void)impl_->backend.DropStagedWorkspace(sid);
+      (void)reg_.backend.DropStagedWorkspace(sid);
     }
   }
-  ASB_ASSIGN_OR_RETURN(auto ready, store::ListSnapshots(impl_->store, {.state = "ready"}));
+  ASB_ASSIGN_OR_RETURN(auto ready, store::ListSnapshots(reg_.store, {.state = "ready"}));
   std::set<std::string> named, named_images;
   for (const auto& r : ready) {
     named.insert(FileName(r.id));
@@ -663,66 +650,6 @@ Status SandboxManager::RecoverSnapshots() {
     spdlog::info("snapshots: removed stray file {}", n);
   }
   return {};
-}
-
-Status SandboxManager::ExportDirectory(const std::string& owner, const std::string& id,
-                                       const std::string& path,
-                                       const std::function<Status(std::string_view)>& sink) {
-  ASB_ASSIGN_OR_RETURN(auto e, impl_->Find(owner, id));
-  ASB_ASSIGN_OR_RETURN(std::string p, NormalizeWorkspacePath(path));
-  ASB_ASSIGN_OR_RETURN(Impl::Active act, impl_->BeginActivity(e));
-  ASB_ASSIGN_OR_RETURN(auto conn, impl_->ConnectionFor(*e, act));
-  ASB_ASSIGN_OR_RETURN(auto ch, impl_->Checked(*e, act, OpenExport(*conn, p)));
-  while (true) {
-    auto ev = ch->Next(kAnswerMs);
-    if (!ev) {
-      (void)ch->Cancel();
-      return Fail(Error::Backend("tar export: sandboxd did not answer"));
-    }
-    using Kind = protocol::ChannelEvent::Kind;
-    if (ev->kind == Kind::kData) {
-      if (Status st = sink(ev->payload); !st) {
-        (void)ch->Cancel();
-        return st;
-      }
-    } else if (ev->kind == Kind::kResult) {
-      return {};
-    } else if (ev->kind == Kind::kError) {
-      return Fail(ev->error ? *ev->error : Error::Backend("tar export failed"));
-    }
-  }
-}
-
-Result<protocol::TarResult> SandboxManager::ImportDirectory(
-    const std::string& owner, const std::string& id, const std::string& path,
-    const std::function<Result<std::string>()>& source) {
-  ASB_ASSIGN_OR_RETURN(auto e, impl_->Find(owner, id));
-  ASB_ASSIGN_OR_RETURN(std::string p, NormalizeWorkspacePath(path));
-  ASB_ASSIGN_OR_RETURN(Impl::Active act, impl_->BeginActivity(e));
-  ASB_ASSIGN_OR_RETURN(auto conn, impl_->ConnectionFor(*e, act));
-  ASB_ASSIGN_OR_RETURN(auto ch, impl_->Checked(*e, act, OpenImport(*conn, p, false, 0)));
-  while (true) {
-    auto chunk = source();
-    if (!chunk) {
-      (void)ch->Cancel();
-      return Fail(std::move(chunk).error());
-    }
-    if (chunk->empty()) break;
-    if (!ch->Write(*chunk, kAnswerMs)) break;  // sandboxd refused: its ERROR follows
-  }
-  (void)ch->CloseWrite();
-  while (true) {
-    auto ev = ch->Next(kAnswerMs);
-    if (!ev) {
-      (void)ch->Cancel();
-      return Fail(Error::Backend("tar import: sandboxd did not answer"));
-    }
-    using Kind = protocol::ChannelEvent::Kind;
-    if (ev->kind == Kind::kResult) return protocol::DecodeTarResult(ev->payload);
-    if (ev->kind == Kind::kError) {
-      return Fail(ev->error ? *ev->error : Error::Backend("tar import failed"));
-    }
-  }
 }
 
 }  // namespace asb::core

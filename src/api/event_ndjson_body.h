@@ -1,11 +1,11 @@
-// ChannelNdjsonBody: the shared part of the NDJSON bodies that relay a sandboxd channel line by
-// line (exec_stream.h, proc_stream.h). It drains the channel's queued events on each Poll()
+// EventNdjsonBody: the shared part of the NDJSON bodies that relay a core::EventStream line by
+// line (exec_stream.h, proc_stream.h). It drains the stream's queued events on each Poll()
 // (at most ~1 MiB of lines per Poll, so a fast producer cannot make one write unbounded) and
 // writes, one JSON object per line:
-//   {"type":"stdout","data":"..."}  {"type":"stderr","data":"..."}   for kData / kEof
+//   {"type":"stdout","data":"..."}  {"type":"stderr","data":"..."}   for kOutput / kEnd
 //   {"type":"keepalive"}            after keepalive_ms without a line
-//   the subclass's exit line        for the terminal kResult (ExitLine); last
-//   {"type":"error","code":"...","message":"..."}  instead, for kError or a bad kResult; last
+//   the subclass's exit line        for the terminal kDone (ExitLine); last
+//   {"type":"error","code":"...","message":"..."}  instead, for kError or a bad kDone; last
 // Text is UTF-8 with invalid bytes replaced and characters never split across lines (each
 // stream has its own Utf8Stream, flushed at its EOF and before the last line); with base64
 // the data is base64 of the raw bytes. kInfo events go to OnInfo.
@@ -21,34 +21,34 @@
 #include "api/http_types.h"
 #include "api/text.h"
 #include "common/result.h"
-#include "protocol/client.h"
+#include "core/event_stream.h"
 
 namespace asb::api {
 
-class ChannelNdjsonBody : public StreamBody {
+class EventNdjsonBody : public StreamBody {
  public:
-  /// `channel` is the one to drain; `owner` is whatever holds it and the sandbox alive (the
-  /// core::ExecStream or ProcessAttach), released only after the channel was cancelled and its
+  /// `events` is the stream to drain; `owner` is whatever holds it and the sandbox alive (the
+  /// core::ExecStream or ProcessAttach), released only after the stream was cancelled and its
   /// notifier cleared. `failure` is the message of the error line when a kError event carries
   /// no error. `keepalive_ms` in milliseconds.
-  ChannelNdjsonBody(std::shared_ptr<protocol::Channel> channel, std::shared_ptr<const void> owner,
-                    bool base64, int64_t keepalive_ms, std::string failure);
-  /// Cancels the channel unless the stream ended, and clears its notifier.
-  ~ChannelNdjsonBody() override;
+  EventNdjsonBody(std::shared_ptr<core::EventStream> events, std::shared_ptr<const void> owner,
+                  bool base64, int64_t keepalive_ms, std::string failure);
+  /// Cancels the stream unless it ended, and clears its notifier.
+  ~EventNdjsonBody() override;
 
   Chunk Poll() final;
   void SetNotify(std::function<void()> notify) final;
-  /// Cancels the channel (the work behind it) unless the stream already ended.
+  /// Cancels the stream (the work behind it) unless it already ended.
   void Cancel() final;
 
  protected:
-  /// The last line's object for a kResult payload; an error becomes an error line instead.
-  virtual Result<boost::json::object> ExitLine(std::string_view result_payload) = 0;
-  /// A kInfo payload; may append lines (Line()) to `out`. Default: ignored.
-  virtual void OnInfo(std::string_view payload, std::string* out);
+  /// The last line's object for the terminal kDone event; an error becomes an error line.
+  virtual Result<boost::json::object> ExitLine(const core::StreamEvent& done) = 0;
+  /// A kInfo event; may append lines (Line()) to `out`. Default: ignored.
+  virtual void OnInfo(const core::StreamEvent& info, std::string* out);
   /// The object of one output line: `data` is text (or base64) of `stream`. Default:
   /// {"type":"stdout"|"stderr","data":...}.
-  virtual boost::json::object DataLine(protocol::Stream stream, std::string data);
+  virtual boost::json::object DataLine(core::OutputStream stream, std::string data);
   /// The object of the error line that ends a failed stream. Default: {"type":"error","code",
   /// "message"} (internal errors say only "internal error").
   virtual boost::json::object ErrorObject(const Error& e);
@@ -59,14 +59,14 @@ class ChannelNdjsonBody : public StreamBody {
   static std::string Line(const boost::json::object& o);
 
  private:
-  void Data(protocol::Stream stream, std::string_view bytes, bool eof, Chunk* out);
+  void Data(core::OutputStream stream, std::string_view bytes, bool eof, Chunk* out);
   void FlushText(Chunk* out);
-  void Handle(const protocol::ChannelEvent& ev, Chunk* out);
+  void Handle(const core::StreamEvent& ev, Chunk* out);
   void ErrorLine(const Error& e, Chunk* out);
 
-  // Declared first, destroyed last: the owner outlives the channel reference below.
+  // Declared first, destroyed last: the owner outlives the stream reference below.
   std::shared_ptr<const void> owner_;
-  std::shared_ptr<protocol::Channel> channel_;
+  std::shared_ptr<core::EventStream> events_;
   bool base64_;
   int64_t keepalive_ms_;
   std::string failure_;

@@ -1,11 +1,14 @@
-// SandboxManager: reconciliation at start (Recover) and the TTL/idle reaper.
+// SandboxLifecycle: reconciliation at start (Recover) and the TTL/idle reaper (lifecycle.h).
 #include <chrono>
 #include <set>
 #include <thread>
 
 #include "common/ids.h"
 #include "common/log.h"
-#include "core/manager_impl.h"
+#include "core/lifecycle.h"
+#include "core/sandbox_record.h"
+#include "core/sandbox_registry.h"
+#include "store/store.h"
 
 namespace asb::core {
 
@@ -30,20 +33,18 @@ constexpr int kAdoptRetryPasses = 30;
 
 }  // namespace
 
-/// One retry of an adoption Recover could not complete; caller holds e.op_mu. Returns true if
-/// the sandbox was dropped (destroyed) because it is gone.
-bool SandboxManager::Impl::RetryAdopt(Entry& e) {
+bool SandboxLifecycle::RetryAdopt(Entry& e) {
   const SandboxInfo info = e.Snapshot();
   if (info.state != SandboxState::kError || e.adopt_retries_left <= 0) return false;
   --e.adopt_retries_left;
-  auto sb = backend.Adopt(info.id);
+  auto sb = reg_.backend.Adopt(info.id);
   if (sb) {
     {
       std::lock_guard l(e.info_mu);
       e.sandbox = *sb;
     }
-    if (!WriteState(e, SandboxState::kRunning)) return false;
-    (void)ReserveSlot(e, /*force=*/true);
+    if (!reg_.WriteState(e, SandboxState::kRunning)) return false;
+    (void)reg_.ReserveSlot(e, /*force=*/true);
     e.adopt_retries_left = 0;
     spdlog::info("sandbox_id={} adopted on retry", info.id);
     return false;
@@ -53,8 +54,8 @@ bool SandboxManager::Impl::RetryAdopt(Entry& e) {
   return static_cast<bool>(DestroyLocked(e, "gone after restart"));
 }
 
-Status SandboxManager::Recover() {
-  Impl& m = *impl_;
+Status SandboxLifecycle::Recover() {
+  SandboxRegistry& m = reg_;
   ASB_ASSIGN_OR_RETURN(auto records, m.store.ListSandboxes(
                                          {.owner = std::nullopt, .states = {}, .live_only = true}));
   std::set<std::string> live;
@@ -82,7 +83,7 @@ Status SandboxManager::Recover() {
           spdlog::info("sandbox_id={} adopted (expires_at={})", info.id, info.expires_at_ms);
         } else if (sb.error().code() == ErrorCode::kNotFound) {
           // Its sandbox is gone: drop the record (destroy also clears any remnant we own).
-          Status st = m.DestroyLocked(*entry, "gone after restart");
+          Status st = DestroyLocked(*entry, "gone after restart");
           if (!st) live.insert(info.id);  // stays "stopping"; the reaper retries
           ++dropped;
         } else {
@@ -100,7 +101,7 @@ Status SandboxManager::Recover() {
       case SandboxState::kCreating:
       case SandboxState::kStopping: {
         // An interrupted transition: finish it by destroying.
-        Status st = m.DestroyLocked(*entry, "interrupted " + rec.state + " finished at restart");
+        Status st = DestroyLocked(*entry, "interrupted " + rec.state + " finished at restart");
         if (!st) live.insert(info.id);
         ++finished;
         break;
@@ -137,20 +138,19 @@ Status SandboxManager::Recover() {
   }
   spdlog::info("recover: {} adopted, {} dropped, {} interrupted finished, {} orphans destroyed",
                adopted, dropped, finished, orphans);
-  m.adopted_total += adopted;
-  m.dropped_total += dropped;
-  m.orphans_total += orphans;
+  adopted_total_ += adopted;
+  dropped_total_ += dropped;
+  orphans_total_ += orphans;
   return {};
 }
 
-SandboxManager::MaintenanceCounts SandboxManager::Counts() const {
-  const Impl& m = *impl_;
-  return {m.reaped_total.load(), m.adopted_total.load(), m.dropped_total.load(),
-          m.orphans_total.load()};
+SandboxLifecycle::MaintenanceCounts SandboxLifecycle::Counts() const {
+  return {reaped_total_.load(), adopted_total_.load(), dropped_total_.load(),
+          orphans_total_.load()};
 }
 
-int SandboxManager::ReapOnce() {
-  Impl& m = *impl_;
+int SandboxLifecycle::ReapOnce() {
+  SandboxRegistry& m = reg_;
   const int64_t now = m.clock.NowUnixMs();
   int reaped = 0;
   for (const auto& e : m.AllEntries()) {
@@ -184,7 +184,7 @@ int SandboxManager::ReapOnce() {
     const SandboxInfo now_info = e->Snapshot();
     if (now_info.state == SandboxState::kDestroyed) continue;
     if (why == "retry adopt") {
-      if (m.RetryAdopt(*e)) ++reaped;
+      if (RetryAdopt(*e)) ++reaped;
       continue;
     }
     if (why == "ttl expired" && now_info.expires_at_ms > now) continue;
@@ -193,24 +193,12 @@ int SandboxManager::ReapOnce() {
          now_info.last_activity_at_ms + now_info.idle_timeout_seconds * 1000 > now)) {
       continue;
     }
-    if (m.DestroyLocked(*e, why)) {
+    if (DestroyLocked(*e, why)) {
       ++reaped;
-      ++m.reaped_total;
+      ++reaped_total_;
     }
   }
   return reaped;
-}
-
-void SandboxManager::Impl::ReaperLoop() {
-  const auto interval = std::chrono::seconds(cfg.reap_interval_seconds);
-  std::unique_lock l(reaper_mu);
-  while (!reaper_stop) {
-    reaper_cv.wait_for(l, interval, [this] { return reaper_stop; });
-    if (reaper_stop) break;
-    l.unlock();
-    reap_fn();
-    l.lock();
-  }
 }
 
 }  // namespace asb::core

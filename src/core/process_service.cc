@@ -1,5 +1,7 @@
-// SandboxManager: background processes (issue 8), forwarded to the sandbox's sandboxd as the
-// proc.* operations (protocol/proc_client.h). No lock is held while sandboxd works.
+// ProcessService: background processes (process_service.h), forwarded to the sandbox's sandboxd
+// as the proc.* operations (protocol/proc_client.h).
+#include "core/process_service.h"
+
 #include <strings.h>
 
 #include <array>
@@ -7,10 +9,15 @@
 #include <cstdlib>
 #include <utility>
 
-#include "core/manager_impl.h"
+#include "core/exec_request.h"
+#include "core/sandbox_registry.h"
+#include "core/wire_adapter.h"
 #include "protocol/proc_client.h"
 
 namespace asb::core {
+
+static_assert(kMaxProcessRingBytes == protocol::kProcRingMaxBytes,
+              "core's ring limit is sandboxd's");
 
 namespace {
 
@@ -65,10 +72,9 @@ Result<int> ParseSignalName(std::string_view name) {
                                      "\" (one of " + names + ", or a number 1-64)"));
 }
 
-Result<protocol::ProcInfo> SandboxManager::StartProcess(const std::string& owner,
-                                                        const std::string& id,
-                                                        const ProcessOptions& opts) {
-  ASB_ASSIGN_OR_RETURN(auto e, impl_->Find(owner, id));
+Result<ProcessInfo> ProcessService::StartProcess(const std::string& owner, const std::string& id,
+                                                 const ProcessOptions& opts) {
+  ASB_ASSIGN_OR_RETURN(auto e, reg_.Find(owner, id));
   ExecOptions eo;
   eo.argv = opts.argv;
   eo.command = opts.command;
@@ -76,7 +82,7 @@ Result<protocol::ProcInfo> SandboxManager::StartProcess(const std::string& owner
   eo.workdir = opts.workdir;
   eo.user = opts.user;
   ASB_ASSIGN_OR_RETURN(protocol::ExecRequest exec,
-                       BuildExecRequest(config_.limits, eo, DefaultsOf(*e)));
+                       BuildExecRequest(reg_.cfg.limits, eo, DefaultsOf(*e)));
   protocol::ProcStartRequest req;
   req.argv = std::move(exec.argv);
   req.command = std::move(exec.command);
@@ -105,29 +111,29 @@ Result<protocol::ProcInfo> SandboxManager::StartProcess(const std::string& owner
     }
     req.pty = protocol::ExecRequest::Pty{static_cast<uint16_t>(cols), static_cast<uint16_t>(rows)};
   }
-  ASB_ASSIGN_OR_RETURN(Impl::Active act, impl_->BeginActivity(e));
-  ASB_ASSIGN_OR_RETURN(auto conn, impl_->ConnectionFor(*e, act));
-  return impl_->Checked(*e, act, protocol::StartProcess(*conn, req));
+  ASB_ASSIGN_OR_RETURN(SandboxRegistry::Active act, reg_.BeginActivity(e));
+  ASB_ASSIGN_OR_RETURN(auto conn, reg_.ConnectionFor(*e, act));
+  return wire::FromWire(reg_.Checked(*e, act, protocol::StartProcess(*conn, req)));
 }
 
-Result<std::vector<protocol::ProcInfo>> SandboxManager::ListProcesses(const std::string& owner,
-                                                                      const std::string& id) {
-  ASB_ASSIGN_OR_RETURN(auto e, impl_->Find(owner, id));
-  ASB_ASSIGN_OR_RETURN(Impl::Active act, impl_->BeginActivity(e));
-  ASB_ASSIGN_OR_RETURN(auto conn, impl_->ConnectionFor(*e, act));
-  return impl_->Checked(*e, act, protocol::ListProcesses(*conn));
+Result<std::vector<ProcessInfo>> ProcessService::ListProcesses(const std::string& owner,
+                                                               const std::string& id) {
+  ASB_ASSIGN_OR_RETURN(auto e, reg_.Find(owner, id));
+  ASB_ASSIGN_OR_RETURN(SandboxRegistry::Active act, reg_.BeginActivity(e));
+  ASB_ASSIGN_OR_RETURN(auto conn, reg_.ConnectionFor(*e, act));
+  return wire::FromWire(reg_.Checked(*e, act, protocol::ListProcesses(*conn)));
 }
 
-Result<ProcessAttach> SandboxManager::AttachProcess(const std::string& owner, const std::string& id,
+Result<ProcessAttach> ProcessService::AttachProcess(const std::string& owner, const std::string& id,
                                                     int pid, uint64_t replay_bytes, bool stdin) {
-  ASB_ASSIGN_OR_RETURN(auto e, impl_->Find(owner, id));
+  ASB_ASSIGN_OR_RETURN(auto e, reg_.Find(owner, id));
   ASB_TRY(CheckPid(pid));
-  ASB_ASSIGN_OR_RETURN(Impl::Active act, impl_->BeginActivity(e));
-  ASB_ASSIGN_OR_RETURN(auto conn, impl_->ConnectionFor(*e, act));
-  ASB_ASSIGN_OR_RETURN(
-      auto channel, impl_->Checked(*e, act,
-                                   protocol::AttachProcess(*conn, protocol::ProcAttachRequest{
-                                                                      pid, replay_bytes, stdin})));
+  ASB_ASSIGN_OR_RETURN(SandboxRegistry::Active act, reg_.BeginActivity(e));
+  ASB_ASSIGN_OR_RETURN(auto conn, reg_.ConnectionFor(*e, act));
+  ASB_ASSIGN_OR_RETURN(auto channel,
+                       reg_.Checked(*e, act,
+                                    protocol::AttachProcess(*conn, protocol::ProcAttachRequest{
+                                                                       pid, replay_bytes, stdin})));
   // The first event says whether the process exists: answer a missing one as an error here.
   auto first = channel->Next(protocol::kProcAnswerMs);
   if (!first) {
@@ -142,60 +148,61 @@ Result<ProcessAttach> SandboxManager::AttachProcess(const std::string& owner, co
     return Fail(Error::Backend("attach: unexpected first event from sandboxd"));
   }
   ProcessAttach out;
-  out.channel = std::move(channel);
+  // The first event (the process) was consumed above; the caller's stream starts after it.
+  out.events = wire::WrapChannel(std::move(channel), wire::Payloads::kProcess);
   out.keepalive = act.mark;
   return out;
 }
 
-Result<uint64_t> SandboxManager::WriteProcessStdin(const std::string& owner, const std::string& id,
+Result<uint64_t> ProcessService::WriteProcessStdin(const std::string& owner, const std::string& id,
                                                    int pid, std::string_view data) {
-  ASB_ASSIGN_OR_RETURN(auto e, impl_->Find(owner, id));
+  ASB_ASSIGN_OR_RETURN(auto e, reg_.Find(owner, id));
   ASB_TRY(CheckPid(pid));
-  ASB_ASSIGN_OR_RETURN(Impl::Active act, impl_->BeginActivity(e));
-  ASB_ASSIGN_OR_RETURN(auto conn, impl_->ConnectionFor(*e, act));
-  return impl_->Checked(*e, act, protocol::WriteProcessStdin(*conn, pid, data));
+  ASB_ASSIGN_OR_RETURN(SandboxRegistry::Active act, reg_.BeginActivity(e));
+  ASB_ASSIGN_OR_RETURN(auto conn, reg_.ConnectionFor(*e, act));
+  return reg_.Checked(*e, act, protocol::WriteProcessStdin(*conn, pid, data));
 }
 
-Status SandboxManager::CloseProcessStdin(const std::string& owner, const std::string& id, int pid) {
-  ASB_ASSIGN_OR_RETURN(auto e, impl_->Find(owner, id));
+Status ProcessService::CloseProcessStdin(const std::string& owner, const std::string& id, int pid) {
+  ASB_ASSIGN_OR_RETURN(auto e, reg_.Find(owner, id));
   ASB_TRY(CheckPid(pid));
-  ASB_ASSIGN_OR_RETURN(Impl::Active act, impl_->BeginActivity(e));
-  ASB_ASSIGN_OR_RETURN(auto conn, impl_->ConnectionFor(*e, act));
-  return impl_->Checked(*e, act, protocol::CloseProcessStdin(*conn, pid));
+  ASB_ASSIGN_OR_RETURN(SandboxRegistry::Active act, reg_.BeginActivity(e));
+  ASB_ASSIGN_OR_RETURN(auto conn, reg_.ConnectionFor(*e, act));
+  return reg_.Checked(*e, act, protocol::CloseProcessStdin(*conn, pid));
 }
 
-Status SandboxManager::SignalProcess(const std::string& owner, const std::string& id, int pid,
+Status ProcessService::SignalProcess(const std::string& owner, const std::string& id, int pid,
                                      std::string_view signal) {
-  ASB_ASSIGN_OR_RETURN(auto e, impl_->Find(owner, id));
+  ASB_ASSIGN_OR_RETURN(auto e, reg_.Find(owner, id));
   ASB_TRY(CheckPid(pid));
   ASB_ASSIGN_OR_RETURN(int signo, ParseSignalName(signal));
-  ASB_ASSIGN_OR_RETURN(Impl::Active act, impl_->BeginActivity(e));
-  ASB_ASSIGN_OR_RETURN(auto conn, impl_->ConnectionFor(*e, act));
-  return impl_->Checked(*e, act, protocol::SignalProcess(*conn, pid, signo));
+  ASB_ASSIGN_OR_RETURN(SandboxRegistry::Active act, reg_.BeginActivity(e));
+  ASB_ASSIGN_OR_RETURN(auto conn, reg_.ConnectionFor(*e, act));
+  return reg_.Checked(*e, act, protocol::SignalProcess(*conn, pid, signo));
 }
 
-Status SandboxManager::ResizeProcess(const std::string& owner, const std::string& id, int pid,
+Status ProcessService::ResizeProcess(const std::string& owner, const std::string& id, int pid,
                                      int64_t cols, int64_t rows) {
-  ASB_ASSIGN_OR_RETURN(auto e, impl_->Find(owner, id));
+  ASB_ASSIGN_OR_RETURN(auto e, reg_.Find(owner, id));
   ASB_TRY(CheckPid(pid));
   if (cols < 1 || cols > kMaxTerminalSize || rows < 1 || rows > kMaxTerminalSize) {
     return Fail(Error::InvalidArgument("cols/rows: must be in [1, " +
                                        std::to_string(kMaxTerminalSize) + "]"));
   }
-  ASB_ASSIGN_OR_RETURN(Impl::Active act, impl_->BeginActivity(e));
-  ASB_ASSIGN_OR_RETURN(auto conn, impl_->ConnectionFor(*e, act));
-  return impl_->Checked(*e, act,
-                        protocol::ResizeProcess(*conn, pid, static_cast<uint16_t>(cols),
-                                                static_cast<uint16_t>(rows)));
+  ASB_ASSIGN_OR_RETURN(SandboxRegistry::Active act, reg_.BeginActivity(e));
+  ASB_ASSIGN_OR_RETURN(auto conn, reg_.ConnectionFor(*e, act));
+  return reg_.Checked(*e, act,
+                      protocol::ResizeProcess(*conn, pid, static_cast<uint16_t>(cols),
+                                              static_cast<uint16_t>(rows)));
 }
 
-Result<protocol::ProcInfo> SandboxManager::KillProcess(const std::string& owner,
-                                                       const std::string& id, int pid) {
-  ASB_ASSIGN_OR_RETURN(auto e, impl_->Find(owner, id));
+Result<ProcessInfo> ProcessService::KillProcess(const std::string& owner, const std::string& id,
+                                                int pid) {
+  ASB_ASSIGN_OR_RETURN(auto e, reg_.Find(owner, id));
   ASB_TRY(CheckPid(pid));
-  ASB_ASSIGN_OR_RETURN(Impl::Active act, impl_->BeginActivity(e));
-  ASB_ASSIGN_OR_RETURN(auto conn, impl_->ConnectionFor(*e, act));
-  return impl_->Checked(*e, act, protocol::KillProcess(*conn, pid));
+  ASB_ASSIGN_OR_RETURN(SandboxRegistry::Active act, reg_.BeginActivity(e));
+  ASB_ASSIGN_OR_RETURN(auto conn, reg_.ConnectionFor(*e, act));
+  return wire::FromWire(reg_.Checked(*e, act, protocol::KillProcess(*conn, pid)));
 }
 
 }  // namespace asb::core

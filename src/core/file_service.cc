@@ -1,0 +1,285 @@
+// FileService: files, directories and directory tars of a sandbox (file_service.h).
+#include "core/file_service.h"
+
+#include "core/paths.h"
+#include "core/sandbox_registry.h"
+#include "core/wire_adapter.h"
+#include "protocol/client.h"
+
+namespace asb::core {
+
+namespace {
+
+/// How long a file read waits for sandboxd's next frame before giving up, milliseconds. No
+/// request may hang the server (issue 3, "Errors").
+constexpr int64_t kSandboxdAnswerMs = 60'000;
+
+/// How long a tar export or import waits for sandboxd's next frame, milliseconds.
+constexpr int64_t kTarAnswerMs = 120'000;
+
+/// Returns the error carried by a terminal kError event, or a kBackend one for anything else.
+Error EventError(const protocol::ChannelEvent& ev, std::string_view what) {
+  if (ev.kind == protocol::ChannelEvent::Kind::kError && ev.error) return *ev.error;
+  return Error::Backend(std::string(what) + ": unexpected event from sandboxd");
+}
+
+Status CheckMode(const std::optional<uint32_t>& mode) {
+  if (mode) return CheckFileMode(*mode);
+  return {};
+}
+
+// A whole-file write over max_file_bytes is refused before anything reaches the sandbox.
+Status CheckFileSize(uint64_t size, uint64_t max_file_bytes) {
+  if (size <= max_file_bytes) return {};
+  return Fail(Error::TooLarge("file of " + std::to_string(size) + " bytes is over the limit of " +
+                              std::to_string(max_file_bytes)));
+}
+
+// The sandboxd request of a whole-file write to the normalized path `p`.
+protocol::FileWriteRequest WriteRequestFor(std::string p, const std::optional<uint32_t>& mode,
+                                           uint64_t max_file_bytes) {
+  protocol::FileWriteRequest req;
+  req.path = std::move(p);
+  req.mode = mode.value_or(0644);
+  req.max_bytes = max_file_bytes;
+  return req;
+}
+
+}  // namespace
+
+Result<FileReadStream> FileService::OpenFileRead(const std::string& owner, const std::string& id,
+                                                 const std::string& path) {
+  ASB_ASSIGN_OR_RETURN(auto e, reg_.Find(owner, id));
+  ASB_ASSIGN_OR_RETURN(std::string p, NormalizeWorkspacePath(path));
+  ASB_ASSIGN_OR_RETURN(SandboxRegistry::Active act, reg_.BeginActivity(e));
+  ASB_ASSIGN_OR_RETURN(auto conn, reg_.ConnectionFor(*e, act));
+  protocol::FileReadRequest req;
+  req.path = p;
+  ASB_ASSIGN_OR_RETURN(auto channel,
+                       reg_.Checked(*e, act, conn->Open(protocol::EncodeFileReadRequest(req))));
+  auto first = channel->Next(kSandboxdAnswerMs);
+  if (!first) {
+    (void)channel->Cancel();
+    return Fail(
+        Error::Backend("read " + p + ": sandboxd did not answer: " + first.error().message()));
+  }
+  protocol::ChannelEvent ev = std::move(*first);
+  if (ev.kind != protocol::ChannelEvent::Kind::kInfo) {
+    if (!ev.terminal()) (void)channel->Cancel();
+    return Fail(EventError(ev, "read " + p));
+  }
+  ASB_ASSIGN_OR_RETURN(protocol::FileStat wire_stat, protocol::DecodeFileStat(ev.payload));
+  FileStat st = wire::FromWire(wire_stat);
+  if (st.type != "file") {
+    (void)channel->Cancel();
+    return Fail(Error::InvalidArgument(p + " is a " + st.type + ", not a file"));
+  }
+  if (st.size > reg_.cfg.limits.max_file_bytes) {
+    (void)channel->Cancel();
+    return Fail(Error::TooLarge(p + " is " + std::to_string(st.size) +
+                                " bytes, more than the limit of " +
+                                std::to_string(reg_.cfg.limits.max_file_bytes)));
+  }
+  FileReadStream out;
+  out.stat = std::move(st);
+  out.events = wire::WrapChannel(std::move(channel), wire::Payloads::kFileRead);
+  out.keepalive = act.mark;
+  return out;
+}
+
+Result<std::string> FileService::ReadFile(const std::string& owner, const std::string& id,
+                                          const std::string& path) {
+  ASB_ASSIGN_OR_RETURN(FileReadStream rs, OpenFileRead(owner, id, path));
+  std::string data;
+  data.reserve(rs.stat.size);
+  for (;;) {
+    auto next = rs.events->Next(kSandboxdAnswerMs);
+    if (!next) {
+      (void)rs.events->Cancel();
+      return Fail(
+          Error::Backend("read " + rs.stat.path + ": sandboxd stalled: " + next.error().message()));
+    }
+    StreamEvent ev = std::move(*next);
+    switch (ev.kind) {
+      case StreamEvent::Kind::kOutput:
+        if (data.size() + ev.data.size() > reg_.cfg.limits.max_file_bytes) {
+          (void)rs.events->Cancel();
+          return Fail(Error::TooLarge(rs.stat.path + " grew beyond the file size limit"));
+        }
+        data += ev.data;
+        break;
+      case StreamEvent::Kind::kEnd:
+      case StreamEvent::Kind::kInfo:
+        break;
+      case StreamEvent::Kind::kDone:
+        return data;
+      case StreamEvent::Kind::kError:
+        return Fail(ev.error ? *ev.error : Error::Backend("read " + rs.stat.path + " failed"));
+    }
+  }
+}
+
+Result<FileWriteStream> FileService::OpenFileWrite(const std::string& owner, const std::string& id,
+                                                   const std::string& path,
+                                                   std::optional<uint32_t> mode,
+                                                   std::optional<uint64_t> size_hint) {
+  ASB_ASSIGN_OR_RETURN(auto e, reg_.Find(owner, id));
+  ASB_ASSIGN_OR_RETURN(std::string p, NormalizeWorkspacePath(path));
+  ASB_TRY(CheckMode(mode));
+  if (size_hint) ASB_TRY(CheckFileSize(*size_hint, reg_.cfg.limits.max_file_bytes));
+  ASB_ASSIGN_OR_RETURN(SandboxRegistry::Active act, reg_.BeginActivity(e));
+  ASB_ASSIGN_OR_RETURN(auto conn, reg_.ConnectionFor(*e, act));
+  const auto req = WriteRequestFor(std::move(p), mode, reg_.cfg.limits.max_file_bytes);
+  ASB_ASSIGN_OR_RETURN(auto channel,
+                       reg_.Checked(*e, act, conn->Open(protocol::EncodeFileWriteRequest(req))));
+  FileWriteStream out;
+  out.events = wire::WrapChannel(std::move(channel), wire::Payloads::kFileWrite);
+  out.keepalive = act.mark;
+  return out;
+}
+
+Result<FileStat> FileService::WriteFile(const std::string& owner, const std::string& id,
+                                        const std::string& path, std::string_view data,
+                                        std::optional<uint32_t> mode) {
+  ASB_ASSIGN_OR_RETURN(auto e, reg_.Find(owner, id));
+  ASB_ASSIGN_OR_RETURN(std::string p, NormalizeWorkspacePath(path));
+  ASB_TRY(CheckMode(mode));
+  ASB_TRY(CheckFileSize(data.size(), reg_.cfg.limits.max_file_bytes));
+  ASB_ASSIGN_OR_RETURN(SandboxRegistry::Active act, reg_.BeginActivity(e));
+  ASB_ASSIGN_OR_RETURN(auto conn, reg_.ConnectionFor(*e, act));
+  const auto req = WriteRequestFor(std::move(p), mode, reg_.cfg.limits.max_file_bytes);
+  return wire::FromWire(reg_.Checked(*e, act, protocol::WriteFile(*conn, req, data)));
+}
+
+Result<std::vector<FileStat>> FileService::ListFiles(const std::string& owner,
+                                                     const std::string& id, const std::string& path,
+                                                     bool recursive) {
+  ASB_ASSIGN_OR_RETURN(auto e, reg_.Find(owner, id));
+  ASB_ASSIGN_OR_RETURN(std::string p, NormalizeWorkspacePath(path));
+  ASB_ASSIGN_OR_RETURN(SandboxRegistry::Active act, reg_.BeginActivity(e));
+  ASB_ASSIGN_OR_RETURN(auto conn, reg_.ConnectionFor(*e, act));
+  protocol::FileListRequest req;
+  req.path = p;
+  req.recursive = recursive;
+  return wire::FromWire(reg_.Checked(*e, act, protocol::ListFiles(*conn, req)));
+}
+
+Result<FileStat> FileService::StatFile(const std::string& owner, const std::string& id,
+                                       const std::string& path) {
+  ASB_ASSIGN_OR_RETURN(auto e, reg_.Find(owner, id));
+  ASB_ASSIGN_OR_RETURN(std::string p, NormalizeWorkspacePath(path));
+  ASB_ASSIGN_OR_RETURN(SandboxRegistry::Active act, reg_.BeginActivity(e));
+  ASB_ASSIGN_OR_RETURN(auto conn, reg_.ConnectionFor(*e, act));
+  protocol::FileStatRequest req;
+  req.path = p;
+  return wire::FromWire(reg_.Checked(*e, act, protocol::StatFile(*conn, req)));
+}
+
+Result<FileStat> FileService::MakeDir(const std::string& owner, const std::string& id,
+                                      const std::string& path, std::optional<uint32_t> mode) {
+  ASB_ASSIGN_OR_RETURN(auto e, reg_.Find(owner, id));
+  ASB_ASSIGN_OR_RETURN(std::string p, NormalizeWorkspacePath(path));
+  ASB_TRY(CheckMode(mode));
+  ASB_ASSIGN_OR_RETURN(SandboxRegistry::Active act, reg_.BeginActivity(e));
+  ASB_ASSIGN_OR_RETURN(auto conn, reg_.ConnectionFor(*e, act));
+  protocol::FileMkdirRequest req;
+  req.path = p;
+  req.mode = mode.value_or(0755);
+  req.parents = true;
+  return wire::FromWire(reg_.Checked(*e, act, protocol::MakeDir(*conn, req)));
+}
+
+Status FileService::RemoveFile(const std::string& owner, const std::string& id,
+                               const std::string& path, bool recursive) {
+  ASB_ASSIGN_OR_RETURN(auto e, reg_.Find(owner, id));
+  ASB_ASSIGN_OR_RETURN(std::string p, NormalizeWorkspacePath(path));
+  if (p == kWorkspaceDir) {
+    return Fail(Error::InvalidArgument("/workspace itself cannot be removed"));
+  }
+  ASB_ASSIGN_OR_RETURN(SandboxRegistry::Active act, reg_.BeginActivity(e));
+  ASB_ASSIGN_OR_RETURN(auto conn, reg_.ConnectionFor(*e, act));
+  protocol::FileRemoveRequest req;
+  req.path = p;
+  req.recursive = recursive;
+  return reg_.Checked(*e, act, protocol::RemoveFile(*conn, req));
+}
+
+Result<FileStat> FileService::MoveFile(const std::string& owner, const std::string& id,
+                                       const std::string& from, const std::string& to,
+                                       bool overwrite) {
+  ASB_ASSIGN_OR_RETURN(auto e, reg_.Find(owner, id));
+  ASB_ASSIGN_OR_RETURN(std::string f, NormalizeWorkspacePath(from));
+  ASB_ASSIGN_OR_RETURN(std::string t, NormalizeWorkspacePath(to));
+  if (f == kWorkspaceDir || t == kWorkspaceDir) {
+    return Fail(Error::InvalidArgument("/workspace itself cannot be moved or replaced"));
+  }
+  ASB_ASSIGN_OR_RETURN(SandboxRegistry::Active act, reg_.BeginActivity(e));
+  ASB_ASSIGN_OR_RETURN(auto conn, reg_.ConnectionFor(*e, act));
+  protocol::FileMoveRequest req;
+  req.from = f;
+  req.to = t;
+  req.overwrite = overwrite;
+  return wire::FromWire(reg_.Checked(*e, act, protocol::MoveFile(*conn, req)));
+}
+
+Status FileService::ExportDirectory(const std::string& owner, const std::string& id,
+                                    const std::string& path,
+                                    const std::function<Status(std::string_view)>& sink) {
+  ASB_ASSIGN_OR_RETURN(auto e, reg_.Find(owner, id));
+  ASB_ASSIGN_OR_RETURN(std::string p, NormalizeWorkspacePath(path));
+  ASB_ASSIGN_OR_RETURN(SandboxRegistry::Active act, reg_.BeginActivity(e));
+  ASB_ASSIGN_OR_RETURN(auto conn, reg_.ConnectionFor(*e, act));
+  ASB_ASSIGN_OR_RETURN(auto ch, reg_.Checked(*e, act, wire::OpenTarExport(*conn, p)));
+  while (true) {
+    auto ev = ch->Next(kTarAnswerMs);
+    if (!ev) {
+      (void)ch->Cancel();
+      return Fail(Error::Backend("tar export: sandboxd did not answer"));
+    }
+    using Kind = protocol::ChannelEvent::Kind;
+    if (ev->kind == Kind::kData) {
+      if (Status st = sink(ev->payload); !st) {
+        (void)ch->Cancel();
+        return st;
+      }
+    } else if (ev->kind == Kind::kResult) {
+      return {};
+    } else if (ev->kind == Kind::kError) {
+      return Fail(ev->error ? *ev->error : Error::Backend("tar export failed"));
+    }
+  }
+}
+
+Result<TarResult> FileService::ImportDirectory(const std::string& owner, const std::string& id,
+                                               const std::string& path,
+                                               const std::function<Result<std::string>()>& source) {
+  ASB_ASSIGN_OR_RETURN(auto e, reg_.Find(owner, id));
+  ASB_ASSIGN_OR_RETURN(std::string p, NormalizeWorkspacePath(path));
+  ASB_ASSIGN_OR_RETURN(SandboxRegistry::Active act, reg_.BeginActivity(e));
+  ASB_ASSIGN_OR_RETURN(auto conn, reg_.ConnectionFor(*e, act));
+  ASB_ASSIGN_OR_RETURN(auto ch, reg_.Checked(*e, act, wire::OpenTarImport(*conn, p, false, 0)));
+  while (true) {
+    auto chunk = source();
+    if (!chunk) {
+      (void)ch->Cancel();
+      return Fail(std::move(chunk).error());
+    }
+    if (chunk->empty()) break;
+    if (!ch->Write(*chunk, kTarAnswerMs)) break;  // sandboxd refused: its ERROR follows
+  }
+  (void)ch->CloseWrite();
+  while (true) {
+    auto ev = ch->Next(kTarAnswerMs);
+    if (!ev) {
+      (void)ch->Cancel();
+      return Fail(Error::Backend("tar import: sandboxd did not answer"));
+    }
+    using Kind = protocol::ChannelEvent::Kind;
+    if (ev->kind == Kind::kResult) return wire::FromWire(protocol::DecodeTarResult(ev->payload));
+    if (ev->kind == Kind::kError) {
+      return Fail(ev->error ? *ev->error : Error::Backend("tar import failed"));
+    }
+  }
+}
+
+}  // namespace asb::core

@@ -1,0 +1,304 @@
+// SandboxLifecycle: create, get, list, destroy and timeout (lifecycle.h). Recovery and the
+// reaper are in lifecycle_recovery.cc.
+#include "core/lifecycle.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+
+#include "common/ids.h"
+#include "common/log.h"
+#include "core/sandbox_record.h"
+#include "core/sandbox_registry.h"
+#include "store/store.h"
+
+namespace asb::core {
+
+namespace {
+
+constexpr std::pair<SandboxState, std::string_view> kStateNames[] = {
+    {SandboxState::kCreating, "creating"}, {SandboxState::kRunning, "running"},
+    {SandboxState::kStopping, "stopping"}, {SandboxState::kDestroyed, "destroyed"},
+    {SandboxState::kError, "error"},
+};
+
+std::string FormatNumber(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g", v);
+  return buf;
+}
+
+Error RangeError(std::string_view field, int64_t min, int64_t max, int64_t got) {
+  return Error::InvalidArgument(std::string(field) + " must be between " + std::to_string(min) +
+                                " and " + std::to_string(max) + ", got " + std::to_string(got));
+}
+
+Result<int64_t> CheckInt(std::string_view field, const std::optional<int64_t>& v, int64_t def,
+                         int64_t min, int64_t max) {
+  if (!v) return def;
+  if (*v < min || *v > max) return Fail(RangeError(field, min, max, *v));
+  return *v;
+}
+
+}  // namespace
+
+std::string_view SandboxStateName(SandboxState s) {
+  for (const auto& [st, name] : kStateNames) {
+    if (st == s) return name;
+  }
+  return "error";
+}
+
+std::optional<SandboxState> ParseSandboxState(std::string_view name) {
+  for (const auto& [st, n] : kStateNames) {
+    if (n == name) return st;
+  }
+  return std::nullopt;
+}
+
+// ---- transitions ----------------------------------------------------------------------------
+
+Status SandboxLifecycle::DestroyLocked(Entry& e, std::string_view why) {
+  const SandboxInfo info = e.Snapshot();
+  if (info.state == SandboxState::kDestroyed) {
+    return Fail(Error::NotFound("sandbox " + info.id + " not found"));
+  }
+  // Before the side effect: a crash from here on leaves "stopping", which Recover finishes.
+  ASB_TRY_CTX(reg_.WriteState(e, SandboxState::kStopping, info.error_message),
+              "destroy sandbox " + info.id);
+  reg_.ReleaseSlot(e);
+  std::shared_ptr<isolation::Sandbox> sandbox;
+  {
+    std::lock_guard l(e.info_mu);
+    sandbox = std::move(e.sandbox);
+  }
+  Status st = reg_.backend.Destroy(info.id);
+  if (sandbox) {
+    // Ends execs still streaming on the connection (their channels see an error event).
+    if (auto conn = sandbox->connection()) conn->Close();
+  }
+  if (!st) {
+    spdlog::warn("sandbox_id={} destroy failed ({}): {}", info.id, why, st.error().ToString());
+    return Fail(std::move(st)
+                    .error()
+                    .WithCode(ErrorCode::kBackend)
+                    .WithContext("destroy sandbox " + info.id));
+  }
+  // After the side effect.
+  ASB_TRY_CTX(reg_.WriteState(e, SandboxState::kDestroyed, info.error_message),
+              "destroy sandbox " + info.id);
+  reg_.Erase(info.id);
+  spdlog::info("sandbox_id={} destroyed ({})", info.id, why);
+  return {};
+}
+
+// ---- lifecycle ------------------------------------------------------------------------------
+
+Result<SandboxInfo> SandboxLifecycle::Create(const std::string& owner, const CreateRequest& req) {
+  return CreateWith(owner, req, "");
+}
+
+Result<SandboxInfo> SandboxLifecycle::CreateWith(const std::string& owner, const CreateRequest& req,
+                                                 const std::string& workspace_image,
+                                                 const std::optional<CommandDefaults>& inherited) {
+  const Limits& lim = reg_.cfg.limits;
+  SandboxInfo info;
+  info.owner = owner;
+
+  // Validation, field by field, before anything is reserved or written.
+  const std::string template_name =
+      req.template_name.empty() ? reg_.cfg.default_template : req.template_name;
+  ASB_ASSIGN_OR_RETURN(TemplateInfo tmpl, reg_.templates.Find(template_name));
+  // The template's default resources (its manifest; ADR 0012) take the place of the server's
+  // defaults, brought within the server's limits; the request's own values still win.
+  const TemplateResources& tr = tmpl.manifest.resources;
+  const double default_cpus = tr.cpus > 0 ? std::min(tr.cpus, lim.max_cpus) : lim.default_cpus;
+  const int64_t default_memory_mb =
+      tr.memory_mb > 0 ? std::clamp(tr.memory_mb, lim.min_memory_mb, lim.max_memory_mb)
+                       : lim.default_memory_mb;
+  const int64_t default_workspace_mb =
+      tr.workspace_mb > 0 ? std::clamp(tr.workspace_mb, lim.min_workspace_mb, lim.max_workspace_mb)
+                          : lim.default_workspace_mb;
+  // The template's WORKDIR and USER become the defaults of every command (a fork keeps its
+  // source's); a template the sandbox cannot honour is refused here, not silently ignored.
+  CommandDefaults defaults;
+  if (inherited) {
+    ASB_ASSIGN_OR_RETURN(defaults.workdir, ResolveTemplateWorkdir(inherited->workdir));
+    ASB_ASSIGN_OR_RETURN(defaults.user, ResolveTemplateUser(inherited->user));
+  } else {
+    ASB_ASSIGN_OR_RETURN(defaults, ResolveTemplateDefaults(tmpl.manifest));
+  }
+  if (req.cpus) {
+    double c = *req.cpus;
+    if (!std::isfinite(c) || c <= 0 || c > lim.max_cpus) {
+      return Fail(Error::InvalidArgument("cpus must be greater than 0 and at most " +
+                                         FormatNumber(lim.max_cpus) + ", got " + FormatNumber(c)));
+    }
+  }
+  info.cpus = req.cpus.value_or(default_cpus);
+  ASB_ASSIGN_OR_RETURN(info.memory_mb, CheckInt("memory_mb", req.memory_mb, default_memory_mb,
+                                                lim.min_memory_mb, lim.max_memory_mb));
+  ASB_ASSIGN_OR_RETURN(info.pids_limit,
+                       CheckInt("pids_limit", req.pids_limit, lim.default_pids_limit,
+                                lim.min_pids_limit, lim.max_pids_limit));
+  ASB_ASSIGN_OR_RETURN(info.workspace_mb,
+                       CheckInt("workspace_mb", req.workspace_mb, default_workspace_mb,
+                                lim.min_workspace_mb, lim.max_workspace_mb));
+  ASB_ASSIGN_OR_RETURN(info.timeout_seconds,
+                       CheckInt("timeout_seconds", req.timeout_seconds, lim.default_timeout_seconds,
+                                lim.min_timeout_seconds, lim.max_timeout_seconds));
+  ASB_ASSIGN_OR_RETURN(info.idle_timeout_seconds,
+                       CheckInt("idle_timeout_seconds", req.idle_timeout_seconds,
+                                lim.default_idle_timeout_seconds, 0, lim.max_timeout_seconds));
+  ASB_TRY(ValidateEnv(req.env, "env"));
+  if (req.network) {
+    ASB_ASSIGN_OR_RETURN(
+        info.network_policy,
+        isolation::net::Canonicalize(req.network_policy.value_or(reg_.cfg.default_network_policy)));
+  } else if (req.network_policy) {
+    return Fail(Error::InvalidArgument("network_policy needs network: true"));
+  }
+
+  info.template_name = tmpl.name;
+  info.env = tmpl.manifest.env;  // the template's environment; the request's own wins
+  for (const auto& [k, v] : req.env) info.env[k] = v;
+  info.default_workdir = defaults.workdir;
+  info.default_user = defaults.user;
+  info.network = req.network;
+  info.read_only_rootfs = true;
+  info.tmp_size_mb = lim.tmp_size_mb;
+  info.backend = std::string(reg_.backend.name());
+  info.state = SandboxState::kCreating;
+
+  auto entry = std::make_shared<Entry>(info);
+  ASB_TRY(reg_.ReserveSlot(*entry));
+  std::unique_lock op(entry->op_mu);
+
+  const int64_t now = reg_.clock.NowUnixMs();
+  info.id = NewId("sb_");
+  info.created_at_ms = info.updated_at_ms = info.last_activity_at_ms = now;
+  info.expires_at_ms = now + info.timeout_seconds * 1000;
+  {
+    std::lock_guard l(entry->info_mu);
+    entry->info = info;
+  }
+  // Before the side effect: the record says "creating", so a crash during the backend's
+  // create is finished (destroyed) by Recover.
+  if (Status st = reg_.store.InsertSandbox(ToRecord(info)); !st) {
+    reg_.ReleaseSlot(*entry);
+    return Fail(std::move(st).error().WithContext("create sandbox"));
+  }
+  reg_.Insert(entry);
+
+  isolation::SandboxSpec spec;
+  spec.id = info.id;
+  spec.template_name = tmpl.name;
+  spec.rootfs = tmpl.rootfs;
+  spec.cpus = info.cpus;
+  spec.memory_bytes = static_cast<uint64_t>(info.memory_mb) << 20;
+  spec.pids_limit = static_cast<uint32_t>(info.pids_limit);
+  spec.workspace_bytes = static_cast<uint64_t>(info.workspace_mb) << 20;
+  spec.tmp_bytes = static_cast<uint64_t>(info.tmp_size_mb) << 20;
+  spec.network = info.network;
+  spec.network_policy = info.network_policy;
+  spec.env = info.env;
+  spec.workspace_image = workspace_image;
+
+  auto created = reg_.backend.Create(spec);
+  if (!created) {
+    Error err = std::move(created).error();
+    spdlog::warn("sandbox_id={} create failed: {}", info.id, err.ToString());
+    // The record stays visible in state "error" (deletable; reaped at its TTL); the slot is
+    // freed; whatever the backend left behind is removed now (Destroy is idempotent).
+    // The record's error_message is shown to clients: what a client may read of it.
+    (void)reg_.WriteState(*entry, SandboxState::kError, err.ClientSafeMessage());
+    reg_.ReleaseSlot(*entry);
+    if (Status st = reg_.backend.Destroy(info.id); !st) {
+      spdlog::warn("sandbox_id={} cleanup after failed create: {}", info.id, st.error().ToString());
+    }
+    return Fail(std::move(err).WithContext("create sandbox"));
+  }
+  {
+    std::lock_guard l(entry->info_mu);
+    entry->sandbox = *created;
+  }
+  // After the side effect.
+  if (Status st = reg_.WriteState(*entry, SandboxState::kRunning); !st) {
+    (void)DestroyLocked(*entry, "record update failed after create");
+    reg_.ReleaseSlot(*entry);
+    return Fail(std::move(st).error().WithContext("create sandbox"));
+  }
+  spdlog::info("sandbox_id={} created template={} cpus={} memory_mb={} backend={}", info.id,
+               info.template_name, info.cpus, info.memory_mb, info.backend);
+  return entry->Snapshot();
+}
+
+Result<SandboxInfo> SandboxLifecycle::Get(const std::string& owner, const std::string& id) {
+  ASB_ASSIGN_OR_RETURN(auto e, reg_.Find(owner, id));
+  return e->Snapshot();
+}
+
+Result<std::vector<SandboxInfo>> SandboxLifecycle::List(const std::string& owner) {
+  std::vector<SandboxInfo> out;
+  for (const auto& e : reg_.AllEntries()) {
+    SandboxInfo i = e->Snapshot();
+    if (i.state == SandboxState::kDestroyed) continue;
+    if (owner != kAnyOwner && i.owner != owner) continue;
+    out.push_back(std::move(i));
+  }
+  std::sort(out.begin(), out.end(), [](const SandboxInfo& a, const SandboxInfo& b) {
+    return a.created_at_ms != b.created_at_ms ? a.created_at_ms < b.created_at_ms : a.id < b.id;
+  });
+  return out;
+}
+
+Status SandboxLifecycle::Destroy(const std::string& owner, const std::string& id) {
+  ASB_ASSIGN_OR_RETURN(auto e, reg_.Find(owner, id));
+  std::lock_guard op(e->op_mu);
+  return DestroyLocked(*e, "requested");
+}
+
+Result<SandboxInfo> SandboxLifecycle::SetTimeout(const std::string& owner, const std::string& id,
+                                                 int64_t seconds) {
+  const Limits& lim = reg_.cfg.limits;
+  if (seconds < lim.min_timeout_seconds) {
+    return Fail(
+        RangeError("timeout_seconds", lim.min_timeout_seconds, lim.max_timeout_seconds, seconds));
+  }
+  seconds = std::min(seconds, lim.max_timeout_seconds);
+  ASB_ASSIGN_OR_RETURN(auto e, reg_.Find(owner, id));
+  std::lock_guard op(e->op_mu);
+  SandboxInfo info = e->Snapshot();
+  if (info.state != SandboxState::kRunning) {
+    return Fail(Error::Conflict("sandbox " + id + " is " +
+                                std::string(SandboxStateName(info.state)) + ", not running"));
+  }
+  const int64_t now = reg_.clock.NowUnixMs();
+  const int64_t expires = now + seconds * 1000;
+  info.timeout_seconds = seconds;
+  info.expires_at_ms = expires;
+  info.updated_at_ms = now;
+  ASB_TRY_CTX(reg_.store.UpdateSandbox(ToRecord(info)), "set timeout of sandbox " + id);
+  {
+    std::lock_guard l(e->info_mu);
+    e->info.timeout_seconds = seconds;
+    e->info.expires_at_ms = expires;
+    e->info.updated_at_ms = now;
+  }
+  return e->Snapshot();
+}
+
+std::string_view SandboxLifecycle::BackendName() const { return reg_.backend.name(); }
+
+Status SandboxLifecycle::ProbeBackend() { return reg_.backend.Probe(); }
+
+std::map<SandboxState, int64_t> SandboxLifecycle::CountByState() {
+  std::map<SandboxState, int64_t> out;
+  for (const auto& e : reg_.AllEntries()) {
+    SandboxState s = e->Snapshot().state;
+    if (s != SandboxState::kDestroyed) ++out[s];
+  }
+  return out;
+}
+
+}  // namespace asb::core

@@ -1,0 +1,123 @@
+// SandboxLifecycle: a sandbox's life from create to destroy (docs/ARCHITECTURE.md, "core/"): it
+// issues ids, validates requests against the configured limits, enforces the quota, runs the
+// state machine and writes every transition to the store before and after its side effect,
+// reaps sandboxes whose TTL or idle timeout passed, and reconciles the store with the backend
+// after a restart (lifecycle_recovery.cc).
+//
+// State machine (stored as lower-case names):
+//
+//   creating --backend Create ok--> running --Destroy/reaper--> stopping --> destroyed
+//      |                                                          ^
+//      +--backend Create failed--> error --Destroy/reaper---------+
+//
+// Each transition is written to the store before the side effect (e.g. "stopping" before
+// Backend::Destroy) and after it ("destroyed"), so that Recover() can finish whatever a crash
+// interrupted. Destroyed records are kept (for audit) but are invisible: Get answers kNotFound.
+//
+// Tenancy: every call takes the caller's `owner` (an opaque string; api/auth.h maps API keys to
+// owners). A sandbox of another owner answers kNotFound, exactly as a missing one. The owner
+// kAnyOwner ("") sees and may act on every sandbox (admin, or --insecure-no-auth).
+//
+// Threading: all methods are thread-safe; operations on different sandboxes never wait for each
+// other (sandbox_registry.h, "Locking").
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/result.h"
+#include "core/sandbox_types.h"
+#include "core/template_defaults.h"
+
+namespace asb::core {
+
+class SandboxRegistry;
+struct Entry;
+
+class SandboxLifecycle {
+ public:
+  /// `registry` must outlive the service.
+  explicit SandboxLifecycle(SandboxRegistry& registry) : reg_(registry) {}
+
+  /// Validates `req`, reserves a quota slot, writes a "creating" record, asks the backend to
+  /// create the sandbox, and writes "running". Returns the running sandbox's info.
+  /// Errors: kInvalidArgument (any field out of range, with the field and the allowed range in
+  /// the message; unknown template naming the available ones; network), kLimitExceeded (quota:
+  /// max_sandboxes creating+running), kBackend / others from the backend. A failed backend
+  /// create leaves a record in state "error" (visible, deletable, reaped at its TTL), cleans up
+  /// the backend's resources, and frees the quota slot.
+  Result<SandboxInfo> Create(const std::string& owner, const CreateRequest& req);
+  /// Create, with the workspace cloned from `workspace_image` (a snapshot's; "" = fresh) and
+  /// the command defaults `inherited` (a fork's source's) instead of the template's when set.
+  /// Errors: as Create.
+  Result<SandboxInfo> CreateWith(const std::string& owner, const CreateRequest& req,
+                                 const std::string& workspace_image,
+                                 const std::optional<CommandDefaults>& inherited = std::nullopt);
+
+  /// The sandbox `id`. Errors: kNotFound (unknown, destroyed, or another owner's).
+  Result<SandboxInfo> Get(const std::string& owner, const std::string& id);
+  /// The owner's sandboxes that are not destroyed, oldest first (kAnyOwner: everyone's).
+  Result<std::vector<SandboxInfo>> List(const std::string& owner);
+
+  /// Destroys the sandbox from any state (creating, running, error, a stuck stopping): writes
+  /// "stopping", Backend::Destroy, writes "destroyed". Running execs on it end with an error.
+  /// Errors: kNotFound (unknown, already destroyed, another owner's), kBackend if the backend
+  /// could not remove it (the record then stays "stopping" and a later Destroy or Recover
+  /// retries).
+  Status Destroy(const std::string& owner, const std::string& id);
+  /// Destroy's transition for a caller that holds e.op_mu; `why` is logged. Errors: as Destroy.
+  Status DestroyLocked(Entry& e, std::string_view why);
+
+  /// Sets expires_at = now + seconds. Seconds below min_timeout_seconds: kInvalidArgument;
+  /// above max_timeout_seconds: clamped to it. Errors: kNotFound, kConflict if the sandbox is
+  /// not running.
+  Result<SandboxInfo> SetTimeout(const std::string& owner, const std::string& id, int64_t seconds);
+
+  /// Reconciles the store with the backend (ACCEPTANCE.md L6). Records in running state are
+  /// adopted (Backend::Adopt) keeping their expires_at; those whose sandbox is gone (kNotFound)
+  /// become destroyed; those that still fail to adopt after about a second of retries for
+  /// another reason are kept in state error (visible, deletable) and retried by the reaper.
+  /// Records in creating/stopping are destroyed (interrupted transitions). Every id in
+  /// Backend::ListOwned() that no live record names is destroyed via the backend. Errors: only
+  /// store failures; backend failures for single sandboxes are logged and retried.
+  Status Recover();
+  /// One reaper pass: destroys every sandbox whose expires_at passed or whose idle timeout
+  /// passed with no operation in progress, and retries stuck "stopping" ones. Returns how many
+  /// were destroyed.
+  int ReapOnce();
+
+  /// The isolation backend's short name ("ns").
+  std::string_view BackendName() const;
+  /// Whether the host can run the backend now (Backend::Probe). Errors: kUnavailable with the
+  /// reason.
+  Status ProbeBackend();
+
+  /// Counts for metrics: sandboxes per state (live ones only).
+  std::map<SandboxState, int64_t> CountByState();
+  /// Counts for metrics since this service was made: sandboxes the reaper destroyed (TTL,
+  /// idle timeout, stuck stop), and what Recover() did with the records it found.
+  struct MaintenanceCounts {
+    int64_t reaped = 0;
+    int64_t recovered_adopted = 0;
+    int64_t recovered_dropped = 0;
+    int64_t orphans_destroyed = 0;
+  };
+  MaintenanceCounts Counts() const;
+
+ private:
+  /// One retry of an adoption Recover could not complete; caller holds e.op_mu. Returns true
+  /// if the sandbox was dropped (destroyed) because it is gone.
+  bool RetryAdopt(Entry& e);
+
+  SandboxRegistry& reg_;
+  std::atomic<int64_t> reaped_total_{0};
+  std::atomic<int64_t> adopted_total_{0};
+  std::atomic<int64_t> dropped_total_{0};
+  std::atomic<int64_t> orphans_total_{0};
+};
+
+}  // namespace asb::core

@@ -1,0 +1,181 @@
+// SandboxRegistry: entries, quota slots, state writes, activity and lost-sandbox detection
+// (sandbox_registry.h).
+#include "core/sandbox_registry.h"
+
+#include "common/ids.h"
+#include "common/log.h"
+#include "store/store.h"
+
+namespace asb::core {
+
+namespace {
+
+/// Ends an activity: decrements the in-flight count and touches last_activity.
+struct ActivityMark {
+  ActivityMark(std::shared_ptr<Entry> e, std::function<void(Entry&)> touch)
+      : entry(std::move(e)), touch(std::move(touch)) {
+    entry->active_ops.fetch_add(1);
+  }
+  ~ActivityMark() {
+    touch(*entry);
+    entry->active_ops.fetch_sub(1);
+  }
+  std::shared_ptr<Entry> entry;
+  std::function<void(Entry&)> touch;
+};
+
+}  // namespace
+
+// ---- entries --------------------------------------------------------------------------------
+
+Result<std::shared_ptr<Entry>> SandboxRegistry::Find(const std::string& owner,
+                                                     const std::string& id) {
+  std::shared_ptr<Entry> e;
+  {
+    std::lock_guard l(mu_);
+    auto it = entries_.find(id);
+    if (it != entries_.end()) e = it->second;
+  }
+  if (e) {
+    std::lock_guard l(e->info_mu);
+    if ((owner == kAnyOwner || e->info.owner == owner) &&
+        e->info.state != SandboxState::kDestroyed) {
+      return e;
+    }
+  }
+  // One message for unknown, destroyed and foreign ids: they must be indistinguishable.
+  std::string shown = IsValidId(id, "sb_") ? id : "(invalid id)";
+  return Fail(Error::NotFound("sandbox " + shown + " not found"));
+}
+
+std::vector<std::shared_ptr<Entry>> SandboxRegistry::AllEntries() {
+  std::lock_guard l(mu_);
+  std::vector<std::shared_ptr<Entry>> out;
+  out.reserve(entries_.size());
+  for (const auto& [id, e] : entries_) out.push_back(e);
+  return out;
+}
+
+void SandboxRegistry::Insert(const std::shared_ptr<Entry>& e) {
+  std::lock_guard l(mu_);
+  entries_[e->Snapshot().id] = e;
+}
+
+void SandboxRegistry::Erase(const std::string& id) {
+  std::lock_guard l(mu_);
+  entries_.erase(id);
+}
+
+Status SandboxRegistry::ReserveSlot(Entry& e, bool force) {
+  std::lock_guard l(mu_);
+  if (e.holds_slot) return {};
+  if (!force && slots_used_ >= cfg.limits.max_sandboxes) {
+    return Fail(
+        Error::LimitExceeded("sandbox limit reached: " + std::to_string(cfg.limits.max_sandboxes) +
+                             " sandboxes are running or being created"));
+  }
+  ++slots_used_;
+  e.holds_slot = true;
+  return {};
+}
+
+void SandboxRegistry::ReleaseSlot(Entry& e) {
+  std::lock_guard l(mu_);
+  if (!e.holds_slot) return;
+  --slots_used_;
+  e.holds_slot = false;
+}
+
+int64_t SandboxRegistry::SlotsUsed() {
+  std::lock_guard l(mu_);
+  return slots_used_;
+}
+
+// ---- state ----------------------------------------------------------------------------------
+
+Status SandboxRegistry::WriteState(Entry& e, SandboxState s, std::string_view error_message) {
+  const int64_t now = clock.NowUnixMs();
+  const std::string id = e.Snapshot().id;
+  ASB_TRY(store.SetSandboxState(id, SandboxStateName(s), error_message, now));
+  std::lock_guard l(e.info_mu);
+  e.info.state = s;
+  e.info.error_message = std::string(error_message);
+  e.info.updated_at_ms = now;
+  return {};
+}
+
+Status SandboxRegistry::RequireRunning(const SandboxInfo& info) {
+  if (info.state == SandboxState::kRunning) return {};
+  return Fail(Error::Conflict("sandbox " + info.id + " is " +
+                              std::string(SandboxStateName(info.state)) + ", not running"));
+}
+
+// ---- activity -------------------------------------------------------------------------------
+
+void SandboxRegistry::Touch(Entry& e) {
+  const int64_t now = clock.NowUnixMs();
+  std::string id;
+  {
+    std::lock_guard l(e.info_mu);
+    if (e.info.state == SandboxState::kDestroyed) return;
+    e.info.last_activity_at_ms = now;
+    id = e.info.id;
+  }
+  if (Status st = store.TouchSandbox(id, now); !st) {
+    spdlog::debug("sandbox_id={} touch: {}", id, st.error().ToString());
+  }
+}
+
+Result<SandboxRegistry::Active> SandboxRegistry::BeginActivity(const std::shared_ptr<Entry>& e) {
+  Active a;
+  {
+    std::lock_guard l(e->info_mu);
+    if (e->info.state != SandboxState::kRunning || !e->sandbox) {
+      return Fail(Error::Conflict("sandbox " + e->info.id + " is " +
+                                  std::string(SandboxStateName(e->info.state)) + ", not running"));
+    }
+    a.sandbox = e->sandbox;
+  }
+  auto mark = std::make_shared<ActivityMark>(e, [this](Entry& en) { Touch(en); });
+  Touch(*e);
+  a.mark = std::move(mark);
+  return a;
+}
+
+// ---- sandboxes that die on their own -------------------------------------------------------
+
+Result<std::shared_ptr<protocol::Connection>> SandboxRegistry::ConnectionFor(Entry& e,
+                                                                             const Active& a) {
+  auto conn = a.sandbox->connection();
+  if (!conn || !conn->alive()) {
+    NoteIfLost(e, a.sandbox);
+    return Fail(Error::Backend("sandbox " + a.sandbox->id() + ": no connection to its sandboxd"));
+  }
+  return conn;
+}
+
+void SandboxRegistry::NoteIfLost(Entry& e, const std::shared_ptr<isolation::Sandbox>& sandbox) {
+  auto conn = sandbox->connection();
+  bool lost = conn != nullptr && !conn->alive();
+  if (!lost) {
+    auto usage = sandbox->Usage();
+    lost = !usage && usage.error().code() == ErrorCode::kNotFound;
+  }
+  if (!lost) return;
+  // A Destroy in progress holds op_mu and will finish the job; never wait for it.
+  std::unique_lock op(e.op_mu, std::try_to_lock);
+  if (!op.owns_lock()) return;
+  {
+    std::lock_guard l(e.info_mu);
+    if (e.info.state != SandboxState::kRunning || e.sandbox != sandbox) return;
+  }
+  const std::string msg = "sandbox stopped unexpectedly (its sandboxd is gone)";
+  if (Status st = WriteState(e, SandboxState::kError, msg); !st) {
+    spdlog::warn("sandbox_id={} marking lost sandbox: {}", sandbox->id(), st.error().ToString());
+    return;
+  }
+  ReleaseSlot(e);
+  spdlog::warn("sandbox_id={} {}", sandbox->id(), msg);
+}
+
+}  // namespace asb::core

@@ -1,0 +1,130 @@
+// SandboxRegistry: the live sandboxes of one server and what every service of core/ shares
+// about them (docs/ARCHITECTURE.md, "core/"): the entries by id, owner lookup (tenancy), the
+// quota slots, the activity marks that keep a sandbox from idling out, the state writes of the
+// state machine, and the detection of a sandbox that died on its own.
+//
+// The services (lifecycle.h, exec_service.h, file_service.h, process_service.h,
+// snapshot_service.h, network_service.h) each take the registry; none holds sandboxes of its
+// own. The registry knows nothing of HTTP and is not seen by api/ or mcp/.
+//
+// Locking, from outside in (never the other way round):
+//   Entry::op_mu   serializes lifecycle changes of one sandbox (create, destroy, timeout,
+//                  rollback, network). Held across the backend call, so only this sandbox waits.
+//   registry mu_   guards the entries map and the quota count; held for lookups only.
+//   Entry::info_mu guards Entry::info and Entry::sandbox; held for copies only, so Get/List
+//                  never wait for a backend call.
+#pragma once
+
+#include <atomic>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/clock.h"
+#include "common/result.h"
+#include "core/config.h"
+#include "core/sandbox_types.h"
+#include "core/templates.h"
+#include "isolation/backend.h"
+
+namespace asb::store {
+class Store;
+}
+
+namespace asb::core {
+
+/// One sandbox the registry knows (every state but destroyed).
+struct Entry {
+  explicit Entry(SandboxInfo i) : info(std::move(i)) {}
+  std::mutex op_mu;
+  mutable std::mutex info_mu;
+  SandboxInfo info;                             // guarded by info_mu
+  std::shared_ptr<isolation::Sandbox> sandbox;  // guarded by info_mu; set while running
+  bool holds_slot = false;                      // guarded by the registry's mu_
+  /// Reaper passes left to retry adopting a sandbox Recover could not reach (guarded by
+  /// op_mu). Its PID 1 may be a zombie that the host's init has not reaped yet.
+  int adopt_retries_left = 0;
+  std::atomic<int> active_ops{0};  // execs/file ops in flight
+
+  SandboxInfo Snapshot() const {
+    std::lock_guard l(info_mu);
+    return info;
+  }
+};
+
+class SandboxRegistry {
+ public:
+  /// All references must outlive the registry. `config` should have passed Validate().
+  SandboxRegistry(const ManagerConfig& config, store::Store& store, isolation::Backend& backend,
+                  Clock& clock, const TemplateCatalog& templates)
+      : cfg(config), store(store), backend(backend), clock(clock), templates(templates) {}
+  SandboxRegistry(const SandboxRegistry&) = delete;
+  SandboxRegistry& operator=(const SandboxRegistry&) = delete;
+
+  const ManagerConfig& cfg;
+  store::Store& store;
+  isolation::Backend& backend;
+  Clock& clock;
+  const TemplateCatalog& templates;
+
+  // ---- entries -----------------------------------------------------------------------------
+  /// The live entry `id` visible to `owner` (kAnyOwner sees all). Errors: kNotFound, with one
+  /// message for unknown, destroyed and foreign ids (they must be indistinguishable).
+  Result<std::shared_ptr<Entry>> Find(const std::string& owner, const std::string& id);
+  std::vector<std::shared_ptr<Entry>> AllEntries();
+  void Insert(const std::shared_ptr<Entry>& e);
+  void Erase(const std::string& id);
+
+  // ---- quota ---------------------------------------------------------------------------------
+  /// Takes a quota slot for `e` if one is free (force: even if not, for adopted sandboxes).
+  /// Errors: kLimitExceeded naming max_sandboxes.
+  Status ReserveSlot(Entry& e, bool force = false);
+  /// Gives back e's slot if it holds one.
+  void ReleaseSlot(Entry& e);
+  int64_t SlotsUsed();
+
+  // ---- state (caller holds e.op_mu) --------------------------------------------------------
+  /// Writes state (and error message) to the store, then to the cached info.
+  Status WriteState(Entry& e, SandboxState s, std::string_view error_message = {});
+  /// kConflict "sandbox X is <state>, not running" unless `info` is running.
+  static Status RequireRunning(const SandboxInfo& info);
+
+  // ---- activity ------------------------------------------------------------------------------
+  /// The running sandbox of `e`, marked active until `mark` is released (the reaper's idle
+  /// timeout counts from then). Errors: kConflict when the sandbox is not running.
+  struct Active {
+    std::shared_ptr<isolation::Sandbox> sandbox;
+    std::shared_ptr<void> mark;  // releasing it ends the activity and touches last_activity
+  };
+  Result<Active> BeginActivity(const std::shared_ptr<Entry>& e);
+  /// Sets last_activity to now (memory and store).
+  void Touch(Entry& e);
+
+  // ---- sandboxes that die on their own ---------------------------------------------------
+  /// The sandbox's live connection to its sandboxd. Errors: kBackend; when the sandbox turns
+  /// out to be gone, it is also marked "error" (NoteIfLost).
+  Result<std::shared_ptr<protocol::Connection>> ConnectionFor(Entry& e, const Active& a);
+  /// After a kBackend/kCancelled failure: if the sandbox's connection is dead or the backend
+  /// says it is gone, and no lifecycle change is under way, marks it "error" ("sandbox stopped
+  /// unexpectedly") and frees its quota slot. It stays visible and deletable.
+  void NoteIfLost(Entry& e, const std::shared_ptr<isolation::Sandbox>& sandbox);
+  /// `r`, after noting a lost sandbox when it failed with kBackend or kCancelled.
+  template <typename T>
+  Result<T> Checked(Entry& e, const Active& a, Result<T> r) {
+    if (!r &&
+        (r.error().code() == ErrorCode::kBackend || r.error().code() == ErrorCode::kCancelled)) {
+      NoteIfLost(e, a.sandbox);
+    }
+    return r;
+  }
+
+ private:
+  std::mutex mu_;
+  std::map<std::string, std::shared_ptr<Entry>> entries_;  // live (not destroyed)
+  int64_t slots_used_ = 0;                                 // creating + running
+};
+
+}  // namespace asb::core

@@ -1,0 +1,221 @@
+// The values of core's public API: what a sandbox, a snapshot, an exec, a file and a process
+// look like to the layers above (api/, mcp/, cli/). They are core's own types, not sandboxd's
+// wire types (protocol/), so that a change of the sandbox protocol stops at core/ and the HTTP
+// and MCP layers never decode protocol frames (docs/ARCHITECTURE.md, "Layers"; ADR 0018).
+// Times are Unix epoch milliseconds, sizes bytes unless a name says otherwise (_mb: MiB).
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/result.h"
+#include "isolation/net/policy.h"
+
+namespace asb::core {
+
+/// The egress policy of a networked sandbox: a plain value (rules, bandwidth) that core,
+/// the backends and sandboxd's resolver share (isolation/net/policy.h holds its parser).
+using NetworkPolicy = isolation::net::NetworkPolicy;
+
+/// The owner that sees every sandbox.
+inline constexpr char kAnyOwner[] = "";
+
+enum class SandboxState { kCreating, kRunning, kStopping, kDestroyed, kError };
+
+/// "creating", "running", "stopping", "destroyed", "error".
+std::string_view SandboxStateName(SandboxState s);
+/// Parses a name from SandboxStateName; nullopt for anything else.
+std::optional<SandboxState> ParseSandboxState(std::string_view name);
+
+/// A create request as the API decoded it. Absent optionals take the configured defaults, or
+/// the template's default resources (cpus, memory_mb, workspace_mb from its manifest, brought
+/// within the limits) when it has them; the template's env lies under `env`. Integers are signed so
+/// that negative input reaches validation (and is rejected there).
+struct CreateRequest {
+  std::string template_name{};                    // "" = config.default_template
+  std::optional<double> cpus{};                   // cores, (0, max_cpus]
+  std::optional<int64_t> memory_mb{};             // [min_memory_mb, max_memory_mb]
+  std::optional<int64_t> pids_limit{};            // [min_pids_limit, max_pids_limit]
+  std::optional<int64_t> workspace_mb{};          // [min_workspace_mb, max_workspace_mb]
+  std::optional<int64_t> timeout_seconds{};       // [min_timeout_seconds, max_timeout_seconds]
+  std::optional<int64_t> idle_timeout_seconds{};  // [0, max_timeout_seconds]; 0 = none
+  /// Base environment of every command. Keys non-empty, without '=' or NUL; values without NUL.
+  std::map<std::string, std::string> env{};
+  /// Outbound network (issue 10); kInvalidArgument when the server has networking disabled.
+  bool network = false;
+  /// The egress policy with network; absent = config.default_network_policy.
+  std::optional<NetworkPolicy> network_policy{};
+};
+
+/// What the API shows about a sandbox. Times are Unix epoch milliseconds.
+struct SandboxInfo {
+  std::string id{};  // "sb_" + 16 hex
+  std::string owner{};
+  std::string template_name{};
+  SandboxState state = SandboxState::kCreating;
+  std::string error_message{};  // why it is in state error; "" otherwise
+  double cpus = 0;
+  int64_t memory_mb = 0;
+  int64_t pids_limit = 0;
+  int64_t workspace_mb = 0;
+  int64_t tmp_size_mb = 0;
+  bool network = false;
+  NetworkPolicy network_policy{};  // meaningful with network
+  bool read_only_rootfs = true;
+  std::map<std::string, std::string> env{};
+  /// Cwd and user of every exec, process and PTY that names none: its template's WORKDIR and
+  /// USER (core/template_defaults.h), recorded at create; forks keep the source's.
+  std::string default_workdir = "/workspace";  // absolute
+  std::string default_user = "sandbox";        // "sandbox" or "root"
+  int64_t created_at_ms = 0;
+  int64_t updated_at_ms = 0;
+  int64_t expires_at_ms = 0;
+  int64_t timeout_seconds = 0;       // the TTL last set (create or SetTimeout)
+  int64_t idle_timeout_seconds = 0;  // 0 = none
+  int64_t last_activity_at_ms = 0;
+  std::optional<std::string> source_snapshot_id{};
+  std::string backend{};  // Backend::name(), e.g. "ns"
+};
+
+/// An exec request as the API decoded it.
+struct ExecOptions {
+  /// Exactly one of argv (non-empty) / command (run by /bin/sh -c). Errors: kInvalidArgument.
+  std::vector<std::string> argv{};
+  std::optional<std::string> command{};
+  /// Layered over the sandbox's env. Same key/value rules as CreateRequest::env.
+  std::map<std::string, std::string> env{};
+  /// "" = the sandbox's default_workdir (its template's WORKDIR, else /workspace); relative =
+  /// under /workspace; absolute anywhere ("/tmp").
+  std::string workdir{};
+  /// "" = the sandbox's default_user (its template's USER, else "sandbox"); "sandbox" (uid
+  /// 1000), or "root" (root of the sandbox's user namespace).
+  std::string user{};
+  /// Seconds, > 0; absent = default_exec_timeout_seconds; above the max it is clamped.
+  std::optional<double> timeout_seconds{};
+  /// Cap on kept bytes of each stream separately (stdout and stderr each keep up to this).
+  /// Exec: absent or above the limit = max_exec_output_bytes. StartExec (streamed, flow
+  /// controlled): absent = no cap, else exactly this. 0 is kInvalidArgument.
+  std::optional<uint64_t> max_output_bytes{};
+  /// Bytes written to the command's stdin, then EOF. Absent: stdin is at EOF at once.
+  std::optional<std::string> stdin_data{};
+  /// Exec (run to completion) only: set when the caller went away; the command is then
+  /// cancelled (its session killed) and Exec returns kCancelled.
+  std::shared_ptr<const std::atomic<bool>> abandoned{};
+};
+
+/// A finished exec: ExecResult (with oom_killed filled in) and the kept output.
+
+/// The user names a command may run as: "sandbox" (uid 1000) and "root" (root of the
+/// sandbox's user namespace).
+inline constexpr char kUserSandbox[] = "sandbox";
+inline constexpr char kUserRoot[] = "root";
+
+/// How a command ended (exec, run to completion or streamed).
+struct ExecResult {
+  int exit_code = -1;  // exit status, or 128+signal when a signal killed it
+  int signal = 0;      // terminating signal number, 0 if it exited
+  bool timed_out = false;
+  bool stdout_truncated = false;  // the output cap dropped stdout bytes
+  bool stderr_truncated = false;
+  uint64_t stdout_bytes = 0;  // total bytes the command wrote, including dropped ones
+  uint64_t stderr_bytes = 0;
+  uint64_t duration_ms = 0;
+  bool oom_killed = false;    // the memory limit killed a process of the sandbox meanwhile
+  bool pids_limited = false;  // the pids limit refused a fork meanwhile
+};
+
+/// A finished exec: its result and the kept output of each stream.
+struct ExecOutcome {
+  ExecResult result;
+  std::string stdout_data;
+  std::string stderr_data;
+};
+
+/// A file, directory or other entry inside a sandbox.
+struct FileStat {
+  std::string path;   // absolute path inside the sandbox
+  std::string name;   // last component
+  std::string type;   // "file", "dir", "symlink", "fifo", "socket", "char", "block"
+  uint64_t size = 0;  // bytes
+  uint32_t mode = 0;  // permission bits (07777)
+  uint32_t uid = 0;
+  uint32_t gid = 0;
+  int64_t mtime_ms = 0;
+  std::string link_target;  // for symlinks
+};
+
+/// What a tar import extracted.
+struct TarResult {
+  uint64_t entries = 0;
+  uint64_t bytes = 0;  // sum of regular file sizes
+};
+
+/// A background process of a sandbox.
+struct ProcessInfo {
+  int pid = 0;  // in the sandbox's pid namespace
+  std::string tag;
+  std::vector<std::string> argv;  // as requested (empty when `command` was given)
+  std::optional<std::string> command;
+  int64_t started_at_ms = 0;
+  int64_t ended_at_ms = 0;  // 0 while running
+  std::string state;        // "running" or "exited"
+  int exit_code = -1;       // exit status or 128+signal; -1 while running
+  int signal = 0;           // terminating signal, 0 if it exited
+  bool pty = false;
+  bool stdin_open = false;    // a stdin pipe exists and has not been closed
+  uint64_t output_bytes = 0;  // bytes the process has written so far (both streams)
+};
+
+/// Largest replay ring of a background process, bytes (ProcessOptions::ring_bytes).
+inline constexpr uint64_t kMaxProcessRingBytes = 4 * 1024 * 1024;
+
+/// A workspace snapshot as the API shows it (issue 4). Times are Unix epoch milliseconds.
+struct SnapshotInfo {
+  std::string id{};  // "snap_" + 16 hex
+  std::string owner{};
+  std::string sandbox_id{};  // the sandbox it was taken from; "" for an uploaded archive
+  std::string name{};
+  std::string template_name{};
+  int64_t size_bytes = 0;     // bytes of the stored tar.zst
+  int64_t content_bytes = 0;  // sum of regular file sizes in it
+  int64_t created_at_ms = 0;
+};
+
+/// Overrides for a fork; absent fields are inherited from the snapshot's sandbox.
+struct ForkRequest {
+  std::optional<double> cpus{};
+  std::optional<int64_t> memory_mb{};
+  std::optional<bool> network{};
+  std::optional<int64_t> timeout_seconds{};
+};
+
+/// A background process request as the API decoded it (issue 8). Command, env, workdir and
+/// user follow ExecOptions' rules; there is no timeout and no output cap.
+struct ProcessOptions {
+  std::vector<std::string> argv{};
+  std::optional<std::string> command{};
+  std::map<std::string, std::string> env{};
+  std::string workdir{};
+  std::string user{};
+  std::string tag{};                    // at most 256 bytes
+  bool stdin = false;                   // give it a stdin pipe (implied by pty)
+  bool pty = false;                     // run on a pseudo-terminal of cols x rows
+  std::optional<int64_t> cols{};        // [1, kMaxTerminalSize], default 80
+  std::optional<int64_t> rows{};        // [1, kMaxTerminalSize], default 24
+  std::optional<int64_t> ring_bytes{};  // replay ring [1, kMaxProcessRingBytes]
+};
+
+/// Largest terminal width or height accepted (columns or rows).
+inline constexpr int64_t kMaxTerminalSize = 10000;
+
+/// Parses a signal name ("SIGTERM", "TERM", case-insensitive) or number ("15") into its
+/// number (signal(7)). Errors: kInvalidArgument naming the accepted names.
+Result<int> ParseSignalName(std::string_view name);
+
+}  // namespace asb::core

@@ -1,0 +1,82 @@
+// SnapshotService: workspace snapshots, rollback and fork (docs/ARCHITECTURE.md, "core/";
+// ADR 0008, ADR 0009). Archives live in <data_dir>/snapshots/<id>.tar.zst
+// (core/snapshot_archive.h); where the backend has workspace images, a snapshot also keeps
+// <WorkspaceImageDir>/<id>.img, from which fork and rollback clone. Records go pending -> ready
+// around the archive's rename (store/snapshot_store.h); RecoverSnapshots removes whatever a
+// crash left half-made. Limits: ManagerConfig::snapshots.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/result.h"
+#include "core/sandbox_types.h"
+
+namespace asb::core {
+
+class SandboxLifecycle;
+class SandboxRegistry;
+
+class SnapshotService {
+ public:
+  /// Both must outlive the service; forks are created through `lifecycle`.
+  SnapshotService(SandboxRegistry& registry, SandboxLifecycle& lifecycle)
+      : reg_(registry), lifecycle_(lifecycle) {}
+
+  /// Archives the sandbox's /workspace. Errors: kNotFound, kConflict (not running),
+  /// kLimitExceeded (count limits), kTooLarge (byte limits), kBackend.
+  Result<SnapshotInfo> CreateSnapshot(const std::string& owner, const std::string& sandbox_id,
+                                      const std::string& name);
+  /// Ready snapshots of `owner` (kAnyOwner: all), optionally of one sandbox, oldest first.
+  Result<std::vector<SnapshotInfo>> ListSnapshots(const std::string& owner,
+                                                  const std::optional<std::string>& sandbox_id);
+  /// Errors: kNotFound (unknown, pending, another owner's, malformed id).
+  Result<SnapshotInfo> GetSnapshot(const std::string& owner, const std::string& snapshot_id);
+  /// Deletes record and file. Errors: kNotFound.
+  Status DeleteSnapshot(const std::string& owner, const std::string& snapshot_id);
+  /// Host path of the snapshot's tar.zst (for download). Errors: kNotFound.
+  Result<std::string> SnapshotArchivePath(const std::string& owner, const std::string& snapshot_id);
+  /// Restores the sandbox's /workspace to the snapshot exactly, after killing every process
+  /// and emptying /tmp; keeps the id and sets source_snapshot_id. The archive is checked
+  /// before anything is touched, and a failed import puts the previous workspace back, so a
+  /// failed rollback leaves the sandbox as it was (ACCEPTANCE.md S5). Errors: kNotFound
+  /// (sandbox or snapshot), kConflict, kTooLarge (does not fit the workspace), kBackend.
+  Result<SandboxInfo> Rollback(const std::string& owner, const std::string& sandbox_id,
+                               const std::string& snapshot_id);
+  /// Creates a new sandbox from the snapshot's template, env and limits (with `req`'s
+  /// overrides) and fills its workspace from the snapshot. On failure the new sandbox is
+  /// destroyed. Errors: as Create, plus kNotFound for the snapshot.
+  Result<SandboxInfo> Fork(const std::string& owner, const std::string& snapshot_id,
+                           const ForkRequest& req);
+  /// Makes a snapshot from an uploaded archive: `temp_path` must be a file inside
+  /// SnapshotUploadDir(); it is checked (ScanArchive) and renamed into place, or removed.
+  /// Errors: kInvalidArgument (hostile or unreadable archive), kTooLarge, kLimitExceeded.
+  Result<SnapshotInfo> ImportSnapshot(const std::string& owner, const std::string& temp_path,
+                                      const std::string& name, const std::string& template_name);
+  /// Directory in which upload temp files are to be made (same file system as the archives).
+  std::string SnapshotUploadDir() const;
+  /// Deletes pending snapshot records and stray temp files (a crash mid-snapshot), archive
+  /// files no record names, and restores workspaces of interrupted rollbacks. Called by
+  /// Start() after Recover() (so sandboxes are adopted by then).
+  Status RecoverSnapshots();
+  /// Part of RecoverSnapshots: puts the workspace saved by a rollback that a crash cut short
+  /// back into the sandbox (if it still runs). Errors: kBackend.
+  Status RestoreInterruptedRollback(const std::string& sandbox_id, const std::string& backup);
+
+ private:
+  /// The snapshot's tar.zst, made from its image on first use when the snapshot has none yet
+  /// (a short-lived sandbox exports it). Errors: kInternal (neither archive nor image), those
+  /// of Create and the export.
+  Result<std::string> EnsureArchive(const SnapshotInfo& snap);
+  /// <WorkspaceImageDir>/<snapshot_id>.img if the backend has images and the file exists.
+  std::optional<std::string> SnapshotImage(const std::string& snapshot_id) const;
+  /// Part of RecoverSnapshots: finishes the image swap of a rollback a crash cut short after
+  /// it staged the image (the staged image is complete: roll forward).
+  Status FinishStagedRollback(const std::string& sandbox_id);
+
+  SandboxRegistry& reg_;
+  SandboxLifecycle& lifecycle_;
+};
+
+}  // namespace asb::core
