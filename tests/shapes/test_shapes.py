@@ -7,7 +7,7 @@ this fast, unprivileged test (CTest `shapes`, label unit) holds every other copy
     validated here against its OpenAPI response schema (openapi_check.py of the e2e suite) with
     additionalProperties false wherever the document leaves it open, so a field the server
     sends and the document lacks fails, as does a documented required field it does not send;
-    every documented success answer must have been produced (not as root, the answers that
+    every documented success answer must have been produced (without root, the answers that
     need sandboxd are left out: sandboxd on the host drops to uid 1000, which needs root);
   * the MCP tools' inputSchema properties (src/mcp/tools*.cc, recorded by the same binary): each
     one is a field of the request schema, a path or query parameter of the REST operation the
