@@ -35,7 +35,9 @@ using tools_internal::Tool;
 json::object SandboxSchema() {
   json::object p;
   p["id"] = Prop("string", "Sandbox id (sb_...).");
-  p["status"] = Prop("string", "creating, running, stopped, error, ...");
+  p["status"] = Prop("string", "");
+  p["status"].as_object()["enum"] =
+      json::array{"creating", "running", "stopping", "destroyed", "error"};
   p["template"] = Prop("string", "");
   p["cpus"] = Prop("number", "");
   p["memory_mb"] = Prop("integer", "");

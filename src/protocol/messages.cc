@@ -1,76 +1,185 @@
-// JSON encoders and decoders of the protocol messages (see messages.h and
-// docs/design/sandbox-protocol.md, section 7 for the conventions).
+// JSON codecs of the protocol messages (see messages.h and docs/design/sandbox-protocol.md,
+// section 7 for the conventions): one field table per message (field_table.h) drives both its
+// encoder and its decoder, so a member is named on the wire exactly once.
 //
-// Encoders build a boost::json::object member by member; boost::json::object keeps insertion
-// order, so the serialized bytes follow the struct's member order and are deterministic.
-// Decoders parse with invalid UTF-8 allowed (file names are bytes), check each member's type
-// strictly, ignore unknown members, and convert every failure into a kBackend "protocol: ..."
-// error; no exception leaves this file.
+// Encoders write the members in table order, which is the struct's member order; decoders parse
+// with invalid UTF-8 allowed (file names are bytes), check each member's type strictly, ignore
+// unknown members, and convert every failure into a kBackend "protocol: ..." error; no exception
+// leaves this file. The golden strings of messages_test.cc pin the bytes.
 #include "protocol/messages.h"
 
-#include <boost/json.hpp>
+#include <tuple>
 
 #include "protocol/command_json.h"
+#include "protocol/field_table.h"
 #include "protocol/json_util.h"
 
 namespace asb::protocol {
 
-namespace json = boost::json;
+namespace internal {
 
-namespace {
+template <>
+struct MessageSchema<Hello> {
+  static constexpr std::string_view kWhat = "HELLO";
+  static constexpr auto kFields = std::tuple(
+      Field("min_version", &Hello::min_version), Field("max_version", &Hello::max_version),
+      Field("version", &Hello::version, Emit::kUnlessDefault),  // only in sandboxd's answer
+      Field("software", &Hello::software));
+};
 
-using namespace internal;  // NOLINT: the JSON helpers shared with proc_messages.cc
+template <>
+struct MessageSchema<ExecRequest> {
+  static constexpr std::string_view kWhat = "exec request";
+  static constexpr std::string_view kOp = "exec";
+  static constexpr auto kFields =
+      std::tuple_cat(CommandFields<ExecRequest>(),
+                     std::tuple(Field("timeout_ms", &ExecRequest::timeout_ms),
+                                Field("kill_grace_ms", &ExecRequest::kill_grace_ms),
+                                Field("stdin_pipe", &ExecRequest::stdin_pipe),
+                                Field("max_stdout_bytes", &ExecRequest::max_stdout_bytes),
+                                Field("max_stderr_bytes", &ExecRequest::max_stderr_bytes),
+                                Field("max_output_bytes", &ExecRequest::max_output_bytes),
+                                Field("pty", &ExecRequest::pty)));
+};
 
-// ---- FileScope (nested object "scope") -------------------------------------------------------
+// pids_limited is not on the wire: the host fills it in from the sandbox's pids cgroup.
+template <>
+struct MessageSchema<ExecResult> {
+  static constexpr std::string_view kWhat = "exec result";
+  static constexpr auto kFields = std::tuple(
+      Field("exit_code", &ExecResult::exit_code), Field("signal", &ExecResult::signal),
+      Field("timed_out", &ExecResult::timed_out),
+      Field("stdout_truncated", &ExecResult::stdout_truncated),
+      Field("stderr_truncated", &ExecResult::stderr_truncated),
+      Field("stdout_bytes", &ExecResult::stdout_bytes),
+      Field("stderr_bytes", &ExecResult::stderr_bytes),
+      Field("duration_ms", &ExecResult::duration_ms), Field("oom_killed", &ExecResult::oom_killed));
+};
 
-json::object ScopeToJson(const FileScope& s) {
-  json::object o;
-  o["user"] = Sv(s.user);
-  o["beneath_workspace"] = s.beneath_workspace;
-  return o;
-}
+template <>
+struct MessageSchema<FileStat> {
+  static constexpr std::string_view kWhat = "FileStat";
+  static constexpr auto kFields = std::tuple(
+      Field("path", &FileStat::path), Field("name", &FileStat::name),
+      Field("type", &FileStat::type), Field("size", &FileStat::size),
+      Field("mode", &FileStat::mode), Field("uid", &FileStat::uid), Field("gid", &FileStat::gid),
+      Field("mtime_ms", &FileStat::mtime_ms), Field("link_target", &FileStat::link_target));
+};
 
-Status ReadScope(const Reader& parent, FileScope* out) {
-  ASB_ASSIGN_OR_RETURN(const json::object* o, parent.Object("scope"));
-  if (o == nullptr) return {};
-  Reader r(*o, "scope");
-  ASB_TRY(r.Get("user", &out->user));
-  ASB_TRY(r.Get("beneath_workspace", &out->beneath_workspace));
-  return {};
-}
+// The nested "scope" object of every file and tar request.
+template <>
+struct MessageSchema<FileScope> {
+  static constexpr std::string_view kWhat = "scope";
+  static constexpr auto kFields = std::tuple(
+      Field("user", &FileScope::user), Field("beneath_workspace", &FileScope::beneath_workspace));
+};
 
-// ---- FileStat --------------------------------------------------------------------------------
+template <>
+struct MessageSchema<FileReadRequest> {
+  static constexpr std::string_view kWhat = "file.read request";
+  static constexpr std::string_view kOp = "file.read";
+  static constexpr auto kFields = std::tuple(
+      Field("path", &FileReadRequest::path), Field("offset", &FileReadRequest::offset),
+      Field("length", &FileReadRequest::length), Field("scope", &FileReadRequest::scope));
+};
 
-json::object FileStatToJson(const FileStat& m) {
-  json::object o;
-  o["path"] = Sv(m.path);
-  o["name"] = Sv(m.name);
-  o["type"] = Sv(m.type);
-  o["size"] = m.size;
-  o["mode"] = m.mode;
-  o["uid"] = m.uid;
-  o["gid"] = m.gid;
-  o["mtime_ms"] = m.mtime_ms;
-  o["link_target"] = Sv(m.link_target);
-  return o;
-}
+template <>
+struct MessageSchema<FileWriteRequest> {
+  static constexpr std::string_view kWhat = "file.write request";
+  static constexpr std::string_view kOp = "file.write";
+  static constexpr auto kFields = std::tuple(
+      Field("path", &FileWriteRequest::path), Field("mode", &FileWriteRequest::mode),
+      Field("make_parents", &FileWriteRequest::make_parents),
+      Field("append", &FileWriteRequest::append), Field("max_bytes", &FileWriteRequest::max_bytes),
+      Field("scope", &FileWriteRequest::scope));
+};
 
-Result<FileStat> FileStatFromJson(const json::object& obj) {
-  Reader r(obj, "FileStat");
-  FileStat m;
-  ASB_TRY(r.Get("path", &m.path));
-  ASB_TRY(r.Get("name", &m.name));
-  ASB_TRY(r.Get("type", &m.type));
-  ASB_TRY(r.Get("size", &m.size));
-  ASB_TRY(r.Get("mode", &m.mode));
-  ASB_TRY(r.Get("uid", &m.uid));
-  ASB_TRY(r.Get("gid", &m.gid));
-  ASB_TRY(r.Get("mtime_ms", &m.mtime_ms));
-  ASB_TRY(r.Get("link_target", &m.link_target));
-  return m;
-}
+template <>
+struct MessageSchema<FileListRequest> {
+  static constexpr std::string_view kWhat = "file.list request";
+  static constexpr std::string_view kOp = "file.list";
+  static constexpr auto kFields = std::tuple(
+      Field("path", &FileListRequest::path), Field("recursive", &FileListRequest::recursive),
+      Field("max_entries", &FileListRequest::max_entries),
+      Field("max_bytes", &FileListRequest::max_bytes), Field("scope", &FileListRequest::scope));
+};
 
-}  // namespace
+template <>
+struct MessageSchema<FileStatRequest> {
+  static constexpr std::string_view kWhat = "file.stat request";
+  static constexpr std::string_view kOp = "file.stat";
+  static constexpr auto kFields =
+      std::tuple(Field("path", &FileStatRequest::path),
+                 Field("follow_symlinks", &FileStatRequest::follow_symlinks),
+                 Field("scope", &FileStatRequest::scope));
+};
+
+template <>
+struct MessageSchema<FileMkdirRequest> {
+  static constexpr std::string_view kWhat = "file.mkdir request";
+  static constexpr std::string_view kOp = "file.mkdir";
+  static constexpr auto kFields = std::tuple(
+      Field("path", &FileMkdirRequest::path), Field("mode", &FileMkdirRequest::mode),
+      Field("parents", &FileMkdirRequest::parents), Field("scope", &FileMkdirRequest::scope));
+};
+
+template <>
+struct MessageSchema<FileRemoveRequest> {
+  static constexpr std::string_view kWhat = "file.remove request";
+  static constexpr std::string_view kOp = "file.remove";
+  static constexpr auto kFields = std::tuple(Field("path", &FileRemoveRequest::path),
+                                             Field("recursive", &FileRemoveRequest::recursive),
+                                             Field("scope", &FileRemoveRequest::scope));
+};
+
+template <>
+struct MessageSchema<FileMoveRequest> {
+  static constexpr std::string_view kWhat = "file.move request";
+  static constexpr std::string_view kOp = "file.move";
+  static constexpr auto kFields = std::tuple(
+      Field("from", &FileMoveRequest::from), Field("to", &FileMoveRequest::to),
+      Field("overwrite", &FileMoveRequest::overwrite), Field("scope", &FileMoveRequest::scope));
+};
+
+template <>
+struct MessageSchema<TarExportRequest> {
+  static constexpr std::string_view kWhat = "tar.export request";
+  static constexpr std::string_view kOp = "tar.export";
+  static constexpr auto kFields =
+      std::tuple(Field("path", &TarExportRequest::path), Field("scope", &TarExportRequest::scope));
+};
+
+template <>
+struct MessageSchema<TarImportRequest> {
+  static constexpr std::string_view kWhat = "tar.import request";
+  static constexpr std::string_view kOp = "tar.import";
+  static constexpr auto kFields = std::tuple(Field("path", &TarImportRequest::path),
+                                             Field("max_bytes", &TarImportRequest::max_bytes),
+                                             Field("max_entries", &TarImportRequest::max_entries),
+                                             Field("clear_first", &TarImportRequest::clear_first),
+                                             Field("scope", &TarImportRequest::scope));
+};
+
+template <>
+struct MessageSchema<TarResult> {
+  static constexpr std::string_view kWhat = "tar result";
+  static constexpr auto kFields =
+      std::tuple(Field("entries", &TarResult::entries), Field("bytes", &TarResult::bytes));
+};
+
+// The member sys_errno is "errno" on the wire.
+template <>
+struct MessageSchema<WireError> {
+  static constexpr std::string_view kWhat = "ERROR";
+  static constexpr auto kFields =
+      std::tuple(Field("code", &WireError::code), Field("errno", &WireError::sys_errno),
+                 Field("message", &WireError::message));
+};
+
+}  // namespace internal
+
+using internal::Decode;
+using internal::Encode;
 
 // ---- errors ----------------------------------------------------------------------------------
 
@@ -82,361 +191,89 @@ Error FromWireError(const WireError& w) {
   return Error(ErrorCodeFromName(w.code), w.message, w.sys_errno);
 }
 
-// ---- handshake -------------------------------------------------------------------------------
-
-std::string EncodeHello(const Hello& m) {
-  json::object o;
-  o["min_version"] = m.min_version;
-  o["max_version"] = m.max_version;
-  if (m.version != 0) o["version"] = m.version;
-  o["software"] = Sv(m.software);
-  return Serialize(o);
-}
-
-Result<Hello> DecodeHello(std::string_view text) {
-  ASB_ASSIGN_OR_RETURN(json::object obj, ParseObject(text, "HELLO"));
-  Reader r(obj, "HELLO");
-  Hello m;
-  ASB_TRY(r.Get("min_version", &m.min_version));
-  ASB_TRY(r.Get("max_version", &m.max_version));
-  ASB_TRY(r.Get("version", &m.version));
-  ASB_TRY(r.Get("software", &m.software));
-  return m;
-}
-
-Result<std::string> DecodeOpName(std::string_view text) {
-  ASB_ASSIGN_OR_RETURN(json::object obj, ParseObject(text, "OPEN"));
-  Reader r(obj, "OPEN");
-  std::string op;
-  ASB_TRY(r.Get("op", &op));
-  if (op.empty()) return Fail(Malformed("OPEN", "missing \"op\""));
-  return op;
-}
-
-// ---- exec ------------------------------------------------------------------------------------
-
-std::string EncodeExecRequest(const ExecRequest& m) {
-  json::object o = WithOp("exec");
-  PutCommandFields(m, &o);
-  o["timeout_ms"] = m.timeout_ms;
-  o["kill_grace_ms"] = m.kill_grace_ms;
-  o["stdin_pipe"] = m.stdin_pipe;
-  o["max_stdout_bytes"] = m.max_stdout_bytes;
-  o["max_stderr_bytes"] = m.max_stderr_bytes;
-  o["max_output_bytes"] = m.max_output_bytes;
-  PutPty(m.pty, &o);
-  return Serialize(o);
-}
-
-Result<ExecRequest> DecodeExecRequest(std::string_view text) {
-  ASB_ASSIGN_OR_RETURN(json::object obj, ParseObject(text, "exec request"));
-  Reader r(obj, "exec request");
-  ASB_TRY(CheckOp(r, "exec"));
-  ExecRequest m;
-  ASB_TRY(ReadCommandFields(r, &m));
-  ASB_TRY(r.Get("timeout_ms", &m.timeout_ms));
-  ASB_TRY(r.Get("kill_grace_ms", &m.kill_grace_ms));
-  ASB_TRY(r.Get("stdin_pipe", &m.stdin_pipe));
-  ASB_TRY(r.Get("max_stdout_bytes", &m.max_stdout_bytes));
-  ASB_TRY(r.Get("max_stderr_bytes", &m.max_stderr_bytes));
-  ASB_TRY(r.Get("max_output_bytes", &m.max_output_bytes));
-  ASB_TRY(ReadPty(r, &m.pty));
-  return m;
-}
-
-std::string EncodeExecResult(const ExecResult& m) {
-  json::object o;
-  o["exit_code"] = m.exit_code;
-  o["signal"] = m.signal;
-  o["timed_out"] = m.timed_out;
-  o["stdout_truncated"] = m.stdout_truncated;
-  o["stderr_truncated"] = m.stderr_truncated;
-  o["stdout_bytes"] = m.stdout_bytes;
-  o["stderr_bytes"] = m.stderr_bytes;
-  o["duration_ms"] = m.duration_ms;
-  o["oom_killed"] = m.oom_killed;
-  return Serialize(o);
-}
-
-Result<ExecResult> DecodeExecResult(std::string_view text) {
-  ASB_ASSIGN_OR_RETURN(json::object obj, ParseObject(text, "exec result"));
-  Reader r(obj, "exec result");
-  ExecResult m;
-  ASB_TRY(r.Get("exit_code", &m.exit_code));
-  ASB_TRY(r.Get("signal", &m.signal));
-  ASB_TRY(r.Get("timed_out", &m.timed_out));
-  ASB_TRY(r.Get("stdout_truncated", &m.stdout_truncated));
-  ASB_TRY(r.Get("stderr_truncated", &m.stderr_truncated));
-  ASB_TRY(r.Get("stdout_bytes", &m.stdout_bytes));
-  ASB_TRY(r.Get("stderr_bytes", &m.stderr_bytes));
-  ASB_TRY(r.Get("duration_ms", &m.duration_ms));
-  ASB_TRY(r.Get("oom_killed", &m.oom_killed));
-  return m;
-}
-
-// ---- files -----------------------------------------------------------------------------------
-
-std::string EncodeFileStat(const FileStat& m) { return Serialize(FileStatToJson(m)); }
-
-Result<FileStat> DecodeFileStat(std::string_view text) {
-  ASB_ASSIGN_OR_RETURN(json::object obj, ParseObject(text, "FileStat"));
-  return FileStatFromJson(obj);
-}
-
-std::string EncodeFileStatList(const std::vector<FileStat>& entries) {
-  json::array arr;
-  arr.reserve(entries.size());
-  for (const auto& e : entries) arr.emplace_back(FileStatToJson(e));
-  json::object o;
-  o["entries"] = std::move(arr);
-  return Serialize(o);
-}
-
-Result<std::vector<FileStat>> DecodeFileStatList(std::string_view text) {
-  ASB_ASSIGN_OR_RETURN(json::object obj, ParseObject(text, "file list"));
-  std::vector<FileStat> out;
-  const json::value* v = obj.if_contains("entries");
-  if (v == nullptr) return out;
-  if (!v->is_array()) return Fail(Malformed("file list", "\"entries\" must be an array"));
-  out.reserve(v->get_array().size());
-  for (const json::value& e : v->get_array()) {
-    if (!e.is_object()) return Fail(Malformed("file list", "entries must be objects"));
-    ASB_ASSIGN_OR_RETURN(FileStat st, FileStatFromJson(e.get_object()));
-    out.push_back(std::move(st));
-  }
-  return out;
-}
-
-std::string EncodeFileReadRequest(const FileReadRequest& m) {
-  json::object o = WithOp("file.read");
-  o["path"] = Sv(m.path);
-  o["offset"] = m.offset;
-  o["length"] = m.length;
-  o["scope"] = ScopeToJson(m.scope);
-  return Serialize(o);
-}
-
-Result<FileReadRequest> DecodeFileReadRequest(std::string_view text) {
-  ASB_ASSIGN_OR_RETURN(json::object obj, ParseObject(text, "file.read request"));
-  Reader r(obj, "file.read request");
-  ASB_TRY(CheckOp(r, "file.read"));
-  FileReadRequest m;
-  ASB_TRY(r.Get("path", &m.path));
-  ASB_TRY(r.Get("offset", &m.offset));
-  ASB_TRY(r.Get("length", &m.length));
-  ASB_TRY(ReadScope(r, &m.scope));
-  return m;
-}
-
-std::string EncodeFileWriteRequest(const FileWriteRequest& m) {
-  json::object o = WithOp("file.write");
-  o["path"] = Sv(m.path);
-  o["mode"] = m.mode;
-  o["make_parents"] = m.make_parents;
-  o["append"] = m.append;
-  o["max_bytes"] = m.max_bytes;
-  o["scope"] = ScopeToJson(m.scope);
-  return Serialize(o);
-}
-
-Result<FileWriteRequest> DecodeFileWriteRequest(std::string_view text) {
-  ASB_ASSIGN_OR_RETURN(json::object obj, ParseObject(text, "file.write request"));
-  Reader r(obj, "file.write request");
-  ASB_TRY(CheckOp(r, "file.write"));
-  FileWriteRequest m;
-  ASB_TRY(r.Get("path", &m.path));
-  ASB_TRY(r.Get("mode", &m.mode));
-  ASB_TRY(r.Get("make_parents", &m.make_parents));
-  ASB_TRY(r.Get("append", &m.append));
-  ASB_TRY(r.Get("max_bytes", &m.max_bytes));
-  ASB_TRY(ReadScope(r, &m.scope));
-  return m;
-}
-
-std::string EncodeFileListRequest(const FileListRequest& m) {
-  json::object o = WithOp("file.list");
-  o["path"] = Sv(m.path);
-  o["recursive"] = m.recursive;
-  o["max_entries"] = m.max_entries;
-  o["max_bytes"] = m.max_bytes;
-  o["scope"] = ScopeToJson(m.scope);
-  return Serialize(o);
-}
-
 std::string ListingTooLargeMessage(uint64_t max_bytes) {
   return "listing exceeds " + std::to_string(max_bytes) +
          " bytes; list a narrower path or without recursive";
 }
 
+// ---- handshake and op name -------------------------------------------------------------------
+
+std::string EncodeHello(const Hello& m) { return Encode(m); }
+Result<Hello> DecodeHello(std::string_view text) { return Decode<Hello>(text); }
+
+Result<std::string> DecodeOpName(std::string_view text) {
+  ASB_ASSIGN_OR_RETURN(internal::json::object obj, internal::ParseObject(text, "OPEN"));
+  internal::Reader r(obj, "OPEN");
+  std::string op;
+  ASB_TRY(r.Get("op", &op));
+  if (op.empty()) return Fail(internal::Malformed("OPEN", "missing \"op\""));
+  return op;
+}
+
+// ---- exec ------------------------------------------------------------------------------------
+
+std::string EncodeExecRequest(const ExecRequest& m) { return Encode(m); }
+Result<ExecRequest> DecodeExecRequest(std::string_view text) { return Decode<ExecRequest>(text); }
+std::string EncodeExecResult(const ExecResult& m) { return Encode(m); }
+Result<ExecResult> DecodeExecResult(std::string_view text) { return Decode<ExecResult>(text); }
+
+// ---- files -----------------------------------------------------------------------------------
+
+std::string EncodeFileStat(const FileStat& m) { return Encode(m); }
+Result<FileStat> DecodeFileStat(std::string_view text) { return Decode<FileStat>(text); }
+
+std::string EncodeFileStatList(const std::vector<FileStat>& entries) {
+  return internal::EncodeList("entries", entries);
+}
+Result<std::vector<FileStat>> DecodeFileStatList(std::string_view text) {
+  return internal::DecodeList<FileStat>(text, "file list", "entries");
+}
+
+std::string EncodeFileReadRequest(const FileReadRequest& m) { return Encode(m); }
+Result<FileReadRequest> DecodeFileReadRequest(std::string_view text) {
+  return Decode<FileReadRequest>(text);
+}
+std::string EncodeFileWriteRequest(const FileWriteRequest& m) { return Encode(m); }
+Result<FileWriteRequest> DecodeFileWriteRequest(std::string_view text) {
+  return Decode<FileWriteRequest>(text);
+}
+std::string EncodeFileListRequest(const FileListRequest& m) { return Encode(m); }
 Result<FileListRequest> DecodeFileListRequest(std::string_view text) {
-  ASB_ASSIGN_OR_RETURN(json::object obj, ParseObject(text, "file.list request"));
-  Reader r(obj, "file.list request");
-  ASB_TRY(CheckOp(r, "file.list"));
-  FileListRequest m;
-  ASB_TRY(r.Get("path", &m.path));
-  ASB_TRY(r.Get("recursive", &m.recursive));
-  ASB_TRY(r.Get("max_entries", &m.max_entries));
-  ASB_TRY(r.Get("max_bytes", &m.max_bytes));
-  ASB_TRY(ReadScope(r, &m.scope));
-  return m;
+  return Decode<FileListRequest>(text);
 }
-
-std::string EncodeFileStatRequest(const FileStatRequest& m) {
-  json::object o = WithOp("file.stat");
-  o["path"] = Sv(m.path);
-  o["follow_symlinks"] = m.follow_symlinks;
-  o["scope"] = ScopeToJson(m.scope);
-  return Serialize(o);
-}
-
+std::string EncodeFileStatRequest(const FileStatRequest& m) { return Encode(m); }
 Result<FileStatRequest> DecodeFileStatRequest(std::string_view text) {
-  ASB_ASSIGN_OR_RETURN(json::object obj, ParseObject(text, "file.stat request"));
-  Reader r(obj, "file.stat request");
-  ASB_TRY(CheckOp(r, "file.stat"));
-  FileStatRequest m;
-  ASB_TRY(r.Get("path", &m.path));
-  ASB_TRY(r.Get("follow_symlinks", &m.follow_symlinks));
-  ASB_TRY(ReadScope(r, &m.scope));
-  return m;
+  return Decode<FileStatRequest>(text);
 }
-
-std::string EncodeFileMkdirRequest(const FileMkdirRequest& m) {
-  json::object o = WithOp("file.mkdir");
-  o["path"] = Sv(m.path);
-  o["mode"] = m.mode;
-  o["parents"] = m.parents;
-  o["scope"] = ScopeToJson(m.scope);
-  return Serialize(o);
-}
-
+std::string EncodeFileMkdirRequest(const FileMkdirRequest& m) { return Encode(m); }
 Result<FileMkdirRequest> DecodeFileMkdirRequest(std::string_view text) {
-  ASB_ASSIGN_OR_RETURN(json::object obj, ParseObject(text, "file.mkdir request"));
-  Reader r(obj, "file.mkdir request");
-  ASB_TRY(CheckOp(r, "file.mkdir"));
-  FileMkdirRequest m;
-  ASB_TRY(r.Get("path", &m.path));
-  ASB_TRY(r.Get("mode", &m.mode));
-  ASB_TRY(r.Get("parents", &m.parents));
-  ASB_TRY(ReadScope(r, &m.scope));
-  return m;
+  return Decode<FileMkdirRequest>(text);
 }
-
-std::string EncodeFileRemoveRequest(const FileRemoveRequest& m) {
-  json::object o = WithOp("file.remove");
-  o["path"] = Sv(m.path);
-  o["recursive"] = m.recursive;
-  o["scope"] = ScopeToJson(m.scope);
-  return Serialize(o);
-}
-
+std::string EncodeFileRemoveRequest(const FileRemoveRequest& m) { return Encode(m); }
 Result<FileRemoveRequest> DecodeFileRemoveRequest(std::string_view text) {
-  ASB_ASSIGN_OR_RETURN(json::object obj, ParseObject(text, "file.remove request"));
-  Reader r(obj, "file.remove request");
-  ASB_TRY(CheckOp(r, "file.remove"));
-  FileRemoveRequest m;
-  ASB_TRY(r.Get("path", &m.path));
-  ASB_TRY(r.Get("recursive", &m.recursive));
-  ASB_TRY(ReadScope(r, &m.scope));
-  return m;
+  return Decode<FileRemoveRequest>(text);
 }
-
-std::string EncodeFileMoveRequest(const FileMoveRequest& m) {
-  json::object o = WithOp("file.move");
-  o["from"] = Sv(m.from);
-  o["to"] = Sv(m.to);
-  o["overwrite"] = m.overwrite;
-  o["scope"] = ScopeToJson(m.scope);
-  return Serialize(o);
-}
-
+std::string EncodeFileMoveRequest(const FileMoveRequest& m) { return Encode(m); }
 Result<FileMoveRequest> DecodeFileMoveRequest(std::string_view text) {
-  ASB_ASSIGN_OR_RETURN(json::object obj, ParseObject(text, "file.move request"));
-  Reader r(obj, "file.move request");
-  ASB_TRY(CheckOp(r, "file.move"));
-  FileMoveRequest m;
-  ASB_TRY(r.Get("from", &m.from));
-  ASB_TRY(r.Get("to", &m.to));
-  ASB_TRY(r.Get("overwrite", &m.overwrite));
-  ASB_TRY(ReadScope(r, &m.scope));
-  return m;
+  return Decode<FileMoveRequest>(text);
 }
 
 // ---- tar -------------------------------------------------------------------------------------
 
-std::string EncodeTarExportRequest(const TarExportRequest& m) {
-  json::object o = WithOp("tar.export");
-  o["path"] = Sv(m.path);
-  o["scope"] = ScopeToJson(m.scope);
-  return Serialize(o);
-}
-
+std::string EncodeTarExportRequest(const TarExportRequest& m) { return Encode(m); }
 Result<TarExportRequest> DecodeTarExportRequest(std::string_view text) {
-  ASB_ASSIGN_OR_RETURN(json::object obj, ParseObject(text, "tar.export request"));
-  Reader r(obj, "tar.export request");
-  ASB_TRY(CheckOp(r, "tar.export"));
-  TarExportRequest m;
-  ASB_TRY(r.Get("path", &m.path));
-  ASB_TRY(ReadScope(r, &m.scope));
-  return m;
+  return Decode<TarExportRequest>(text);
 }
-
-std::string EncodeTarImportRequest(const TarImportRequest& m) {
-  json::object o = WithOp("tar.import");
-  o["path"] = Sv(m.path);
-  o["max_bytes"] = m.max_bytes;
-  o["max_entries"] = m.max_entries;
-  o["clear_first"] = m.clear_first;
-  o["scope"] = ScopeToJson(m.scope);
-  return Serialize(o);
-}
-
+std::string EncodeTarImportRequest(const TarImportRequest& m) { return Encode(m); }
 Result<TarImportRequest> DecodeTarImportRequest(std::string_view text) {
-  ASB_ASSIGN_OR_RETURN(json::object obj, ParseObject(text, "tar.import request"));
-  Reader r(obj, "tar.import request");
-  ASB_TRY(CheckOp(r, "tar.import"));
-  TarImportRequest m;
-  ASB_TRY(r.Get("path", &m.path));
-  ASB_TRY(r.Get("max_bytes", &m.max_bytes));
-  ASB_TRY(r.Get("max_entries", &m.max_entries));
-  ASB_TRY(r.Get("clear_first", &m.clear_first));
-  ASB_TRY(ReadScope(r, &m.scope));
-  return m;
+  return Decode<TarImportRequest>(text);
 }
-
-std::string EncodeTarResult(const TarResult& m) {
-  json::object o;
-  o["entries"] = m.entries;
-  o["bytes"] = m.bytes;
-  return Serialize(o);
-}
-
-Result<TarResult> DecodeTarResult(std::string_view text) {
-  ASB_ASSIGN_OR_RETURN(json::object obj, ParseObject(text, "tar result"));
-  Reader r(obj, "tar result");
-  TarResult m;
-  ASB_TRY(r.Get("entries", &m.entries));
-  ASB_TRY(r.Get("bytes", &m.bytes));
-  return m;
-}
+std::string EncodeTarResult(const TarResult& m) { return Encode(m); }
+Result<TarResult> DecodeTarResult(std::string_view text) { return Decode<TarResult>(text); }
 
 // ---- ERROR body ------------------------------------------------------------------------------
 
-std::string EncodeWireError(const WireError& m) {
-  json::object o;
-  o["code"] = Sv(m.code);
-  o["errno"] = m.sys_errno;
-  o["message"] = Sv(m.message);
-  return Serialize(o);
-}
-
-Result<WireError> DecodeWireError(std::string_view text) {
-  ASB_ASSIGN_OR_RETURN(json::object obj, ParseObject(text, "ERROR"));
-  Reader r(obj, "ERROR");
-  WireError m;
-  ASB_TRY(r.Get("code", &m.code));
-  ASB_TRY(r.Get("errno", &m.sys_errno));
-  ASB_TRY(r.Get("message", &m.message));
-  return m;
-}
+std::string EncodeWireError(const WireError& m) { return Encode(m); }
+Result<WireError> DecodeWireError(std::string_view text) { return Decode<WireError>(text); }
 
 }  // namespace asb::protocol

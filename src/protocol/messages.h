@@ -1,6 +1,7 @@
 // The sandbox protocol's messages: the JSON bodies of HELLO, OPEN, INFO, RESULT and ERROR
-// frames, as C++ structs with one encoder and one decoder each. Shared verbatim by the host
-// (protocol/client.h) and sandboxd, so the two sides cannot disagree about a field.
+// frames, as C++ structs, each encoded and decoded by one field table (field_table.h, in
+// messages.cc). Shared verbatim by the host (protocol/client.h) and sandboxd, so the two sides
+// cannot disagree about a field.
 //
 // Decoders are strict about types and lenient about unknown fields (a newer peer may add
 // fields); they return kBackend errors for malformed input because a malformed message from

@@ -50,6 +50,12 @@ def document():
     return _doc
 
 
+def use_document(doc):
+    """Validates against `doc` from now on (a stricter copy, in tests/shapes/test_shapes.py)."""
+    global _doc, _routes
+    _doc, _routes = doc, None
+
+
 def _compiled_routes():
     """[(regex, template)], literal segments before templated ones so /a/b beats /a/{id}."""
     global _routes

@@ -216,7 +216,8 @@ class Sandbox:
                                     oom_killed=bool(ev.get("oom_killed")),
                                     duration_ms=ev.get("duration_ms", 0),
                                     stdout_truncated=bool(ev.get("stdout_truncated")),
-                                    stderr_truncated=bool(ev.get("stderr_truncated")))
+                                    stderr_truncated=bool(ev.get("stderr_truncated")),
+                                    pids_limited=bool(ev.get("pids_limited")))
                     return
                 elif kind == "error":
                     finished = True

@@ -18,6 +18,7 @@ class ExecResult:
         stderr_truncated); the cap applies to each stream separately.
     stdout_truncated, stderr_truncated: which stream was cut.
     oom_killed: True when the sandbox ran out of memory during the command.
+    pids_limited: True when the sandbox's pids limit refused a fork while the command ran.
     duration_ms: wall-clock run time in milliseconds.
     """
 
@@ -31,6 +32,7 @@ class ExecResult:
     duration_ms: int = 0
     stdout_truncated: bool = False
     stderr_truncated: bool = False
+    pids_limited: bool = False
 
     @property
     def ok(self):
@@ -48,7 +50,8 @@ class ExecResult:
                    truncated=bool(o.get("truncated")), oom_killed=bool(o.get("oom_killed")),
                    duration_ms=o.get("duration_ms", 0),
                    stdout_truncated=bool(o.get("stdout_truncated")),
-                   stderr_truncated=bool(o.get("stderr_truncated")))
+                   stderr_truncated=bool(o.get("stderr_truncated")),
+                   pids_limited=bool(o.get("pids_limited")))
 
 
 class _NoExitFields:
@@ -96,6 +99,7 @@ class ExitEvent:
     duration_ms: int = 0
     stdout_truncated: bool = False
     stderr_truncated: bool = False
+    pids_limited: bool = False
 
     @property
     def ok(self):
@@ -259,6 +263,7 @@ class SandboxInfo:
     id: str
     status: str
     template: str = ""
+    image: str = ""  # seed B's name for template: the same value
     cpus: float = 0.0
     memory_mb: int = 0
     pids_limit: int = 0

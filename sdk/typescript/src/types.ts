@@ -108,6 +108,8 @@ export interface ExitInfo {
   /** stderr was cut at its cap (not shared with stdout). */
   stderrTruncated: boolean;
   oomKilled: boolean;
+  /** The sandbox's pids limit refused a fork while the command ran. */
+  pidsLimited: boolean;
   /** Wall-clock run time in milliseconds. */
   durationMs: number;
 }
@@ -325,6 +327,7 @@ export function exitInfo(o: any): ExitInfo {
     stdoutTruncated: Boolean(o.stdout_truncated),
     stderrTruncated: Boolean(o.stderr_truncated),
     oomKilled: Boolean(o.oom_killed),
+    pidsLimited: Boolean(o.pids_limited),
     durationMs: o.duration_ms ?? 0,
   };
 }
@@ -364,6 +367,8 @@ export interface TemplateInfo {
   resources: { cpus: number; memoryMb: number; workspaceMb: number };
   createdAt: string | null;
   sizeBytes: number;
+  defaultWorkdir: string;
+  defaultUser: "sandbox" | "root";
 }
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
@@ -381,5 +386,7 @@ export function templateInfo(o: any): TemplateInfo {
     resources: { cpus: r.cpus ?? 0, memoryMb: r.memory_mb ?? 0, workspaceMb: r.workspace_mb ?? 0 },
     createdAt: o.created_at ?? null,
     sizeBytes: o.size_bytes ?? 0,
+    defaultWorkdir: o.default_workdir ?? "/workspace",
+    defaultUser: o.default_user ?? "sandbox",
   };
 }
