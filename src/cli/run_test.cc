@@ -283,10 +283,10 @@ TEST_F(RunTest, MissingProgramIs127) {
   EXPECT_NE(o.err.find("no-such-program-xyz"), std::string::npos) << o.err;
 }
 
-// The limits are the server's (core::Limits, ADR 0017): at a limit passes, one past it is
+// The limits are the server's (asb::core::Limits, ADR 0017): at a limit passes, one past it is
 // refused before anything is created, with the API's message.
 TEST_F(RunTest, LimitsAreTheServersAtTheLimitPassesOneOverFails) {
-  const core::Limits l = core::Limits::Defaults();
+  const asb::core::Limits l = asb::core::Limits::Defaults();
   const std::string max_mem = std::to_string(l.max_memory_mb);
   const std::string over_mem = std::to_string(l.max_memory_mb + 1);
   Outcome over = Run({"--memory-mb", over_mem, "--", "true"});
