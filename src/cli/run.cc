@@ -18,6 +18,7 @@
 
 #include "cli/command.h"
 #include "cli/exec_stream.h"
+#include "cli/local_sandbox.h"
 #include "cli/run_leftovers.h"
 #include "cli/run_support.h"
 #include "cli/signal_forwarder.h"
@@ -25,6 +26,7 @@
 #include "common/ids.h"
 #include "common/log.h"
 #include "common/unique_fd.h"
+#include "core/sandbox_resources.h"
 #include "core/template_defaults.h"
 #include "core/template_manifest.h"
 #include "isolation/ns/ns_backend.h"
@@ -34,10 +36,7 @@ namespace {
 
 struct RunOptions {
   std::string template_name = "base";
-  uint64_t memory_mb = 512;
-  double cpus = 1.0;
-  uint32_t pids_limit = 256;
-  uint64_t workspace_mb = 1024;
+  ResourceFlags resources;  // checked by core, as a create request's (cli/local_sandbox.h)
   double timeout_s = 0;
   std::vector<std::string> env;
   std::string workdir;  // "" = the template's WORKDIR, else /workspace
@@ -49,30 +48,21 @@ struct RunOptions {
   std::vector<std::string> argv;
 };
 
-/// Destroys the sandbox (and closes its connection) when the run ends, however it ends.
-class SandboxGuard {
- public:
-  SandboxGuard(isolation::Backend& backend, std::string id) : backend_(backend), id_(id) {}
-  ~SandboxGuard() {
-    if (sandbox_) sandbox_->connection()->Close();
-    sandbox_.reset();
-    auto st = backend_.Destroy(id_);
-    if (!st) {
-      std::fprintf(stderr, "agent-sandbox: destroy %s: %s\n", id_.c_str(),
-                   st.error().message().c_str());
-    }
-  }
-  void set(std::shared_ptr<isolation::Sandbox> sandbox) { sandbox_ = std::move(sandbox); }
-
- private:
-  isolation::Backend& backend_;
-  std::string id_;
-  std::shared_ptr<isolation::Sandbox> sandbox_;
-};
-
 Result<int> Run(const RunOptions& o) {
   ASB_ASSIGN_OR_RETURN(auto env, ParseEnvAssignments(o.env));
   ASB_ASSIGN_OR_RETURN(std::string rootfs, TemplateRootfs(o.data_dir, o.template_name));
+  // The template's environment (its manifest, ADR 0012) under the command's own --env, its
+  // WORKDIR and USER under --workdir and --user (core/template_defaults.h), its default
+  // resources under the flags, all checked as the server checks a create request.
+  core::TemplateManifest manifest;
+  if (auto m =
+          core::ReadManifest(o.data_dir + "/templates/" + o.template_name + "/manifest.json")) {
+    manifest = std::move(*m);
+  }
+  ASB_ASSIGN_OR_RETURN(const core::SandboxResources resources,
+                       LocalResources(manifest.resources, o.resources));
+  ASB_ASSIGN_OR_RETURN(const core::CommandDefaults defaults,
+                       core::ResolveTemplateDefaults(manifest));
   ASB_ASSIGN_OR_RETURN(std::string sandboxd, FindSandboxd());
 
   // Our own output may go to a pipe whose reader leaves; that must not kill us before cleanup.
@@ -84,7 +74,7 @@ Result<int> Run(const RunOptions& o) {
   ASB_ASSIGN_OR_RETURN(auto signals, SignalForwarder::Start(tty_fd));
 
   isolation::ns::NsBackendOptions bo = RunBackendOptions(o.data_dir, sandboxd);
-  bo.default_workspace_bytes = o.workspace_mb << 20;
+  bo.default_workspace_bytes = static_cast<uint64_t>(resources.workspace_mb) << 20;
   ASB_ASSIGN_OR_RETURN(auto backend, isolation::ns::MakeNsBackend(bo));
   // Sandboxes of runs that were SIGKILLed together with their watchers (cli/run_leftovers.h).
   RemoveDeadRunLeftovers(*backend, bo.state_dir);
@@ -93,18 +83,8 @@ Result<int> Run(const RunOptions& o) {
   spec.id = NewId("sb_");
   spec.template_name = o.template_name;
   spec.rootfs = rootfs;
-  spec.cpus = o.cpus;
-  spec.memory_bytes = o.memory_mb << 20;
-  spec.pids_limit = o.pids_limit;
-  spec.workspace_bytes = o.workspace_mb << 20;
-  // The template's environment (its manifest, ADR 0012) under the command's own --env, and
-  // its WORKDIR and USER under --workdir and --user (core/template_defaults.h).
-  core::CommandDefaults defaults;
-  if (auto m =
-          core::ReadManifest(o.data_dir + "/templates/" + o.template_name + "/manifest.json")) {
-    spec.env = m->env;
-    ASB_ASSIGN_OR_RETURN(defaults, core::ResolveTemplateDefaults(*m));
-  }
+  core::ApplyResources(resources, &spec);
+  spec.env = manifest.env;
 
   if (!o.cidfile.empty()) {
     std::string line = spec.id + "\n";
@@ -152,7 +132,7 @@ Result<int> Run(const RunOptions& o) {
   }
   if (result->oom_killed) {
     std::fprintf(stderr, "agent-sandbox: the command ran out of memory (limit %llu MiB)\n",
-                 static_cast<unsigned long long>(o.memory_mb));
+                 static_cast<unsigned long long>(resources.memory_mb));
   }
   return ExitCodeFor(*result);
 }
@@ -165,18 +145,7 @@ void RegisterRunCommand(CLI::App& app) {
       "run", "Run a command in a new sandbox, stream its output, then destroy the sandbox");
   sub->add_option("--template,-T", o->template_name, "Template whose rootfs the sandbox runs")
       ->capture_default_str();
-  sub->add_option("--memory-mb,-m", o->memory_mb, "Memory limit in MiB (no swap)")
-      ->check(CLI::Range(16, 1 << 20))
-      ->capture_default_str();
-  sub->add_option("--cpus", o->cpus, "CPU limit in cores (0.5 = half a core)")
-      ->check(CLI::Range(0.01, 1024.0))
-      ->capture_default_str();
-  sub->add_option("--pids-limit", o->pids_limit, "Most processes and threads in the sandbox")
-      ->check(CLI::Range(8, 1 << 20))
-      ->capture_default_str();
-  sub->add_option("--workspace-mb", o->workspace_mb, "Size quota of /workspace in MiB")
-      ->check(CLI::Range(16, 1 << 24))
-      ->capture_default_str();
+  AddResourceFlags(sub, &o->resources, /*with_workspace=*/true);
   sub->add_option("--timeout", o->timeout_s,
                   "Kill the command after this many seconds (exit code 124); 0 = none")
       ->check(CLI::Range(0.0, 1e7))

@@ -19,6 +19,8 @@
 #include <string>
 #include <vector>
 
+#include "core/config.h"
+
 extern char** environ;
 
 namespace {
@@ -279,6 +281,26 @@ TEST_F(RunTest, MissingProgramIs127) {
   Outcome o = Run({"--", "no-such-program-xyz"});
   EXPECT_EQ(o.exit_code, 127);
   EXPECT_NE(o.err.find("no-such-program-xyz"), std::string::npos) << o.err;
+}
+
+// The limits are the server's (asb::core::Limits, ADR 0017): at a limit passes, one past it is
+// refused before anything is created, with the API's message.
+TEST_F(RunTest, LimitsAreTheServersAtTheLimitPassesOneOverFails) {
+  const asb::core::Limits l = asb::core::Limits::Defaults();
+  const std::string max_mem = std::to_string(l.max_memory_mb);
+  const std::string over_mem = std::to_string(l.max_memory_mb + 1);
+  Outcome over = Run({"--memory-mb", over_mem, "--", "true"});
+  EXPECT_EQ(over.exit_code, 125) << over.err;
+  EXPECT_NE(over.err.find("memory_mb must be between " + std::to_string(l.min_memory_mb) + " and " +
+                          max_mem + ", got " + over_mem),
+            std::string::npos)
+      << over.err;
+  Outcome pids = Run({"--pids-limit", std::to_string(l.max_pids_limit + 1), "--", "true"});
+  EXPECT_EQ(pids.exit_code, 125) << pids.err;
+  EXPECT_NE(pids.err.find("pids_limit must be between"), std::string::npos) << pids.err;
+  Outcome at =
+      Run({"--memory-mb", max_mem, "--pids-limit", std::to_string(l.max_pids_limit), "--", "true"});
+  EXPECT_EQ(at.exit_code, 0) << at.err;
 }
 
 TEST_F(RunTest, UnknownTemplateIs125WithMessage) {

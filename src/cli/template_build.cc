@@ -14,6 +14,8 @@
 #include <vector>
 
 #include "cli/exec_stream.h"
+#include "cli/local_sandbox.h"
+#include "cli/run_leftovers.h"
 #include "cli/run_support.h"
 #include "common/ids.h"
 #include "common/unique_fd.h"
@@ -162,38 +164,29 @@ Status RunMmdebstrap(const core::TemplateSpec& spec, const TemplateBuildOptions&
 }  // namespace
 
 Result<int> RunInRootfs(const std::string& rootfs, const std::string& template_name,
-                        const std::map<std::string, std::string>& env, const std::string& command,
-                        const TemplateBuildOptions& o, std::string* output) {
+                        const std::map<std::string, std::string>& env,
+                        const core::TemplateResources& resources_of_template,
+                        const std::string& command, const TemplateBuildOptions& o,
+                        std::string* output) {
   ::signal(SIGPIPE, SIG_IGN);
-  isolation::ns::NsBackendOptions bo;
-  bo.state_dir = o.data_dir + "/run";  // as `agent-sandbox run`: apart from a server's sandboxes
-  bo.cgroup_name = "agent-sandbox-run";
-  bo.sandboxd_path = o.sandboxd;
-  bo.workspace_pool_size = 0;
-  bo.default_workspace_bytes = 1ull << 30;
+  // A sandbox as the server would start from this template: its default resources within the
+  // server's limits (cli/local_sandbox.h), in the state dir and cgroup of `agent-sandbox run`.
+  ASB_ASSIGN_OR_RETURN(const core::SandboxResources resources,
+                       LocalResources(resources_of_template, ResourceFlags{}));
+  isolation::ns::NsBackendOptions bo = RunBackendOptions(o.data_dir, o.sandboxd);
+  bo.default_workspace_bytes = static_cast<uint64_t>(resources.workspace_mb) << 20;
   ASB_ASSIGN_OR_RETURN(auto backend, isolation::ns::MakeNsBackend(bo));
   isolation::SandboxSpec spec;
   spec.id = NewId("sb_");
   spec.template_name = template_name;
   spec.rootfs = rootfs;
-  spec.cpus = 2;
-  spec.memory_bytes = 2048ull << 20;
-  spec.pids_limit = 1024;
-  spec.workspace_bytes = 1ull << 30;
+  core::ApplyResources(resources, &spec);
   spec.env = env;
-  struct Guard {
-    isolation::Backend& b;
-    std::string id;
-    std::shared_ptr<isolation::Sandbox> sb;
-    ~Guard() {
-      if (sb) sb->connection()->Close();
-      sb.reset();
-      (void)b.Destroy(id);
-    }
-  } guard{*backend, spec.id, nullptr};
-  ASB_ASSIGN_OR_RETURN(guard.sb, backend->Create(spec).map_error([](Error e) {
+  SandboxGuard guard(*backend, spec.id);
+  ASB_ASSIGN_OR_RETURN(auto sandbox, backend->Create(spec).map_error([](Error e) {
     return std::move(e).WithContext("create the smoke-test sandbox");
   }));
+  guard.set(sandbox);
   protocol::ExecRequest req;
   req.argv = {"/bin/sh", "-c", command};
   req.env = env;
@@ -201,7 +194,7 @@ Result<int> RunInRootfs(const std::string& rootfs, const std::string& template_n
   req.user = protocol::kUserSandbox;
   req.timeout_ms = static_cast<uint64_t>(o.smoke_timeout_seconds * 1000);
   ASB_ASSIGN_OR_RETURN(auto channel,
-                       guard.sb->connection()->Open(protocol::EncodeExecRequest(req)));
+                       guard.sandbox().connection()->Open(protocol::EncodeExecRequest(req)));
   UniqueFd out(memfd_create("smoke-output", MFD_CLOEXEC));
   if (!out) return FailErrno("memfd_create");
   StreamIo io;
@@ -257,8 +250,8 @@ Result<TemplateBuildResult> BuildTemplate(const core::TemplateSpec& spec,
            (spec.smoke_test.find('\n') != std::string::npos ? " ..." : ""));
   std::string output;
   const auto smoke_start = Clock::now();
-  ASB_ASSIGN_OR_RETURN(
-      int code, RunInRootfs(stage.rootfs(), spec.name, spec.env, spec.smoke_test, o, &output));
+  ASB_ASSIGN_OR_RETURN(int code, RunInRootfs(stage.rootfs(), spec.name, spec.env, spec.resources,
+                                             spec.smoke_test, o, &output));
   if (code != 0) {
     return Fail(Error::InvalidArgument(
         "template '" + spec.name + "': the smoke test failed with exit code " +

@@ -9,7 +9,7 @@
 //     the spec's setup commands run as root in the new rootfs (a customize hook, with network);
 //  3. FinishRootfs (sandbox user, mount points, no caches);
 //  4. the smoke test runs as `sandbox` in a real sandbox (ns backend) over the staged rootfs,
-//     with the template's env; non-zero exit fails the build;
+//     with the template's env and the resources its sandboxes get; non-zero exit fails the build;
 //  5. InstallTemplate swaps it in atomically with its manifest.
 // Any failure before 5 leaves the installed template as it was.
 #pragma once
@@ -54,10 +54,13 @@ Result<TemplateBuildResult> BuildTemplate(const core::TemplateSpec& spec,
                                           const ProgressFn& progress);
 
 /// Runs `command` with /bin/sh -c as user sandbox in /workspace of a fresh sandbox over
-/// `rootfs`, with `env`; output goes to `output` (merged, capped at 64 KiB). Returns the exit
-/// code (124 on timeout). Used for the smoke test.
+/// `rootfs`, with `env` and the resources a sandbox of the template gets (`resources`, the
+/// template's defaults, within the server's limits: cli/local_sandbox.h); output goes to
+/// `output` (merged, capped at 64 KiB). Returns the exit code (124 on timeout). Used for the
+/// smoke test.
 Result<int> RunInRootfs(const std::string& rootfs, const std::string& template_name,
-                        const std::map<std::string, std::string>& env, const std::string& command,
+                        const std::map<std::string, std::string>& env,
+                        const core::TemplateResources& resources, const std::string& command,
                         const TemplateBuildOptions& options, std::string* output);
 
 }  // namespace asb::cli

@@ -51,13 +51,18 @@ std::shared_ptr<DockerfileArgs> AddDockerfileOptions(CLI::App* build) {
   build->add_option("--context", a->context,
                     "Build context of --dockerfile: COPY/ADD sources are read here (default: "
                     "the Dockerfile's directory)");
+  // RUN steps run in a sandbox's cgroups, with a sandbox's limits (templates/build_sandbox.h).
+  AddResourceFlags(build, &a->resources, /*with_workspace=*/false);
   return a;
 }
 
 int RunDockerfileBuild(const DockerfileArgs& args, const std::string& data_dir) {
   if (NeedRoot("template build --dockerfile")) return 1;
+  auto resources = LocalResources({}, args.resources);
+  if (!resources) return ReportError(resources.error());
   std::fflush(stdout);
   templates::DockerfileBuildOptions o;
+  o.resources = *resources;
   o.dockerfile = args.dockerfile;
   o.name = args.name;
   o.context = args.context;

@@ -11,15 +11,20 @@
 #include <memory>
 #include <string>
 
+#include "cli/local_sandbox.h"
+
 namespace asb::cli {
 
 struct DockerfileArgs {
-  std::string dockerfile;  // empty: not a Dockerfile build
-  std::string name;        // empty: LABEL template.name
-  std::string context;     // empty: the Dockerfile's directory
+  std::string dockerfile;   // empty: not a Dockerfile build
+  std::string name;         // empty: LABEL template.name
+  std::string context;      // empty: the Dockerfile's directory
+  ResourceFlags resources;  // limits of every RUN step, checked as a sandbox's
 };
 
-/// Adds --dockerfile, --name and --context to `build`; the returned args are filled on parse.
+/// Adds --dockerfile, --name, --context and the resource flags of RUN steps (--cpus,
+/// --memory-mb, --pids-limit: a sandbox's defaults and ranges, cli/local_sandbox.h) to
+/// `build`; the returned args are filled on parse.
 std::shared_ptr<DockerfileArgs> AddDockerfileOptions(CLI::App* build);
 
 /// Builds the Dockerfile into <data_dir>/templates, printing one progress line per step on

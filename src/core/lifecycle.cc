@@ -9,6 +9,7 @@
 #include "common/ids.h"
 #include "common/log.h"
 #include "core/sandbox_record.h"
+#include "core/sandbox_resources.h"
 #include "core/sandbox_registry.h"
 #include "store/store.h"
 
@@ -21,24 +22,6 @@ constexpr std::pair<SandboxState, std::string_view> kStateNames[] = {
     {SandboxState::kStopping, "stopping"}, {SandboxState::kDestroyed, "destroyed"},
     {SandboxState::kError, "error"},
 };
-
-std::string FormatNumber(double v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%g", v);
-  return buf;
-}
-
-Error RangeError(std::string_view field, int64_t min, int64_t max, int64_t got) {
-  return Error::InvalidArgument(std::string(field) + " must be between " + std::to_string(min) +
-                                " and " + std::to_string(max) + ", got " + std::to_string(got));
-}
-
-Result<int64_t> CheckInt(std::string_view field, const std::optional<int64_t>& v, int64_t def,
-                         int64_t min, int64_t max) {
-  if (!v) return def;
-  if (*v < min || *v > max) return Fail(RangeError(field, min, max, *v));
-  return *v;
-}
 
 }  // namespace
 
@@ -109,16 +92,6 @@ Result<SandboxInfo> SandboxLifecycle::CreateWith(const std::string& owner, const
   const std::string template_name =
       req.template_name.empty() ? reg_.cfg.default_template : req.template_name;
   ASB_ASSIGN_OR_RETURN(TemplateInfo tmpl, reg_.templates.Find(template_name));
-  // The template's default resources (its manifest; ADR 0012) take the place of the server's
-  // defaults, brought within the server's limits; the request's own values still win.
-  const TemplateResources& tr = tmpl.manifest.resources;
-  const double default_cpus = tr.cpus > 0 ? std::min(tr.cpus, lim.max_cpus) : lim.default_cpus;
-  const int64_t default_memory_mb =
-      tr.memory_mb > 0 ? std::clamp(tr.memory_mb, lim.min_memory_mb, lim.max_memory_mb)
-                       : lim.default_memory_mb;
-  const int64_t default_workspace_mb =
-      tr.workspace_mb > 0 ? std::clamp(tr.workspace_mb, lim.min_workspace_mb, lim.max_workspace_mb)
-                          : lim.default_workspace_mb;
   // The template's WORKDIR and USER become the defaults of every command (a fork keeps its
   // source's); a template the sandbox cannot honour is refused here, not silently ignored.
   CommandDefaults defaults;
@@ -128,22 +101,16 @@ Result<SandboxInfo> SandboxLifecycle::CreateWith(const std::string& owner, const
   } else {
     ASB_ASSIGN_OR_RETURN(defaults, ResolveTemplateDefaults(tmpl.manifest));
   }
-  if (req.cpus) {
-    double c = *req.cpus;
-    if (!std::isfinite(c) || c <= 0 || c > lim.max_cpus) {
-      return Fail(Error::InvalidArgument("cpus must be greater than 0 and at most " +
-                                         FormatNumber(lim.max_cpus) + ", got " + FormatNumber(c)));
-    }
-  }
-  info.cpus = req.cpus.value_or(default_cpus);
-  ASB_ASSIGN_OR_RETURN(info.memory_mb, CheckInt("memory_mb", req.memory_mb, default_memory_mb,
-                                                lim.min_memory_mb, lim.max_memory_mb));
-  ASB_ASSIGN_OR_RETURN(info.pids_limit,
-                       CheckInt("pids_limit", req.pids_limit, lim.default_pids_limit,
-                                lim.min_pids_limit, lim.max_pids_limit));
-  ASB_ASSIGN_OR_RETURN(info.workspace_mb,
-                       CheckInt("workspace_mb", req.workspace_mb, default_workspace_mb,
-                                lim.min_workspace_mb, lim.max_workspace_mb));
+  // CPU, memory, processes, workspace: the template's default resources (its manifest; ADR
+  // 0012) within the limits, the request's own values winning (core/sandbox_resources.h).
+  ASB_ASSIGN_OR_RETURN(
+      const SandboxResources res,
+      ResolveResources(lim, tmpl.manifest.resources,
+                       {req.cpus, req.memory_mb, req.pids_limit, req.workspace_mb}));
+  info.cpus = res.cpus;
+  info.memory_mb = res.memory_mb;
+  info.pids_limit = res.pids_limit;
+  info.workspace_mb = res.workspace_mb;
   ASB_ASSIGN_OR_RETURN(info.timeout_seconds,
                        CheckInt("timeout_seconds", req.timeout_seconds, lim.default_timeout_seconds,
                                 lim.min_timeout_seconds, lim.max_timeout_seconds));
@@ -166,7 +133,7 @@ Result<SandboxInfo> SandboxLifecycle::CreateWith(const std::string& owner, const
   info.default_user = defaults.user;
   info.network = req.network;
   info.read_only_rootfs = true;
-  info.tmp_size_mb = lim.tmp_size_mb;
+  info.tmp_size_mb = res.tmp_size_mb;
   info.backend = std::string(reg_.backend.name());
   info.state = SandboxState::kCreating;
 
@@ -194,11 +161,7 @@ Result<SandboxInfo> SandboxLifecycle::CreateWith(const std::string& owner, const
   spec.id = info.id;
   spec.template_name = tmpl.name;
   spec.rootfs = tmpl.rootfs;
-  spec.cpus = info.cpus;
-  spec.memory_bytes = static_cast<uint64_t>(info.memory_mb) << 20;
-  spec.pids_limit = static_cast<uint32_t>(info.pids_limit);
-  spec.workspace_bytes = static_cast<uint64_t>(info.workspace_mb) << 20;
-  spec.tmp_bytes = static_cast<uint64_t>(info.tmp_size_mb) << 20;
+  ApplyResources(res, &spec);
   spec.network = info.network;
   spec.network_policy = info.network_policy;
   spec.env = info.env;

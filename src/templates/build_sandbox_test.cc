@@ -13,6 +13,7 @@
 #include <sstream>
 
 #include "common/unique_fd.h"
+#include "isolation/ns/cgroup.h"
 
 namespace asb::templates {
 namespace {
@@ -36,7 +37,7 @@ class BuildSandboxTest : public ::testing::Test {
     const std::string cmd =
         "set -e; R=$(realpath " + BaseRootfs() + "); D=" + dir_ +
         "/rootfs; mkdir $D; cd $R; "
-        "bins='dash sh id touch chown cat ls grep sleep rm ln mkdir test true'; "
+        "bins='dash sh id touch chown cat ls grep sleep rm ln mkdir test true head tr mount'; "
         "files=''; for b in $bins; do files=\"$files usr/bin/$b\"; "
         "for l in $(ldd usr/bin/$b 2>/dev/null | grep -o '/[^ ]*'); do "
         "files=\"$files $(chroot $R realpath $l | sed 's|^/||') "
@@ -62,7 +63,12 @@ class BuildSandboxTest : public ::testing::Test {
 
   Result<int> Run(const std::string& script, uid_t uid = 0, std::string workdir = "/",
                   std::vector<std::string> env = {}) {
+    return Run(script, core::DefaultResources(core::Limits::Defaults()), uid, workdir, env);
+  }
+  Result<int> Run(const std::string& script, const core::SandboxResources& resources, uid_t uid = 0,
+                  std::string workdir = "/", std::vector<std::string> env = {}) {
     BuildCommand c;
+    c.resources = resources;
     c.rootfs = dir_ + "/rootfs";
     c.argv = {"/bin/sh", "-c", script};
     c.env = std::move(env);
@@ -153,6 +159,67 @@ TEST_F(BuildSandboxTest, HostTreeIsNotVisibleAndPlantedLinksStayInside) {
   EXPECT_NE(Output().find("ok"), std::string::npos) << Output();
   EXPECT_TRUE(fs::is_directory(Root() + "/proc"));
   EXPECT_FALSE(fs::is_symlink(Root() + "/proc"));
+}
+
+// The containment of every sandbox command (ADR 0017): no_new_privs, the seccomp filter
+// (mode 2), a cgroup namespace and rlimits.
+TEST_F(BuildSandboxTest, StepRunsUnderNoNewPrivsSeccompAndRlimits) {
+  auto st =
+      Run("grep -E '^(NoNewPrivs|Seccomp):' /proc/self/status; cat /proc/self/cgroup; "
+          "grep -E '^Max (open files|processes|core file size) ' /proc/self/limits | tr -s ' '");
+  ASSERT_TRUE(st) << st.error().message();
+  EXPECT_EQ(*st, 0) << Output();
+  const std::string out = Output();
+  EXPECT_NE(out.find("NoNewPrivs:\t1\n"), std::string::npos) << out;
+  EXPECT_NE(out.find("Seccomp:\t2\n"), std::string::npos) << out;
+  // The cgroup namespace is rooted at the step's own cgroups: every line ends in ":/".
+  EXPECT_EQ(out.find(":/build-"), std::string::npos) << out;
+  EXPECT_EQ(out.find(":/agent-sandbox-build"), std::string::npos) << out;
+  const core::Limits lim = core::Limits::Defaults();
+  EXPECT_NE(out.find("Max processes " + std::to_string(lim.default_pids_limit) + " " +
+                     std::to_string(lim.default_pids_limit)),
+            std::string::npos)
+      << out;
+  EXPECT_NE(out.find("Max open files 4096 4096"), std::string::npos) << out;
+  EXPECT_NE(out.find("Max core file size 1 1"), std::string::npos) << out;
+  // The filter of sandbox commands: no new namespaces, no mounts (EPERM, "Operation not
+  // permitted"), though root of its user namespace could otherwise make both.
+  auto mount = Run("mount -t tmpfs x /tmp && echo MOUNTED; true");
+  ASSERT_TRUE(mount);
+  EXPECT_EQ(Output().find("MOUNTED"), std::string::npos) << Output();
+  EXPECT_NE(Output().find("mount: "), std::string::npos) << Output();  // it ran, and failed
+}
+
+// A fork bomb fills the step's pids cgroup and stops there; the step ends and its cgroups go.
+TEST_F(BuildSandboxTest, ForkBombIsStoppedByThePidsLimit) {
+  core::SandboxResources r = core::DefaultResources(core::Limits::Defaults());
+  r.pids_limit = 16;
+  const auto start = std::chrono::steady_clock::now();
+  auto st = Run("i=0; while [ $i -lt 200 ]; do sleep 60 & i=$((i+1)); done; echo ALL-STARTED", r);
+  ASSERT_TRUE(st) << st.error().message();
+  EXPECT_NE(*st, 0) << Output();
+  EXPECT_EQ(Output().find("ALL-STARTED"), std::string::npos) << Output();
+  EXPECT_NE(Output().find("fork"), std::string::npos) << Output();  // dash: "Cannot fork"
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(30));
+  auto layout = isolation::ns::DetectCgroupLayout();
+  ASSERT_TRUE(layout);
+  const std::string mine = "build-" + std::to_string(::getpid()) + "-";
+  for (const auto& id : isolation::ns::ListCgroupIds(*layout, kBuildCgroupName)) {
+    EXPECT_NE(id.rfind(mine, 0), 0u) << "cgroup left: " << id;
+  }
+}
+
+// The memory limit (no swap) applies: a step that holds more is killed by the OOM killer.
+TEST_F(BuildSandboxTest, MemoryLimitKillsAStepThatHoldsMore) {
+  core::SandboxResources r = core::DefaultResources(core::Limits::Defaults());
+  r.memory_mb = 64;
+  auto st = Run("x=$(head -c 200000000 /dev/zero | tr '\\0' a); echo SURVIVED ${#x}", r);
+  ASSERT_TRUE(st) << st.error().message();
+  EXPECT_EQ(Output().find("SURVIVED"), std::string::npos) << Output();
+  EXPECT_NE(*st, 0);
+  auto small = Run("x=$(head -c 1000000 /dev/zero | tr '\\0' a); echo SURVIVED ${#x}", r);
+  ASSERT_TRUE(small);
+  EXPECT_NE(Output().find("SURVIVED 1000000"), std::string::npos) << Output();
 }
 
 }  // namespace

@@ -200,6 +200,7 @@ class Builder {
     c.gid = u.gid;
     c.stdout_fd = o_.output_fd;
     c.stderr_fd = o_.output_fd;
+    c.resources = o_.resources;
     ASB_ASSIGN_OR_RETURN(int status, RunBuildCommand(c));
     if (status != 0) {
       return Fail(Error::InvalidArgument(Describe(s) + ": exit status " + std::to_string(status)));

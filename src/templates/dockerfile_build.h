@@ -16,6 +16,7 @@
 #include <string>
 
 #include "common/result.h"
+#include "core/sandbox_resources.h"
 #include "core/template_manifest.h"
 
 namespace asb::templates {
@@ -28,6 +29,9 @@ struct DockerfileBuildOptions {
   /// One line per step ("Step 2/7 : RUN make"), and the outcome. Never null.
   std::function<void(const std::string&)> progress = [](const std::string&) {};
   int output_fd = 1;  // where RUN steps' stdout and stderr go
+  /// The limits of every RUN step (build_sandbox.h): a sandbox's, resolved by the caller
+  /// against the configured Limits (core/sandbox_resources.h).
+  core::SandboxResources resources = core::DefaultResources(core::Limits::Defaults());
 };
 
 /// Builds and installs; returns the installed manifest. Errors: the parser's kInvalidArgument

@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -57,10 +58,28 @@ class DockerfileBuildTest : public ::testing::Test {
     o.name = name;
     o.templates_dir = templates_;
     o.progress = [this](const std::string& l) { progress_ += l + "\n"; };
+    o.resources = resources_;
     return BuildFromDockerfile(o);
   }
 
+  // ctx/mini.tar: a rootfs archive of dash and its libraries from the base template, made
+  // here with tar, for cheap FROM scratch builds (no copy of base).
+  void MakeMiniTar() {
+    const std::string cmd =
+        "set -e; R=" + BaseDir() +
+        "/rootfs; cd $R; "
+        "libs=$(ldd usr/bin/dash | grep -o '/[^ ]*' | sed 's|^/||'); "
+        "real=$(for l in $libs; do chroot $R realpath /$l | sed 's|^/||'; done); "
+        "dirs=$(dirname $real | sort -u); "
+        "tar --no-recursion -cf " +
+        ctx_ +
+        "/mini.tar usr usr/bin usr/lib usr/lib64 $dirs bin lib lib64 "
+        "usr/bin/dash usr/bin/sh $real $libs";
+    ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
+  }
+
   std::string dir_, templates_, ctx_, progress_;
+  core::SandboxResources resources_ = core::DefaultResources(core::Limits::Defaults());
 };
 
 TEST_F(DockerfileBuildTest, EverySupportedInstruction) {
@@ -134,16 +153,7 @@ TEST_F(DockerfileBuildTest, UnsupportedInstructionNamesItself) {
 // FROM scratch + ADD of a rootfs archive (dash and its libraries from the base template, made
 // here with tar): cheap builds, so a failing rebuild costs no copy of base.
 TEST_F(DockerfileBuildTest, ScratchBuildsAndAFailedRunKeepsThePreviousTemplate) {
-  const std::string cmd = "set -e; R=" + BaseDir() +
-                          "/rootfs; cd $R; "
-                          "libs=$(ldd usr/bin/dash | grep -o '/[^ ]*' | sed 's|^/||'); "
-                          "real=$(for l in $libs; do chroot $R realpath /$l | sed 's|^/||'; done); "
-                          "dirs=$(dirname $real | sort -u); "
-                          "tar --no-recursion -cf " +
-                          ctx_ +
-                          "/mini.tar usr usr/bin usr/lib usr/lib64 $dirs bin lib lib64 "
-                          "usr/bin/dash usr/bin/sh $real $libs";
-  ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
+  MakeMiniTar();
   auto first = Build(
       "FROM scratch\nADD mini.tar /\nRUN echo v1 > /version\n"
       "LABEL template.displayName=one template.name=ignored-when-named\n",
@@ -181,6 +191,32 @@ TEST_F(DockerfileBuildTest, ScratchBuildsAndAFailedRunKeepsThePreviousTemplate) 
   auto named = Build("FROM scratch\nADD mini.tar /\nLABEL template.name=bylabel\n", "");
   ASSERT_TRUE(named) << named.error().message();
   EXPECT_TRUE(fs::exists(templates_ + "/bylabel/rootfs/bin/sh"));
+}
+
+// RUN steps are contained as sandbox commands are (ADR 0017): no_new_privs and the seccomp
+// filter, and the pids limit of the build's resources stops a fork bomb (dash's subshells),
+// which fails its step and installs nothing.
+TEST_F(DockerfileBuildTest, RunStepsAreContainedLikeSandboxCommands) {
+  MakeMiniTar();
+  resources_.pids_limit = 16;
+  auto ok = Build(
+      "FROM scratch\nADD mini.tar /\n"
+      "RUN while read -r k v; do case $k in NoNewPrivs:|Seccomp:) echo \"$k $v\";; esac; "
+      "done < /proc/self/status > /contain.txt\n",
+      "dfcontain");
+  ASSERT_TRUE(ok) << ok.error().message() << "\n" << progress_;
+  EXPECT_EQ(Slurp(templates_ + "/dfcontain/rootfs/contain.txt"), "NoNewPrivs: 1\nSeccomp: 2\n");
+
+  const auto start = std::chrono::steady_clock::now();
+  auto bomb = Build(
+      "FROM scratch\nADD mini.tar /\nRUN while :; do ( while :; do :; done ) & done\n", "dfbomb");
+  ASSERT_FALSE(bomb);
+  EXPECT_NE(bomb.error().message().find("line 3: RUN while"), std::string::npos)
+      << bomb.error().message();
+  EXPECT_NE(bomb.error().message().find("exit status"), std::string::npos)
+      << bomb.error().message();
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(60));
+  EXPECT_FALSE(fs::exists(templates_ + "/dfbomb"));
 }
 
 }  // namespace

@@ -137,6 +137,21 @@ CgroupPaths CgroupPathsFor(const CgroupLayout& layout, const std::string& name,
   return p;
 }
 
+CgroupPaths CommandCgroupPaths(const CgroupPaths& paths) {
+  CgroupPaths c = paths;
+  if (!paths.work_memory.empty()) c.memory = paths.work_memory;
+  if (!paths.work_pids.empty()) c.pids = paths.work_pids;
+  // cpu shares a hierarchy with memory or pids when it has no work child of its own.
+  if (!paths.work_cpu.empty()) {
+    c.cpu = paths.work_cpu;
+  } else if (!paths.cpu.empty() && paths.cpu == paths.memory) {
+    c.cpu = c.memory;
+  } else if (!paths.cpu.empty() && paths.cpu == paths.pids) {
+    c.cpu = c.pids;
+  }
+  return c;
+}
+
 Status CreateCgroupsFromParent(const CgroupLayout& layout, const std::string& name,
                                const CgroupPaths& paths, const CgroupLimits& limits) {
   // Our parent directories first (kept across sandboxes).

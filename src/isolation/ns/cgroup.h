@@ -56,6 +56,11 @@ struct CgroupPaths {
 CgroupPaths CgroupPathsFor(const CgroupLayout& layout, const std::string& name,
                            const std::string& id);
 
+/// Where a command of `paths` runs: the v1 work children in place of memory, pids and cpu
+/// (their limits are the sandbox's, without sandboxd's headroom); v2 unchanged. For a process
+/// born straight into its limits (a template build step, which has no sandboxd).
+CgroupPaths CommandCgroupPaths(const CgroupPaths& paths);
+
 /// What sandboxd's own cgroup allows beyond the commands' limits (see the top of this file).
 inline constexpr uint32_t kDaemonPidsHeadroom = 32;
 inline constexpr uint64_t kDaemonMemoryHeadroom = 32ull << 20;

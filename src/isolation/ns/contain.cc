@@ -60,14 +60,15 @@ void CopyBounded(char* dst, size_t cap, const char* src) {
   ::_exit(127);
 }
 
-// Puts the fds sandboxd needs on fixed numbers (0..4, and 7..8 for the work cgroups), keeps the
-// binary and the report socket close-on-exec on 5 and 6, and closes everything else the server
-// had open.
+// Puts the planned fds on fixed numbers (0..4, and 7..9 for the work cgroups), keeps the
+// program and the report socket close-on-exec on 5 and 6, and closes everything else the
+// parent had open (a slot the plan leaves empty is closed too).
 int ArrangeFdsInChild(const ChildPlan& p, int* report_fd, ChildFailure* f) {
-  const int keep[] = {p.null_fd,           p.log_fd,   p.listen_fd,          p.config_fd,
-                      p.sandboxd_fd,       *report_fd, p.work_cgroup_fds[0], p.work_cgroup_fds[1],
-                      p.work_cgroup_fds[2]};
+  const int keep[] = {p.stdin_fd,           p.stdout_fd,         p.stderr_fd, p.listen_fd,
+                      p.config_fd,          p.exec_fd,           *report_fd,  p.work_cgroup_fds[0],
+                      p.work_cgroup_fds[1], p.work_cgroup_fds[2]};
   constexpr int kKeep = sizeof keep / sizeof keep[0];
+  constexpr int kFirstWork = 7;  // index of work_cgroup_fds[0] in keep
   int high = kSandboxdWorkCgroupFd0 + 3;
   for (int fd : keep) high = std::max(high, fd + 1);
   int moved[kKeep];
@@ -75,19 +76,24 @@ int ArrangeFdsInChild(const ChildPlan& p, int* report_fd, ChildFailure* f) {
     moved[i] = keep[i] < 0 ? -1 : ::fcntl(keep[i], F_DUPFD_CLOEXEC, high);
     if (keep[i] >= 0 && moved[i] < 0) return Failed(f, "dup fd", errno);
   }
-  if (::dup2(moved[0], 0) < 0 || ::dup2(moved[1], 1) < 0 || ::dup2(moved[1], 2) < 0 ||
-      ::dup2(moved[2], kSandboxdListenFd) < 0 || ::dup2(moved[3], kSandboxdConfigFd) < 0 ||
-      ::dup3(moved[4], 5, O_CLOEXEC) < 0 || ::dup3(moved[5], 6, O_CLOEXEC) < 0) {
-    return Failed(f, "dup2", errno);
+  // Slots 0..6: the inherited ones (0..4) stay open across exec, 5 and 6 are close-on-exec.
+  for (int slot = 0; slot < kFirstWork; ++slot) {
+    if (moved[slot] < 0) {
+      ::close(slot);
+      continue;
+    }
+    const int flags = slot >= 5 ? O_CLOEXEC : 0;
+    if (::dup3(moved[slot], slot, flags) < 0) return Failed(f, "dup2", errno);
   }
   *report_fd = 6;
   // The work cgroups' cgroup.procs, inherited by sandboxd (it marks them close-on-exec).
   // (The backend passes them first to last with no gaps.)
   unsigned first_closed = kSandboxdWorkCgroupFd0;
-  for (int i = 6; i < kKeep; ++i) {
+  for (int i = kFirstWork; i < kKeep; ++i) {
     if (moved[i] < 0) continue;
-    if (::dup2(moved[i], kSandboxdWorkCgroupFd0 + i - 6) < 0) return Failed(f, "dup2", errno);
-    first_closed = static_cast<unsigned>(kSandboxdWorkCgroupFd0 + i - 6 + 1);
+    const int target = kSandboxdWorkCgroupFd0 + i - kFirstWork;
+    if (::dup2(moved[i], target) < 0) return Failed(f, "dup2", errno);
+    first_closed = static_cast<unsigned>(target + 1);
   }
   if (::syscall(SYS_close_range, first_closed, ~0u, 0u) != 0) {
     return Failed(f, "close_range", errno);
@@ -98,7 +104,7 @@ int ArrangeFdsInChild(const ChildPlan& p, int* report_fd, ChildFailure* f) {
 // The child: one readable column of steps. Runs between clone and exec: no allocation, no
 // exceptions, raw system calls only (the process is a single-threaded copy of a
 // multi-threaded server, so libc locks may be held by threads that do not exist here).
-// The server's signal handlers must not run in the child (they may write to the server's own
+// The parent's signal handlers must not run in the child (they may write to the server's own
 // wake-up fds): all signals arrive blocked from the parent; reset every handler to the
 // default, then unblock (sigaction(2), sigprocmask(2): both async-signal-safe).
 void ResetSignalsInChild() {
@@ -113,9 +119,33 @@ void ResetSignalsInChild() {
   (void)::sigprocmask(SIG_SETMASK, &none, nullptr);
 }
 
+// The credentials of the planned user (setgroups first: it needs the namespace's root).
+int SetIdsInChild(const ChildPlan& p, ChildFailure* f) {
+  if (::syscall(SYS_setgroups, 0, nullptr) != 0) return Failed(f, "setgroups", errno);
+  if (::syscall(SYS_setresgid, p.gid, p.gid, p.gid) != 0) return Failed(f, "setresgid", errno);
+  if (::syscall(SYS_setresuid, p.uid, p.uid, p.uid) != 0) return Failed(f, "setresuid", errno);
+  return 0;
+}
+
+// The program: from the fd opened on the host, or the first of exec_paths that exists.
+int ExecInChild(const ChildPlan& p, ChildFailure* f) {
+  if (p.exec_fd >= 0) {
+    ::syscall(SYS_execveat, 5, "", p.argv.data(), p.envp.data(), AT_EMPTY_PATH);
+    return Failed(f, "execveat", errno, p.argv[0]);
+  }
+  int err = ENOENT;
+  for (const auto& path : p.exec_paths) {
+    ::execve(path.c_str(), p.argv.data(), p.envp.data());
+    if (errno != ENOENT && errno != ENOTDIR) err = errno;
+    if (err != ENOENT) break;
+  }
+  return Failed(f, "exec", err, p.argv[0]);
+}
+
 [[noreturn]] void ContainInChild(const ChildPlan& p, int report_fd, int parent_end) {
   ResetSignalsInChild();
   ::close(parent_end);
+  if (p.die_with_parent) (void)::prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
   char go = 0;
   // Wait until the parent has written the id maps.
   if (::read(report_fd, &go, 1) != 1 || go != 'g') ::_exit(126);
@@ -124,30 +154,37 @@ void ResetSignalsInChild() {
   int fd_report = report_fd;
   // 1. A cgroup namespace rooted at our own cgroups (we were born in them).
   if (::unshare(CLONE_NEWCGROUP) != 0) ReportAndExit(fd_report, {"unshare cgroup", nullptr, errno});
-  // 2. Still host uid 0 (with capabilities only over the new namespaces): bind the template
-  //    root, the workspace and the hostname file, which live in root-only host directories.
+  // 2. Still host uid 0 (with capabilities only over the new namespaces): bind the root and
+  //    the workspace, which live in root-only host directories.
   if (BindHostPathsInChild(p.mounts, &f) != 0) ReportAndExit(fd_report, f);
   // 3. Root of the new user namespace (maps written by the parent): from here on, the host
-  //    sees this process as the sandbox's unprivileged uid range.
+  //    sees this process as the ids the parent mapped.
   const char* step = nullptr;
   if (int e = BecomeRootInChild(&step)) ReportAndExit(fd_report, {step, nullptr, e});
-  // 4. Own hostname, loopback up (the only interface in the new net namespace).
+  // 4. Own hostname; loopback up (the only interface of a new net namespace).
   if (::sethostname(p.hostname.data(), p.hostname.size()) != 0) {
     ReportAndExit(fd_report, {"sethostname", nullptr, errno});
   }
-  if (BringUpLoopbackInChild(&f) != 0) ReportAndExit(fd_report, f);
-  // 5. Fresh /proc /dev /sys /tmp, pivot_root, host tree detached, / read-only.
+  if (p.own_network && BringUpLoopbackInChild(&f) != 0) ReportAndExit(fd_report, f);
+  // 5. Fresh /proc /dev (/sys /tmp), pivot_root, host tree detached, / read-only if planned.
   if (BuildRootAndPivotInChild(p.mounts, &f) != 0) ReportAndExit(fd_report, f);
-  // 6. Only the fds sandboxd needs.
+  // 6. The working directory, then the planned user.
+  if (::chdir(p.workdir.c_str()) != 0)
+    ReportAndExit(fd_report, {"chdir", p.workdir.c_str(), errno});
+  if (p.set_ids && SetIdsInChild(p, &f) != 0) ReportAndExit(fd_report, f);
+  // 7. Only the planned fds.
   if (ArrangeFdsInChild(p, &fd_report, &f) != 0) ReportAndExit(fd_report, f);
-  // 7. Resource limits, then no privilege gain through exec for anything below sandboxd.
+  // 8. Resource limits, then no privilege gain through exec, then the syscall filter.
   if (ApplyRlimitsInChild(p.rlimits, &f) != 0) ReportAndExit(fd_report, f);
   if (::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) {
     ReportAndExit(fd_report, {"PR_SET_NO_NEW_PRIVS", nullptr, errno});
   }
-  // 8. sandboxd from the fd opened on the host (the binary is not inside the template).
-  ::syscall(SYS_execveat, 5, "", p.argv.data(), p.envp.data(), AT_EMPTY_PATH);
-  ReportAndExit(fd_report, {"execveat sandboxd", nullptr, errno});
+  if (p.install_seccomp) {
+    if (int e = p.install_seccomp()) ReportAndExit(fd_report, {"seccomp", nullptr, e});
+  }
+  // 9. The program.
+  ExecInChild(p, &f);
+  ReportAndExit(fd_report, f);
 }
 
 void KillAndReap(pid_t pid, int pidfd) {
@@ -176,7 +213,7 @@ Result<ChildProcess> StartContainedChild(const ChildPlan& plan, CloneIntoCgroups
   struct clone_args args;
   std::memset(&args, 0, sizeof args);
   args.flags = CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWNS | CLONE_NEWIPC | CLONE_NEWUTS |
-               CLONE_NEWNET | CLONE_PIDFD;
+               CLONE_PIDFD | (plan.own_network ? CLONE_NEWNET : 0);
   args.pidfd = reinterpret_cast<uintptr_t>(&pidfd);
   args.exit_signal = SIGCHLD;
   if (cgroups.cgroup2_fd() >= 0) {
@@ -207,13 +244,13 @@ Result<ChildProcess> StartContainedChild(const ChildPlan& plan, CloneIntoCgroups
   if (::write(parent_end.get(), "g", 1) != 1) {
     return fail(Error::FromErrno(ErrorCode::kBackend, errno, "release child"));
   }
-  // The child either sends a failure record or execs sandboxd, which closes its end (EOF).
+  // The child either sends a failure record or execs, which closes its end (EOF).
   struct pollfd pfd = {parent_end.get(), POLLIN, 0};
   int n;
   do {
     n = ::poll(&pfd, 1, static_cast<int>(timeout_ms));
   } while (n < 0 && errno == EINTR);
-  if (n == 0) return fail(Error::Timeout("sandbox child did not exec sandboxd in time"));
+  if (n == 0) return fail(Error::Timeout("contained child did not exec in time"));
   if (n < 0) return fail(Error::FromErrno(ErrorCode::kBackend, errno, "poll child"));
   FailureRecord rec;
   ssize_t got;
@@ -227,8 +264,18 @@ Result<ChildProcess> StartContainedChild(const ChildPlan& plan, CloneIntoCgroups
     if (rec.path[0] != '\0') what += std::string(" ") + rec.path;
     return fail(Error::FromErrno(ErrorCode::kBackend, rec.err, what));
   }
-  if (got != 0) return fail(Error::Backend("malformed report from sandbox child"));
+  if (got != 0) return fail(Error::Backend("malformed report from contained child"));
   return child;
+}
+
+Result<int> WaitChildExit(const ChildProcess& child) {
+  siginfo_t info;
+  std::memset(&info, 0, sizeof info);
+  while (::waitid(P_PIDFD, static_cast<id_t>(child.pidfd.get()), &info, WEXITED) != 0) {
+    if (errno != EINTR) return FailErrno("waitid");
+  }
+  if (info.si_code == CLD_EXITED) return info.si_status;
+  return 128 + info.si_status;  // CLD_KILLED, CLD_DUMPED
 }
 
 }  // namespace asb::isolation::ns

@@ -17,6 +17,47 @@ void AddScratchFile(MountPlan* p, std::string content, const std::string& target
   p->scratch_files.push_back({std::move(content), path, target, optional});
 }
 
+namespace {
+
+// What every contained root gets: a fresh /proc with Docker's masked and read-only paths and a
+// minimal /dev with a private devpts and a size-limited /dev/shm.
+void AddProcAndDev(MountPlan* p, uint64_t shm_bytes) {
+  p->proc = "proc";
+  p->dev = "dev";
+  p->dev_pts = "dev/pts";
+  p->dev_shm = "dev/shm";
+  for (const char* node : {"null", "zero", "full", "random", "urandom", "tty"}) {
+    p->dev_node_src.push_back(std::string("/dev/") + node);
+    p->dev_node_dst.push_back(std::string("dev/") + node);
+  }
+  const std::pair<const char*, const char*> links[] = {{"/proc/self/fd", "fd"},
+                                                       {"/proc/self/fd/0", "stdin"},
+                                                       {"/proc/self/fd/1", "stdout"},
+                                                       {"/proc/self/fd/2", "stderr"},
+                                                       {"pts/ptmx", "ptmx"}};
+  for (const auto& [target, name] : links) {
+    p->dev_link_target.emplace_back(target);
+    p->dev_link_path.push_back(std::string("dev/") + name);
+  }
+  // Docker's default masked and read-only paths (moby oci/defaults.go).
+  for (const char* f : {"proc/kcore", "proc/keys", "proc/latency_stats", "proc/timer_list",
+                        "proc/timer_stats", "proc/sched_debug"}) {
+    p->masked_files.emplace_back(f);
+  }
+  // Host facts: the kernel's build configuration, every
+  // block device of the host (other sandboxes' loop devices among them).
+  for (const char* f : {"proc/config.gz", "proc/partitions"}) p->masked_files.emplace_back(f);
+  for (const char* d : {"proc/acpi", "proc/asound", "proc/scsi"}) p->masked_dirs.emplace_back(d);
+  for (const char* d : {"proc/bus", "proc/fs", "proc/irq", "proc/sys", "proc/sysrq-trigger"}) {
+    p->readonly_paths.emplace_back(d);
+  }
+  p->shm_options = "mode=1777,size=" + std::to_string(shm_bytes);
+  p->dev_options = "mode=755,size=65536";
+  p->devpts_options = "newinstance,ptmxmode=0666,mode=0620,gid=5";
+}
+
+}  // namespace
+
 MountPlan MakeMountPlan(const std::string& rootfs, const std::string& ws_source,
                         const std::string& hostname_text, uint64_t tmp_bytes) {
   MountPlan p;
@@ -25,46 +66,23 @@ MountPlan MakeMountPlan(const std::string& rootfs, const std::string& ws_source,
   p.workspace = rootfs + "/workspace";
   p.etc_hostname = rootfs + "/etc/hostname";
   p.etc_resolv = rootfs + "/etc/resolv.conf";
-  p.proc = "proc";
+  AddProcAndDev(&p, tmp_bytes);
   p.sys = "sys";
-  p.dev = "dev";
-  p.dev_pts = "dev/pts";
-  p.dev_shm = "dev/shm";
   p.tmp = "tmp";
-  for (const char* node : {"null", "zero", "full", "random", "urandom", "tty"}) {
-    p.dev_node_src.push_back(std::string("/dev/") + node);
-    p.dev_node_dst.push_back(std::string("dev/") + node);
-  }
-  const std::pair<const char*, const char*> links[] = {{"/proc/self/fd", "fd"},
-                                                       {"/proc/self/fd/0", "stdin"},
-                                                       {"/proc/self/fd/1", "stdout"},
-                                                       {"/proc/self/fd/2", "stderr"},
-                                                       {"pts/ptmx", "ptmx"}};
-  for (const auto& [target, name] : links) {
-    p.dev_link_target.emplace_back(target);
-    p.dev_link_path.push_back(std::string("dev/") + name);
-  }
-  // Docker's default masked and read-only paths (moby oci/defaults.go).
-  for (const char* f : {"proc/kcore", "proc/keys", "proc/latency_stats", "proc/timer_list",
-                        "proc/timer_stats", "proc/sched_debug"}) {
-    p.masked_files.emplace_back(f);
-  }
-  // Host facts (issue 26): the kernel's build configuration, every block device of the host
-  // (other sandboxes' loop devices among them).
-  for (const char* f : {"proc/config.gz", "proc/partitions"}) p.masked_files.emplace_back(f);
   AddScratchFile(&p, kSandboxCmdline, "proc/cmdline", /*optional=*/true);
   if (!hostname_text.empty()) AddScratchFile(&p, hostname_text, "etc/hostname", true);
-  for (const char* d :
-       {"proc/acpi", "proc/asound", "proc/scsi", "sys/firmware", "sys/devices/virtual/powercap"}) {
+  for (const char* d : {"sys/firmware", "sys/devices/virtual/powercap"}) {
     p.masked_dirs.emplace_back(d);
   }
-  for (const char* d : {"proc/bus", "proc/fs", "proc/irq", "proc/sys", "proc/sysrq-trigger"}) {
-    p.readonly_paths.emplace_back(d);
-  }
   p.tmp_options = "mode=1777,size=" + std::to_string(tmp_bytes);
-  p.shm_options = "mode=1777,size=" + std::to_string(tmp_bytes);
-  p.dev_options = "mode=755,size=65536";
-  p.devpts_options = "newinstance,ptmxmode=0666,mode=0620,gid=5";
+  return p;
+}
+
+MountPlan MakeBuildMountPlan(const std::string& rootfs, uint64_t shm_bytes) {
+  MountPlan p;
+  p.root = rootfs;
+  p.read_only_root = false;
+  AddProcAndDev(&p, shm_bytes);
   return p;
 }
 
@@ -209,7 +227,8 @@ int BindHostPathsInChild(const MountPlan& p, ChildFailure* f) {
   } else if (::mount(p.root.c_str(), p.root.c_str(), nullptr, MS_BIND, nullptr) != 0) {
     return Failed(f, "bind rootfs", errno, p.root.c_str());
   }
-  if (::mount(p.ws_source.c_str(), p.workspace.c_str(), nullptr, MS_BIND, nullptr) != 0) {
+  if (!p.ws_source.empty() &&
+      ::mount(p.ws_source.c_str(), p.workspace.c_str(), nullptr, MS_BIND, nullptr) != 0) {
     return Failed(f, "bind /workspace", errno, p.workspace.c_str());
   }
   if (::chdir(p.root.c_str()) != 0) return Failed(f, "chdir new root", errno, p.root.c_str());
@@ -219,13 +238,14 @@ int BindHostPathsInChild(const MountPlan& p, ChildFailure* f) {
 int BuildRootAndPivotInChild(const MountPlan& p, ChildFailure* f) {
   if (int e = MountProcInChild(p, f)) return e;
   if (int e = MountDevInChild(p, f)) return e;
-  if (::mount("sysfs", p.sys.c_str(), "sysfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC,
-              nullptr) != 0) {
+  if (!p.sys.empty() && ::mount("sysfs", p.sys.c_str(), "sysfs",
+                                MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, nullptr) != 0) {
     return Failed(f, "mount sysfs", errno, p.sys.c_str());
   }
   if (int e = MaskDirsAndReadOnlyPathsInChild(p, f)) return e;
   if (int e = BindScratchFilesInChild(p, f)) return e;
-  if (::mount("tmpfs", p.tmp.c_str(), "tmpfs", MS_NOSUID | MS_NODEV, p.tmp_options.c_str()) != 0) {
+  if (!p.tmp.empty() &&
+      ::mount("tmpfs", p.tmp.c_str(), "tmpfs", MS_NOSUID | MS_NODEV, p.tmp_options.c_str()) != 0) {
     return Failed(f, "mount /tmp", errno, p.tmp.c_str());
   }
   // pivot_root(".", ".") stacks the old root on top of the new one; detaching "." then drops
@@ -233,6 +253,7 @@ int BuildRootAndPivotInChild(const MountPlan& p, ChildFailure* f) {
   if (::syscall(SYS_pivot_root, ".", ".") != 0) return Failed(f, "pivot_root", errno);
   if (::umount2(".", MNT_DETACH) != 0) return Failed(f, "detach old root", errno);
   if (::chdir("/") != 0) return Failed(f, "chdir /", errno);
+  if (!p.read_only_root) return 0;
   if (int e = RemountReadOnly("/", MS_NOSUID | MS_NODEV)) {
     return Failed(f, "remount / read-only", e);
   }

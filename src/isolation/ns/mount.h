@@ -1,6 +1,8 @@
 // Mount namespace of a sandbox: the template's rootfs read-only as /, fresh /proc with Docker's
 // masked and read-only paths, a minimal /dev with a private devpts, read-only sysfs, a
 // size-limited /tmp, the workspace at /workspace, then pivot_root and the old root detached.
+// A template build step (MakeBuildMountPlan) gets the same /proc and /dev over a writable
+// staged rootfs, and no /sys, /tmp or /workspace of its own (its writes are the template).
 //
 // Every path and option string is computed by MakeMountPlan in the parent; the child only
 // reads them (c_str()), because code between clone and exec must not allocate.
@@ -15,12 +17,13 @@
 namespace asb::isolation::ns {
 
 struct MountPlan {
-  std::string root;  // template rootfs on the host; bound onto itself as the new /
+  std::string root;            // template rootfs on the host; bound onto itself as the new /
+  bool read_only_root = true;  // false: the root stays writable (a build's staged rootfs)
   // A detached, idmapped clone of `root` (idmap.h IdmappedTree, mapping the on-disk ids to the
   // sandbox's range, so files show their real owners inside: root 0, sandbox 1000). Attached
   // on `root` instead of the plain bind when >= 0 (it is inherited across clone).
   int root_tree_fd = -1;
-  std::string ws_source;  // host-side workspace mount -> /workspace
+  std::string ws_source;  // host-side workspace mount -> /workspace; "" = none
   // Absolute targets below `root`, for the binds of host paths (phase 1):
   std::string workspace, etc_hostname, etc_resolv;
   // Small files the child writes into a scratch tmpfs and binds read-only onto their targets
@@ -32,7 +35,8 @@ struct MountPlan {
     bool optional = false;
   };
   std::vector<ScratchFile> scratch_files;
-  // Targets relative to the new root (phase 2 runs with cwd = root):
+  // Targets relative to the new root (phase 2 runs with cwd = root); sys and tmp "" = none
+  // (scratch files need tmp):
   std::string proc, sys, dev, dev_pts, dev_shm, tmp;
   std::vector<std::string> dev_node_src, dev_node_dst;      // bind-mounted host device nodes
   std::vector<std::string> dev_link_target, dev_link_path;  // /dev/fd, stdin, ..., ptmx
@@ -49,6 +53,9 @@ inline constexpr char kSandboxCmdline[] = "ro quiet\n";
 /// `tmp_bytes` sizes /tmp and /dev/shm.
 MountPlan MakeMountPlan(const std::string& rootfs, const std::string& ws_source,
                         const std::string& hostname_text, uint64_t tmp_bytes);
+/// The plan of a template build step (templates/build_sandbox.h): `rootfs` writable as /, with
+/// the sandbox's /proc (masked) and /dev; `shm_bytes` sizes /dev/shm.
+MountPlan MakeBuildMountPlan(const std::string& rootfs, uint64_t shm_bytes);
 /// Adds a scratch file (see MountPlan::ScratchFile) for `target`, relative to the new root.
 void AddScratchFile(MountPlan* plan, std::string content, const std::string& target, bool optional);
 
@@ -61,7 +68,8 @@ int BindHostPathsInChild(const MountPlan& plan, ChildFailure* f);
 /// Phase 2, as root of the new user namespace (files it creates must have a mapped owner):
 /// fresh /proc (masked), /dev, /sys, the scratch files, /tmp below the cwd, then pivot_root
 /// into it, detach the
-/// host's tree and make / read-only. On return 0, cwd and root are the sandbox's "/".
+/// host's tree and make / read-only (unless the plan keeps it writable). On return 0, cwd and root
+/// are the sandbox's "/".
 int BuildRootAndPivotInChild(const MountPlan& plan, ChildFailure* f);
 
 }  // namespace asb::isolation::ns

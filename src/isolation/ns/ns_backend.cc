@@ -373,11 +373,11 @@ Result<std::shared_ptr<Sandbox>> NsBackend::CreateLocked(const SandboxSpec& spec
     AddScratchFile(&plan.mounts, opts_.network->ResolvConf(), "etc/resolv.conf", false);
   }
   plan.rlimits = {spec.nofile_limit, spec.pids_limit};
-  plan.sandboxd_fd = sandboxd_fd.get();
+  plan.exec_fd = sandboxd_fd.get();
   plan.listen_fd = listen_fd.get();
   plan.config_fd = config_rd.get();
-  plan.log_fd = log_fd.get();
-  plan.null_fd = null_fd.get();
+  plan.stdin_fd = null_fd.get();
+  plan.stdout_fd = plan.stderr_fd = log_fd.get();
   std::vector<std::string> args = {"sandboxd", "--listen-fd=" + std::to_string(kSandboxdListenFd),
                                    "--config-fd=" + std::to_string(kSandboxdConfigFd)};
   if (opts_.allow_packet_sockets) args.push_back("--allow-packet-sockets");

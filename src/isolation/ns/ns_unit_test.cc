@@ -263,6 +263,49 @@ TEST(MountPlanTest, EverythingIsPreparedRelativeToTheNewRoot) {
   for (const auto& s : p.scratch_files) EXPECT_EQ(s.path.rfind(p.tmp + "/", 0), 0u);
 }
 
+// A build step's root (ADR 0017): writable, no /sys, /tmp or /workspace of its own, and the
+// very /proc and /dev of a sandbox (the same masks, nodes and links).
+TEST(MountPlanTest, BuildPlanIsTheSandboxsProcAndDevOverAWritableRoot) {
+  auto b = MakeBuildMountPlan("/t/stage/rootfs", 64 << 20);
+  auto s = MakeMountPlan("/t/rootfs", "/s/sb/ws", "", 64 << 20);
+  EXPECT_EQ(b.root, "/t/stage/rootfs");
+  EXPECT_FALSE(b.read_only_root);
+  EXPECT_TRUE(s.read_only_root);
+  EXPECT_TRUE(b.sys.empty());
+  EXPECT_TRUE(b.tmp.empty());
+  EXPECT_TRUE(b.ws_source.empty());
+  EXPECT_TRUE(b.scratch_files.empty());  // they would need a /tmp to stage in
+  EXPECT_EQ(b.proc, s.proc);
+  EXPECT_EQ(b.dev, s.dev);
+  EXPECT_EQ(b.dev_node_src, s.dev_node_src);
+  EXPECT_EQ(b.dev_link_path, s.dev_link_path);
+  EXPECT_EQ(b.masked_files, s.masked_files);
+  EXPECT_EQ(b.readonly_paths, s.readonly_paths);
+  EXPECT_EQ(b.shm_options, s.shm_options);
+  EXPECT_EQ(b.devpts_options, s.devpts_options);
+  for (const auto& d : b.masked_dirs) EXPECT_EQ(d.rfind("proc/", 0), 0u) << d;
+}
+
+// A command's cgroups: the v1 work children (the limits, no sandboxd headroom); v2 unchanged.
+TEST(CgroupPathsTest, CommandPathsAreTheWorkChildren) {
+  CgroupLayout v1;
+  v1.v1_memory = "/c/memory";
+  v1.v1_pids = "/c/pids";
+  v1.v1_cpu = "/c/cpu,cpuacct";
+  v1.v2_mount = "/c/unified";
+  auto p = CommandCgroupPaths(CgroupPathsFor(v1, "n", "id"));
+  EXPECT_EQ(p.memory, "/c/memory/n/id/work");
+  EXPECT_EQ(p.pids, "/c/pids/n/id/work");
+  EXPECT_EQ(p.cpu, "/c/cpu,cpuacct/n/id/work");
+  EXPECT_EQ(p.v2, "/c/unified/n/id");
+  CgroupLayout v2;
+  v2.v2_mode = true;
+  v2.v2_mount = "/c";
+  auto q = CommandCgroupPaths(CgroupPathsFor(v2, "n", "id"));
+  EXPECT_EQ(q.v2, "/c/n/id");
+  EXPECT_TRUE(q.memory.empty());
+}
+
 using FilesTest = TempDir;
 
 TEST_F(FilesTest, AtomicWriteAndRemoveTree) {
