@@ -1,4 +1,4 @@
-// SandboxManager's network policy operations (issue 10): GET/PUT /v1/sandboxes/{id}/network.
+// SandboxManager's network policy operations: GET/PUT /v1/sandboxes/{id}/network, and ports.
 #include "core/manager_impl.h"
 
 namespace asb::core {
@@ -26,6 +26,9 @@ Result<isolation::net::NetworkPolicy> SandboxManager::SetNetwork(
     return Fail(Error::Conflict("sandbox " + id + " is " +
                                 std::string(SandboxStateName(info.state)) + ", not running"));
   }
+  if (!impl_->backend.Capabilities().network) {
+    return Fail(isolation::NotCapable(impl_->backend.name(), "networking"));
+  }
   // The side effect first: a policy that could not be applied is not recorded.
   ASB_TRY_CTX(impl_->backend.UpdateNetwork(id, canonical), "set network policy of " + id);
   info.network_policy = canonical;
@@ -46,6 +49,9 @@ Result<SandboxManager::PortConnection> SandboxManager::ConnectPort(const std::st
     return Fail(Error::InvalidArgument("port must be 1..65535, got " + std::to_string(port)));
   }
   ASB_ASSIGN_OR_RETURN(auto e, impl_->Find(owner, id));
+  if (!impl_->backend.Capabilities().tcp_connect) {
+    return Fail(isolation::NotCapable(impl_->backend.name(), "ports"));
+  }
   ASB_ASSIGN_OR_RETURN(Impl::Active a, impl_->BeginActivity(e));
   ASB_ASSIGN_OR_RETURN(int fd, a.sandbox->ConnectTcp(static_cast<uint16_t>(port), 5000));
   return PortConnection{fd, a.mark};

@@ -1,6 +1,8 @@
-// SandboxManager: workspace snapshots, rollback and fork (issue 4), over the portable format
-// of core/snapshot_archive.h. Records go pending -> ready around the archive's rename
-// (store/snapshot_store.h); RecoverSnapshots removes whatever a crash left half-made.
+// SandboxManager: workspace snapshots, rollback and fork, over the portable format of
+// core/snapshot_archive.h, and over workspace images where the backend has them
+// (BackendCapabilities::workspace_images, docs/adr/0009). Records go pending -> ready around the
+// archive's rename (store/snapshot_store.h); RecoverSnapshots removes whatever a crash left
+// half-made.
 #include <dirent.h>
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -152,9 +154,10 @@ Result<std::shared_ptr<protocol::Channel>> OpenImport(protocol::Connection& conn
 std::string SandboxManager::SnapshotUploadDir() const { return config_.data_dir + "/snapshots"; }
 
 std::optional<std::string> SandboxManager::SnapshotImage(const std::string& snapshot_id) const {
-  const std::string dir = impl_->backend.WorkspaceImageDir();
-  if (dir.empty()) return std::nullopt;
-  std::string path = dir + "/" + ImageName(snapshot_id);
+  if (!impl_->backend.Capabilities().workspace_images) return std::nullopt;
+  auto dir = impl_->backend.WorkspaceImageDir();
+  if (!dir) return std::nullopt;
+  std::string path = *dir + "/" + ImageName(snapshot_id);
   if (::access(path.c_str(), F_OK) != 0) return std::nullopt;
   return path;
 }
@@ -185,13 +188,18 @@ Result<SnapshotInfo> SandboxManager::CreateSnapshot(const std::string& owner,
   ASB_TRY_CTX(store::InsertSnapshot(impl_->store, rec), "snapshot " + info.id);
   // The image (when the backend has them): the workspace frozen at one instant and cloned,
   // temp + fsync + rename. Fork and rollback clone it; the archive below is the portable form.
-  const std::string img_dir = impl_->backend.WorkspaceImageDir();
   std::string image;
   auto drop = [&] {
     if (!image.empty()) ::unlink(image.c_str());
     (void)store::DeleteSnapshot(impl_->store, rec.id);
   };
-  if (!img_dir.empty()) {
+  if (impl_->backend.Capabilities().workspace_images) {
+    auto dir_or = impl_->backend.WorkspaceImageDir();
+    if (!dir_or) {
+      drop();
+      return Fail(std::move(dir_or).error().WithContext("snapshot " + info.id));
+    }
+    const std::string img_dir = *dir_or;
     const std::string tmp = img_dir + "/" + kSnapshotTempPrefix + ImageName(rec.id);
     auto copy = impl_->backend.CopyWorkspaceImage(info.id, tmp);
     if (copy) {
@@ -600,10 +608,14 @@ Status SandboxManager::RecoverSnapshots() {
   const std::string dir = SnapshotUploadDir();
   ASB_TRY(EnsureDir(dir));
   ASB_ASSIGN_OR_RETURN(auto pending, store::ListSnapshots(impl_->store, {.state = "pending"}));
-  const std::string img_dir = impl_->backend.WorkspaceImageDir();
+  const bool images = impl_->backend.Capabilities().workspace_images;
+  std::string img_dir;
+  if (images) {
+    ASB_ASSIGN_OR_RETURN(img_dir, impl_->backend.WorkspaceImageDir());
+  }
   for (const auto& r : pending) {
     ::unlink((dir + "/" + FileName(r.id)).c_str());
-    if (!img_dir.empty()) ::unlink((img_dir + "/" + ImageName(r.id)).c_str());
+    if (images) ::unlink((img_dir + "/" + ImageName(r.id)).c_str());
     ASB_TRY(store::DeleteSnapshot(impl_->store, r.id));
     spdlog::info("snapshot {}: removed a half-made snapshot", r.id);
   }
@@ -625,6 +637,7 @@ Status SandboxManager::RecoverSnapshots() {
   }
   // A staged image means an image rollback was cut short after staging: finish it.
   for (const auto& e : impl_->AllEntries()) {
+    if (!images) break;
     const std::string sid = e->Snapshot().id;
     if (!impl_->backend.HasStagedWorkspace(sid)) continue;
     if (Status st = FinishStagedRollback(sid); !st) {
@@ -641,7 +654,7 @@ Status SandboxManager::RecoverSnapshots() {
   }
   std::error_code iec;
   for (const auto& de : std::filesystem::directory_iterator(
-           img_dir.empty() ? std::filesystem::path() : std::filesystem::path(img_dir), iec)) {
+           images ? std::filesystem::path(img_dir) : std::filesystem::path(), iec)) {
     const std::string n = de.path().filename().string();
     if (named_images.count(n)) continue;
     bool ours = n.rfind(kSnapshotTempPrefix, 0) == 0 ||
