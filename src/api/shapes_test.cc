@@ -62,8 +62,7 @@ class ShapesTest : public ::testing::Test {
     ao.env_keys = {kAdmin};
     ao.backend_name = "fake";
     ao.data_dir = dir_;
-    auth_ = std::make_unique<AuthLayer>(ao, *store_, *manager_, backend_.get(),
-                                        SystemClock::Instance());
+    auth_ = std::make_unique<AuthLayer>(ao, *store_, *manager_, SystemClock::Instance());
     Router inner = BuildRouter(ctx_);
     auth_->AddRoutes(inner);
     router_ = auth_->Wrap(inner);

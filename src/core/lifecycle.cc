@@ -9,8 +9,8 @@
 #include "common/ids.h"
 #include "common/log.h"
 #include "core/sandbox_record.h"
-#include "core/sandbox_resources.h"
 #include "core/sandbox_registry.h"
+#include "core/sandbox_resources.h"
 #include "store/store.h"
 
 namespace asb::core {

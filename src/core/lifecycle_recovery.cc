@@ -71,7 +71,11 @@ Status SandboxLifecycle::Recover() {
     m.Insert(entry);
     switch (info.state) {
       case SandboxState::kRunning: {
-        auto sb = AdoptPatiently(m.backend, info.id);
+        // A backend whose sandboxes end with the server: the record's sandbox is gone.
+        auto sb = m.backend.Capabilities().adopt
+                      ? AdoptPatiently(m.backend, info.id)
+                      : Result<std::shared_ptr<isolation::Sandbox>>(Fail(Error::NotFound(
+                            "the " + std::string(m.backend.name()) + " backend cannot adopt")));
         if (sb) {
           {
             std::lock_guard l(entry->info_mu);

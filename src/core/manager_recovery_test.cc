@@ -6,6 +6,7 @@
 #include <atomic>
 
 #include "core/manager_test_fixture.h"
+#include "isolation/backend_wrapper.h"
 
 namespace asb::core {
 namespace {
@@ -162,32 +163,24 @@ TEST_F(ManagerTest, RestartAdoptsDropsFinishesAndDestroysOrphans) {  // L6
 }
 
 /// Wraps the fake backend; Adopt of one id fails as told (a sandboxd still dying, say).
-class FlakyAdopt final : public isolation::Backend {
+class FlakyAdopt final : public isolation::BackendWrapper {
  public:
   enum class Mode { kUnreachable, kGone, kNormal };
   FlakyAdopt(isolation::Backend& inner, std::vector<std::string> ids)
-      : inner_(inner), ids_(std::move(ids)) {}
-  std::string_view name() const override { return inner_.name(); }
-  Status Probe() override { return {}; }
-  Result<std::shared_ptr<isolation::Sandbox>> Create(const isolation::SandboxSpec& s) override {
-    return inner_.Create(s);
-  }
+      : BackendWrapper(inner), ids_(std::move(ids)) {}
   Result<std::shared_ptr<isolation::Sandbox>> Adopt(const std::string& id) override {
     if (std::find(ids_.begin(), ids_.end(), id) != ids_.end()) {
       ++adopt_calls;
       if (mode == Mode::kUnreachable) return Fail(Error::Unavailable("connection refused"));
       if (mode == Mode::kGone) return Fail(Error::NotFound("no longer runs"));
     }
-    return inner_.Adopt(id);
+    return BackendWrapper::Adopt(id);
   }
-  Status Destroy(const std::string& id) override { return inner_.Destroy(id); }
-  Result<std::vector<std::string>> ListOwned() override { return inner_.ListOwned(); }
 
   std::atomic<Mode> mode{Mode::kUnreachable};
   std::atomic<int> adopt_calls{0};
 
  private:
-  isolation::Backend& inner_;
   std::vector<std::string> ids_;
 };
 
@@ -233,6 +226,33 @@ TEST_F(ManagerTest, UnreachableSandboxesAreKeptAsErrorsThenAdoptedOrDroppedByThe
   EXPECT_EQ(manager_->lifecycle().Create("alice", {}).error().code(), ErrorCode::kLimitExceeded);
   ASSERT_TRUE(manager_->lifecycle().Destroy("alice", late.id));
   manager_.reset();  // before `flaky` goes out of scope
+}
+
+/// The fake backend, stating that its sandboxes end with the server (no adopt).
+class NoAdopt final : public isolation::BackendWrapper {
+ public:
+  using BackendWrapper::BackendWrapper;
+  isolation::BackendCapabilities Capabilities() const override {
+    auto c = BackendWrapper::Capabilities();
+    c.adopt = false;
+    return c;
+  }
+};
+
+TEST_F(ManagerTest, ABackendThatCannotAdoptHasItsSandboxesDestroyedOnRestart) {
+  SandboxInfo a = MustCreate("alice");
+  NoAdopt no_adopt(*backend_);
+  manager_.reset();
+  store_.reset();
+  OpenStore();
+  manager_ = std::make_unique<SandboxManager>(config_, *store_, no_adopt, clock_, *catalog_);
+  ASSERT_TRUE(manager_->lifecycle().Recover());
+  // Never asked to adopt: the record is dropped and what the backend held is removed.
+  EXPECT_EQ(backend_->CountCalls("adopt " + a.id), 0);
+  EXPECT_EQ(manager_->lifecycle().Get("alice", a.id).error().code(), ErrorCode::kNotFound);
+  EXPECT_EQ(StoredState(a.id), "destroyed");
+  EXPECT_FALSE(backend_->IsOwned(a.id));
+  manager_.reset();  // before `no_adopt` goes out of scope
 }
 
 }  // namespace

@@ -29,6 +29,9 @@ Result<NetworkPolicy> NetworkService::SetNetwork(const std::string& owner, const
     return Fail(Error::Conflict("sandbox " + id + " is " +
                                 std::string(SandboxStateName(info.state)) + ", not running"));
   }
+  if (!reg_.backend.Capabilities().network) {
+    return Fail(isolation::NotCapable(reg_.backend.name(), "networking"));
+  }
   // The side effect first: a policy that could not be applied is not recorded.
   ASB_TRY_CTX(reg_.backend.UpdateNetwork(id, canonical), "set network policy of " + id);
   info.network_policy = canonical;
@@ -48,6 +51,9 @@ Result<PortConnection> NetworkService::ConnectPort(const std::string& owner, con
     return Fail(Error::InvalidArgument("port must be 1..65535, got " + std::to_string(port)));
   }
   ASB_ASSIGN_OR_RETURN(auto e, reg_.Find(owner, id));
+  if (!reg_.backend.Capabilities().tcp_connect) {
+    return Fail(isolation::NotCapable(reg_.backend.name(), "ports"));
+  }
   ASB_ASSIGN_OR_RETURN(SandboxRegistry::Active a, reg_.BeginActivity(e));
   ASB_ASSIGN_OR_RETURN(int fd, a.sandbox->ConnectTcp(static_cast<uint16_t>(port), 5000));
   return PortConnection{fd, a.mark};

@@ -139,9 +139,10 @@ void RefreshWorkspace(protocol::Connection& conn) {
 std::string SnapshotService::SnapshotUploadDir() const { return reg_.cfg.data_dir + "/snapshots"; }
 
 std::optional<std::string> SnapshotService::SnapshotImage(const std::string& snapshot_id) const {
-  const std::string dir = reg_.backend.WorkspaceImageDir();
-  if (dir.empty()) return std::nullopt;
-  std::string path = dir + "/" + ImageName(snapshot_id);
+  if (!reg_.backend.Capabilities().workspace_images) return std::nullopt;
+  auto dir = reg_.backend.WorkspaceImageDir();
+  if (!dir) return std::nullopt;
+  std::string path = *dir + "/" + ImageName(snapshot_id);
   if (::access(path.c_str(), F_OK) != 0) return std::nullopt;
   return path;
 }
@@ -172,13 +173,18 @@ Result<SnapshotInfo> SnapshotService::CreateSnapshot(const std::string& owner,
   ASB_TRY_CTX(store::InsertSnapshot(reg_.store, rec), "snapshot " + info.id);
   // The image (when the backend has them): the workspace frozen at one instant and cloned,
   // temp + fsync + rename. Fork and rollback clone it; the archive below is the portable form.
-  const std::string img_dir = reg_.backend.WorkspaceImageDir();
   std::string image;
   auto drop = [&] {
     if (!image.empty()) ::unlink(image.c_str());
     (void)store::DeleteSnapshot(reg_.store, rec.id);
   };
-  if (!img_dir.empty()) {
+  if (reg_.backend.Capabilities().workspace_images) {
+    auto dir_or = reg_.backend.WorkspaceImageDir();
+    if (!dir_or) {
+      drop();
+      return Fail(std::move(dir_or).error().WithContext("snapshot " + info.id));
+    }
+    const std::string img_dir = *dir_or;
     const std::string tmp = img_dir + "/" + kSnapshotTempPrefix + ImageName(rec.id);
     auto copy = reg_.backend.CopyWorkspaceImage(info.id, tmp);
     if (copy) {
@@ -587,10 +593,14 @@ Status SnapshotService::RecoverSnapshots() {
   const std::string dir = SnapshotUploadDir();
   ASB_TRY(EnsureDir(dir));
   ASB_ASSIGN_OR_RETURN(auto pending, store::ListSnapshots(reg_.store, {.state = "pending"}));
-  const std::string img_dir = reg_.backend.WorkspaceImageDir();
+  const bool images = reg_.backend.Capabilities().workspace_images;
+  std::string img_dir;
+  if (images) {
+    ASB_ASSIGN_OR_RETURN(img_dir, reg_.backend.WorkspaceImageDir());
+  }
   for (const auto& r : pending) {
     ::unlink((dir + "/" + FileName(r.id)).c_str());
-    if (!img_dir.empty()) ::unlink((img_dir + "/" + ImageName(r.id)).c_str());
+    if (images) ::unlink((img_dir + "/" + ImageName(r.id)).c_str());
     ASB_TRY(store::DeleteSnapshot(reg_.store, r.id));
     spdlog::info("snapshot {}: removed a half-made snapshot", r.id);
   }
@@ -612,6 +622,7 @@ Status SnapshotService::RecoverSnapshots() {
   }
   // A staged image means an image rollback was cut short after staging: finish it.
   for (const auto& e : reg_.AllEntries()) {
+    if (!images) break;
     const std::string sid = e->Snapshot().id;
     if (!reg_.backend.HasStagedWorkspace(sid)) continue;
     if (Status st = FinishStagedRollback(sid); !st) {
@@ -628,7 +639,7 @@ Status SnapshotService::RecoverSnapshots() {
   }
   std::error_code iec;
   for (const auto& de : std::filesystem::directory_iterator(
-           img_dir.empty() ? std::filesystem::path() : std::filesystem::path(img_dir), iec)) {
+           images ? std::filesystem::path(img_dir) : std::filesystem::path(), iec)) {
     const std::string n = de.path().filename().string();
     if (named_images.count(n)) continue;
     bool ours = n.rfind(kSnapshotTempPrefix, 0) == 0 ||

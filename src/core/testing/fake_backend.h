@@ -4,12 +4,19 @@
 // test arrange "surviving" sandboxes and leftover resources for recovery tests.
 //
 // A fake sandbox has no isolation. Its connection() is the real sandboxd binary run on the host
-// (`sandboxd --listen-fd=N --no-pid1 --workspace=<tmpdir>`) when FakeBackend was given its path
-// and the file exists; otherwise connection() returns nullptr and tests needing it skip.
+// (`sandboxd --listen-fd=N --no-pid1 --workspace=<tmpdir>/ws`) when FakeBackend was given its
+// path and the file exists; otherwise connection() returns nullptr and tests needing it skip.
+//
+// Capabilities: adopt always; workspace images when FakeBackendOptions::workspace_images is
+// set: images are real files in a temp dir (fake_workspace_image.h), and the operations keep the
+// contract of backend.h (a staged image beside the workspace, a swap that renames the unpacked
+// tree onto <tmpdir>/ws, where sandboxd's next file operation finds it). No network, ports,
+// pause or memory snapshots: those answer kUnavailable.
 #pragma once
 
 #include <sys/types.h>
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -24,18 +31,45 @@ namespace asb::core::testing {
 
 class FakeSandbox;
 
+struct FakeBackendOptions {
+  /// States BackendCapabilities::workspace_images and keeps images in a temp dir (removed with
+  /// the backend). Off: the image operations answer kUnavailable, as a backend without them.
+  bool workspace_images = false;
+};
+
 class FakeBackend final : public isolation::Backend {
  public:
   /// `sandboxd_path`: the sandboxd binary for connection(), "" for none.
-  explicit FakeBackend(std::string sandboxd_path = "");
+  explicit FakeBackend(std::string sandboxd_path = "", FakeBackendOptions options = {});
   ~FakeBackend() override;
 
   std::string_view name() const override { return "fake"; }
+  isolation::BackendCapabilities Capabilities() const override;
   Status Probe() override { return {}; }
+  /// With SandboxSpec::workspace_image, the fake workspace is unpacked from it (kInvalidArgument
+  /// when its size is not workspace_bytes).
   Result<std::shared_ptr<isolation::Sandbox>> Create(const isolation::SandboxSpec& spec) override;
   Result<std::shared_ptr<isolation::Sandbox>> Adopt(const std::string& id) override;
   Status Destroy(const std::string& id) override;
   Result<std::vector<std::string>> ListOwned() override;
+
+  // Workspace images (FakeBackendOptions::workspace_images), per backend.h. Errors: kNotFound
+  // for a sandbox that is not running.
+  Result<std::string> WorkspaceImageDir() const override;
+  Result<isolation::WorkspaceImageCopy> CopyWorkspaceImage(const std::string& id,
+                                                           const std::string& dest) override;
+  Result<isolation::WorkspaceImageCopy> StageWorkspace(const std::string& id,
+                                                       const std::string& image) override;
+  bool HasStagedWorkspace(const std::string& id) override;
+  Result<bool> SwapStagedWorkspace(const std::string& id) override;
+  Status DropStagedWorkspace(const std::string& id) override;
+
+  // Not capable: kUnavailable.
+  Status UpdateNetwork(const std::string& id, const isolation::net::NetworkPolicy& policy) override;
+  Status Pause(const std::string& id) override;
+  Status Resume(const std::string& id) override;
+  Result<isolation::MemorySnapshotInfo> SnapshotMemory(const std::string& id,
+                                                       const std::string& dest) override;
 
   // ---- test controls (thread-safe) -----------------------------------------------------------
 
@@ -55,7 +89,8 @@ class FakeBackend final : public isolation::Backend {
   /// Called inside Create before it succeeds or fails (e.g. to block it in a test).
   void SetCreateHook(std::function<void(const isolation::SandboxSpec&)> hook);
 
-  /// Every call so far as "create <id>", "adopt <id>", "destroy <id>", "list".
+  /// Every call so far as "create <id>", "adopt <id>", "destroy <id>", "list", and for the
+  /// image operations "copy <id>", "stage <id>", "swap <id>", "drop <id>".
   std::vector<std::string> calls() const;
   /// How many calls equal `call`.
   int CountCalls(const std::string& call) const;
@@ -65,7 +100,13 @@ class FakeBackend final : public isolation::Backend {
   std::optional<isolation::SandboxSpec> SpecOf(const std::string& id) const;
 
  private:
+  /// The running sandbox `id` (kNotFound if none) for an image operation (kUnavailable without
+  /// images); records `call` + " " + id.
+  Result<std::shared_ptr<FakeSandbox>> ImageTarget(const std::string& call, const std::string& id);
+
   std::string sandboxd_path_;
+  FakeBackendOptions options_;
+  std::string image_dir_;  // with workspace_images: the temp dir of images
   mutable std::mutex mu_;
   std::vector<std::string> calls_;
   std::map<std::string, std::shared_ptr<FakeSandbox>> running_;
@@ -79,7 +120,8 @@ class FakeBackend final : public isolation::Backend {
 /// A fake sandbox. Thread-safe.
 class FakeSandbox final : public isolation::Sandbox {
  public:
-  FakeSandbox(std::string id, std::string sandboxd_path);
+  /// `workspace_bytes`: the quota, which is the size of the workspace's images.
+  FakeSandbox(std::string id, std::string sandboxd_path, uint64_t workspace_bytes = 1ull << 30);
   ~FakeSandbox() override;
 
   const std::string& id() const override { return id_; }
@@ -88,18 +130,32 @@ class FakeSandbox final : public isolation::Sandbox {
   std::shared_ptr<protocol::Connection> connection() override;
   Result<isolation::SandboxUsage> Usage() override;
   int host_pid() const override { return static_cast<int>(pid_); }
+  /// Not capable: kUnavailable.
+  Result<int> ConnectTcp(uint16_t port, int timeout_ms) override;
 
   void SetOomKills(uint64_t n);
   /// Marks the sandbox dead: Usage() answers kNotFound, sandboxd is stopped.
   void Kill();
   std::string last_error() const;
-  /// The host directory serving as /workspace for sandboxd ("" before it started).
+  /// The host directory serving as /workspace for sandboxd ("" before first use).
   std::string workspace_dir() const;
+
+  // Workspace images (FakeBackend's operations; the caller checked the capability).
+  /// Makes the workspace from `image` (before first use). Errors: kInvalidArgument (size).
+  Status LoadImage(const std::string& image);
+  Result<isolation::WorkspaceImageCopy> CopyImage(const std::string& dest);
+  Result<isolation::WorkspaceImageCopy> Stage(const std::string& image);
+  bool HasStaged() const;
+  Result<bool> SwapStaged();
+  Status DropStaged();
 
  private:
   void StopDaemonLocked();
+  /// Creates dir_ and dir_/ws if they do not exist yet. Errors: FromErrno, kNotFound (dead).
+  Status EnsureDirLocked();
   std::string id_;
   std::string sandboxd_path_;
+  uint64_t workspace_bytes_;
   mutable std::mutex mu_;
   bool dead_ = false;
   uint64_t oom_kills_ = 0;

@@ -1,4 +1,5 @@
-// The ns backend: Create/Adopt/Destroy/ListOwned over the per-concern files of this folder.
+// The ns backend: Create/Adopt/Destroy/ListOwned and the network over the per-concern files of
+// this folder (workspace images: ns_images.cc).
 // Create is a column of steps, each with an undo owner, so that a failure at any point leaves
 // nothing behind; Destroy works from names alone (state.json only adds the pid), so it also
 // cleans up after a server that died in the middle of Create.
@@ -19,7 +20,6 @@
 #include <boost/json.hpp>
 #include <cmath>
 #include <functional>
-#include <map>
 #include <mutex>
 #include <optional>
 #include <set>
@@ -32,6 +32,7 @@
 #include "isolation/ns/files.h"
 #include "isolation/ns/idmap.h"
 #include "isolation/ns/net.h"
+#include "isolation/ns/ns_backend_impl.h"
 #include "isolation/ns/state.h"
 #include "isolation/ns/user.h"
 #include "isolation/ns/workspace.h"
@@ -56,30 +57,6 @@ class Undo {
  private:
   std::function<void()> fn_;
 };
-
-struct Layout {
-  std::string dir, ws, image, sock, log, state, hostname, resolv, network;
-  // A rollback's staged workspace: cloned to next_tmp, renamed to next (complete and durable
-  // from then on), mounted on ws_next while it is being swapped in.
-  std::string next, next_tmp, ws_next;
-};
-
-Layout LayoutFor(const std::string& state_dir, const std::string& id) {
-  Layout l;
-  l.dir = state_dir + "/" + id;
-  l.ws = l.dir + "/ws";
-  l.image = l.dir + "/workspace.img";
-  l.sock = l.dir + "/sandboxd.sock";
-  l.log = l.dir + "/sandboxd.log";
-  l.state = l.dir + "/state.json";
-  l.hostname = l.dir + "/hostname";
-  l.next = l.dir + "/workspace.next.img";
-  l.next_tmp = l.dir + "/.workspace.next.tmp";
-  l.ws_next = l.dir + "/ws-next";
-  l.resolv = l.dir + "/resolv.conf";
-  l.network = l.dir + "/network.json";  // the policy, for Adopt by a later server process
-  return l;
-}
 
 Status ValidateSpec(const SandboxSpec& s) {
   auto bad = [](std::string m) { return Fail(Error::InvalidArgument(std::move(m))); };
@@ -160,64 +137,32 @@ class NsSandbox final : public Sandbox {
   std::string ws_;
 };
 
-class NsBackend final : public Backend {
- public:
-  NsBackend(NsBackendOptions opts, CgroupLayout layout)
-      : opts_(std::move(opts)),
-        layout_(std::move(layout)),
-        slots_(ChooseUidRegistry(opts_.state_dir), opts_.state_dir, opts_.uid_range_base,
-               opts_.max_slots) {
-    if (opts_.workspace_pool_size > 0) {
-      pool_ = std::make_unique<WorkspacePool>(
-          opts_.state_dir + "/.pool", opts_.default_workspace_bytes, opts_.workspace_pool_size);
-    }
-  }
-  // Sandboxes outlive the backend (Adopt); the pool does not, nor do our cgroup parents when
-  // no sandbox is left in them (rmdir fails on a non-empty one, which is the point).
-  ~NsBackend() override {
-    pool_.reset();
-    RemoveEmptyCgroupParents(layout_, opts_.cgroup_name);
-  }
+}  // namespace
 
-  std::string_view name() const override { return "ns"; }
-  Status Probe() override;
-  Result<std::shared_ptr<Sandbox>> Create(const SandboxSpec& spec) override;
-  Result<std::shared_ptr<Sandbox>> Adopt(const std::string& id) override;
-  Status Destroy(const std::string& id) override;
-  Result<std::vector<std::string>> ListOwned() override;
-  std::string WorkspaceImageDir() const override { return opts_.state_dir + "/.images"; }
-  Result<WorkspaceImageCopy> CopyWorkspaceImage(const std::string& id,
-                                                const std::string& dest) override;
-  Result<WorkspaceImageCopy> StageWorkspace(const std::string& id,
-                                            const std::string& image) override;
-  bool HasStagedWorkspace(const std::string& id) override;
-  Result<bool> SwapStagedWorkspace(const std::string& id) override;
-  Status DropStagedWorkspace(const std::string& id) override;
-  Status UpdateNetwork(const std::string& id, const net::NetworkPolicy& policy) override;
+BackendCapabilities NsBackend::Capabilities() const {
+  BackendCapabilities c;
+  c.adopt = true;
+  c.workspace_images = true;
+  c.network = opts_.network != nullptr;  // the server was given a host network
+  c.tcp_connect = true;
+  return c;  // pause (a cgroup freeze) and memory snapshots: not yet
+}
 
- private:
-  // The sandbox's slot from state.json, else from the uid registry; nullopt if neither has it.
-  std::optional<uint32_t> SlotOf(const std::string& id, const Layout& l);
-  std::shared_ptr<std::mutex> IdLock(const std::string& id) {
-    std::lock_guard lock(locks_mu_);
-    auto& m = locks_[id];
-    if (!m) m = std::make_shared<std::mutex>();
-    return m;
-  }
-  Result<std::shared_ptr<Sandbox>> CreateLocked(const SandboxSpec& spec);
-  Status DestroyLocked(const std::string& id);
-  Status PrepareWorkspace(const SandboxSpec& spec, const Layout& l, int idmap_userns,
-                          std::string* loop_device);
+Status NsBackend::Pause(const std::string& id) {
+  (void)id;
+  return Fail(NotCapable(name(), "pause"));
+}
 
-  NsBackendOptions opts_;
-  CgroupLayout layout_;
-  UidSlots slots_;
-  std::unique_ptr<WorkspacePool> pool_;
-  std::mutex locks_mu_;
-  std::map<std::string, std::shared_ptr<std::mutex>> locks_;
-  std::mutex children_mu_;
-  std::map<std::string, ChildProcess> children_;  // sandboxes this process cloned (to reap)
-};
+Status NsBackend::Resume(const std::string& id) {
+  (void)id;
+  return Fail(NotCapable(name(), "pause"));
+}
+
+Result<MemorySnapshotInfo> NsBackend::SnapshotMemory(const std::string& id,
+                                                     const std::string& dest) {
+  (void)id, (void)dest;
+  return Fail(NotCapable(name(), "memory snapshots"));
+}
 
 Status NsBackend::Probe() {
   auto max_ns = ReadSmallFile("/proc/sys/user/max_user_namespaces");
@@ -268,6 +213,7 @@ Result<std::shared_ptr<Sandbox>> NsBackend::Create(const SandboxSpec& spec) {
   if (spec.network && !opts_.network) {
     return Fail(Error::InvalidArgument("networking is not enabled on this server"));
   }
+  if (!spec.memory_snapshot.empty()) return Fail(NotCapable(name(), "memory snapshots"));
   auto lock = IdLock(spec.id);
   std::lock_guard guard(*lock);
   return CreateLocked(spec).map_error([&](Error e) {
@@ -563,154 +509,6 @@ Status NsBackend::DestroyLocked(const std::string& id) {
   return result;
 }
 
-// ---- workspace images (issue 4) ---------------------------------------------------------------
-
-namespace {
-
-/// The running sandbox's state, if its workspace may be cloned. Errors: kNotFound (no state or
-/// not running), kUnavailable (an image with host ids, made before canonical ids).
-Result<SandboxState> ImageCapableState(const Layout& l, const std::string& id) {
-  auto text = ReadSmallFile(l.state);
-  if (!text) return Fail(Error::NotFound("no state for sandbox " + id));
-  ASB_ASSIGN_OR_RETURN(SandboxState st, DecodeSandboxState(*text));
-  if (!st.canonical_ids) {
-    return Fail(Error::Unavailable("the workspace of " + id + " predates canonical-id images"));
-  }
-  return st;
-}
-
-Result<uint64_t> FileSize(const std::string& path) {
-  struct stat st;
-  if (::stat(path.c_str(), &st) != 0) return FailErrno("stat " + path);
-  return static_cast<uint64_t>(st.st_size);
-}
-
-Status FsyncDir(const std::string& dir) {
-  UniqueFd d(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-  if (!d || ::fsync(d.get()) != 0) return FailErrno("fsync " + dir);
-  return {};
-}
-
-}  // namespace
-
-Result<WorkspaceImageCopy> NsBackend::CopyWorkspaceImage(const std::string& id,
-                                                         const std::string& dest) {
-  if (!IsValidId(id, "sb_")) return Fail(Error::NotFound("no sandbox " + id));
-  auto lock = IdLock(id);
-  std::lock_guard guard(*lock);
-  const Layout l = LayoutFor(opts_.state_dir, id);
-  ASB_TRY(ImageCapableState(l, id));
-  UniqueFd ws(::open(l.ws.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-  if (!ws) return FailErrno("open " + l.ws);
-  WorkspaceImageCopy copy;
-  struct statfs sfs;
-  if (::fstatfs(ws.get(), &sfs) == 0) {
-    copy.used_bytes =
-        static_cast<uint64_t>(sfs.f_blocks - sfs.f_bfree) * static_cast<uint64_t>(sfs.f_bsize);
-  }
-  // Frozen while the image is cloned: writers in the sandbox wait, and the copy is the file
-  // system at one instant with nothing left in flight (ioctl_fsfreeze(2)). Where the freeze is
-  // refused, syncfs(2) flushes instead (consistent per file, not across files).
-  const bool frozen = ::ioctl(ws.get(), FIFREEZE, 0) == 0;
-  if (!frozen && ::syncfs(ws.get()) != 0) return FailErrno("syncfs " + l.ws);
-  auto method = CloneImage(l.image, dest);
-  if (frozen && ::ioctl(ws.get(), FITHAW, 0) != 0) {
-    ::unlink(dest.c_str());
-    return FailErrno("FITHAW " + l.ws);
-  }
-  if (!method) return Fail(std::move(method).error().WithContext("copy workspace of " + id));
-  copy.method = std::string(CloneMethodName(*method));
-  ASB_ASSIGN_OR_RETURN(copy.image_bytes, FileSize(dest));
-  return copy;
-}
-
-Result<WorkspaceImageCopy> NsBackend::StageWorkspace(const std::string& id,
-                                                     const std::string& image) {
-  if (!IsValidId(id, "sb_")) return Fail(Error::NotFound("no sandbox " + id));
-  auto lock = IdLock(id);
-  std::lock_guard guard(*lock);
-  const Layout l = LayoutFor(opts_.state_dir, id);
-  ASB_TRY(ImageCapableState(l, id));
-  ASB_ASSIGN_OR_RETURN(uint64_t want, FileSize(l.image));
-  ASB_ASSIGN_OR_RETURN(uint64_t have, FileSize(image));
-  if (want != have) {
-    return Fail(Error::InvalidArgument("image of " + std::to_string(have) +
-                                       " bytes does not match the workspace of " +
-                                       std::to_string(want) + " bytes"));
-  }
-  ::unlink(l.next_tmp.c_str());
-  ASB_ASSIGN_OR_RETURN(CloneMethod m, CloneImage(image, l.next_tmp));  // fsynced
-  if (::rename(l.next_tmp.c_str(), l.next.c_str()) != 0) {
-    Error e = Error::FromErrno(errno, "rename " + l.next_tmp);
-    ::unlink(l.next_tmp.c_str());
-    return Fail(std::move(e));
-  }
-  ASB_TRY(FsyncDir(l.dir));
-  WorkspaceImageCopy copy;
-  copy.method = std::string(CloneMethodName(m));
-  copy.image_bytes = have;
-  return copy;
-}
-
-bool NsBackend::HasStagedWorkspace(const std::string& id) {
-  return IsValidId(id, "sb_") && PathExists(LayoutFor(opts_.state_dir, id).next);
-}
-
-Result<bool> NsBackend::SwapStagedWorkspace(const std::string& id) {
-  if (!IsValidId(id, "sb_")) return Fail(Error::NotFound("no sandbox " + id));
-  auto lock = IdLock(id);
-  std::lock_guard guard(*lock);
-  const Layout l = LayoutFor(opts_.state_dir, id);
-  if (!PathExists(l.next)) return false;
-  ASB_ASSIGN_OR_RETURN(SandboxState st, ImageCapableState(l, id));
-  auto start = ProcessStartTime(st.pid);
-  if (!start || *start != st.start_time || !ProcessIsRunning(st.pid)) {
-    return Fail(Error::NotFound("sandbox " + id + " no longer runs"));
-  }
-  // 1. The staged image, mounted plainly on ws_next. After a crash in the middle of an earlier
-  //    swap its loop device may still exist (the sandbox may already use it): mounting that
-  //    device again shares the superblock; a second loop device on the same file would not.
-  if (::mkdir(l.ws_next.c_str(), 0700) != 0 && errno != EEXIST) {
-    return FailErrno("mkdir " + l.ws_next);
-  }
-  ASB_TRY(UnmountWorkspace(l.ws_next));
-  struct Cleanup {
-    const Layout& l;
-    ~Cleanup() {
-      (void)UnmountWorkspace(l.ws_next);
-      ::rmdir(l.ws_next.c_str());
-    }
-  } cleanup{l};
-  ASB_TRY(MountWorkspaceSharingLoop(l.next, l.ws_next));
-  // 2. Two idmapped clones of it: one for the sandbox, one for the host's view (l.ws).
-  ASB_ASSIGN_OR_RETURN(UniqueFd userns, MakeIdmapUserns(st.uid_base));
-  ASB_ASSIGN_OR_RETURN(UniqueFd for_sandbox, IdmappedTree(l.ws_next, userns.get()));
-  ASB_ASSIGN_OR_RETURN(UniqueFd for_host, IdmappedTree(l.ws_next, userns.get()));
-  // 3. The switch the sandbox sees. If it fails, the sandbox keeps its old /workspace.
-  ASB_TRY_CTX(ReplaceMountInNamespace(st.pid, for_sandbox.get(), "/workspace"),
-              "swap workspace of " + id);
-  // 4. The host's view, then the file: from the rename on, a restart finds the new image in
-  //    place and nothing staged.
-  ASB_TRY(UnmountWorkspace(l.ws));
-  ASB_TRY(AttachTree(for_host.get(), l.ws));
-  if (::rename(l.next.c_str(), l.image.c_str()) != 0) return FailErrno("rename " + l.next);
-  ASB_TRY(FsyncDir(l.dir));
-  return true;
-}
-
-Status NsBackend::DropStagedWorkspace(const std::string& id) {
-  if (!IsValidId(id, "sb_")) return {};
-  auto lock = IdLock(id);
-  std::lock_guard guard(*lock);
-  const Layout l = LayoutFor(opts_.state_dir, id);
-  (void)UnmountWorkspace(l.ws_next);
-  ::rmdir(l.ws_next.c_str());
-  for (const std::string& p : {l.next_tmp, l.next}) {
-    if (::unlink(p.c_str()) != 0 && errno != ENOENT) return FailErrno("unlink " + p);
-  }
-  return {};
-}
-
 std::optional<uint32_t> NsBackend::SlotOf(const std::string& id, const Layout& l) {
   if (auto text = ReadSmallFile(l.state)) {
     if (auto st = DecodeSandboxState(*text)) return st->slot;
@@ -756,6 +554,8 @@ Result<std::vector<std::string>> NsBackend::ListOwned() {
   }
   return std::vector<std::string>(ids.begin(), ids.end());
 }
+
+namespace {
 
 Status MkdirAll(const std::string& path, mode_t mode) {
   std::string cur;

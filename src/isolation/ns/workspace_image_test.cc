@@ -27,8 +27,11 @@ TEST_F(WorkspaceImageTest, ImageCopyForkStageSwapAndRefusals) {
   auto a = MustCreate(a_spec);
   ASSERT_TRUE(a);
   ASSERT_EQ(Out(*a, "cd /workspace && echo one > f && mkdir d && chmod 700 d"), "");
-  const std::string img = backend_->WorkspaceImageDir() + "/test.img";
-  const std::string small = backend_->WorkspaceImageDir() + "/small.img";
+  ASSERT_TRUE(backend_->Capabilities().workspace_images);
+  auto dir = backend_->WorkspaceImageDir();
+  ASSERT_TRUE(dir) << dir.error().ToString();
+  const std::string img = *dir + "/test.img";
+  const std::string small = *dir + "/small.img";
   struct Remove {
     std::string a, b;
     ~Remove() {
