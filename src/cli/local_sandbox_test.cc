@@ -1,6 +1,6 @@
 // The resources of `agent-sandbox run` are checked exactly as the API's create requests
 // (ADR 0017): for each limited field, the value at the limit passes and one past it fails,
-// with the same code and message as SandboxManager::Create gives the API for the same request.
+// with the same code and message as SandboxLifecycle::Create gives the API for the same request.
 #include "cli/local_sandbox.h"
 
 #include <gtest/gtest.h>

@@ -1,7 +1,7 @@
 // The defaults a template gives its sandboxes' commands: its manifest's `workdir` and `user`
 // (a Dockerfile's final WORKDIR and USER, an OCI image config's WorkingDir and User; ADR 0012,
 // "Update"). Every exec, background process and PTY that names no workdir or user of its own
-// gets them (SandboxManager, core/manager_ops.cc).
+// gets them (core/exec_request.h).
 #pragma once
 
 #include <string>

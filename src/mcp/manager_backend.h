@@ -65,7 +65,7 @@ class ManagerBackend final : public ToolBackend {
   ToolResult<void> SignalProcess(const std::string& id, int pid,
                                  const std::string& signal) override;
   ToolResult<boost::json::object> KillProcess(const std::string& id, int pid) override;
-  /// Connects in the sandbox (SandboxManager::ConnectPort) and speaks HTTP itself
+  /// Connects in the sandbox (NetworkService::ConnectPort) and speaks HTTP itself
   /// (mcp/port_exchange.h), as the proxy would.
   ToolResult<PortResponse> RequestPort(const std::string& id, const PortRequest& req) override;
 

@@ -39,7 +39,7 @@ def sanitized_server():
 # memory overhead; the sanitized bound is 4x. Measured on the product build: +8 MiB for the first
 # wave of 200, then under 1 MiB per further wave.
 RSS_GROWTH_LIMIT_KB = 64 * 1024 * (4 if sanitized_server() else 1)
-ARGV_LIMIT = 1024 * 1024 - 64 * 1024  # core/manager_ops.cc kMaxExecArgBytes
+ARGV_LIMIT = 1024 * 1024 - 64 * 1024  # core/exec_service.cc kMaxExecArgBytes
 
 # The ports proxy's whole-exchange deadline for this suite's server (--proxy-timeout-seconds):
 # short, so that the dripping upstream is cut within the test, long enough for 8 readers to
