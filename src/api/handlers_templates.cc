@@ -14,6 +14,7 @@
 #include "api/json_number.h"
 #include "api/resource_json.h"
 #include "core/sandbox_manager.h"
+#include "core/sandbox_resources.h"
 #include "core/template_defaults.h"
 #include "core/template_install.h"
 
@@ -39,16 +40,13 @@ json::object TemplateJson(const core::TemplateInfo& t, const core::Limits& lim) 
   json::object env;
   for (const auto& [k, v] : m.env) env[k] = v;
   o["env"] = std::move(env);
+  // What a sandbox of this template gets when the request names none: the same resolution as
+  // create's (core/sandbox_resources.h). An empty request cannot be out of range.
   json::object r;
-  r["cpus"] = JsonNumber(m.resources.cpus > 0 ? std::min(m.resources.cpus, lim.max_cpus)
-                                              : lim.default_cpus);
-  r["memory_mb"] = m.resources.memory_mb > 0
-                       ? std::clamp(m.resources.memory_mb, lim.min_memory_mb, lim.max_memory_mb)
-                       : lim.default_memory_mb;
-  r["workspace_mb"] =
-      m.resources.workspace_mb > 0
-          ? std::clamp(m.resources.workspace_mb, lim.min_workspace_mb, lim.max_workspace_mb)
-          : lim.default_workspace_mb;
+  const core::SandboxResources res = *core::ResolveResources(lim, m.resources, {});
+  r["cpus"] = JsonNumber(res.cpus);
+  r["memory_mb"] = res.memory_mb;
+  r["workspace_mb"] = res.workspace_mb;
   o["resources"] = std::move(r);
   // What its sandboxes' commands default to (core/template_defaults.h); a manifest those
   // cannot honour (installed before the check) shows its raw values, and creates fail.

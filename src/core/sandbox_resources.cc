@@ -5,6 +5,8 @@
 #include <cstdio>
 #include <string>
 
+#include "isolation/backend.h"
+
 namespace asb::core {
 
 namespace {

@@ -12,7 +12,10 @@
 #include "common/result.h"
 #include "core/config.h"
 #include "core/template_manifest.h"
-#include "isolation/backend.h"
+
+namespace asb::isolation {
+struct SandboxSpec;
+}
 
 namespace asb::core {
 
