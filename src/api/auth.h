@@ -1,4 +1,4 @@
-// The auth layer of the REST API (issue 5; ACCEPTANCE.md K1, K2, M1): API keys, scopes, rate
+// The auth layer of the REST API (api/AUTH.md): API keys, scopes, rate
 // limits, per-key sandbox quotas, tenancy, the audit trail and the HTTP metrics, wrapped
 // around every route of the routing table (AuthLayer::Wrap), so handlers stay plain functions
 // that read req.owner through OwnerOf().

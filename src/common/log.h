@@ -4,7 +4,7 @@
 //
 // Anything a client sent (a path, a path parameter, a method) is hostile text: written
 // verbatim, a "%0a" in a path forged a whole log line and "%1b[" reached the operator's
-// terminal (issue 26 finding 1). So every line the formatters write passes LogSafeMessage
+// terminal (ADR 0014). So every line the formatters write passes LogSafeMessage
 // (control characters and invalid UTF-8 escaped, length bounded), and a request-derived value
 // put into a key=value word goes through LogField first, which also escapes spaces and quotes
 // so that it stays one word and cannot forge another field.

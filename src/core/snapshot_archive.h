@@ -1,4 +1,4 @@
-// The portable snapshot format (issue 4, "Portable format"): a POSIX pax tar of /workspace, as
+// The portable snapshot format (ADR 0008): a POSIX pax tar of /workspace, as
 // sandboxd's tar.export writes it, compressed with zstd on the host (RFC 8878). These helpers
 // move that stream between a sandboxd channel and a file, and check an archive from outside
 // before anything of it reaches a sandbox.

@@ -1,4 +1,4 @@
-"""Hostile use of the server, as found by the breaker (issues 2 and 3): code inside a sandbox
+"""Hostile use of the server, as a reviewer attacked it (ADR 0014): code inside a sandbox
 that tries to outlive its command or fill its disks, symlink and FIFO tricks against the file
 API, malformed HTTP framing, and a SIGKILL of the server while commands run. Each test states
 what a hostile user did and what must hold."""

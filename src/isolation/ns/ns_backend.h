@@ -36,9 +36,9 @@ struct NsBackendOptions {
   /// How long Create waits for sandboxd's handshake, milliseconds.
   int64_t start_timeout_ms = 10'000;
   /// Commands may open AF_PACKET sockets (raw packet capture; sandboxd
-  /// --allow-packet-sockets). Off: socket(AF_PACKET) fails with EAFNOSUPPORT (issue 26).
+  /// --allow-packet-sockets). Off: socket(AF_PACKET) fails with EAFNOSUPPORT (ADR 0014).
   bool allow_packet_sockets = false;
-  /// The host side of networked sandboxes (issue 10); null = `network: true` is refused.
+  /// The host side of networked sandboxes (ADR 0013); null = `network: true` is refused.
   std::shared_ptr<net::HostNetwork> network;
 };
 

@@ -1,4 +1,4 @@
-// Copy-on-write copies of a workspace image (issue 4, "Fast path"; ARCHITECTURE.md, "What
+// Copy-on-write copies of a workspace image (ADR 0009; ARCHITECTURE.md, "What
 // these machines can run": a reflink of a 1 GiB file on XFS takes about 3 ms here).
 //
 // A consistent copy of a mounted ext4 workspace image is: quiesce the file system (FIFREEZE
