@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
 # Fails, listing file:line, when a tracked file cites something the repository does not hold:
 # a planning issue by number ("issue 4", "Issue 17 item 6") or a planning document
-# (ACCEPTANCE.md, PLAN.md). Cite an ADR (docs/adr/NNNN) or a file under docs/ instead, or say
-# what the case is. The ADRs and a changelog are history and may name issues. CTest runs this
-# as `refs_check`.
+# (ACCEPTANCE.md, PLAN.md, STYLE.md). Cite an ADR (docs/adr/NNNN) or a file under docs/
+# instead, or say what the case is. The ADRs and a changelog are history and may name issues.
+# CTest runs this as `refs_check`.
 # Usage: bash scripts/check-refs.sh
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
-pattern='\b[Ii]ssues? [0-9]+|ACCEPTANCE\.md|PLAN\.md'
+pattern='\b[Ii]ssues? [0-9]+|ACCEPTANCE\.md|PLAN\.md|STYLE\.md'
 # The tracked files; a tree without git (an archive, as fresh-check.sh unpacks) takes every file
 # outside build output and node_modules.
 if git rev-parse --is-inside-work-tree >/dev/null 2>&1; then

@@ -1,4 +1,4 @@
-// The REST handlers, one file per resource (STYLE.md, the firecracker row): sandboxes
+// The REST handlers, one file per resource (ADR 0007): sandboxes
 // (handlers_sandboxes.cc), exec (handlers_exec.cc), files (handlers_files.cc) and health
 // (handlers_health.cc). Each Add*Routes() puts its routes into the one routing table;
 // BuildRouter() (routes.cc) calls them all. Handlers are plain functions of HttpRequest, so unit

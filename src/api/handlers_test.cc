@@ -1,5 +1,5 @@
-// The REST handlers driven through the routing table without sockets (STYLE.md: handlers are
-// functions of the request), over the real SandboxManager with core's FakeBackend (whose
+// The REST handlers driven through the routing table without sockets (ADR 0007: handlers
+// are functions of the request), over the real SandboxManager with core's FakeBackend (whose
 // sandboxes run the real sandboxd on the host when it has been built) and an in-memory store.
 #include "api/handlers.h"
 

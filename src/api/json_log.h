@@ -3,7 +3,7 @@
 //  "key_id":"...", "sandbox_id":"...", ...}. The message is JSON-escaped, and the key=value
 // words our log lines carry (request_id, key_id, sandbox_id, method, route, status, ms) are
 // lifted into fields of their own. Like every log line, these never hold keys, tokens, env
-// values or file contents: callers never log them (STYLE.md "Logs").
+// values or file contents: callers never log them (common/log.h).
 #pragma once
 
 #include <string>

@@ -1,5 +1,5 @@
 // The HTTP/1.1 server of `agent-sandbox serve`: a Boost.Beast listener and sessions on Asio
-// C++20 coroutines, in the shape of Beast's advanced_server and awaitable examples (STYLE.md).
+// C++20 coroutines, in the shape of Beast's advanced_server and awaitable examples (ADR 0007).
 // This header keeps Beast and Asio out of its includers (a Beast TU compiles in ~17 s here):
 // only server.cc includes them.
 //

@@ -1,4 +1,4 @@
-// `agent-sandbox serve`: the REST server. Wires the pieces of ARCHITECTURE.md "Processes":
+// `agent-sandbox serve`: the REST server. Wires the pieces of ADR 0007:
 // configuration (api/config.h: defaults < AGENT_SANDBOX_* environment < flags), the SQLite
 // store in the data directory, the ns backend with sandboxd, the SandboxManager (Recover() and
 // the TTL reaper), the routing table and the Beast server; then serves until SIGTERM/SIGINT and

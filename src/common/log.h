@@ -1,5 +1,5 @@
-// Host-side logging: spdlog, one line per event, text or JSON (see ARCHITECTURE.md and
-// STYLE.md "Logs"). Never log a key, a token, an env value or file contents; the formatters
+// Host-side logging: spdlog, one line per event, text or JSON (api/json_log.h has
+// the JSON form). Never log a key, a token, an env value or file contents; the formatters
 // also redact what looks like a secret (LogSafeMessage), as a second line of defence.
 //
 // Anything a client sent (a path, a path parameter, a method) is hostile text: written

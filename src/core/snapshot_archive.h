@@ -3,8 +3,8 @@
 // move that stream between a sandboxd channel and a file, and check an archive from outside
 // before anything of it reaches a sandbox.
 //
-// Files are written temp + fsync + rename + fsync of the directory (ARCHITECTURE.md, "Data and
-// durability"), so a crash leaves either the whole file or a temp file that recovery deletes.
+// Files are written temp + fsync + rename + fsync of the directory (ADR 0008), so a crash leaves
+// either the whole file or a temp file that recovery deletes.
 #pragma once
 
 #include <cstdint>

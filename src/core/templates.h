@@ -1,5 +1,5 @@
-// Templates: named read-only root filesystems a sandbox starts from (ARCHITECTURE.md, "Data and
-// durability": <data_dir>/templates/<name>/rootfs). The manager asks a TemplateCatalog to turn
+// Templates: named read-only root filesystems a sandbox starts from (ADR 0004:
+// <data_dir>/templates/<name>/rootfs). The manager asks a TemplateCatalog to turn
 // the name in a create request into a host path; tests supply their own catalog.
 #pragma once
 

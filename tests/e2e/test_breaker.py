@@ -64,7 +64,8 @@ class BreakerTest(ServerTestCase):
 
     def test_background_children_of_a_finished_command_still_survive(self):
         # The timeout fix must not change the normal case: a command that ends on its own may
-        # leave servers running (ARCHITECTURE.md "Exec semantics").
+        # leave servers running (docs/design/sandbox-protocol.md,
+        # "exec").
         r = self.sh("setsid sleep $((3000+44)) > /dev/null 2>&1 & echo started")
         self.assertEqual(r["stdout"], "started\n")
         deadline = time.time() + 5

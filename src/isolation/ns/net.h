@@ -1,4 +1,4 @@
-// Network namespace of a sandbox. Default: loopback only (ARCHITECTURE.md, "Isolation").
+// Network namespace of a sandbox. Default: loopback only (ADR 0013).
 #pragma once
 
 #include <cstdint>

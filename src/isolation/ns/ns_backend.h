@@ -1,5 +1,5 @@
 // The namespaces backend ("ns"): our own container runtime in nsjail's style, the embedded
-// default (ARCHITECTURE.md, "Isolation: the ns backend"). One file per isolation concern
+// default (ADR 0003; docs/ARCHITECTURE.md, "Isolation backends"). One file per isolation concern
 // (user, mount, net, cgroup, rlimits, workspace) and one readable containment sequence in
 // contain.cc, whose order is the security argument.
 #pragma once
