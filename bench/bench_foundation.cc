@@ -1,5 +1,5 @@
 // bench_foundation: the foundation's latency and throughput figures, each beside the same work
-// done by bubblewrap (the cold-start yardstick of ARCHITECTURE.md) and the ratio ours / bwrap.
+// done by bubblewrap (the cold-start yardstick of ADR 0003) and the ratio ours / bwrap.
 //
 //   1. create -> first stdout byte of `echo hi`   (ns backend Create + exec, vs `bwrap ... echo
 //   hi`)

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The REST server's own figures (issue 3, "Benchmark"). Not run by CI.
+"""The REST server's own figures (ADR 0007). Not run by CI.
 
 Over real HTTP against the real `agent-sandbox serve` (started by the e2e harness on a free
 loopback port with a temporary data directory), it prints p50 and p99 of:

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Snapshot, rollback and fork times over the real server (issue 4, "Benchmark"). Not run by CI.
+"""Snapshot, rollback and fork times over the real server (ADR 0008). Not run by CI.
 
 For workspaces of 1 MiB, 100 MiB and 1 GiB, shaped as many small files or one large file of
 random (incompressible) bytes, it times over HTTP:

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The long run of the crash harness (issue 11 item 3; ADR 0014): 100 SIGKILLs of the real
+# The long run of the crash harness (ADR 0014): 100 SIGKILLs of the real
 # server at random points of create, snapshot, rollback, fork and destroy, each followed by a
 # restart and the checks of tests/e2e/crash_harness.py (no record lost or half-made; no state
 # dir, mount, loop device, cgroup or process leaked). Not run by CI (e2e_crash runs 5 kills).

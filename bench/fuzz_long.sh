@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The long fuzz run of issue 11 item 4: every libFuzzer target (fuzz/) for at least a million
+# The long fuzz run (ADR 0014): every libFuzzer target (fuzz/) for at least a million
 # inputs (ASB_FUZZ_RUNS, default 1000000), one after another, from the seed corpus plus what
 # earlier long runs found (kept in BUILD_DIR/corpus/). Prints the table of scripts/fuzz.sh:
 # inputs, executions per second, wall time, corpus size and peak RSS per target. Not run by CI

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The whole adversarial suite of issue 11 in one command (ADR 0014), as root on a host with the
+# The whole adversarial suite (ADR 0014) in one command, as root on a host with the
 # base template, over an existing build:
 #   escapes  tests/adversarial (probe.c from inside real sandboxes, races, shell one-liners)
 #   abuse    tests/e2e/test_abuse.py (bombs, floods, storms, argv limit; and a client with no

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The main job's demo (issue 3 item 7): starts `agent-sandbox serve` on this machine with the
+# The main job's demo (ADR 0007): starts `agent-sandbox serve` on this machine with the
 # default (ns) backend, then drives it the way an agent would, only through the REST API and the
 # CLI's client verbs:
 #   1. a short CLI tour: create, ls, exec (streamed, exit code passed through), cp in and out,

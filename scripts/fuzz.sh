@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Builds the libFuzzer targets (fuzz/, issue 11 item 4) with clang in their own build
+# Builds the libFuzzer targets (fuzz/, ADR 0014) with clang in their own build
 # directory — only them and the libraries they need, instrumented with
 # -fsanitize=fuzzer-no-link,address,undefined — and runs each one from its seed corpus
 # (fuzz/corpus/<target>/; new inputs go to BUILD_DIR/corpus/<target>/, never into the repo).

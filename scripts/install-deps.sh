@@ -33,7 +33,7 @@ PACKAGES=(
   python3-jsonschema python3-yaml
   # the process terminal WebSocket is driven by a real client (tests/e2e/test_processes.py)
   python3-websockets
-  # networked sandboxes (issue 10): nft for our tables; tests/e2e/test_network.py runs dnsmasq
+  # networked sandboxes (ADR 0013): nft for our tables; tests/e2e/test_network.py runs dnsmasq
   # (the binary only, no system service) as the test internet's DNS server
   nftables dnsmasq-base
   # the Python SDK's wheel (scripts/build-sdks.sh) and its offline installs into a venv: built

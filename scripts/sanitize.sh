@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The sanitizer suite (issue 11 item 5): builds the product and its tests with the `asan`
+# The sanitizer suite (ADR 0014): builds the product and its tests with the `asan`
 # preset (ASan + UBSan, Debug, build dir build-asan), then runs the unit tests and the
 # privileged/e2e suites (real sandboxes; needs root, skipped otherwise) with every host-side
 # binary sanitized: agent-sandbox, the test programs, and sandboxd where it runs on the host

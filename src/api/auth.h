@@ -1,4 +1,4 @@
-// The auth layer of the REST API (issue 5; ACCEPTANCE.md K1, K2, M1): API keys, scopes, rate
+// The auth layer of the REST API (api/AUTH.md): API keys, scopes, rate
 // limits, per-key sandbox quotas, tenancy, the audit trail and the HTTP metrics, wrapped
 // around every route of the routing table (AuthLayer::Wrap), so handlers stay plain functions
 // that read req.owner through OwnerOf().
@@ -121,7 +121,7 @@ class AuthLayer {
   AuthLayer(const AuthLayer&) = delete;
   AuthLayer& operator=(const AuthLayer&) = delete;
 
-  /// Adds the routes of this issue: /v1/keys (+ /admin/keys aliases), /v1/events,
+  /// Adds the auth layer's routes: /v1/keys (+ /admin/keys aliases), /v1/events,
   /// /v1/sandboxes/{id}/events, /metrics, /readyz, /ready and /health.
   void AddRoutes(Router& router);
   /// A router whose every route runs behind the steps of the file comment.
@@ -174,7 +174,7 @@ class AuthLayer {
   std::thread retention_thread_;
 };
 
-/// Route handlers of this issue (one file per resource).
+/// Route handlers of the auth layer (one file per resource).
 void AddKeyRoutes(Router& router, AuthLayer& auth);      // handlers_keys.cc
 void AddEventRoutes(Router& router, AuthLayer& auth);    // handlers_events.cc
 void AddObserveRoutes(Router& router, AuthLayer& auth);  // handlers_observe.cc

@@ -70,7 +70,7 @@ TEST(JsonLogTest, EscapesAndLiftsFields) {
             "\"request_id\":\"req_1\",\"key_id\":\"key_2\",\"status\":\"200\"}");
 }
 
-// Issue 26 finding 1: JSON text must be UTF-8, and one hostile message stays one bounded line.
+// ADR 0014: JSON text must be UTF-8, and one hostile message stays one bounded line.
 TEST(JsonLogTest, InvalidUtf8IsEscapedAndLongMessagesAreCut) {
   std::string line = JsonLogLine("t", "info", "route=/x\xff\xc3\xa9\x1b[2J");
   EXPECT_NE(line.find("\"msg\":\"route=/x\\\\xff\xc3\xa9\\\\x1b[2J\""), std::string::npos) << line;

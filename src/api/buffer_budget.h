@@ -1,5 +1,5 @@
 // One memory account for buffers that requests hold while they relay bytes (the ports proxy's
-// chunk buffers, issue 26): each request leases the bytes it will hold for its whole life, so
+// chunk buffers, ADR 0014): each request leases the bytes it will hold for its whole life, so
 // the sum over all requests never passes the server's budget, however many run at once.
 #pragma once
 

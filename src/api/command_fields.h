@@ -1,7 +1,7 @@
 // The command fields that the exec routes (handlers_exec.cc) and the background-process routes
 // (handlers_procs.cc) read alike from a JSON body: command | argv, env, workdir, user. One
 // reader, so both answer the same errors (api/openapi.json and the e2e tests rely on them).
-// "command" is a string run by /bin/sh -c, or (seed B's contract, issue 17) an argv list: an
+// "command" is a string run by /bin/sh -c, or (seed B's contract, ADR 0007) an argv list: an
 // alias of "argv".
 #pragma once
 

@@ -1,4 +1,4 @@
-// Configuration of `agent-sandbox serve` (issue 3 item 1): the manager's limits
+// Configuration of `agent-sandbox serve` (ADR 0007): the manager's limits
 // (core/config.h) plus the listener, from flags and the AGENT_SANDBOX_* environment names of
 // seed B. Precedence: built-in defaults < environment < flags. Every value is parsed strictly
 // (the whole text must be a number in range); a bad one is an error that `serve` prints as
@@ -25,7 +25,7 @@ struct ServeConfig {
   bool insecure_no_auth = false;
   /// Path of the sandboxd binary; "" = "sandboxd" beside /proc/self/exe.
   std::string sandboxd_path;
-  bool allow_packet_sockets = false;  // commands may open AF_PACKET sockets (issue 26)
+  bool allow_packet_sockets = false;  // commands may open AF_PACKET sockets (ADR 0014)
   std::string log_level = "info";
   /// Longest wait for in-flight requests at shutdown, seconds.
   int64_t shutdown_grace_seconds = 30;
@@ -35,7 +35,7 @@ struct ServeConfig {
   /// once; one more is 429 (api/auth.h, AuthOptions::max_concurrent_requests_per_key).
   /// 0 = no limit.
   int64_t max_requests_per_key = 128;
-  /// The HTTP server's connection limits (api/server.h, ServerOptions; issue 26): open client
+  /// The HTTP server's connection limits (api/server.h, ServerOptions; ADR 0014): open client
   /// connections in all, from one client address (loopback included), and the part of the
   /// total kept for clients that present a valid key; and the time a request head may take.
   int64_t max_connections = 8192;
@@ -59,7 +59,7 @@ struct ServeConfig {
   std::string workspace_pool = "none";
   /// Size of that sparse file, GiB.
   int64_t workspace_pool_gb = 256;
-  /// Networked sandboxes (issue 10, isolation/net/host_network.h): on/off, their IPv4 range,
+  /// Networked sandboxes (ADR 0013, isolation/net/host_network.h): on/off, their IPv4 range,
   /// the uplink ("" = the default route's interface), upstream resolvers ("" = the host's).
   bool network_enabled = true;
   std::string network_subnet = "10.213.0.0/16";

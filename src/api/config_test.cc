@@ -1,4 +1,5 @@
-// Settings of issue 4 (snapshot limits, workspace pool): parsed in one place, at the boundary.
+// Snapshot limits and the workspace pool (ADR 0008, ADR 0009): parsed in one place, at the
+// boundary.
 #include "api/config.h"
 
 #include <gtest/gtest.h>
@@ -51,7 +52,7 @@ TEST(ServeConfigTest, WorkspacePoolIsNoneOrXfs) {
   EXPECT_FALSE(Apply(cfg, {{"AGENT_SANDBOX_WORKSPACE_POOL_GB", "0"}}));
 }
 
-// Issue 26: the HTTP server's connection limits.
+// ADR 0014: the HTTP server's connection limits.
 TEST(ServeConfigTest, ConnectionLimitsAndTheReserveBelowTheTotal) {
   ServeConfig cfg;
   EXPECT_EQ(cfg.max_connections, 8192);
@@ -72,7 +73,7 @@ TEST(ServeConfigTest, ConnectionLimitsAndTheReserveBelowTheTotal) {
   EXPECT_FALSE(Apply(cfg, {{"AGENT_SANDBOX_REQUEST_HEAD_TIMEOUT_SECONDS", "0"}}));
 }
 
-// Issue 17 item 4: preview URLs.
+// ADR 0015: preview URLs.
 TEST(ServeConfigTest, PreviewDomainSchemeAndMaxTtl) {
   ServeConfig cfg;
   EXPECT_EQ(cfg.preview_domain, "");  // serve makes it localhost:<port>

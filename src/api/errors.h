@@ -1,7 +1,7 @@
-// The one function that turns an Error into an HTTP response (STYLE.md, the firecracker row:
-// "one function that turns outcomes into HTTP responses"). Every failure the API answers —
+// The one function that turns an Error into an HTTP response (ADR 0007,
+// "One error shape"; as firecracker's API server does). Every failure the API answers —
 // validation, routing, the manager, the backend — leaves through here, so every error has the
-// shape {"error":{"code":"not_found","message":"..."}} of ARCHITECTURE.md "API conventions".
+// shape {"error":{"code":"not_found","message":"..."}} of ADR 0007 and ADR 0016.
 #pragma once
 
 #include <string>

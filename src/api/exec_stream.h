@@ -1,4 +1,4 @@
-// The NDJSON body of POST /v1/sandboxes/{id}/exec/stream (issue 3 item 2; ACCEPTANCE.md E2):
+// The NDJSON body of POST /v1/sandboxes/{id}/exec/stream (ADR 0007):
 // one JSON object per line, in the order the command wrote:
 //   {"type":"stdout","data":"..."}  {"type":"stderr","data":"..."}
 //   {"type":"keepalive"}            after stream_keepalive_ms of quiet

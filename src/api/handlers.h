@@ -1,4 +1,4 @@
-// The REST handlers, one file per resource (STYLE.md, the firecracker row): sandboxes
+// The REST handlers, one file per resource (ADR 0007): sandboxes
 // (handlers_sandboxes.cc), exec (handlers_exec.cc), files (handlers_files.cc) and health
 // (handlers_health.cc). Each Add*Routes() puts its routes into the one routing table;
 // BuildRouter() (routes.cc) calls them all. Handlers are plain functions of HttpRequest, so unit
@@ -71,9 +71,9 @@ void AddHealthRoutes(Router& router, ApiContext& ctx);
 /// {"status": "ok", "version": ASB_VERSION, "backend": `backend`, e.g. "ns"}.
 HttpResponse HealthResponse(std::string_view backend);
 void AddSandboxRoutes(Router& router, ApiContext& ctx);
-/// GET/PUT /v1/sandboxes/{id}/network (handlers_network.cc, issue 10).
+/// GET/PUT /v1/sandboxes/{id}/network (handlers_network.cc, ADR 0013).
 void AddNetworkRoutes(Router& router, ApiContext& ctx);
-/// /v1/sandboxes/{id}/ports/{port}/... reverse proxy (handlers_ports.cc, issue 10).
+/// /v1/sandboxes/{id}/ports/{port}/... reverse proxy (handlers_ports.cc, ADR 0013).
 void AddPortRoutes(Router& router, ApiContext& ctx);
 /// The answer that proxies `req` to 127.0.0.1:`port` of sandbox `id`, acting for `owner` (the
 /// ports proxy and the preview hosts; api/port_proxy.h): leases the exchange's buffers (a
@@ -82,20 +82,20 @@ void AddPortRoutes(Router& router, ApiContext& ctx);
 Result<HttpResponse> ProxyToPort(core::NetworkService& m, const std::string& owner,
                                  const std::string& id, int64_t port, const HttpRequest& req,
                                  const UpstreamRequest& upstream, const PortProxyOptions& options);
-/// /v1/sandboxes/{id}/previews and the preview hosts (handlers_previews.cc; issue 17 item 4).
+/// /v1/sandboxes/{id}/previews and the preview hosts (handlers_previews.cc; ADR 0015).
 void AddPreviewRoutes(Router& router, ApiContext& ctx);
 void AddExecRoutes(Router& router, ApiContext& ctx);
 void AddFileRoutes(Router& router, ApiContext& ctx);
-/// Snapshots, rollback, fork and archives (handlers_snapshots.cc; issue 4).
+/// Snapshots, rollback, fork and archives (handlers_snapshots.cc; ADR 0008).
 void AddSnapshotRoutes(Router& router, ApiContext& ctx);
 
 /// Templates: GET /v1/templates[/{name}], DELETE /admin/templates/{name} (handlers_templates.cc;
-/// issue 9).
+/// ADR 0012).
 void AddTemplateRoutes(Router& router, ApiContext& ctx);
-/// Background processes, their streams and WebSocket (handlers_procs.cc; issue 8).
+/// Background processes, their streams and WebSocket (handlers_procs.cc; ADR 0011).
 void AddProcessRoutes(Router& router, ApiContext& ctx);
 
-/// Seed A's /exec/* session routes (handlers_seed_a.cc; issue 7 item 4, issue 17 item 5).
+/// Seed A's /exec/* session routes (handlers_seed_a.cc; ADR 0007).
 /// Sessions are kept in ctx.store (without one, the session routes answer 503).
 void AddSeedARoutes(Router& router, ApiContext& ctx);
 

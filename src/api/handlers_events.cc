@@ -1,4 +1,4 @@
-// Audit trail routes (issue 5 item 6; scope exec — a non-admin key reads only its own
+// Audit trail routes (api/AUTH.md; scope exec — a non-admin key reads only its own
 // lineage's events, an admin key reads all):
 //   GET /v1/events?sandbox_id=&key_id=&since=&limit=&cursor=
 //   GET /v1/sandboxes/{id}/events?since=&limit=&cursor=

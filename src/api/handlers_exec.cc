@@ -1,4 +1,4 @@
-// Exec routes (issue 3 item 2; ACCEPTANCE.md E1-E6):
+// Exec routes (ADR 0007, ADR 0016):
 //   POST /v1/sandboxes/{id}/exec         run to completion, 200 {stdout, stderr, exit_code,
 //                                        signal, timed_out, truncated, stdout_truncated,
 //                                        stderr_truncated, oom_killed, pids_limited,
@@ -48,7 +48,7 @@ Result<ParsedExec> ParseExec(std::string_view text) {
   ParsedExec p;
   core::ExecOptions& o = p.options;
   ASB_TRY(ReadCommandFields(body, &o));
-  // timeout_seconds: the name create (and seed B's exec) uses, an alias here (issue 17).
+  // timeout_seconds: the name create (and seed B's exec) uses, an alias here (ADR 0007).
   ASB_ASSIGN_OR_RETURN(auto timeout, PositiveSeconds(body, "timeout"));
   ASB_ASSIGN_OR_RETURN(auto alias, PositiveSeconds(body, "timeout_seconds"));
   ASB_ASSIGN_OR_RETURN(o.timeout_seconds, MergeAlias("timeout", timeout, "timeout_seconds", alias));

@@ -1,4 +1,4 @@
-// File routes (issue 3 item 2; ACCEPTANCE.md F1-F5). Paths are under /workspace (relative ones
+// File routes (ADR 0007). Paths are under /workspace (relative ones
 // are taken from it); core/paths.h has the rules and sandboxd enforces them again.
 //   GET    /v1/sandboxes/{id}/files?path=            raw bytes, application/octet-stream
 //                                                    (Content-Length up to 1 MiB; larger files

@@ -1,4 +1,4 @@
-// API key routes (issue 5 item 4; scope admin, enforced by the auth layer):
+// API key routes (api/AUTH.md; scope admin, enforced by the auth layer):
 //   POST   /v1/keys               create  201 key + "key" (the raw key, shown this once)
 //   GET    /v1/keys               list    200 {"keys":[...]}
 //   GET    /v1/keys/{id}          get     200 key

@@ -1,4 +1,4 @@
-// Network policy of a sandbox (issue 10; isolation/net/policy.h has the rule syntax):
+// Network policy of a sandbox (ADR 0013; isolation/net/policy.h has the rule syntax):
 //   GET /v1/sandboxes/{id}/network   200 policy
 //   PUT /v1/sandboxes/{id}/network   {allow_out?, deny_out?, bandwidth_kbit?, burst_kbit?}
 //                                    200 policy (replaces the whole policy, effective at once)

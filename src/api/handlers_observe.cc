@@ -1,4 +1,4 @@
-// Observability routes (issue 5 item 5):
+// Observability routes (api/AUTH.md):
 //   GET /metrics          scope metrics; Prometheus text format 0.0.4 (api/metrics.h)
 //   GET /readyz, /ready   200 {"status":"ready","checks":{...}} or 503 {"status":"not_ready",..}
 //                         database writable, backend Probe() ok, disk and memory headroom

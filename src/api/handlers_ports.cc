@@ -1,10 +1,10 @@
-// Exposed ports (issue 10 item 4): an HTTP reverse proxy to 127.0.0.1:{port} inside the
+// Exposed ports (ADR 0013): an HTTP reverse proxy to 127.0.0.1:{port} inside the
 // sandbox, behind the same auth and tenancy as every route, for sandboxes with or without
 // network (the connection is made in the sandbox's namespace, not through the bridge).
 //   GET                          /v1/sandboxes/{id}/ports/{port}          307 to .../{port}/
 //   GET POST PUT PATCH DELETE    /v1/sandboxes/{id}/ports/{port}/{path}   the upstream's answer
 // The handler leases the exchange's buffers, connects and hands the exchange to the server,
-// which streams both bodies (api/port_proxy.h, api/proxy_relay.h; issue 26): no body is held
+// which streams both bodies (api/port_proxy.h, api/proxy_relay.h; ADR 0014): no body is held
 // whole, and no pool thread waits on the upstream.
 #include "api/handlers.h"
 #include "api/port_proxy.h"

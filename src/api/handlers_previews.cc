@@ -1,4 +1,4 @@
-// Preview URLs of exposed ports (issue 17 item 4; docs/adr/0015-preview-urls.md, api/preview.h):
+// Preview URLs of exposed ports (docs/adr/0015-preview-urls.md, api/preview.h):
 //   POST   /v1/sandboxes/{id}/previews               {port, ttl_seconds?}
 //                                                    201 preview + "token" + "url" (shown once)
 //   GET    /v1/sandboxes/{id}/previews[?port=N]      200 {"previews": [...]} (never a token)

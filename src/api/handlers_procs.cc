@@ -1,4 +1,4 @@
-// Background process routes (issue 8), all under /v1/sandboxes/{id} with the exec scope:
+// Background process routes (ADR 0011), all under /v1/sandboxes/{id} with the exec scope:
 //   POST   /processes                   start; 201 Process (answers once it runs, with pid)
 //          body: command | argv, env {}, workdir, user, tag, stdin (bool), pty (bool), cols,
 //          rows (PTY size, default 80x24), ring_bytes (replay ring, default 256 KiB)

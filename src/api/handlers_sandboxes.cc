@@ -1,7 +1,7 @@
-// Sandbox lifecycle routes (issue 3 item 2; ACCEPTANCE.md L1-L7):
+// Sandbox lifecycle routes (ADR 0007):
 //   POST   /v1/sandboxes               create       201 sandbox (Idempotency-Key: once per key,
 //                                                   api/idempotency.h)
-// Seed B's create fields (issue 17): "image", an alias of "template"; "read_only_rootfs", which
+// Seed B's create fields (ADR 0007): "image", an alias of "template"; "read_only_rootfs", which
 // can only be true (every sandbox's root is its template, mounted read-only). Its answers carry
 // "image" beside "template".
 //   GET    /v1/sandboxes               list         200 {"sandboxes":[...]}

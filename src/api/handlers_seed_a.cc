@@ -1,4 +1,4 @@
-// Seed A's session routes (issue 7 item 4; issue 17 item 5), so that seed A's README curl
+// Seed A's session routes (ADR 0007), so that seed A's README curl
 // examples, its TypeScript SDK (sdk/typescript in vivek1504/agent-sandbox) and programs written
 // against them work unchanged. Every answer has the fields seed A's own server sends
 // (src/routes/exec.ts over its guest runtime.js), in its error shape (api/seed_a_wire.h), plus

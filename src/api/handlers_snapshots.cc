@@ -1,4 +1,4 @@
-// Snapshot routes (issue 4; ACCEPTANCE.md S1-S5), seed B's contract:
+// Snapshot routes (ADR 0008), seed B's contract:
 //   POST   /v1/sandboxes/{id}/snapshots  {name?}            201 snapshot
 //   POST   /v1/sandboxes/{id}/rollback   {snapshot_id}      200 sandbox (source_snapshot_id)
 //   GET    /v1/snapshots?sandbox_id=                        200 {"snapshots":[...]}

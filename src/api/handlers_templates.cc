@@ -1,4 +1,4 @@
-// Template routes (issue 9 item 5; ACCEPTANCE.md T1; ADR 0012):
+// Template routes (ADR 0012):
 //   GET    /v1/templates                 200 {"templates":[template...]}, sorted by name
 //   GET    /v1/templates/{name}          200 template | 404
 //   DELETE /admin/templates/{name}       204 | 404 | 409 while a sandbox uses it or it is the

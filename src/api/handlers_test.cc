@@ -1,5 +1,5 @@
-// The REST handlers driven through the routing table without sockets (STYLE.md: handlers are
-// functions of the request), over the real SandboxManager with core's FakeBackend (whose
+// The REST handlers driven through the routing table without sockets (ADR 0007: handlers
+// are functions of the request), over the real SandboxManager with core's FakeBackend (whose
 // sandboxes run the real sandboxd on the host when it has been built) and an in-memory store.
 #include "api/handlers.h"
 
@@ -167,7 +167,7 @@ TEST_F(HandlersTest, ValidationAndQuotaErrors) {
   EXPECT_EQ(Call("POST", "/v1/sandboxes", R"({"memory_mb":8})").status, 400);
   EXPECT_EQ(Call("GET", "/v1/sandboxes/../../etc").status, 404);
   EXPECT_EQ(Call("GET", "/v1/sandboxes/sb_zz").status, 404);
-  // Seed B's create fields (issue 17): image names a template, read_only_rootfs can only be
+  // Seed B's create fields (ADR 0007): image names a template, read_only_rootfs can only be
   // true here; refused ones make nothing.
   r = Call("POST", "/v1/sandboxes", R"({"image":"base","template":"other"})");
   EXPECT_EQ(r.status, 400);

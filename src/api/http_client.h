@@ -1,4 +1,4 @@
-// A small blocking HTTP/1.1 client for the CLI verbs and tests (issue 3 item 6). One
+// A small blocking HTTP/1.1 client for the CLI verbs and tests (ADR 0007). One
 // connection per request; no TLS (the server listens on loopback or behind a proxy). Beast
 // stays inside http_client.cc.
 #pragma once

@@ -1,6 +1,6 @@
 // The HTTP request and response of our own that every handler takes and returns, so handlers
-// are plain functions testable without sockets (STYLE.md, the beast row: "a request handler
-// that is a pure function of the request"). Nothing here includes Beast or Asio; only
+// are plain functions testable without sockets (ADR 0007: a request handler is a
+// function of the request). Nothing here includes Beast or Asio; only
 // api/server.cc translates between these structs and the wire.
 #pragma once
 

@@ -1,4 +1,4 @@
-// Idempotency-Key on POST /v1/sandboxes (issue 17 item 8), as Stripe defines it: the same key
+// Idempotency-Key on POST /v1/sandboxes, as Stripe defines it: the same key
 // from the same tenant within 24 hours answers the first request's status and body again
 // (with `Idempotent-Replayed: true`), so a client cut off mid-create can retry without making
 // a second sandbox. The key with a different body is 409 conflict; a request with the key while

@@ -1,5 +1,5 @@
-// Strict reading of JSON request bodies (issue 3 item 5: "one shape everywhere, validation
-// included"). A handler names every field it accepts; a field of the wrong type answers
+// Strict reading of JSON request bodies (ADR 0007: one shape everywhere,
+// validation included). A handler names every field it accepts; a field of the wrong type answers
 // invalid_request naming the field, and Finish() rejects any field nobody asked for. Boost.JSON
 // stays inside json_body.cc; exceptions from parsing are converted to Error here.
 //

@@ -52,7 +52,7 @@ TEST(JsonBodyTest, IntegerRangeIsExactAtTheEdgesOfInt64) {
   EXPECT_FALSE(b->Integer("b", 1, 1000));  // and an ordinary max still applies
 }
 
-// Seed B's exec "command" is a string or an argv list (issue 17).
+// Seed B's exec "command" is a string or an argv list (ADR 0007).
 TEST(JsonBodyTest, StringOrStringArray) {
   auto b = JsonBody::Parse(
       R"({"s":"echo hi","l":["a","b c"],"e":[],"n":null,"bad":["a",1],"obj":{},"num":2})");

@@ -1,9 +1,9 @@
-// JSON log lines for `serve --log-format json` (issue 5 item 5): one object per line,
+// JSON log lines for `serve --log-format json` (api/AUTH.md): one object per line,
 // {"ts":"2026-11-29T10:00:00.123Z","level":"info","msg":"...", "request_id":"...",
 //  "key_id":"...", "sandbox_id":"...", ...}. The message is JSON-escaped, and the key=value
 // words our log lines carry (request_id, key_id, sandbox_id, method, route, status, ms) are
 // lifted into fields of their own. Like every log line, these never hold keys, tokens, env
-// values or file contents: callers never log them (STYLE.md "Logs").
+// values or file contents: callers never log them (common/log.h).
 #pragma once
 
 #include <string>

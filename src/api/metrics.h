@@ -1,4 +1,4 @@
-// The server's Prometheus metrics (issue 5 item 5; ACCEPTANCE.md M1), rendered in the text
+// The server's Prometheus metrics (api/AUTH.md), rendered in the text
 // exposition format 0.0.4 (https://prometheus.io/docs/instrumenting/exposition_formats/).
 // Families are fixed here, and every label takes values from a bounded set: route templates
 // (never paths), HTTP status codes, backend and template names, a few result words. No sandbox

@@ -1,4 +1,4 @@
-// The ports proxy's exchange (issue 10 item 4; hardened in issue 26): what the handler of
+// The ports proxy's exchange (ADR 0013; hardened in ADR 0014): what the handler of
 // /v1/sandboxes/{id}/ports/{port}/{path} (handlers_ports.cc) hands the server once it has a
 // connection to 127.0.0.1:{port} inside the sandbox. The server carries the exchange on
 // (api/proxy_relay.h), streaming both bodies in bounded chunks; nothing here touches sockets.

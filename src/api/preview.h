@@ -1,4 +1,4 @@
-// Preview URLs of exposed ports (issue 17 item 4; docs/adr/0015-preview-urls.md): the pieces of
+// Preview URLs of exposed ports (docs/adr/0015-preview-urls.md): the pieces of
 // the host-based scheme that are plain functions of text, so they are tested without sockets.
 //
 //   http://8000-sb-3f9a0c1d2e4b5a69.preview.example.com/?_asb_preview_token=asbp_...

@@ -1,4 +1,4 @@
-// The NDJSON body of GET /v1/sandboxes/{id}/processes/{pid}/stream (issue 8): a background
+// The NDJSON body of GET /v1/sandboxes/{id}/processes/{pid}/stream (ADR 0011): a background
 // process's output from now on (after an optional replay), one JSON object per line:
 //   {"type":"stdout","data":"..."}  {"type":"stderr","data":"..."}   (a PTY has only stdout)
 //   {"type":"skipped","bytes":N}    this reader fell behind and N bytes of output were lost

@@ -1,4 +1,4 @@
-// The WebSocket of GET /v1/sandboxes/{id}/processes/{pid}/ws (issue 8): a terminal for a
+// The WebSocket of GET /v1/sandboxes/{id}/processes/{pid}/ws (ADR 0011): a terminal for a
 // background process, both directions on one connection.
 //
 // Server -> client:

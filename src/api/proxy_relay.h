@@ -1,4 +1,4 @@
-// The server's side of a ports-proxy exchange (api/http_types.h ProxyExchange; issue 26): run
+// The server's side of a ports-proxy exchange (api/http_types.h ProxyExchange; ADR 0014): run
 // on the client connection's strand after the handler returned, so a proxied request holds no
 // pool thread, only its two sockets and one chunk of buffer per direction. Includes Beast:
 // only server.cc (and its tests) include it.

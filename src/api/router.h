@@ -1,4 +1,4 @@
-// The one routing table of the REST API (STYLE.md, the firecracker row). Routes are
+// The one routing table of the REST API (ADR 0007). Routes are
 // (method, template) pairs such as ("GET", "/v1/sandboxes/{id}"); a {name} segment matches one
 // non-empty path segment and is handed to the handler as req.params["name"]. A path no route
 // matches answers 404 not_found; a path that matches with another method answers 405

@@ -1,5 +1,5 @@
 // The HTTP/1.1 server of `agent-sandbox serve`: a Boost.Beast listener and sessions on Asio
-// C++20 coroutines, in the shape of Beast's advanced_server and awaitable examples (STYLE.md).
+// C++20 coroutines, in the shape of Beast's advanced_server and awaitable examples (ADR 0007).
 // This header keeps Beast and Asio out of its includers (a Beast TU compiles in ~17 s here):
 // only server.cc includes them.
 //
@@ -10,7 +10,7 @@
 //    request head (from the accept for the first request, from its first byte for later ones),
 //    body_timeout_s while a body arrives, write_timeout_s per write. A running handler (a sync
 //    exec) is never cut short by the server; it ends by its own timeout.
-//  - connection limits (issue 26 finding 2, slow-loris): max_connections in all,
+//  - connection limits (ADR 0014, slow-loris): max_connections in all,
 //    max_connections_per_ip per client address, and reserved_connections of the total kept for
 //    clients that present a valid API key (see ServerOptions).
 //  - request-derived text in log lines goes through asb::LogField (common/log.h): escaped and

@@ -1,4 +1,4 @@
-// Issue 26 findings 1 and 2 against the real Beast server over loopback: what a client with no
+// ADR 0014 against the real Beast server over loopback: what a client with no
 // key can do to the log (forge lines, grow it by its own length) and to the connection table
 // (hold every place with slow, never-finished requests). Each test failed before the fix.
 #include <arpa/inet.h>

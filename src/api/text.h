@@ -1,5 +1,5 @@
-// Text encodings of command output on the wire (issue 3 item 2: "output as UTF-8 text with
-// invalid bytes replaced, or base64 when the request asks for it"), and RFC 3339 timestamps.
+// Text encodings of command output on the wire (ADR 0007: output as UTF-8 text
+// with invalid bytes replaced, or base64 when the request asks for it), and RFC 3339 timestamps.
 #pragma once
 
 #include <cstdint>

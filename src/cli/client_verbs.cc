@@ -1,4 +1,4 @@
-// Client verbs against a running `agent-sandbox serve` (issue 3 item 6), thin wrappers over the
+// Client verbs against a running `agent-sandbox serve` (ADR 0007), thin wrappers over the
 // REST API with api/http_client.h:
 //   create [--template T] [--cpus X] [--memory-mb N] [--pids-limit N] [--workspace-mb N]
 //          [--timeout S] [--env K=V]...        prints the new sandbox id
@@ -102,7 +102,7 @@ int Create(const CreateFlags& f) {
   }
   auto client = MakeClient();
   if (!client) return Fails(client.error());
-  // A retry with the same key returns the sandbox the first attempt made (issue 17 item 8).
+  // A retry with the same key returns the sandbox the first attempt made.
   if (!f.idempotency_key.empty()) client->SetHeader("Idempotency-Key", f.idempotency_key);
   auto r = client->Request("POST", "/v1/sandboxes", json::serialize(body));
   if (!r) return Fails(r.error());
@@ -241,7 +241,7 @@ struct ExecFlags {
   std::string workdir;
   std::string user;
   std::optional<double> timeout;
-  bool detach = false;  // -d: a background process (issue 8)
+  bool detach = false;  // -d: a background process (ADR 0011)
   std::string tag;
   bool stdin_pipe = false;
   bool interactive = false;  // -i
@@ -318,7 +318,7 @@ int Exec(const ExecFlags& f) {
   return *code;
 }
 
-// ---- background processes (issue 8) --------------------------------------------------------
+// ---- background processes (ADR 0011) --------------------------------------------------------
 
 std::string ProcessesPath(const std::string& id) {
   return "/v1/sandboxes/" + api::PercentEncode(id) + "/processes";

@@ -1,4 +1,4 @@
-// `agent-sandbox cp` (issue 17 item 1), like `docker cp`, over the archive routes
+// `agent-sandbox cp`, like `docker cp`, over the archive routes
 // (GET/PUT /v1/sandboxes/{id}/archive?path=DIR, plain tar):
 //   cp LOCAL ID:DST    a file or a directory tree in; into DST when DST is an existing
 //                      directory (or ends in '/'), else as DST

@@ -1,4 +1,4 @@
-// `agent-sandbox exec -t [-i] ID -- CMD` (issue 17 item 2): an interactive terminal into a
+// `agent-sandbox exec -t [-i] ID -- CMD`: an interactive terminal into a
 // server sandbox, as `docker exec -it`. CMD starts as a background process on a PTY (POST
 // .../processes, pty) and this terminal talks to it over the process's WebSocket (.../ws,
 // api/proc_ws.h): with -i our stdin goes to it (the local terminal in raw mode, so Ctrl-C is

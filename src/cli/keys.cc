@@ -1,5 +1,5 @@
-// `agent-sandbox keys`: API key management on the data directory's database directly (issue 5
-// item 4), for the first admin key before any server runs, and for recovery. SQLite's WAL
+// `agent-sandbox keys`: API key management on the data directory's database directly
+// (api/AUTH.md), for the first admin key before any server runs, and for recovery. SQLite's WAL
 // journal and busy timeout make this safe while a server is running on the same directory;
 // the server sees a new, revoked or rotated key on its next request (it reads keys from the
 // database on every request).

@@ -1,4 +1,4 @@
-// Local tar for `agent-sandbox cp` (issue 17 item 1), with libarchive, like `docker cp`: the
+// Local tar for `agent-sandbox cp`, with libarchive, like `docker cp`: the
 // archive keeps symlinks as symlinks (never followed), modes, empty directories and hard links
 // within the tree; sockets and FIFOs are skipped (the server refuses them).
 #pragma once

@@ -48,7 +48,7 @@ int main(int argc, char** argv) {
     const int code = app.exit(e);  // prints the help text, or the usage error
     if (code == 0) return 0;       // --help
     // A usage error is agent-sandbox failing, not the command: docker's 125 (docs/adr/0005),
-    // except for `serve`, whose bad settings exit 2 like its configuration errors (issue 3).
+    // except for `serve`, whose bad settings exit 2 like its configuration errors (ADR 0007).
     for (int i = 1; i < argc; ++i) {
       std::string_view arg = argv[i];
       if (arg == "--log-level" || arg == "--url" || arg == "--api-key") {

@@ -1,4 +1,4 @@
-// `agent-sandbox mcp` (issue 6 item 1): an MCP server on stdin/stdout whose tools act on the
+// `agent-sandbox mcp` (ADR 0010): an MCP server on stdin/stdout whose tools act on the
 // server at $AGENT_SANDBOX_URL (default http://127.0.0.1:8080) with $AGENT_SANDBOX_API_KEY as
 // the Bearer token. stdout carries only MCP messages; errors and logs go to stderr.
 #include <cstdio>

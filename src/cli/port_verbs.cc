@@ -1,4 +1,4 @@
-// Preview URLs of exposed ports (issue 17 item 4; docs/adr/0015-preview-urls.md):
+// Preview URLs of exposed ports (docs/adr/0015-preview-urls.md):
 //   port preview [--ttl S] ID PORT   POST /v1/sandboxes/{id}/previews; prints the URL (it holds
 //                                    the token, shown this once)
 //   port previews ID [PORT]          GET /v1/sandboxes/{id}/previews; one line per live token

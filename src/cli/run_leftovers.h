@@ -1,5 +1,5 @@
 // What `agent-sandbox run` leaves if it is SIGKILLed (OOM kill, CI timeout, kill -9), and how
-// that is removed (issue 17 item 4), as bubblewrap's --die-with-parent:
+// that is removed (ADR 0015), as bubblewrap's --die-with-parent:
 //  - Before creating its sandbox, run claims it: <state_dir>/<id>.owner, flock(2)ed by run for
 //    its whole life (the file names run's pid). The lock, not the pid, says "alive": it cannot
 //    be fooled by pid reuse and is released by the kernel however run dies.

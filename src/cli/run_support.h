@@ -12,7 +12,7 @@
 namespace asb::cli {
 
 /// The data directory: $AGENT_SANDBOX_DATA_DIR if set and non-empty, else
-/// /var/lib/agent-sandbox (ARCHITECTURE.md, "Data and durability").
+/// /var/lib/agent-sandbox.
 std::string DefaultDataDir();
 
 /// The root filesystem of template `name`: <data_dir>/templates/<name>/rootfs. Errors:

@@ -1,4 +1,4 @@
-// `agent-sandbox serve`: the REST server. Wires the pieces of ARCHITECTURE.md "Processes":
+// `agent-sandbox serve`: the REST server. Wires the pieces of ADR 0007:
 // configuration (api/config.h: defaults < AGENT_SANDBOX_* environment < flags), the SQLite
 // store in the data directory, the ns backend with sandboxd, the SandboxManager (Recover() and
 // the TTL reaper), the routing table and the Beast server; then serves until SIGTERM/SIGINT and
@@ -78,7 +78,7 @@ struct ServeFlags {
   std::string event_retention_days;  // --event-retention-days, "" when not given
 };
 
-// Issue 5's settings, read here beside api/config.h's: AGENT_SANDBOX_API_KEYS (comma-separated
+// api/AUTH.md's settings, read here beside api/config.h's: AGENT_SANDBOX_API_KEYS (comma-separated
 // admin keys; never a flag, so keys stay out of `ps`), AGENT_SANDBOX_LOG_FORMAT / --log-format
 // (text | json), AGENT_SANDBOX_EVENT_RETENTION_DAYS / --event-retention-days (0 = keep).
 struct AuthSettings {
@@ -163,7 +163,7 @@ int Serve(CLI::App& root, const ServeFlags& flags) {
   }
   if (flags.insecure_no_auth) cfg.insecure_no_auth = true;
   if (auto st = api::ValidateServeConfig(cfg); !st) return ConfigError(st.error().message());
-  // Seed A's VM_DNS_*, VM_DEST_*, VM_BW_* variables: the default egress policy (issue 10).
+  // Seed A's VM_DNS_*, VM_DEST_*, VM_BW_* variables: the default egress policy (ADR 0013).
   {
     std::map<std::string, std::string> seed_env;
     for (const char* n : {"VM_DNS_MODE", "VM_DNS_DOMAINS", "VM_DEST_MODE", "VM_DEST_RULES",
@@ -298,7 +298,7 @@ int Serve(CLI::App& root, const ServeFlags& flags) {
   api::AuthLayer auth(std::move(ao), **store, manager, SystemClock::Instance());
   api::Router routes = api::BuildRouter(ctx);
   auth.AddRoutes(routes);
-  // MCP over Streamable HTTP at /mcp (issue 6), behind the same auth layer.
+  // MCP over Streamable HTTP at /mcp (ADR 0010), behind the same auth layer.
   mcp::McpHttpOptions mo;
   mo.allowed_origins = McpAllowedOrigins();
   mo.keepalive_ms = ctx.stream_keepalive_ms;

@@ -1,4 +1,4 @@
-// Subcommands of the server and its clients (issue 3 items 1 and 6), registered from main.cc
+// Subcommands of the server and its clients (ADR 0007), registered from main.cc
 // like the others in cli/command.h:
 //   serve                      the REST server (serve.cc)
 //   create, ls, inspect, exec, cp, rm, timeout   client verbs against a running server
@@ -13,11 +13,11 @@ namespace asb::cli {
 
 void RegisterServeCommand(CLI::App& app);      // serve.cc
 void RegisterClientCommands(CLI::App& app);    // client_verbs.cc
-void RegisterSnapshotCommands(CLI::App& app);  // snapshot_verbs.cc (issue 17)
-void RegisterPortCommands(CLI::App& app);      // port_verbs.cc (issue 17): preview URLs
-void RegisterCopyCommand(CLI::App& app);       // cp.cc (issue 17): files and trees, as tar
-void RegisterKeysCommand(CLI::App& app);       // keys.cc (issue 5)
-void RegisterMcpCommand(CLI::App& app);        // mcp.cc (issue 6): MCP on stdio
-void RegisterOpenApiCommand(CLI::App& app);    // openapi.cc (issue 7): the API document
+void RegisterSnapshotCommands(CLI::App& app);  // snapshot_verbs.cc (ADR 0008)
+void RegisterPortCommands(CLI::App& app);      // port_verbs.cc (ADR 0015): preview URLs
+void RegisterCopyCommand(CLI::App& app);       // cp.cc: files and trees, as tar
+void RegisterKeysCommand(CLI::App& app);       // keys.cc (api/AUTH.md)
+void RegisterMcpCommand(CLI::App& app);        // mcp.cc (ADR 0010): MCP on stdio
+void RegisterOpenApiCommand(CLI::App& app);    // openapi.cc (ADR 0007): the API document
 
 }  // namespace asb::cli

@@ -1,4 +1,4 @@
-// Snapshot and network verbs over the existing routes (issue 17 item 3):
+// Snapshot and network verbs over the existing routes (ADR 0008):
 //   snapshot [--name N] ID          POST /v1/sandboxes/{id}/snapshots; prints the snapshot id
 //   snapshots                       GET /v1/snapshots; one line per snapshot
 //   rollback ID SNAPSHOT            POST /v1/sandboxes/{id}/rollback

@@ -201,7 +201,7 @@ void RegisterTemplateCommand(CLI::App& app) {
                    "Debian security mirror (env AGENT_SANDBOX_DEBIAN_SECURITY_MIRROR)")
       ->envname("AGENT_SANDBOX_DEBIAN_SECURITY_MIRROR")
       ->capture_default_str();
-  auto df = AddDockerfileOptions(build);  // issue 9 item 4 (template_image.h)
+  auto df = AddDockerfileOptions(build);  // ADR 0012 (template_image.h)
   SetAction(build, [b, df] {
     if (!df->dockerfile.empty()) {
       if (!b->targets.empty()) {

@@ -1,5 +1,5 @@
 // `agent-sandbox template build --dockerfile PATH [--name N] [--context DIR]` and
-// `agent-sandbox template import ARCHIVE --name N` (issue 9 item 4, ADR 0012). They hang off
+// `agent-sandbox template import ARCHIVE --name N` (ADR 0012). They hang off
 // the `template` command of template_cmd.cc: its `build` takes the Dockerfile options through
 // AddDockerfileOptions and hands over to RunDockerfileBuild when --dockerfile is given.
 //

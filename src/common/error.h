@@ -3,7 +3,7 @@
 // none), and a message to which context is prepended while the error propagates upward.
 //
 // The code is deliberately coarse: it is what the API layer maps onto HTTP status codes and the
-// wire error codes of ARCHITECTURE.md ("API conventions"), and nothing more.
+// wire error codes of ADR 0007 and ADR 0016, and nothing more.
 #pragma once
 
 #include <string>

@@ -1,5 +1,5 @@
 // Server-issued identifiers: a prefix and 16 lowercase hex digits from the kernel's CSPRNG,
-// e.g. "sb_3f9a0c1d2e4b5a69" (ARCHITECTURE.md, "API conventions").
+// e.g. "sb_3f9a0c1d2e4b5a69" (api/openapi.json).
 #pragma once
 
 #include <string>

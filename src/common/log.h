@@ -1,10 +1,10 @@
-// Host-side logging: spdlog, one line per event, text or JSON (see ARCHITECTURE.md and
-// STYLE.md "Logs"). Never log a key, a token, an env value or file contents; the formatters
+// Host-side logging: spdlog, one line per event, text or JSON (api/json_log.h has
+// the JSON form). Never log a key, a token, an env value or file contents; the formatters
 // also redact what looks like a secret (LogSafeMessage), as a second line of defence.
 //
 // Anything a client sent (a path, a path parameter, a method) is hostile text: written
 // verbatim, a "%0a" in a path forged a whole log line and "%1b[" reached the operator's
-// terminal (issue 26 finding 1). So every line the formatters write passes LogSafeMessage
+// terminal (ADR 0014). So every line the formatters write passes LogSafeMessage
 // (control characters and invalid UTF-8 escaped, length bounded), and a request-derived value
 // put into a key=value word goes through LogField first, which also escapes spaces and quotes
 // so that it stays one word and cannot forge another field.

@@ -1,7 +1,7 @@
 // The sandbox manager's configuration: limits on what a create or exec request may ask for,
 // their defaults, and where durable data lives. The API layer fills this from flags and the
-// AGENT_SANDBOX_* environment names (issue 3, "Deliver" 1) and calls Validate() before use;
-// the manager validates every request against it (ACCEPTANCE.md L3, E5, F5).
+// AGENT_SANDBOX_* environment names (ADR 0007) and calls Validate() before use;
+// the manager validates every request against it (ranges, output and file size caps).
 //
 // Units are in the field names: *_seconds, *_mb (MiB, 1 << 20 bytes), *_bytes, cpus (cores,
 // fractions allowed: 0.5 = half a core).
@@ -72,7 +72,7 @@ struct Limits {
 /// The number of CPUs this process may run on (sched_getaffinity; at least 1).
 double DefaultMaxCpus();
 
-/// Snapshot limits (issue 4; AGENT_SANDBOX_MAX_SNAPSHOT_BYTES and friends, parsed by the API's
+/// Snapshot limits (ADR 0008; AGENT_SANDBOX_MAX_SNAPSHOT_BYTES and friends, parsed by the API's
 /// config). Over a byte limit: kTooLarge (413); over a count: kLimitExceeded (429).
 struct SnapshotLimits {
   /// Content of one snapshot (uncompressed tar bytes; an upload past it stops there).
@@ -93,7 +93,7 @@ struct ManagerConfig {
   /// Template used when a create request names none.
   std::string default_template = "base";
 
-  /// Egress policy of networked sandboxes whose create names none (issue 10; seed A's VM_*
+  /// Egress policy of networked sandboxes whose create names none (ADR 0013; seed A's VM_*
   /// variables set it, see isolation/net/policy.h).
   isolation::net::NetworkPolicy default_network_policy{};
 

@@ -115,7 +115,7 @@ Result<protocol::ExecRequest> BuildExecRequest(const Limits& lim, const ExecOpti
     }
     cap = cap == 0 ? *o.max_output_bytes : std::min(cap, *o.max_output_bytes);
   }
-  // Per stream (issue 17 item 6): a stdout flood must not push out the stderr line that says
+  // Per stream (ADR 0016): a stdout flood must not push out the stderr line that says
   // what went wrong, so each stream gets the whole cap and its own truncated flag.
   req.max_stdout_bytes = cap;
   req.max_stderr_bytes = cap;

@@ -11,7 +11,7 @@ namespace asb::core {
 namespace {
 
 /// How long a file read waits for sandboxd's next frame before giving up, milliseconds. No
-/// request may hang the server (issue 3, "Errors").
+/// request may hang the server.
 constexpr int64_t kSandboxdAnswerMs = 60'000;
 
 /// How long a tar export or import waits for sandboxd's next frame, milliseconds.

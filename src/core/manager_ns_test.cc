@@ -1,6 +1,6 @@
 // The manager over the real ns backend, the real sandboxd and the base template (CTest label
-// "privileged"): ACCEPTANCE.md L1, L5 (a 1 s TTL is gone within about 2 s with its processes,
-// mounts, cgroups and files) and L6 (a restart adopts running sandboxes with their original
+// "privileged"): create, TTL reaping (a 1 s TTL is gone within about 2 s with its processes,
+// mounts, cgroups and files) and restart (a restart adopts running sandboxes with their original
 // expires_at, drops records whose sandbox is gone, destroys orphans). Skips with the reason
 // when not root, or sandboxd or the template is missing.
 //

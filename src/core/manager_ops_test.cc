@@ -57,7 +57,7 @@ TEST_F(ManagerOpsTest, ExecCollectsOutputAndExitCode) {
 
 TEST_F(ManagerOpsTest, ExecCapsTimeoutsStdinAndEnv) {
   ExecOptions capped = Cmd("head -c 80 /dev/zero; head -c 80 /dev/zero >&2");
-  capped.max_output_bytes = 100;  // E5, per stream (issue 17 item 6)
+  capped.max_output_bytes = 100;  // E5, per stream (ADR 0016)
   auto r = manager_->exec().Exec("alice", sb_.id, capped);
   ASSERT_TRUE(r) << r.error().ToString();
   EXPECT_EQ(r->stdout_data.size(), 80u);

@@ -1,4 +1,4 @@
-// TTL/idle reaping (ACCEPTANCE.md L5) with a FakeClock, and restart recovery (L6) over a real
+// TTL/idle reaping with a FakeClock, and restart recovery over a real
 // SQLite file and a FakeBackend that outlives the manager, as sandboxes outlive the server.
 #include <gtest/gtest.h>
 

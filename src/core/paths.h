@@ -1,5 +1,5 @@
-// Path and mode rules of the file API (ACCEPTANCE.md F1, F4). These are lexical checks made on
-// the host before a request reaches sandboxd; sandboxd still resolves every path beneath
+// Path and mode rules of the file API (writes stay inside /workspace). These are lexical checks
+// made on the host before a request reaches sandboxd; sandboxd still resolves every path beneath
 // /workspace with openat2(RESOLVE_BENEATH), so a symlink cannot lead outside either.
 #pragma once
 

@@ -1,5 +1,5 @@
-// Lifecycle tests of SandboxManager (ACCEPTANCE.md L1-L4, L7) over a FakeBackend, a FakeClock
-// and a real SQLite file.
+// Lifecycle tests of SandboxManager (create, limits, destroy from every state) over a FakeBackend,
+// a FakeClock and a real SQLite file.
 #include "core/sandbox_manager.h"
 
 #include <gtest/gtest.h>
@@ -173,7 +173,7 @@ TEST_F(ManagerTest, EveryLimitPassesAtItsBoundaryAndFailsOneBeyond) {  // L3
     EXPECT_EQ(got.error().code(), ErrorCode::kInvalidArgument);
     EXPECT_EQ(got.error().message().find("sec"), std::string::npos);
   }
-  // Networking (issue 10): the policy is validated before anything is reserved, and needs
+  // Networking (ADR 0013): the policy is validated before anything is reserved, and needs
   // network: true.
   r = {};
   r.network = true;

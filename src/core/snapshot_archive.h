@@ -1,10 +1,10 @@
-// The portable snapshot format (issue 4, "Portable format"): a POSIX pax tar of /workspace, as
+// The portable snapshot format (ADR 0008): a POSIX pax tar of /workspace, as
 // sandboxd's tar.export writes it, compressed with zstd on the host (RFC 8878). These helpers
 // move that stream between a sandboxd channel and a file, and check an archive from outside
 // before anything of it reaches a sandbox.
 //
-// Files are written temp + fsync + rename + fsync of the directory (ARCHITECTURE.md, "Data and
-// durability"), so a crash leaves either the whole file or a temp file that recovery deletes.
+// Files are written temp + fsync + rename + fsync of the directory (ADR 0008), so a crash leaves
+// either the whole file or a temp file that recovery deletes.
 #pragma once
 
 #include <cstdint>

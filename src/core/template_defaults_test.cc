@@ -108,7 +108,7 @@ TEST(TemplateDefaultsTest, ExecRequestsTakeTheDefaultsUnlessTheyNameTheirOwn) {
   EXPECT_EQ(r->user, "sandbox");
 }
 
-// Issue 17 item 6: the cap applies to each stream, so a stdout flood cannot crowd out stderr.
+// ADR 0016: the cap applies to each stream, so a stdout flood cannot crowd out stderr.
 TEST(TemplateDefaultsTest, ExecOutputCapAppliesToEachStreamSeparately) {
   Limits lim;
   lim.max_exec_output_bytes = 1000;

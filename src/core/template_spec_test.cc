@@ -187,7 +187,7 @@ TEST_F(TemplateSpecDirTest, LoadErrors) {
   }
 }
 
-// The templates shipped in the repository are valid, and say what the issue asks of them.
+// The templates shipped in the repository are valid, and each names its tools and smoke tests.
 TEST(BundledTemplatesTest, AllParseWithSmokeTests) {
   const std::string dir = std::string(ASB_SOURCE_DIR) + "/templates";
   auto names = ListTemplateSpecs(dir);

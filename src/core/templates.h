@@ -1,5 +1,5 @@
-// Templates: named read-only root filesystems a sandbox starts from (ARCHITECTURE.md, "Data and
-// durability": <data_dir>/templates/<name>/rootfs). The manager asks a TemplateCatalog to turn
+// Templates: named read-only root filesystems a sandbox starts from (ADR 0004:
+// <data_dir>/templates/<name>/rootfs). The manager asks a TemplateCatalog to turn
 // the name in a create request into a host path; tests supply their own catalog.
 #pragma once
 
@@ -12,8 +12,8 @@
 
 namespace asb::core {
 
-/// What a template offers (ACCEPTANCE.md T1). Fields other than name/rootfs come from its
-/// manifest.json (core/template_manifest.h), or the older template.json, when present.
+/// What a template offers (GET /v1/templates; ADR 0012). Fields other than name/rootfs come from
+/// its manifest.json (core/template_manifest.h), or the older template.json, when present.
 struct TemplateInfo {
   std::string name;          // directory name, e.g. "base"
   std::string rootfs;        // absolute host path of its root filesystem
@@ -32,7 +32,7 @@ class TemplateCatalog {
   /// Every available template, sorted by name.
   virtual std::vector<TemplateInfo> List() const = 0;
   /// The template called `name`. Errors: kInvalidArgument "unknown template 'x'; available:
-  /// base, python" when there is none (ACCEPTANCE.md T1); names with '/' or starting with '.'
+  /// base, python" when there is none (ADR 0012); names with '/' or starting with '.'
   /// are never valid.
   virtual Result<TemplateInfo> Find(std::string_view name) const = 0;
 };

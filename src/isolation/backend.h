@@ -1,4 +1,5 @@
-// Backend: the interface an isolation technology implements (ARCHITECTURE.md, "Isolation").
+// Backend: the interface an isolation technology implements (docs/ARCHITECTURE.md,
+// "Isolation backends").
 // The namespaces backend (isolation/ns/) is the embedded default; gVisor and microVM backends
 // implement the same contract later. Every backend runs the same sandboxd as PID 1 inside the
 // sandbox and hands the caller a connected protocol::Connection to it, so exec and file

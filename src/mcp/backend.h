@@ -1,4 +1,4 @@
-// What the MCP tools act on (issue 6 item 2): one small interface with two implementations, so
+// What the MCP tools act on (ADR 0010): one small interface with two implementations, so
 // that there is one tool implementation (mcp/tools.h) for both transports:
 //  - RestBackend (mcp/rest_backend.h): the REST API of a server over HTTP, for
 //    `agent-sandbox mcp` on stdio;

@@ -1,4 +1,4 @@
-// MCP's Streamable HTTP transport at /mcp on the server itself (issue 6 item 1), per the MCP
+// MCP's Streamable HTTP transport at /mcp on the server itself (ADR 0010), per the MCP
 // specification revision 2025-06-18, basic/transports "Streamable HTTP" (and 2025-03-26 for
 // batching). The routes sit in the REST routing table behind the auth layer, so /mcp takes the
 // same keys, scopes, rate limits and tenancy as the REST API (no or a bad key: 401 with

@@ -1,4 +1,4 @@
-// One MCP session (issue 6 item 1): JSON-RPC 2.0 message handling over any transport, per the
+// One MCP session (ADR 0010): JSON-RPC 2.0 message handling over any transport, per the
 // MCP specification revision 2025-06-18 (basic/index, basic/lifecycle, basic/utilities/
 // {ping,cancellation,progress}, server/tools), negotiating 2025-03-26 and 2024-11-05 when the
 // client asks for them. JSON-RPC batches (arrays) are accepted only when the negotiated

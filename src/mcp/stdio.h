@@ -9,7 +9,7 @@
 namespace asb::mcp {
 
 /// Serves one session on `in`/`out` until end of input; then cancels running tool calls
-/// (the client went away, issue 6 item 3) and returns 0.
+/// (the client went away, ADR 0010) and returns 0.
 int ServeStdio(Tools tools, std::FILE* in, std::FILE* out);
 
 }  // namespace asb::mcp

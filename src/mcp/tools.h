@@ -1,4 +1,4 @@
-// The MCP tools of agent-sandbox (issue 6 item 2): their definitions (name, description,
+// The MCP tools of agent-sandbox (ADR 0010): their definitions (name, description,
 // inputSchema, outputSchema as JSON Schema objects, MCP spec 2025-06-18 "server/tools") and
 // their implementations over a ToolBackend (mcp/backend.h: the REST API for stdio, the
 // SandboxManager in-process for Streamable HTTP). A tool that fails answers a result with isError:
@@ -28,7 +28,7 @@ struct CallContext {
 
 /// Output fields (exec stdout/stderr, read_file content) longer than this are cut, with
 /// truncated: true, the full size in a field, and a note in the text rendering; exec's text
-/// rendering shows up to half of it per stream (issue 6 item 3).
+/// rendering shows up to half of it per stream (ADR 0010).
 inline constexpr size_t kMaxTextBytes = 256 * 1024;
 
 class Tools {

@@ -4,7 +4,7 @@
 // files; the server's own truncation flag; and the session's per-request reply routing
 // (progress and the answer go to the POST's sink; a cancelled call ends with kNoResponse and
 // its exec sees the cancel flag); the process, port and code tools' arguments at their limits
-// and their renderings (issue 17 item 9).
+// and their renderings (ADR 0010).
 #include "mcp/tools.h"
 
 #include <gtest/gtest.h>
@@ -190,7 +190,7 @@ TEST(ToolLimits, TheServersOwnOutputLimitIsReported) {
   EXPECT_NE(Text(r).find("server's output limit"), std::string::npos) << Text(r);
 }
 
-// Issue 17 item 6: the per-stream flags of the server come through, each on its own.
+// ADR 0016: the per-stream flags of the server come through, each on its own.
 TEST(ToolLimits, TheServersPerStreamFlagsAreReported) {
   auto b = std::make_shared<ScriptedBackend>();
   b->stdout_text = "short";
@@ -237,7 +237,7 @@ TEST(ToolLimits, BackendErrorsAreIsErrorResultsWithTheirCode) {
   EXPECT_EQ(Text(r), "not_found: sandbox not found");
 }
 
-// ---- processes, ports, code (issue 17 item 9) ----------------------------------------------
+// ---- processes, ports, code (ADR 0010) ----------------------------------------------
 
 bool IsError(const json::object& r) {
   const json::value* e = r.if_contains("isError");

@@ -1,4 +1,4 @@
-// The messages of the background-process operations (issue 8; docs/design/sandbox-protocol.md,
+// The messages of the background-process operations (ADR 0011; docs/design/sandbox-protocol.md,
 // section 7 "proc.*"): a process table kept by sandboxd, whose entries outlive the channel and
 // the connection that started them. Kept apart from messages.h so that other operations can be
 // added there without touching these.

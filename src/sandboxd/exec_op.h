@@ -1,4 +1,5 @@
-// ExecOp: the "exec" operation (ARCHITECTURE.md "Exec semantics"; protocol section 7).
+// ExecOp: the "exec" operation (docs/ARCHITECTURE.md, "Running a command";
+// docs/design/sandbox-protocol.md, section 7).
 //
 // Life of an exec:
 //   Start      validate, build argv/env/cwd, create pipes, fork; the child runs RunExecChild.

@@ -1,4 +1,4 @@
-// ProcTable: sandboxd's table of background processes (issue 8; protocol "proc.*" ops in
+// ProcTable: sandboxd's table of background processes (ADR 0011; protocol "proc.*" ops in
 // docs/design/sandbox-protocol.md). Unlike an exec, a background process belongs to the daemon,
 // not to the channel or the connection that started it: it keeps running when they go away,
 // and any later connection can list it, attach to its output, write to its stdin, signal,

@@ -12,7 +12,7 @@
 // capture (SeccompOptions). Every other family (AF_VSOCK: the hypervisor's agents on a VM host;
 // AF_XDP, AF_KEY, AF_ALG, AF_BLUETOOTH, AF_TIPC, ... and families added by later kernels) fails
 // with EAFNOSUPPORT, what a kernel built without that family answers, so programs that probe
-// for one fall back as they would there (issue 26).
+// for one fall back as they would there (ADR 0014).
 #pragma once
 
 #include <linux/filter.h>

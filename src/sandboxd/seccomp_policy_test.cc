@@ -72,7 +72,7 @@ TEST(SeccompPolicyTest, BlocksWhatDockerBlocksAndAllowsTheRest) {
   EXPECT_EQ(rc, 0) << "check " << rc << " failed";
 }
 
-// Issue 26, finding 5: socket families no sandbox needs fail with EAFNOSUPPORT (the answer of
+// ADR 0014: socket families no sandbox needs fail with EAFNOSUPPORT (the answer of
 // a kernel without them), whatever the caller's privileges; the everyday ones still open.
 int ProbeFamilies(bool packet_allowed) {
   auto refused = [](int family, int type) {

@@ -1,4 +1,4 @@
-// The audit trail in agent-sandbox.db (issue 5 item 6): one row per mutating API call and per
+// The audit trail in agent-sandbox.db (api/AUTH.md): one row per mutating API call and per
 // exec — when, which key (and its lineage, the tenant), which sandbox, what action, the
 // command line or path, the outcome (HTTP status and error code), the exit code and the
 // duration. Never output, file contents or env values. Rows are kept for a configurable time

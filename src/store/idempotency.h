@@ -1,4 +1,4 @@
-// Idempotency keys of POST /v1/sandboxes (issue 17 item 8), in agent-sandbox.db so they
+// Idempotency keys of POST /v1/sandboxes, in agent-sandbox.db so they
 // survive a restart. A key is scoped by the caller's tenant (`scope`), so one tenant can
 // neither see nor collide with another's keys. A row is "in progress" (status 0) from Begin()
 // until Complete() stores the answer, or Abandon() drops it (a failed create is not remembered:

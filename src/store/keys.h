@@ -1,4 +1,4 @@
-// API keys in agent-sandbox.db (issue 5 item 1). A key is shown to its creator once, as
+// API keys in agent-sandbox.db (api/AUTH.md). A key is shown to its creator once, as
 // "asb_" + 48 random hex digits; only its SHA-256 (OpenSSL libcrypto) is stored, so a copy of
 // the database does not give anyone a usable key. Lookups go by the hash (an index), and the
 // stored hash is then compared in constant time (CRYPTO_memcmp).
@@ -22,7 +22,7 @@
 
 namespace asb::store {
 
-/// The scopes a key can hold (ARCHITECTURE.md; issue 5): exec = use sandboxes, admin =
+/// The scopes a key can hold (ARCHITECTURE.md; api/AUTH.md): exec = use sandboxes, admin =
 /// everything (keys, every tenant's sandboxes), metrics = GET /metrics.
 inline constexpr std::string_view kScopeExec = "exec";
 inline constexpr std::string_view kScopeAdmin = "admin";

@@ -1,4 +1,4 @@
-// Preview tokens of exposed ports in agent-sandbox.db (issue 17 item 4; ADR 0015). A token opens
+// Preview tokens of exposed ports in agent-sandbox.db (ADR 0015). A token opens
 // one port of one sandbox in a browser (api/preview.h) and nothing else: it is bound to the
 // sandbox, the port and the sandbox's owner, it expires, it can be revoked, and it dies with
 // its sandbox (the migration's trigger). It is shown once, as "asbp_" + 64 random hex digits

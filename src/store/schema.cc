@@ -28,7 +28,7 @@ CREATE INDEX sandboxes_by_owner_state ON sandboxes(owner, state);
 CREATE INDEX sandboxes_by_state ON sandboxes(state);
 )sql";
 
-// Issue 4: workspace snapshots (store/snapshot_store.h). No foreign key to sandboxes: a
+// ADR 0008: workspace snapshots (store/snapshot_store.h). No foreign key to sandboxes: a
 // snapshot outlives its sandbox, and uploads have none.
 constexpr std::string_view kM2Snapshots = R"sql(
 CREATE TABLE snapshots (
@@ -47,7 +47,7 @@ CREATE INDEX snapshots_by_owner ON snapshots(owner, created_at);
 CREATE INDEX snapshots_by_sandbox ON snapshots(sandbox_id);
 )sql";
 
-// Issue 5: API keys (store/keys.h) and the audit trail (store/events.h).
+// api/AUTH.md: API keys (store/keys.h) and the audit trail (store/events.h).
 constexpr std::string_view kM3KeysEvents = R"sql(
 CREATE TABLE api_keys (
   id            TEXT PRIMARY KEY NOT NULL,
@@ -86,7 +86,7 @@ CREATE INDEX events_by_key ON events(key_id, seq);
 CREATE INDEX events_by_owner ON events(owner, seq);
 )sql";
 
-// Issue 17 item 8: Idempotency-Key of create (store/idempotency.h). scope is the tenant (a
+// Idempotency-Key of create (store/idempotency.h). scope is the tenant (a
 // key's lineage, or "key:<id>" for an admin key), so keys of two tenants never meet.
 constexpr std::string_view kM4IdempotencyKeys = R"sql(
 CREATE TABLE idempotency_keys (
@@ -102,7 +102,7 @@ CREATE TABLE idempotency_keys (
 CREATE INDEX idempotency_keys_by_time ON idempotency_keys(created_at);
 )sql";
 
-// Issue 17 item 5: seed A's sessions (store/exec_sessions.h), so a session name reaches the
+// ADR 0007: seed A's sessions (store/exec_sessions.h), so a session name reaches the
 // same sandbox after a restart. A row lives as long as its sandbox: the trigger drops the rows
 // of a sandbox that becomes destroyed or error (however that happens), the foreign key those of
 // a record that is deleted.
@@ -122,7 +122,7 @@ BEGIN
 END;
 )sql";
 
-// Issue 17 item 4: preview URLs of exposed ports (store/preview_tokens.h, ADR 0015). Only the
+// Preview URLs of exposed ports (store/preview_tokens.h, ADR 0015). Only the
 // token's SHA-256 is kept. A token dies with its sandbox: the triggers delete a sandbox's
 // tokens when its record turns "destroyed" (every destroy path writes that state) and the
 // foreign key when the record itself goes.

@@ -1,8 +1,8 @@
-// Snapshot records (issue 4): one row per workspace snapshot, in the `snapshots` table of
+// Snapshot records (ADR 0008): one row per workspace snapshot, in the `snapshots` table of
 // agent-sandbox.db (migration in schema.cc). The archive itself lives in
 // <data_dir>/snapshots/<id>.tar.zst; the record is written "pending" before the file is
 // made and "ready" after its rename, so that recovery can delete what a crash left half-made
-// (ARCHITECTURE.md, "Data and durability").
+// (ADR 0008).
 //
 // Free functions over Store (Store::db() under Store::lock()), so that store.h stays as it is.
 // Timestamps are Unix epoch milliseconds.

@@ -1,7 +1,7 @@
-// Store: the durable records of the server in one SQLite database (ARCHITECTURE.md, "Data and
-// durability": <data_dir>/agent-sandbox.db, WAL, numbered migrations). This file holds the
-// sandbox records; later issues add snapshots, keys, templates and events as further
-// migrations (schema.cc) and methods.
+// Store: the durable records of the server in one SQLite database
+// (<data_dir>/agent-sandbox.db, WAL, numbered migrations). This file holds the sandbox
+// records; snapshots, keys, idempotency keys, sessions, preview tokens and events are further
+// migrations (schema.cc) with files of their own.
 //
 // All methods are thread-safe (one connection behind a mutex; each call is a short statement).
 // Timestamps are Unix epoch milliseconds.

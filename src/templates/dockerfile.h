@@ -1,4 +1,4 @@
-// A Dockerfile parser for custom templates (issue 9 item 4, docs/adr/0012).
+// A Dockerfile parser for custom templates (ADR 0012).
 //
 // Grammar and semantics follow the Dockerfile reference
 // (https://docs.docker.com/reference/dockerfile/): parser directives (`escape`), comments, line

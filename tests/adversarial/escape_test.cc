@@ -1,4 +1,4 @@
-// Issue 11, item 1: escape attempts from inside a real sandbox (ns backend, real sandboxd, the
+// ADR 0014: escape attempts from inside a real sandbox (ns backend, real sandboxd, the
 // base template). The static probe (probe.c) is copied into the sandbox's /workspace through
 // the file API and run there as the sandbox user and as sandbox root; each of its lines is one
 // attempt with what was expected and what was seen. This test prints them as one table and

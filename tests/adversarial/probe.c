@@ -470,7 +470,7 @@ static void Sockets(void) {
   fd = socket(AF_PACKET, SOCK_RAW | SOCK_CLOEXEC, htons(ETH_P_ALL));
   seen = fd < 0 ? Rc(-1) : OnlyLo();
   if (fd >= 0) close(fd);
-  // Issue 26: families no sandbox needs are refused by the seccomp filter, as root too
+  // ADR 0014: families no sandbox needs are refused by the seccomp filter, as root too
   // (AF_VSOCK reaches the hypervisor's agents on a VM host).
   Report("packet_socket", "EAFNOSUPPORT", seen);
   const struct {
@@ -666,7 +666,7 @@ static long ReadSmall(const char* path) {
   return total;
 }
 
-// Issue 26: what reveals the host or the other sandboxes is masked or virtualised.
+// ADR 0014: what reveals the host or the other sandboxes is masked or virtualised.
 static void HostFacts(void) {
   // The host kernel's build configuration.
   long n = ReadSmall("/proc/config.gz");

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Crash harness (issue 11 item 3): SIGKILL the real server at random points during create,
+"""Crash harness (ADR 0014): SIGKILL the real server at random points during create,
 snapshot, rollback, fork and destroy, restart it, and check after every restart that
 
   - no record is lost: every sandbox and snapshot whose creation was answered (201) before the

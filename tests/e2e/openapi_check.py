@@ -31,7 +31,7 @@ DOC_PATH = os.environ.get(
 
 ENABLED = os.environ.get("ASB_OPENAPI_CHECK", "1") != "0"
 
-# Seed A's compatibility routes (issue 7 item 4) follow seed A's own contract, not the /v1
+# Seed A's compatibility routes (ADR 0007) follow seed A's own contract, not the /v1
 # document; answers under these prefixes are not checked.
 UNDOCUMENTED_PREFIXES = ("/exec/", "/exec?")
 

@@ -1,4 +1,4 @@
-"""Abuse, contained (issue 11 item 2): hostile workloads against the real server and real
+"""Abuse, contained (ADR 0014): hostile workloads against the real server and real
 sandboxes. For every case the test asserts, and prints in one table at the end:
   - the abused sandbox's sandboxd answers a new exec within 1 s, measured WHILE the abuse runs
     (where the abuse is ongoing) and again after it;
@@ -490,7 +490,7 @@ class AbuseTest(ServerTestCase):
         return c
 
     def test_port_proxy_slow_readers_of_a_large_answer(self):
-        # Issue 26: the proxy read each answer whole (up to 64 MiB) before sending any of it,
+        # ADR 0014: the proxy read each answer whole (up to 64 MiB) before sending any of it,
         # so N readers that stall held N answers in the server: 24 readers of 60 MiB took it
         # from 18 MB to 1.4 GB. Streamed, each reader holds one 64 KiB chunk of the server's.
         sid = self.upstream(8100)
@@ -554,7 +554,7 @@ class AbuseTest(ServerTestCase):
                        "all bytes, RSS +< 32 MiB while stalled", readers, told, settle=2.0)
 
     def test_port_proxy_dripping_upstream_cut_at_the_deadline(self):
-        # Issue 26: the 60 s upstream timeout was per read, so an answer dripping a byte at a
+        # ADR 0014: the 60 s upstream timeout was per read, so an answer dripping a byte at a
         # time held the request (and a pool thread) for ever. The whole exchange now ends by
         # --proxy-timeout-seconds; a cut answer is truncated, never complete-looking.
         sid = self.upstream(8101)
@@ -627,7 +627,7 @@ def read_until_closed(s):
 
 
 class HttpAbuseTest(ServerTestCase):
-    """Issue 26 findings 1 and 2: a client with no key against the HTTP layer (the real binary,
+    """ADR 0014: a client with no key against the HTTP layer (the real binary,
     loopback only). The hostile client is 127.0.0.2, everyone else 127.0.0.1."""
 
     SERVER_ENV = {

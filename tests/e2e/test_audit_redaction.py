@@ -1,4 +1,4 @@
-"""Issue 17 item 9 over real HTTP: secrets typed into commands do not reach the audit trail.
+"""ADR 0010 over real HTTP: secrets typed into commands do not reach the audit trail.
 
 Commands carrying a GitHub token, an AWS key id, a Bearer header, a URL password, an OpenAI-style
 key, a MySQL -p password, a JWT and a private key block are run every way a command reaches the

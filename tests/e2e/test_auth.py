@@ -1,4 +1,4 @@
-"""Issue 5 over real HTTP: API keys (K1), tenancy (K2), /metrics (M1), health and readiness,
+"""Over real HTTP (src/api/AUTH.md): API keys, tenancy, /metrics, health and readiness,
 the audit trail, the `keys` CLI, and a log check: no key, env value or file content used in
 this suite appears in any line the server wrote."""
 

@@ -1,4 +1,4 @@
-"""Hostile use of the server, as found by the breaker (issues 2 and 3): code inside a sandbox
+"""Hostile use of the server, as a reviewer attacked it (ADR 0014): code inside a sandbox
 that tries to outlive its command or fill its disks, symlink and FIFO tricks against the file
 API, malformed HTTP framing, and a SIGKILL of the server while commands run. Each test states
 what a hostile user did and what must hold."""
@@ -64,7 +64,8 @@ class BreakerTest(ServerTestCase):
 
     def test_background_children_of_a_finished_command_still_survive(self):
         # The timeout fix must not change the normal case: a command that ends on its own may
-        # leave servers running (ARCHITECTURE.md "Exec semantics").
+        # leave servers running (docs/design/sandbox-protocol.md,
+        # "exec").
         r = self.sh("setsid sleep $((3000+44)) > /dev/null 2>&1 & echo started")
         self.assertEqual(r["stdout"], "started\n")
         deadline = time.time() + 5

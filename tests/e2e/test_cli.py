@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The CLI as Docker, kubectl and E2B users expect it (issue 17), against the real server:
+"""The CLI as Docker, kubectl and E2B users expect it, against the real server:
 cp of trees both ways, exec with stdin and with a real PTY (-it), global flags before or after
 the verb, numbers printed as numbers."""
 
@@ -379,7 +379,7 @@ class ServeFlagsTest(unittest.TestCase):
 
 class RunKillTest(unittest.TestCase):
     """`run` SIGKILLed leaves nothing behind (its watcher destroys the sandbox), and what a run
-    killed together with its watcher left is removed by the next run (issue 17 item 4)."""
+    killed together with its watcher left is removed by the next run."""
 
     def setUp(self):
         from harness import missing_prerequisite, TEMPLATES

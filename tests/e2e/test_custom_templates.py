@@ -1,4 +1,4 @@
-"""Issue 9 item 4 end to end: `agent-sandbox template build --dockerfile` and `template import`
+"""ADR 0012 end to end: `agent-sandbox template build --dockerfile` and `template import`
 through the real binary, then sandboxes from the results through the real server.
 
 Everything happens in a private data directory whose templates/ holds a symlink to the real

@@ -1,4 +1,4 @@
-"""ACCEPTANCE.md E1-E6 over HTTP: sync and streamed exec against the real server."""
+"""Exec over HTTP (ADR 0007, ADR 0016): sync and streamed exec against the real server."""
 
 import base64
 import time
@@ -117,7 +117,7 @@ class ExecTest(ServerTestCase):
     def test_e5_output_cap(self):
         cmd = "head -c 80 /dev/zero | tr '\\0' a; head -c 80 /dev/zero | tr '\\0' b >&2; echo done >&2"
         r = self.server.run(self.sid, cmd, max_output_bytes=100)
-        # Per stream (issue 17 item 6): stdout's 80 bytes fit, stderr's 85 fit too.
+        # Per stream (ADR 0016): stdout's 80 bytes fit, stderr's 85 fit too.
         self.assertIs(r["truncated"], False)
         self.assertEqual(r["stdout"], "a" * 80)
         self.assertEqual(r["stderr"], "b" * 80 + "done\n")
@@ -132,7 +132,7 @@ class ExecTest(ServerTestCase):
         self.assertIs(r["timed_out"], False)
 
     def test_a_stdout_flood_does_not_push_out_the_stderr_line(self):
-        # Issue 17 item 6: 2 MiB of stdout (over the 1 MiB default cap), then the error line.
+        # ADR 0016: 2 MiB of stdout (over the 1 MiB default cap), then the error line.
         r = self.server.run(self.sid, "head -c 2097152 /dev/zero | tr '\\0' x; "
                             "echo 'fatal: what went wrong' >&2; exit 2")
         self.assertEqual(r["stderr"], "fatal: what went wrong\n")

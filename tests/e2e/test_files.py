@@ -1,4 +1,4 @@
-"""ACCEPTANCE.md F1-F5 over HTTP: the file routes against the real server."""
+"""Over HTTP (ADR 0007): the file routes against the real server."""
 
 import hashlib
 import os

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The first hour of a new user (issue 17): the examples of README.md, sdk/python/README.md and
+"""The first hour of a new user: the examples of README.md, sdk/python/README.md and
 sdk/typescript/README.md run exactly as written, taken from the Markdown when the test runs, so
 the documents cannot drift from the product.
 

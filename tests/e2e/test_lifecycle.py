@@ -1,4 +1,4 @@
-"""ACCEPTANCE.md L1-L5, L7 against the real server (L6, the restart, is in test_restart.py)."""
+"""Sandbox lifecycle against the real server (the restart is in test_restart.py)."""
 
 import os
 import time
@@ -184,7 +184,7 @@ class HalfCreatedTest(unittest.TestCase):
 
 
 class IdempotencyTest(unittest.TestCase):
-    """Issue 17 item 8: Idempotency-Key on create, per tenant, durable across a restart."""
+    """Idempotency-Key on create, per tenant, durable across a restart."""
 
     ADMIN = "asb_" + os.urandom(24).hex()
 

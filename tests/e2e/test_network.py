@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Issue 10: networked sandboxes against a test "internet" built in network namespaces.
+"""ADR 0013: networked sandboxes against a test "internet" built in network namespaces.
 
 Safety: no packet may leave for a real address. The test builds a router namespace joined to
 the host by a veth pair (the server's uplink, AGENT_SANDBOX_NETWORK_UPLINK), with the test
@@ -31,7 +31,7 @@ RT_TABLE = str(20000 + PID % 10000)
 ALLOWED_IP, DENIED_IP, PORTS_IP, DNS_IP, META_IP = (
     "198.19.1.1", "198.19.2.2", "198.19.3.3", "198.19.0.53", "169.254.169.254")
 BIG_BYTES = 400_000
-# Issue 26: a hostile DNS answers private and local addresses for allowed names (rebinding).
+# ADR 0013 (rebinding guard): a hostile DNS answers private and local addresses for allowed names (rebinding).
 # PRIVATE_IP lives on the router too, so an admitted address would connect.
 PRIVATE_IP, PRIVATE2_IP = "10.99.77.1", "192.168.77.1"
 REBIND = {"rebind10.test": PRIVATE_IP, "rebind192.test": PRIVATE2_IP,

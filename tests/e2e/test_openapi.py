@@ -1,4 +1,4 @@
-"""The OpenAPI document (api/openapi.json, issue 7 item 1) against the server: served at
+"""The OpenAPI document (api/openapi.json, ADR 0007) against the server: served at
 /openapi.json and printed by `agent-sandbox openapi` byte for byte; every route the source
 registers is in it; its schemas are valid JSON Schema; the validator the harness runs on every
 answer (openapi_check.py) accepts the real answers and rejects wrong ones."""

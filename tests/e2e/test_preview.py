@@ -1,4 +1,4 @@
-"""Issue 17 item 4 over real HTTP: preview URLs of exposed ports (docs/adr/0015-preview-urls.md).
+"""Over real HTTP: preview URLs of exposed ports (docs/adr/0015-preview-urls.md).
 
 A real server with API keys, real sandboxes running small HTTP servers, and real Chromium
 (headless, a host resolver rule that maps the test's preview domain to loopback) that opens a

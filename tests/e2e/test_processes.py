@@ -1,4 +1,4 @@
-"""Issue 8 over HTTP: background processes, stdin, signals, PTYs and the terminal WebSocket,
+"""ADR 0011 over HTTP: background processes, stdin, signals, PTYs and the terminal WebSocket,
 against the real server and real sandboxes.
 
 The re-attach test waits ASB_PROCS_REATTACH_WAIT seconds (default 5) between starting the web

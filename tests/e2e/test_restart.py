@@ -1,4 +1,4 @@
-"""ACCEPTANCE.md L6: the server is SIGKILLed while sandboxes run; the next start adopts the
+"""Restart: the server is SIGKILLed while sandboxes run; the next start adopts the
 running ones with their original expires_at, drops records whose sandbox is gone, destroys
 resources it owns that no record names, and touches nothing else. Also: a graceful SIGTERM lets
 an in-flight exec finish."""

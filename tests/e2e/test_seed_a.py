@@ -1,4 +1,4 @@
-"""Seed A's /exec/* session routes over real HTTP (issue 7 item 4, issue 17 item 5).
+"""Seed A's /exec/* session routes over real HTTP (ADR 0007).
 
 1. The curl examples of seed A's README (its "REST API" and "Verify" sections) run VERBATIM
    through the shell, only the port changed from 3000.

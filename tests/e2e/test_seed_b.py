@@ -1,4 +1,4 @@
-"""Issue 17 "Seed B's clients" against the real server: seed B's REST contract and its Python
+"""Seed B's clients against the real server (ADR 0007): seed B's REST contract and its Python
 SDK's names (seed B: the FastAPI + Docker agent-sandbox, github.com/superintelligenceco/
 agent-sandbox; its routes, `agent_sandbox.client` and README "See it work" session).
 

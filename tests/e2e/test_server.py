@@ -149,7 +149,7 @@ class ConcurrencyTest(ServerTestCase):
 
 
 class CliClientTest(ServerTestCase):
-    """The CLI's client verbs against the real server (issue 3 item 6)."""
+    """The CLI's client verbs against the real server (ADR 0007)."""
 
     def cli(self, *args, stdin=None):
         env = dict(os.environ)

@@ -1,4 +1,4 @@
-"""ACCEPTANCE.md S1-S5 over HTTP (issue 4): snapshots, rollback, fork, portable archives."""
+"""Over HTTP (ADR 0008): snapshots, rollback, fork, portable archives."""
 
 import io
 import json

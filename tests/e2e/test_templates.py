@@ -1,4 +1,4 @@
-"""ACCEPTANCE.md T1 and issue 9 item 5 against the real server: GET /v1/templates[/{name}],
+"""Templates (ADR 0012) against the real server: GET /v1/templates[/{name}],
 create with an unknown template (400 naming the available ones), a template's default resources
 and environment (the request's own values win, within the server's limits), and
 DELETE /admin/templates/{name} (409 while in use or the default).

@@ -1,5 +1,5 @@
 // The MCP tools driven by the official TypeScript SDK client against the real server, the same
-// for every transport (issue 6 "Tests"): tools and their schemas, a full round trip, a binary
+// for every transport (ADR 0010): tools and their schemas, a full round trip, a binary
 // file round trip, errors as isError, tenancy between two keys, progress and cancellation of a
 // long exec. The SDK validates every structuredContent against the tool's outputSchema, so each
 // successful call also checks the schemas. stdio.test.mjs and http.test.mjs run it with their

@@ -1,4 +1,4 @@
-// The process, port and code tools (issue 17 item 9) driven by the official TypeScript SDK
+// The process, port and code tools (ADR 0010) driven by the official TypeScript SDK
 // client against the real server, the same for every transport (stdio.test.mjs and
 // http.test.mjs run it): a web server started as a background process, found among the
 // listening ports, asked over HTTP through sandbox_port_request and read back in its logs; stdin

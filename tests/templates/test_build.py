@@ -1,5 +1,5 @@
 """`agent-sandbox template build|ls|rm` with the real binary, mmdebstrap and Debian's mirror
-(issue 9 items 2 and 3; ADR 0012). Needs root.
+(ADR 0012). Needs root.
 
 Two CTest entries run this file:
   template_failed_build  (label privileged, in CI): a build whose mirror cannot be reached

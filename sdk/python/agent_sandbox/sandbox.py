@@ -230,7 +230,7 @@ class Sandbox:
         finally:
             conn.close()
 
-    # ---- background processes (issue 8) -------------------------------------------------
+    # ---- background processes (ADR 0011) -------------------------------------------------
 
     def start_process(self, command, env=None, workdir=None, user=None, tag=None, stdin=False,
                       pty=False, cols=None, rows=None, ring_bytes=None):

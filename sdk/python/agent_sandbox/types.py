@@ -337,7 +337,7 @@ class TemplateInfo:
 
 @dataclass
 class ProcessInfo:
-    """A background process (issue 8; GET /v1/sandboxes/{id}/processes/{pid}).
+    """A background process (ADR 0011; GET /v1/sandboxes/{id}/processes/{pid}).
 
     pid (in the sandbox), tag, argv (as started; empty when command was given), command (the
     shell string, or None), state ("running" or "exited"), exit_code (None while running; the

@@ -405,7 +405,7 @@ class SdkTest(unittest.TestCase):
         with self.assertRaises(ValueError):
             SandboxClient("ftp://x")
 
-    # ---- seed B's names (issue 17) -------------------------------------------------------
+    # ---- seed B's names (ADR 0007) -------------------------------------------------------
 
     def test_seed_b_client_names(self):
         from agent_sandbox.client import (ExecEvent, ExecResult, FileInfo, Sandbox,  # noqa

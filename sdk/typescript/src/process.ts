@@ -1,4 +1,4 @@
-// Background processes (issue 8): the request bodies, the event stream and ProcessHandle.
+// Background processes (ADR 0011): the request bodies, the event stream and ProcessHandle.
 // The REST routes are /v1/sandboxes/{id}/processes[/{pid}[/stream|stdin|close-stdin|signal|
 // resize]] (api/openapi.json, src/api/handlers_procs.cc, docs/adr/0011-background-processes.md).
 import { ndjsonObjects } from "./http.js";

@@ -239,7 +239,7 @@ export class Session {
     throw new SandboxConnectionError("exec stream ended without an exit event");
   }
 
-  // ---- background processes (issue 8) ------------------------------------------------------
+  // ---- background processes (ADR 0011) ------------------------------------------------------
 
   /**
    * Starts a background process (POST /v1/sandboxes/{id}/processes) and resolves with its

@@ -164,7 +164,7 @@ test("execStream: typed events in order, split UTF-8 whole, error event on destr
   }, NotFoundError);
 });
 
-// ---- background processes (issue 8) ---------------------------------------------------------
+// ---- background processes (ADR 0011) ---------------------------------------------------------
 
 const T60 = { timeout: 60_000 }; // a lost exit fails the test instead of hanging the suite
 
@@ -509,7 +509,7 @@ test("snapshot, rollback, fork", async () => {
   await assert.rejects(client.getSnapshot(snap.id), NotFoundError);
 });
 
-// ---- preview URLs (issue 17 item 4) ----------------------------------------------------------
+// ---- preview URLs (ADR 0015) ----------------------------------------------------------
 
 // One GET to the server with the Host header a browser sends for a preview URL.
 function getOnHost(host, headers = {}) {

@@ -1,4 +1,4 @@
-// FakeBackend: an isolation::Backend for the manager's logic tests (STYLE.md: fakes through
+// FakeBackend: an isolation::Backend for the manager's logic tests (fakes through
 // interfaces, in the manner of leveldb's memenv and fault-injection env). It records every call,
 // can fail Create (before or after leaving resources behind) or Destroy on demand, and lets a
 // test arrange "surviving" sandboxes and leftover resources for recovery tests.

@@ -1,4 +1,4 @@
-// The sandboxes' DNS resolver (issue 10, ADR 0013): a small forwarder on the bridge's gateway
+// The sandboxes' DNS resolver (ADR 0013): a small forwarder on the bridge's gateway
 // address, in the server process. For each query it finds the asking sandbox by source address,
 // answers NXDOMAIN for names its policy does not allow, forwards allowed ones to the upstream
 // servers, and reports the A records of the answer (before relaying it) so that the host side
@@ -61,7 +61,7 @@ struct FilteredAnswer {
   std::vector<std::string> dropped;  // "10.0.0.1 (private)", in answer order
 };
 
-/// The DNS-rebinding guard (issue 26, ADR 0013 addendum) on an upstream reply for a sandbox
+/// The DNS-rebinding guard (ADR 0013 addendum) on an upstream reply for a sandbox
 /// under policy `p`:
 ///  - a public A record is relayed and admitted;
 ///  - an A record in a private or unreachable range (ClassifyAddress) is never admitted; it is

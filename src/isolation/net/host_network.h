@@ -1,4 +1,4 @@
-// The host side of networked sandboxes (issue 10, ADR 0013): one bridge per server, one veth
+// The host side of networked sandboxes (ADR 0013): one bridge per server, one veth
 // per sandbox, NAT out of the uplink, nftables rules in tables of our own, tc bandwidth limits,
 // and the DNS resolver on the gateway address.
 //

@@ -258,7 +258,7 @@ std::vector<std::string> Dotted(const std::vector<DnsAddress>& v) {
   return out;
 }
 
-// Issue 26, finding 4: a hostile upstream answering private, local and host addresses for an
+// ADR 0013 (rebinding guard): a hostile upstream answering private, local and host addresses for an
 // allowed name (DNS rebinding) admits none of them, and the sandbox is not told them.
 TEST(NetDns, RebindingAnswersAreNeitherAdmittedNorRelayed) {
   const std::string ptr_q = "\xC0\x0C", ptr_ex = "\xC0\x10";  // www.example.com, example.com

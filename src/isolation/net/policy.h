@@ -1,4 +1,4 @@
-// Egress policy of a networked sandbox (issue 10, ADR 0013): which destinations it may reach,
+// Egress policy of a networked sandbox (ADR 0013): which destinations it may reach,
 // which names its resolver answers, and its bandwidth. Pure data + parsing; the host side
 // (host_network.h) turns it into nftables rules, resolver decisions and tc qdiscs.
 //
@@ -89,7 +89,7 @@ bool DomainMatches(std::string_view pattern, std::string_view name);
 /// deny_out domain matches, or allow_out names domains and none matches.
 bool NameAllowed(const NetworkPolicy& p, std::string_view name);
 
-/// How far an address the resolver answered may widen a sandbox's egress (issue 26, ADR 0013
+/// How far an address the resolver answered may widen a sandbox's egress (ADR 0013
 /// addendum). kPublic: admitted (joins the sandbox's learned set). kPrivate: RFC 1918,
 /// RFC 6598 (100.64/10) — reachable through the uplink but the host's private networks, so an
 /// answer never admits it. kUnreachable: loopback, 0/8, link-local, multicast, 240/4 and

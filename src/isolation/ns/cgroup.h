@@ -1,6 +1,6 @@
 // cgroups of a sandbox, on cgroup v1 and v2, chosen at run time from /proc/self/mountinfo.
 //
-// Two layouts are supported (ARCHITECTURE.md, "What these machines can run"):
+// Two layouts are supported (ADR 0006):
 //  - v2: a cgroup2 mount whose root offers memory, pids and cpu. One directory
 //    <v2>/<name>/<id> carries every limit (memory.max, memory.swap.max=0, pids.max, cpu.max)
 //    and cgroup.kill / cgroup.freeze.

@@ -1,4 +1,4 @@
-// Idmapped workspace mounts (issue 4; mount_setattr(2) MOUNT_ATTR_IDMAP, kernel >= 5.12, ext4
+// Idmapped workspace mounts (ADR 0009; mount_setattr(2) MOUNT_ATTR_IDMAP, kernel >= 5.12, ext4
 // and xfs support them).
 //
 // Workspace images store canonical ids: the sandbox user is uid/gid 1000 on disk, root is 0,

@@ -28,7 +28,7 @@ struct MountPlan {
   std::string workspace, etc_hostname, etc_resolv;
   // Small files the child writes into a scratch tmpfs and binds read-only onto their targets
   // (relative to the new root), so that /proc/self/mountinfo names a tmpfs, never a host path
-  // of the data directory (issue 26): /etc/hostname, /etc/resolv.conf of networked sandboxes,
+  // of the data directory (ADR 0014): /etc/hostname, /etc/resolv.conf of networked sandboxes,
   // a benign /proc/cmdline. An optional target that does not exist is skipped.
   struct ScratchFile {
     std::string content, path, target;

@@ -1,4 +1,4 @@
-// Network namespace of a sandbox. Default: loopback only (ARCHITECTURE.md, "Isolation").
+// Network namespace of a sandbox. Default: loopback only (ADR 0013).
 #pragma once
 
 #include <cstdint>
@@ -12,7 +12,7 @@ namespace asb::isolation::ns {
 /// `ip link set lo up` (netdevice(7)). Returns 0 or an errno recorded in `*f`.
 int BringUpLoopbackInChild(ChildFailure* f);
 
-/// Server side (exposed ports, issue 10): a TCP socket made inside the network namespace of
+/// Server side (exposed ports, ADR 0013): a TCP socket made inside the network namespace of
 /// process `pid` (a short-lived thread joins it with setns(2); a socket keeps the namespace it
 /// was made in), connected to 127.0.0.1:`port` within `timeout_ms`. Returns the blocking,
 /// close-on-exec fd, owned by the caller. Errors: kUnavailable "nothing listens on port N"

@@ -1,5 +1,5 @@
 // The namespaces backend ("ns"): our own container runtime in nsjail's style, the embedded
-// default (ARCHITECTURE.md, "Isolation: the ns backend"). One file per isolation concern
+// default (ADR 0003; docs/ARCHITECTURE.md, "Isolation backends"). One file per isolation concern
 // (user, mount, net, cgroup, rlimits, workspace) and one readable containment sequence in
 // contain.cc, whose order is the security argument.
 #pragma once
@@ -36,9 +36,9 @@ struct NsBackendOptions {
   /// How long Create waits for sandboxd's handshake, milliseconds.
   int64_t start_timeout_ms = 10'000;
   /// Commands may open AF_PACKET sockets (raw packet capture; sandboxd
-  /// --allow-packet-sockets). Off: socket(AF_PACKET) fails with EAFNOSUPPORT (issue 26).
+  /// --allow-packet-sockets). Off: socket(AF_PACKET) fails with EAFNOSUPPORT (ADR 0014).
   bool allow_packet_sockets = false;
-  /// The host side of networked sandboxes (issue 10); null = `network: true` is refused.
+  /// The host side of networked sandboxes (ADR 0013); null = `network: true` is refused.
   std::shared_ptr<net::HostNetwork> network;
 };
 

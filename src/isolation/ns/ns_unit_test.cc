@@ -251,7 +251,7 @@ TEST(MountPlanTest, EverythingIsPreparedRelativeToTheNewRoot) {
   EXPECT_NE(std::find(p.masked_files.begin(), p.masked_files.end(), "proc/kcore"),
             p.masked_files.end());
   for (const auto& d : p.dev_node_dst) EXPECT_EQ(d.rfind("dev/", 0), 0u);
-  // Issue 26: host facts masked, and the small files come from a scratch tmpfs, not the host.
+  // ADR 0014: host facts masked, and the small files come from a scratch tmpfs, not the host.
   for (const char* f : {"proc/config.gz", "proc/partitions"}) {
     EXPECT_NE(std::find(p.masked_files.begin(), p.masked_files.end(), f), p.masked_files.end());
   }

@@ -1,4 +1,4 @@
-// The ns backend's workspace images (issue 4, docs/adr/0009), on real sandboxes: a copy of a
+// The ns backend's workspace images (ADR 0009), on real sandboxes: a copy of a
 // running workspace, a sandbox created from it (another uid range: owners and modes as the
 // sandbox sees them), a staged image that changes nothing until swapped in, the swap inside the
 // running sandbox, and the refusals that make a failed rollback leave the sandbox as it was.

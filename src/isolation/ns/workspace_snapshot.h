@@ -1,5 +1,5 @@
-// Copy-on-write copies of a workspace image (issue 4, "Fast path"; ARCHITECTURE.md, "What
-// these machines can run": a reflink of a 1 GiB file on XFS takes about 3 ms here).
+// Copy-on-write copies of a workspace image (ADR 0009; a reflink of a 1 GiB file on XFS takes about
+// 3 ms here).
 //
 // A consistent copy of a mounted ext4 workspace image is: quiesce the file system (FIFREEZE
 // then FITHAW, ioctl_fsfreeze(2); this flushes the journal and every dirty block to the image),

@@ -1,4 +1,4 @@
-// The optional XFS storage pool for workspace images (issue 4, `--workspace-pool=xfs`).
+// The optional XFS storage pool for workspace images (ADR 0009, `--workspace-pool=xfs`).
 //
 // Copy-on-write clones of workspace images (FICLONE, ioctl_ficlone(2)) need a file system that
 // shares extents; this host's data dir is ext4, which does not. The pool is a sparse file in the
