@@ -189,7 +189,7 @@ awaitable<void> HttpServer::Impl::Accept() {
       spdlog::info("accept: working again after {} failed attempt(s)", failed);
       failed = 0;
     }
-    // Admission (issue 26 finding 2): the total cap, then the per-address cap, then the
+    // Admission (ADR 0014, slow-loris): the total cap, then the per-address cap, then the
     // reserve for authenticated clients; all counted under `mu` with the session table.
     auto handle = std::make_shared<SessionHandle>();
     handle->executor = socket.get_executor();

@@ -77,7 +77,7 @@ class SandboxLifecycle {
   /// not running.
   Result<SandboxInfo> SetTimeout(const std::string& owner, const std::string& id, int64_t seconds);
 
-  /// Reconciles the store with the backend (ACCEPTANCE.md L6). Records in running state are
+  /// Reconciles the store with the backend. Records in running state are
   /// adopted (Backend::Adopt) keeping their expires_at; those whose sandbox is gone (kNotFound)
   /// become destroyed; those that still fail to adopt after about a second of retries for
   /// another reason are kept in state error (visible, deletable) and retried by the reaper.

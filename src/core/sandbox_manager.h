@@ -10,7 +10,7 @@
 //   network()     egress policy, connections to ports                      (network_service.h)
 //
 // None of them knows HTTP. Every error carries an ErrorCode that api/ maps to the wire codes
-// (docs/ARCHITECTURE.md, "API conventions"; ADR 0016); messages are safe to show to the caller
+// (api/errors.h; ADR 0007, ADR 0016); messages are safe to show to the caller
 // (they never contain env values). Values crossing this boundary are core's own
 // (sandbox_types.h, event_stream.h), never sandboxd's wire types (ADR 0018).
 #pragma once

@@ -47,7 +47,7 @@ struct CreateRequest {
   std::optional<int64_t> idle_timeout_seconds{};  // [0, max_timeout_seconds]; 0 = none
   /// Base environment of every command. Keys non-empty, without '=' or NUL; values without NUL.
   std::map<std::string, std::string> env{};
-  /// Outbound network (issue 10); kInvalidArgument when the server has networking disabled.
+  /// Outbound network (ADR 0013); kInvalidArgument when the server has networking disabled.
   bool network = false;
   /// The egress policy with network; absent = config.default_network_policy.
   std::optional<NetworkPolicy> network_policy{};
@@ -175,7 +175,7 @@ struct ProcessInfo {
 /// Largest replay ring of a background process, bytes (ProcessOptions::ring_bytes).
 inline constexpr uint64_t kMaxProcessRingBytes = 4 * 1024 * 1024;
 
-/// A workspace snapshot as the API shows it (issue 4). Times are Unix epoch milliseconds.
+/// A workspace snapshot as the API shows it (ADR 0008). Times are Unix epoch milliseconds.
 struct SnapshotInfo {
   std::string id{};  // "snap_" + 16 hex
   std::string owner{};
@@ -195,7 +195,7 @@ struct ForkRequest {
   std::optional<int64_t> timeout_seconds{};
 };
 
-/// A background process request as the API decoded it (issue 8). Command, env, workdir and
+/// A background process request as the API decoded it (ADR 0011). Command, env, workdir and
 /// user follow ExecOptions' rules; there is no timeout and no output cap.
 struct ProcessOptions {
   std::vector<std::string> argv{};

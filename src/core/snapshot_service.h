@@ -40,7 +40,7 @@ class SnapshotService {
   /// Restores the sandbox's /workspace to the snapshot exactly, after killing every process
   /// and emptying /tmp; keeps the id and sets source_snapshot_id. The archive is checked
   /// before anything is touched, and a failed import puts the previous workspace back, so a
-  /// failed rollback leaves the sandbox as it was (ACCEPTANCE.md S5). Errors: kNotFound
+  /// failed rollback leaves the sandbox as it was. Errors: kNotFound
   /// (sandbox or snapshot), kConflict, kTooLarge (does not fit the workspace), kBackend.
   Result<SandboxInfo> Rollback(const std::string& owner, const std::string& sandbox_id,
                                const std::string& snapshot_id);
