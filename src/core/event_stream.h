@@ -4,7 +4,7 @@
 // events without knowing the sandbox protocol (ADR 0018).
 //
 // Events, in order: kOutput chunks of stdout/stderr and each stream's kEnd; for a process
-// attachment kInfo events (the process first, then any skipped_bytes); then exactly one terminal
+// attachment kInfo events with skipped_bytes; then exactly one terminal
 // event: kDone (with exec_result, process or file as the operation has one) or kError.
 // Flow control is the channel's: a reader that stops reading stops the producer.
 #pragma once
@@ -27,7 +27,7 @@ struct StreamEvent {
   enum class Kind {
     kOutput,  // `data` holds bytes of `stream`
     kEnd,     // `stream` ended
-    kInfo,    // `process` (a process attachment's first event) or `skipped_bytes`
+    kInfo,    // `skipped_bytes`, or `process` where sandboxd sends its state (see ProcessAttach)
     kDone,    // terminal: the operation finished; see exec_result / process / file
     kError,   // terminal: `error` says why (also when the sandbox went away)
   };

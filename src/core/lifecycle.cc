@@ -3,8 +3,6 @@
 #include "core/lifecycle.h"
 
 #include <algorithm>
-#include <cmath>
-#include <cstdio>
 
 #include "common/ids.h"
 #include "common/log.h"
@@ -232,10 +230,7 @@ Result<SandboxInfo> SandboxLifecycle::SetTimeout(const std::string& owner, const
   ASB_ASSIGN_OR_RETURN(auto e, reg_.Find(owner, id));
   std::lock_guard op(e->op_mu);
   SandboxInfo info = e->Snapshot();
-  if (info.state != SandboxState::kRunning) {
-    return Fail(Error::Conflict("sandbox " + id + " is " +
-                                std::string(SandboxStateName(info.state)) + ", not running"));
-  }
+  ASB_TRY(SandboxRegistry::RequireRunning(info));
   const int64_t now = reg_.clock.NowUnixMs();
   const int64_t expires = now + seconds * 1000;
   info.timeout_seconds = seconds;

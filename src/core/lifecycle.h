@@ -69,8 +69,6 @@ class SandboxLifecycle {
   /// could not remove it (the record then stays "stopping" and a later Destroy or Recover
   /// retries).
   Status Destroy(const std::string& owner, const std::string& id);
-  /// Destroy's transition for a caller that holds e.op_mu; `why` is logged. Errors: as Destroy.
-  Status DestroyLocked(Entry& e, std::string_view why);
 
   /// Sets expires_at = now + seconds. Seconds below min_timeout_seconds: kInvalidArgument;
   /// above max_timeout_seconds: clamped to it. Errors: kNotFound, kConflict if the sandbox is
@@ -112,6 +110,8 @@ class SandboxLifecycle {
   /// One retry of an adoption Recover could not complete; caller holds e.op_mu. Returns true
   /// if the sandbox was dropped (destroyed) because it is gone.
   bool RetryAdopt(Entry& e);
+  /// Destroy's transition for a caller that holds e.op_mu; `why` is logged. Errors: as Destroy.
+  Status DestroyLocked(Entry& e, std::string_view why);
 
   SandboxRegistry& reg_;
   std::atomic<int64_t> reaped_total_{0};

@@ -25,10 +25,7 @@ Result<NetworkPolicy> NetworkService::SetNetwork(const std::string& owner, const
   if (!info.network) {
     return Fail(Error::InvalidArgument("sandbox " + id + " was created without network"));
   }
-  if (info.state != SandboxState::kRunning) {
-    return Fail(Error::Conflict("sandbox " + id + " is " +
-                                std::string(SandboxStateName(info.state)) + ", not running"));
-  }
+  ASB_TRY(SandboxRegistry::RequireRunning(info));
   if (!reg_.backend.Capabilities().network) {
     return Fail(isolation::NotCapable(reg_.backend.name(), "networking"));
   }

@@ -20,9 +20,10 @@ namespace asb::core {
 class SandboxRegistry;
 
 /// An attachment to a background process's output (ProcessService::AttachProcess): the caller
-/// drains `events` (kInfo with the process first; kOutput stdout/stderr; kInfo skipped_bytes;
-/// kEnd; a terminal kDone with the process when it exited, or kError) and Cancel()s it to
-/// detach. `keepalive` marks the sandbox active while held.
+/// drains `events` (kOutput stdout/stderr; kInfo skipped_bytes; kEnd; a terminal kDone with the
+/// process when it exited, or kError) and Cancel()s it to detach. sandboxd's first event, the
+/// process's state, is read by AttachProcess itself to answer a missing pid as an error.
+/// `keepalive` marks the sandbox active while held.
 struct ProcessAttach {
   std::shared_ptr<EventStream> events;
   std::shared_ptr<void> keepalive;

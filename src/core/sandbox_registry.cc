@@ -86,11 +86,6 @@ void SandboxRegistry::ReleaseSlot(Entry& e) {
   e.holds_slot = false;
 }
 
-int64_t SandboxRegistry::SlotsUsed() {
-  std::lock_guard l(mu_);
-  return slots_used_;
-}
-
 // ---- state ----------------------------------------------------------------------------------
 
 Status SandboxRegistry::WriteState(Entry& e, SandboxState s, std::string_view error_message) {

@@ -84,7 +84,6 @@ class SandboxRegistry {
   Status ReserveSlot(Entry& e, bool force = false);
   /// Gives back e's slot if it holds one.
   void ReleaseSlot(Entry& e);
-  int64_t SlotsUsed();
 
   // ---- state (caller holds e.op_mu) --------------------------------------------------------
   /// Writes state (and error message) to the store, then to the cached info.

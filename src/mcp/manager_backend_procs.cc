@@ -81,11 +81,8 @@ ToolResult<ProcessOutput> ManagerBackend::ReadProcessOutput(const std::string& i
     }
     using Kind = core::StreamEvent::Kind;
     switch (ev->kind) {
-      case Kind::kInfo:
-        if (ev->process && !col) {  // the state at attach time comes first
-          state = api::ProcessJson(*ev->process);
-          col.emplace(req, ev->process->output_bytes, NowMs());
-        } else if (ev->skipped_bytes > 0) {
+      case Kind::kInfo:  // output the replay ring no longer held
+        if (ev->skipped_bytes > 0) {
           if (!col) col.emplace(req, 0, NowMs());
           col->Skip(ev->skipped_bytes);
         }
