@@ -1,0 +1,169 @@
+// agent-sandbox code-context driver for JavaScript (ADR 0031). It speaks the same JSON lines
+// as driver.py (see there): one request per line on stdin, events on stdout. The context is one
+// `vm` context kept for the driver's life, so globals, `var`/`let`/`const` declarations and
+// functions persist between executions; `require` and `process` are the driver's own. The value
+// of the last expression becomes the main result (text/plain by util.inspect, plus
+// application/json for plain data); a returned Promise is awaited. `display(value)` adds a
+// result, and `display({"text/html": ...}, {raw: true})` a MIME bundle. SIGINT interrupts a
+// running execution (vm's breakOnSigint); timeout_ms bounds it (vm's timeout).
+'use strict';
+const fs = require('fs');
+const util = require('util');
+const vm = require('vm');
+const readline = require('readline');
+
+const args = {};
+for (let i = 2; i + 1 < process.argv.length; i += 2) args[process.argv[i]] = process.argv[i + 1];
+const cwd = args['--cwd'] || '/workspace';
+const capDefault = Number(args['--max-output-bytes'] || 1048576);
+
+function emit(obj) {
+  fs.writeSync(1, JSON.stringify(obj) + '\n');
+}
+
+try {
+  process.chdir(cwd);
+} catch (e) {
+  emit({type: 'fatal', message: 'cwd ' + cwd + ' is not a directory in the sandbox'});
+  process.exit(3);
+}
+
+let current = null;  // the running execution: {id, left, truncated}
+
+function write(name, text) {
+  if (!current) return;
+  const data = Buffer.from(String(text), 'utf8');
+  let keep = data;
+  if (data.length > current.left) {
+    current.truncated = true;
+    keep = data.subarray(0, Math.max(current.left, 0));
+  }
+  current.left -= keep.length;
+  if (keep.length) emit({type: name, id: current.id, data: keep.toString('utf8')});
+}
+
+function isPlainData(v) {
+  if (v === null || typeof v !== 'object') return false;
+  const proto = Object.getPrototypeOf(v);
+  // Plain objects of the context's own realm have a prototype whose prototype is null.
+  return Array.isArray(v) || proto === null || Object.getPrototypeOf(proto) === null;
+}
+
+function bundleOf(value) {
+  const data = {'text/plain': util.inspect(value, {depth: 6, breakLength: 100})};
+  if (isPlainData(value)) {
+    try {
+      data['application/json'] = JSON.parse(JSON.stringify(value));
+    } catch (e) { /* cycles, BigInt: text only */ }
+  }
+  return data;
+}
+
+function display(value, options) {
+  if (!current) return;
+  const data = options && options.raw ? value : bundleOf(value);
+  emit({type: 'result', id: current.id, is_main_result: false, data});
+}
+
+const sandboxConsole = {};
+for (const [method, stream] of [['log', 'stdout'], ['info', 'stdout'], ['debug', 'stdout'],
+  ['error', 'stderr'], ['warn', 'stderr'], ['trace', 'stderr']]) {
+  sandboxConsole[method] = (...a) => write(stream, util.format(...a) + '\n');
+}
+sandboxConsole.dir = (v) => write('stdout', util.inspect(v) + '\n');
+sandboxConsole.table = (v) => write('stdout', util.inspect(v) + '\n');
+
+const context = vm.createContext({
+  console: sandboxConsole, require, process, Buffer, display, setTimeout, clearTimeout,
+  setInterval, clearInterval, setImmediate, clearImmediate, URL, URLSearchParams,
+  TextEncoder, TextDecoder, fetch: globalThis.fetch, structuredClone, queueMicrotask,
+});
+context.global = context;
+context.globalThis = context;
+
+let count = 0;
+
+function errorEvent(id, e) {
+  const name = e && e.name ? String(e.name) : 'Error';
+  const value = e && e.message !== undefined ? String(e.message) : String(e);
+  // The driver's own frames (vm, this file) say nothing about the user's code.
+  const stack = e && e.stack ? String(e.stack).split('\n').filter(
+      (l) => !/\(node:|\(\/tmp\/\.agent-sandbox\/|driver\.js|at node:/.test(l)) : [];
+  return {type: 'error', id, name, value, traceback: stack};
+}
+
+async function execute(req) {
+  const id = req.id;
+  const timeoutMs = Number(req.timeout_ms || 0);
+  const started = Date.now();
+  current = {id, left: Number(req.max_output_bytes || capDefault), truncated: false};
+  count += 1;
+  let status = 'ok';
+  let timedOut = false;
+  const options = {filename: 'cell' + count + '.js', breakOnSigint: true, displayErrors: false};
+  if (timeoutMs > 0) options.timeout = timeoutMs;
+  try {
+    let value = new vm.Script(String(req.code || ''), options).runInContext(context, options);
+    if (value && typeof value.then === 'function') {
+      const left = timeoutMs > 0 ? Math.max(timeoutMs - (Date.now() - started), 1) : 0;
+      let timer = null;
+      const deadline = left > 0 ? new Promise((_, reject) => {
+        timer = setTimeout(() => reject(Object.assign(new Error('Script execution timed out.'),
+            {code: 'ERR_SCRIPT_EXECUTION_TIMEOUT'})), left);
+      }) : null;
+      try {
+        value = await (deadline ? Promise.race([value, deadline]) : value);
+      } finally {
+        if (timer) clearTimeout(timer);
+      }
+    }
+    if (value !== undefined) {
+      emit({type: 'result', id, is_main_result: true, data: bundleOf(value)});
+    }
+  } catch (e) {
+    if (e && e.code === 'ERR_SCRIPT_EXECUTION_TIMEOUT') {
+      timedOut = true;
+      status = 'timeout';
+      e.name = 'TimeoutError';
+    } else {
+      status = 'error';
+    }
+    emit(errorEvent(id, e));
+  }
+  const truncated = current.truncated;
+  current = null;
+  emit({type: 'end', id, status, execution_count: count, duration_ms: Date.now() - started,
+    timed_out: timedOut, truncated});
+}
+
+// SIGINT outside vm's breakOnSigint window (e.g. while awaiting a Promise) is not fatal.
+process.on('SIGINT', () => {});
+process.on('uncaughtException', (e) => {
+  if (current) write('stderr', 'Uncaught ' + (e && e.stack ? e.stack : String(e)) + '\n');
+});
+process.on('unhandledRejection', (e) => {
+  if (current) write('stderr', 'Unhandled rejection: ' + (e && e.stack ? e.stack : e) + '\n');
+});
+
+const queue = [];
+let busy = false;
+async function pump() {
+  if (busy) return;
+  busy = true;
+  while (queue.length) await execute(queue.shift());
+  busy = false;
+}
+
+emit({type: 'ready', language: 'javascript', pid: process.pid});
+readline.createInterface({input: process.stdin}).on('line', (line) => {
+  let req;
+  try {
+    req = JSON.parse(line);
+  } catch (e) {
+    return;
+  }
+  if (req && req.op === 'execute') {
+    queue.push(req);
+    pump();
+  }
+}).on('close', () => process.exit(0));
