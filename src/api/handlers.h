@@ -71,6 +71,9 @@ void AddHealthRoutes(Router& router, ApiContext& ctx);
 /// {"status": "ok", "version": ASB_VERSION, "backend": `backend`, e.g. "ns"}.
 HttpResponse HealthResponse(std::string_view backend);
 void AddSandboxRoutes(Router& router, ApiContext& ctx);
+/// /v1/sandboxes/{id}/contexts[...] and /v1/sandboxes/{id}/code[/stream], the code interpreter
+/// (handlers_code.cc, ADR 0019).
+void AddCodeRoutes(Router& router, ApiContext& ctx);
 /// GET/PUT /v1/sandboxes/{id}/network (handlers_network.cc, ADR 0013).
 void AddNetworkRoutes(Router& router, ApiContext& ctx);
 /// /v1/sandboxes/{id}/ports/{port}/... reverse proxy (handlers_ports.cc, ADR 0013).

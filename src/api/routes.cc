@@ -33,6 +33,7 @@ Router BuildRouter(ApiContext& ctx) {
   AddPreviewRoutes(router, ctx);
   AddExecRoutes(router, ctx);
   AddProcessRoutes(router, ctx);
+  AddCodeRoutes(router, ctx);
   AddFileRoutes(router, ctx);
   AddSnapshotRoutes(router, ctx);
   AddTemplateRoutes(router, ctx);

@@ -19,7 +19,8 @@ SandboxManager::SandboxManager(ManagerConfig config, store::Store& store,
       files_(std::make_unique<FileService>(*registry_)),
       processes_(std::make_unique<ProcessService>(*registry_)),
       snapshots_(std::make_unique<SnapshotService>(*registry_, *lifecycle_)),
-      network_(std::make_unique<NetworkService>(*registry_)) {}
+      network_(std::make_unique<NetworkService>(*registry_)),
+      code_(std::make_unique<CodeService>(*processes_, config_.limits)) {}
 
 SandboxManager::~SandboxManager() { Stop(); }
 

@@ -8,6 +8,7 @@
 //   processes()   background processes and PTYs                            (process_service.h)
 //   snapshots()   snapshots, rollback, fork, archives                      (snapshot_service.h)
 //   network()     egress policy, connections to ports                      (network_service.h)
+//   code()        code contexts (kernels) and their executions             (code_service.h)
 //
 // None of them knows HTTP. Every error carries an ErrorCode that api/ maps to the wire codes
 // (api/errors.h; ADR 0007, ADR 0016); messages are safe to show to the caller
@@ -22,6 +23,7 @@
 
 #include "common/clock.h"
 #include "common/result.h"
+#include "core/code_service.h"
 #include "core/config.h"
 #include "core/exec_service.h"
 #include "core/file_service.h"
@@ -66,6 +68,7 @@ class SandboxManager {
   ProcessService& processes() { return *processes_; }
   SnapshotService& snapshots() { return *snapshots_; }
   NetworkService& network() { return *network_; }
+  CodeService& code() { return *code_; }
 
   const ManagerConfig& config() const { return config_; }
   const TemplateCatalog& templates() const { return templates_; }
@@ -82,6 +85,7 @@ class SandboxManager {
   std::unique_ptr<ProcessService> processes_;
   std::unique_ptr<SnapshotService> snapshots_;
   std::unique_ptr<NetworkService> network_;
+  std::unique_ptr<CodeService> code_;
 
   std::mutex reaper_mu_;
   std::condition_variable reaper_cv_;

@@ -1,24 +1,61 @@
-// agent-sandbox code-context driver for JavaScript (ADR 0031). It speaks the same JSON lines
+// agent-sandbox code-context driver for JavaScript (ADR 0019). It speaks the same JSON lines
 // as driver.py (see there): one request per line on stdin, events on stdout. The context is one
 // `vm` context kept for the driver's life, so globals, `var`/`let`/`const` declarations and
 // functions persist between executions; `require` and `process` are the driver's own. The value
 // of the last expression becomes the main result (text/plain by util.inspect, plus
 // application/json for plain data); a returned Promise is awaited. `display(value)` adds a
 // result, and `display({"text/html": ...}, {raw: true})` a MIME bundle. SIGINT interrupts a
-// running execution (vm's breakOnSigint); timeout_ms bounds it (vm's timeout).
+// running execution (vm's breakOnSigint); timeout_ms bounds it (vm's timeout). The server hands
+// this source over as the first line of stdin (a JSON string) to a `node -e` bootstrap that
+// runs it as the body of a function of `require`.
 'use strict';
 const fs = require('fs');
 const util = require('util');
 const vm = require('vm');
-const readline = require('readline');
+const {Worker} = require('worker_threads');
 
 const args = {};
-for (let i = 2; i + 1 < process.argv.length; i += 2) args[process.argv[i]] = process.argv[i + 1];
+for (let i = 1; i + 1 < process.argv.length; i++) {
+  if (process.argv[i].startsWith('--')) args[process.argv[i]] = process.argv[i + 1];
+}
 const cwd = args['--cwd'] || '/workspace';
 const capDefault = Number(args['--max-output-bytes'] || 1048576);
 
+// Flow control, as in driver.py: at most WINDOW bytes of stdout the server has not acknowledged
+// ({"op": "ack", "bytes": N} on stdin), restarted with each execution; after STALL_MS without an
+// acknowledgement it is off until the next one. A worker thread reads stdin with blocking reads
+// and counts acknowledgements in shared memory, so emit() can wait (Atomics.wait) even while a
+// synchronous loop of user code holds this thread.
+const WINDOW = 64 * 1024;
+const STALL_MS = 10000;
+const acked = new Int32Array(new SharedArrayBuffer(4));
+let sent = 0;
+let stalled = false;
+
+function resetWindow() {
+  sent = 0;
+  stalled = false;
+  Atomics.store(acked, 0, 0);
+}
+
 function emit(obj) {
-  fs.writeSync(1, JSON.stringify(obj) + '\n');
+  const data = Buffer.from(JSON.stringify(obj) + '\n', 'utf8');
+  let off = 0;
+  while (off < data.length) {
+    const seen = Atomics.load(acked, 0);
+    const room = stalled ? data.length - off : WINDOW - (sent - seen);
+    if (room <= 0) {
+      if (Atomics.wait(acked, 0, seen, STALL_MS) === 'timed-out' &&
+          Atomics.load(acked, 0) === seen) {
+        stalled = true;
+      }
+      continue;
+    }
+    const n = Math.min(room, data.length - off);
+    fs.writeSync(1, data, off, n);
+    off += n;
+    sent += n;
+  }
 }
 
 try {
@@ -150,20 +187,53 @@ let busy = false;
 async function pump() {
   if (busy) return;
   busy = true;
-  while (queue.length) await execute(queue.shift());
+  while (queue.length) {
+    resetWindow();
+    await execute(queue.shift());
+  }
   busy = false;
 }
 
-emit({type: 'ready', language: 'javascript', pid: process.pid});
-readline.createInterface({input: process.stdin}).on('line', (line) => {
-  let req;
+const STDIN_READER = `
+const {parentPort, workerData} = require('worker_threads');
+const fs = require('fs');
+const {StringDecoder} = require('string_decoder');
+const acked = workerData.acked;
+const decoder = new StringDecoder('utf8');
+const chunk = Buffer.alloc(65536);
+let buf = '';
+for (;;) {
+  let n = 0;
   try {
-    req = JSON.parse(line);
+    n = fs.readSync(0, chunk, 0, chunk.length, null);
   } catch (e) {
-    return;
+    if (e.code === 'EAGAIN') { Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 5); continue; }
+    break;
   }
-  if (req && req.op === 'execute') {
-    queue.push(req);
-    pump();
+  if (n === 0) break;
+  buf += decoder.write(chunk.subarray(0, n));
+  let nl;
+  while ((nl = buf.indexOf('\\n')) >= 0) {
+    const line = buf.slice(0, nl);
+    buf = buf.slice(nl + 1);
+    let req;
+    try { req = JSON.parse(line); } catch (e) { continue; }
+    if (!req || typeof req !== 'object') continue;
+    if (req.op === 'ack') {
+      Atomics.add(acked, 0, Number(req.bytes) | 0);
+      Atomics.notify(acked, 0);
+    } else if (req.op === 'execute') {
+      parentPort.postMessage(req);
+    }
   }
-}).on('close', () => process.exit(0));
+}
+parentPort.postMessage(null);
+`;
+
+emit({type: 'ready', language: 'javascript', pid: process.pid});
+const reader = new Worker(STDIN_READER, {eval: true, workerData: {acked}});
+reader.on('message', (req) => {
+  if (req === null) process.exit(0);
+  queue.push(req);
+  pump();
+});

@@ -1,4 +1,4 @@
-# agent-sandbox code-context driver for Python and bash (ADR 0031). sandboxd runs it in the
+# agent-sandbox code-context driver for Python and bash (ADR 0019). sandboxd runs it in the
 # sandbox as a background process; the server (core/code_service.cc) writes one request per line
 # on its stdin and reads events, one JSON object per line, from its stdout:
 #   in:  {"op": "execute", "id": "...", "code": "...", "timeout_ms": N, "max_output_bytes": N}
@@ -14,9 +14,12 @@
 # sees the context as dead until it is restarted.
 # Python runs in Debian's ipykernel through jupyter_client; bash in one persistent
 # `bash --noprofile --norc` in its own session. Written for Python 3.11, standard library only
-# (plus jupyter_client for Python contexts).
+# (plus jupyter_client for Python contexts). The server hands this source over as the first
+# line of stdin (a JSON string) to a small `python3 -c` bootstrap, so nothing is written into the
+# sandbox's files.
 import json
 import os
+import queue
 import re
 import signal
 import subprocess
@@ -30,11 +33,46 @@ _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 _INTERRUPT = threading.Event()
 
 
+# Flow control. sandboxd keeps a process's output in a bounded ring that never waits for readers
+# (ADR 0011), so a burst larger than the ring (a 1 MiB print, a big PNG) would be overwritten
+# before the server read it. The driver therefore keeps at most _WINDOW bytes of stdout that the
+# server has not acknowledged ({"op": "ack", "bytes": N} lines on stdin, N bytes more consumed);
+# the count restarts with each execution. If no acknowledgement comes for _STALL_S (the server
+# stopped reading: its client went away) flow control is off until the next execution.
+_WINDOW = 64 * 1024
+_STALL_S = 10.0
+_FLOW = threading.Condition()
+_sent = 0
+_acked = 0
+_stalled = False
+
+
+def reset_window():
+    global _sent, _acked, _stalled
+    with _FLOW:
+        _sent, _acked, _stalled = 0, 0, False
+
+
 def emit(obj):
-    line = json.dumps(obj, ensure_ascii=False, separators=(",", ":"), default=str)
+    global _sent, _stalled
+    data = (json.dumps(obj, ensure_ascii=False, separators=(",", ":"), default=str)
+            + "\n").encode("utf-8", "replace")
     with _LOCK:
-        _OUT.write(line + "\n")
-        _OUT.flush()
+        view = memoryview(data)
+        while view:
+            with _FLOW:
+                room = _WINDOW - (_sent - _acked)
+                if room <= 0 and not _stalled:
+                    seen = _acked
+                    _FLOW.wait(_STALL_S)
+                    if _acked == seen:
+                        _stalled = True
+                    continue
+                n = len(view) if _stalled else min(room, len(view))
+                _sent += n
+            _OUT.buffer.write(view[:n])
+            _OUT.buffer.flush()
+            view = view[n:]
 
 
 def fatal(message):
@@ -219,6 +257,7 @@ def run_python(cwd, cap_default):
     os.environ["MPLBACKEND"] = "Agg"
     os.environ.setdefault("MPLCONFIGDIR", "/tmp/matplotlib")
     os.environ["PYDEVD_DISABLE_FILE_VALIDATION"] = "1"  # debugpy's start-up notice
+    os.environ.setdefault("IPYTHONDIR", "/tmp/.agent-sandbox/ipython")  # $HOME may be read-only
     km = KernelManager(kernel_name="python3", transport="ipc",
                        connection_file=os.path.join(runtime, "kernel.json"))
     log = open(os.path.join(runtime, "kernel.log"), "ab")
@@ -434,7 +473,8 @@ def run_bash(cwd, cap_default):
 
 
 def main():
-    args = dict(zip(sys.argv[1::2], sys.argv[2::2]))
+    argv = sys.argv[1:]
+    args = {argv[i]: argv[i + 1] for i in range(len(argv) - 1) if argv[i].startswith("--")}
     language = args.get("--language", "python")
     cwd = args.get("--cwd", "/workspace")
     cap_default = int(args.get("--max-output-bytes", 1 << 20))
@@ -447,14 +487,33 @@ def main():
         execute = run_bash(cwd, cap_default)
     else:
         fatal("unknown language %s" % language)
+    requests = queue.Queue()
+
+    def read_stdin():
+        global _acked
+        for line in sys.stdin:
+            try:
+                req = json.loads(line)
+            except ValueError:
+                continue
+            if not isinstance(req, dict):
+                continue
+            if req.get("op") == "ack":
+                with _FLOW:
+                    _acked += int(req.get("bytes") or 0)
+                    _FLOW.notify_all()
+            elif req.get("op") == "execute":
+                requests.put(req)
+        requests.put(None)
+
+    threading.Thread(target=read_stdin, daemon=True).start()
     emit({"type": "ready", "language": language, "pid": os.getpid()})
-    for line in sys.stdin:
-        try:
-            req = json.loads(line)
-        except ValueError:
-            continue
-        if isinstance(req, dict) and req.get("op") == "execute":
-            execute(req)
+    while True:
+        req = requests.get()
+        if req is None:
+            break
+        reset_window()
+        execute(req)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,88 @@
+// The code interpreter's values as core hands them to the layers above (ADR 0019): contexts,
+// execution requests and the events of one execution. api/ and mcp/ turn them into JSON.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace asb::core {
+
+/// Largest code text of one execution, bytes.
+inline constexpr uint64_t kMaxCodeBytes = 512 * 1024;
+/// Default and largest stdout+stderr kept of one execution, bytes; past it the output is cut
+/// and the end says truncated.
+inline constexpr uint64_t kDefaultCodeOutputBytes = 1 << 20;
+/// Running code contexts per sandbox.
+inline constexpr int kMaxCodeContexts = 16;
+
+/// A request to start a code context.
+struct CodeContextOptions {
+  /// "python" (aliases "python3", "py"), "javascript" ("js", "node") or "bash" ("sh", "shell").
+  std::string language = "python";
+  /// Working directory in the sandbox; "" = the sandbox's default (/workspace). Relative paths
+  /// are under /workspace (NormalizeWorkdir).
+  std::string cwd{};
+};
+
+/// A code context: one kernel process in the sandbox.
+struct CodeContextInfo {
+  std::string id;        // "ctx_" + 16 hex
+  std::string language;  // "python", "javascript" or "bash"
+  std::string cwd;
+  int pid = 0;            // the driver process (a background process of the sandbox)
+  std::string state;      // "running", or "dead" once its kernel exited (restart revives it)
+  bool is_default = false;  // the context /code uses for its language when none is named
+  int64_t created_at_ms = 0;
+};
+
+/// One execution of code.
+struct CodeRequest {
+  std::string code;
+  std::optional<std::string> context_id{};  // absent: the language's default context
+  std::optional<std::string> language{};    // used (and checked) when context_id is absent
+  std::optional<double> timeout_seconds{};  // > 0; absent: the exec default; clamped to max
+  uint64_t max_output_bytes = kDefaultCodeOutputBytes;  // [1, kDefaultCodeOutputBytes]
+};
+
+/// One display or the value of the last expression: its MIME bundle.
+struct CodeResult {
+  bool is_main_result = false;
+  /// MIME type -> value for every textual type ("text/plain", "text/html", "image/png" as
+  /// base64, "image/svg+xml", "text/markdown", "text/latex", ...).
+  std::map<std::string, std::string> data;
+  /// "application/json" (and other JSON-valued types) as serialized JSON, by MIME type.
+  std::map<std::string, std::string> json_data;
+  /// Chart data of a matplotlib figure as serialized JSON ({"type": "line"|"bar"|"scatter"|
+  /// "pie"|"superchart", "title", "elements", axes...}); "" when none.
+  std::string chart_json;
+};
+
+struct CodeError {
+  std::string name;   // "ZeroDivisionError", "KernelDied", "TimeoutError", ...
+  std::string value;  // the message
+  std::vector<std::string> traceback;
+};
+
+struct CodeEnd {
+  std::string status = "ok";  // "ok", "error", "timeout", "dead" (the kernel exited)
+  std::optional<int64_t> execution_count{};
+  int64_t duration_ms = 0;
+  bool timed_out = false;
+  bool truncated = false;             // output was cut at max_output_bytes
+  std::optional<int> exit_code{};     // bash: the last command's exit status
+};
+
+/// An event of an execution, in the order the kernel produced them; kEnd is last.
+struct CodeEvent {
+  enum class Kind { kStdout, kStderr, kResult, kError, kEnd };
+  Kind kind = Kind::kStdout;
+  std::string text;  // kStdout / kStderr (UTF-8)
+  CodeResult result;
+  CodeError error;
+  CodeEnd end;
+};
+
+}  // namespace asb::core

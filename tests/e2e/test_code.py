@@ -1,0 +1,302 @@
+"""The code interpreter (ADR 0019) over HTTP, against the real server, real sandboxes and real
+kernels: Debian's ipykernel in the `python` template, Node's vm in the `node` template, bash in
+`base`. A test whose template is not built skips with the reason (CI builds python and node)."""
+
+import base64
+import json
+import os
+import threading
+import time
+import unittest
+
+from harness import TEMPLATES, ServerTestCase, main, openapi_check
+
+
+def template_built(name):
+    return os.path.isdir(os.path.join(TEMPLATES, name, "rootfs"))
+
+
+class CodeCase(ServerTestCase):
+    def sandbox(self, template):
+        if not template_built(template):
+            self.skipTest("template %s is not built (agent-sandbox template build %s)"
+                          % (template, template))
+        return self.create(template=template, timeout_seconds=600)["id"]
+
+    def context(self, sid, language, **kw):
+        body = {"language": language}
+        body.update(kw)
+        r = self.server.request("POST", "/v1/sandboxes/%s/contexts" % sid, body, timeout=120)
+        self.assertEqual(r.status, 201, r)
+        return r.json()
+
+    def run_code(self, sid, code, status=200, **kw):
+        body = {"code": code}
+        body.update(kw)
+        r = self.server.request("POST", "/v1/sandboxes/%s/code" % sid, body, timeout=180)
+        self.assertEqual(r.status, status, r)
+        return r.json()
+
+    def stream_code(self, sid, body):
+        c = self.server.conn(180)
+        try:
+            c.request("POST", "/v1/sandboxes/%s/code/stream" % sid, body=json.dumps(body),
+                      headers=self.server._auth({"Content-Type": "application/json"}))
+            r = c.getresponse()
+            self.assertEqual(r.status, 200)
+            self.assertEqual(r.getheader("Content-Type"), "application/x-ndjson")
+            events = []
+            while True:
+                line = r.readline()
+                if not line:
+                    break
+                events.append(json.loads(line))
+                if openapi_check.ENABLED:
+                    openapi_check.enforce(openapi_check.check_stream_event(events[-1]))
+            return events
+        finally:
+            c.close()
+
+
+class PythonContexts(CodeCase):
+    def test_state_persists_and_contexts_are_isolated(self):
+        sid = self.sandbox("python")
+        a = self.context(sid, "python")
+        b = self.context(sid, "python", cwd="/tmp")
+        self.assertTrue(a["id"].startswith("ctx_"))
+        self.assertEqual((a["state"], a["language"], a["cwd"]), ("running", "python", "/workspace"))
+        self.run_code(sid, "import os\nx = 40", context_id=a["id"])
+        self.run_code(sid, "x += 1\nos.chdir('/tmp')", context_id=a["id"])
+        r = self.run_code(sid, "x + 1", context_id=a["id"])
+        self.assertEqual(r["status"], "ok", r)
+        self.assertEqual(r["results"][0]["data"]["text/plain"], "42")
+        self.assertTrue(r["results"][0]["is_main_result"])
+        self.assertEqual(r["execution_count"], 3)
+        self.assertEqual(self.run_code(sid, "print(os.getcwd())", context_id=a["id"])["stdout"],
+                         "/tmp\n")
+        # b never saw x, and started in its own cwd.
+        r = self.run_code(sid, "x", context_id=b["id"])
+        self.assertEqual(r["status"], "error")
+        self.assertEqual(r["error"]["name"], "NameError")
+        self.assertEqual(self.run_code(sid, "import os; print(os.getcwd())",
+                                       context_id=b["id"])["stdout"], "/tmp\n")
+        listed = self.server.request("GET", "/v1/sandboxes/%s/contexts" % sid).json()["contexts"]
+        self.assertEqual(sorted(c["id"] for c in listed), sorted([a["id"], b["id"]]))
+        r = self.server.request("DELETE", "/v1/sandboxes/%s/contexts/%s" % (sid, b["id"]))
+        self.assertEqual(r.status, 204, r)
+        listed = self.server.request("GET", "/v1/sandboxes/%s/contexts" % sid).json()["contexts"]
+        self.assertEqual([c["id"] for c in listed], [a["id"]])
+        self.assertError(self.server.request("GET", "/v1/sandboxes/%s/contexts/%s"
+                                             % (sid, b["id"])), 404, "not_found")
+
+    def test_rich_results_dataframe_and_error(self):
+        sid = self.sandbox("python")
+        r = self.run_code(sid, "import pandas as pd\n"
+                               "pd.DataFrame({'name': ['a', 'b'], 'n': [1, 2]})")
+        data = r["results"][0]["data"]
+        self.assertIn("<table", data["text/html"])
+        self.assertIn("name", data["text/plain"])
+        r = self.run_code(sid, "from IPython.display import display, Markdown, JSON, Latex\n"
+                               "display(Markdown('# hi'))\ndisplay(Latex(r'$x^2$'))\n"
+                               "display(JSON({'k': [1, 2]}))")
+        mimes = [set(x["data"]) for x in r["results"]]
+        self.assertIn("text/markdown", mimes[0])
+        self.assertIn("text/latex", mimes[1])
+        self.assertEqual(r["results"][2]["data"]["application/json"], {"k": [1, 2]})
+        r = self.run_code(sid, "def f():\n    raise ValueError('bad input')\nf()")
+        self.assertEqual(r["status"], "error")
+        self.assertEqual(r["error"]["name"], "ValueError")
+        self.assertEqual(r["error"]["value"], "bad input")
+        self.assertTrue(any("f()" in line for line in r["error"]["traceback"]), r["error"])
+        self.assertFalse(any("\x1b[" in line for line in r["error"]["traceback"]))
+
+    def test_matplotlib_line_chart_png_and_chart_data(self):
+        sid = self.sandbox("python")
+        r = self.run_code(sid, "import matplotlib.pyplot as plt\n"
+                               "plt.plot([1, 2, 3], [2, 4, 8], label='growth')\n"
+                               "plt.title('Growth'); plt.xlabel('day'); plt.ylabel('count')\n"
+                               "plt.show()")
+        self.assertEqual(r["status"], "ok", r)
+        figs = [x for x in r["results"] if "image/png" in x["data"]]
+        self.assertEqual(len(figs), 1, r["results"])
+        png = base64.b64decode(figs[0]["data"]["image/png"])
+        self.assertEqual(png[:8], b"\x89PNG\r\n\x1a\n")
+        chart = figs[0]["chart"]
+        self.assertEqual(chart["type"], "line")
+        self.assertEqual((chart["title"], chart["x_label"], chart["y_label"]),
+                         ("Growth", "day", "count"))
+        self.assertEqual(chart["elements"], [{"label": "growth",
+                                              "points": [[1, 2], [2, 4], [3, 8]]}])
+        r = self.run_code(sid, "plt.bar(['x', 'y'], [3, 5]); plt.title('B')")
+        chart = [x for x in r["results"] if "chart" in x][0]["chart"]
+        self.assertEqual(chart["type"], "bar")
+        self.assertEqual([(e["label"], e["value"]) for e in chart["elements"]],
+                         [("x", 3), ("y", 5)])
+
+    def test_timeout_interrupts_and_context_survives(self):
+        sid = self.sandbox("python")
+        self.run_code(sid, "keep = 'me'")
+        t0 = time.time()
+        r = self.run_code(sid, "while True:\n    pass", timeout=2)
+        self.assertLess(time.time() - t0, 15)
+        self.assertEqual((r["status"], r["timed_out"]), ("timeout", True), r)
+        self.assertEqual(r["error"]["name"], "KeyboardInterrupt")
+        self.assertEqual(self.run_code(sid, "print(keep)")["stdout"], "me\n")
+
+    def test_interrupt_route_stops_a_running_loop(self):
+        sid = self.sandbox("python")
+        ctx = self.context(sid, "python")
+        out = {}
+
+        def run():
+            out["r"] = self.run_code(sid, "import time\nwhile True:\n    time.sleep(0.05)",
+                                     context_id=ctx["id"], timeout=120)
+
+        t = threading.Thread(target=run)
+        t.start()
+        time.sleep(2)
+        # A second execution while one runs is refused, not queued behind an infinite loop.
+        busy = self.server.request("POST", "/v1/sandboxes/%s/code" % sid,
+                                   {"code": "1", "context_id": ctx["id"]})
+        self.assertError(busy, 409, "conflict")
+        r = self.server.request("POST", "/v1/sandboxes/%s/contexts/%s/interrupt"
+                                % (sid, ctx["id"]))
+        self.assertEqual(r.status, 204, r)
+        t.join(30)
+        self.assertFalse(t.is_alive())
+        self.assertEqual(out["r"]["error"]["name"], "KeyboardInterrupt")
+        self.assertEqual(self.run_code(sid, "2 + 2", context_id=ctx["id"])["results"][0]
+                         ["data"]["text/plain"], "4")
+
+    def test_dead_kernel_is_reported_and_restart_works(self):
+        sid = self.sandbox("python")
+        ctx = self.context(sid, "python")
+        self.run_code(sid, "lost = 1", context_id=ctx["id"])
+        r = self.run_code(sid, "import os, signal\nos.kill(os.getpid(), signal.SIGKILL)",
+                          context_id=ctx["id"])
+        self.assertEqual(r["status"], "dead", r)
+        self.assertEqual(r["error"]["name"], "KernelDied")
+        got = self.server.request("GET", "/v1/sandboxes/%s/contexts/%s" % (sid, ctx["id"]))
+        self.assertEqual(got.json()["state"], "dead")
+        self.assertError(self.server.request("POST", "/v1/sandboxes/%s/code" % sid,
+                                             {"code": "1", "context_id": ctx["id"]}),
+                         409, "conflict")
+        r = self.server.request("POST", "/v1/sandboxes/%s/contexts/%s/restart"
+                                % (sid, ctx["id"]), timeout=120)
+        self.assertEqual(r.status, 200, r)
+        self.assertEqual((r.json()["id"], r.json()["state"]), (ctx["id"], "running"))
+        r = self.run_code(sid, "lost", context_id=ctx["id"])
+        self.assertEqual(r["error"]["name"], "NameError")  # a fresh kernel
+        self.assertEqual(self.run_code(sid, "1 + 1", context_id=ctx["id"])["execution_count"], 2)
+
+    def test_output_cap_exactly_and_over(self):
+        sid = self.sandbox("python")
+        mib = 1 << 20
+        r = self.run_code(sid, "import sys\nsys.stdout.write('x' * %d)" % mib)
+        self.assertEqual((len(r["stdout"]), r["truncated"]), (mib, False))
+        r = self.run_code(sid, "sys.stdout.write('x' * %d)" % (mib + 1))
+        self.assertEqual((len(r["stdout"]), r["truncated"]), (mib, True))
+        r = self.run_code(sid, "print('y' * 100)", max_output_bytes=10)
+        self.assertEqual((r["stdout"], r["truncated"]), ("y" * 10, True))
+        self.assertEqual(self.run_code(sid, "print('fine')")["stdout"], "fine\n")
+
+    def test_stream_events_in_order(self):
+        sid = self.sandbox("python")
+        events = self.stream_code(sid, {"code": "import time\nprint('a', flush=True)\n"
+                                                "time.sleep(0.3)\nprint('b')\n1/0"})
+        kinds = [e["type"] for e in events]
+        self.assertEqual(kinds[0], "context")
+        self.assertEqual(kinds[-1], "end")
+        self.assertEqual("".join(e["data"] for e in events if e["type"] == "stdout"), "a\nb\n")
+        err = [e for e in events if e["type"] == "error"][0]
+        self.assertEqual(err["name"], "ZeroDivisionError")
+        self.assertNotIn("code", err)
+        self.assertEqual(events[-1]["status"], "error")
+
+    def test_bad_requests(self):
+        sid = self.sandbox("python")
+        base = "/v1/sandboxes/%s" % sid
+        self.assertError(self.server.request("POST", base + "/contexts", {"language": "cobol"}),
+                         400, "invalid_request")
+        self.assertError(self.server.request("POST", base + "/contexts", {"cwd": "/nope/x"}),
+                         400, "invalid_request")
+        self.assertError(self.server.request("POST", base + "/code", {}), 400,
+                         "invalid_request")
+        self.assertError(self.server.request("POST", base + "/code", {"code": "1", "timeout": 0}),
+                         400, "invalid_request")
+        self.assertError(self.server.request("POST", base + "/code",
+                                             {"code": "1", "max_output_bytes": (1 << 20) + 1}),
+                         400, "invalid_request")
+        self.assertError(self.server.request("POST", base + "/code",
+                                             {"code": "1", "context_id": "ctx_0000000000000000"}),
+                         404, "not_found")
+        self.assertError(self.server.request("POST", base + "/code",
+                                             {"code": "1", "context_id": "../x"}),
+                         404, "not_found")
+        limit = 512 * 1024
+        ok = self.run_code(sid, "#" * limit)
+        self.assertEqual(ok["status"], "ok")
+        self.assertError(self.server.request("POST", base + "/code", {"code": "#" * (limit + 1)}),
+                         400, "invalid_request")
+        self.assertError(self.server.request("POST", "/v1/sandboxes/sb_0000000000000000/code",
+                                             {"code": "1"}), 404, "not_found")
+
+
+class JavaScriptContexts(CodeCase):
+    def test_state_results_errors_and_timeout(self):
+        sid = self.sandbox("node")
+        ctx = self.context(sid, "javascript")
+        self.run_code(sid, "var n = 40; function inc(x) { return x + 1 }", context_id=ctx["id"])
+        self.run_code(sid, "n = inc(n)", context_id=ctx["id"])
+        r = self.run_code(sid, "console.log('n is', n); ({n: inc(n), list: [1, 2]})",
+                          context_id=ctx["id"])
+        self.assertEqual(r["stdout"], "n is 41\n")
+        self.assertEqual(r["results"][0]["data"]["application/json"], {"n": 42, "list": [1, 2]})
+        r = self.run_code(sid, "null.x", context_id=ctx["id"])
+        self.assertEqual((r["status"], r["error"]["name"]), ("error", "TypeError"))
+        r = self.run_code(sid, "while (true) {}", context_id=ctx["id"], timeout=2)
+        self.assertEqual((r["status"], r["timed_out"]), ("timeout", True))
+        self.assertEqual(self.run_code(sid, "n", context_id=ctx["id"])["results"][0]["data"]
+                         ["text/plain"], "41")
+        r = self.run_code(sid, "await_me = Promise.resolve(7)", context_id=ctx["id"])
+        self.assertEqual(r["results"][0]["data"]["text/plain"], "7")
+
+    def test_python_context_in_node_template_is_a_clear_conflict(self):
+        sid = self.sandbox("node")
+        r = self.server.request("POST", "/v1/sandboxes/%s/contexts" % sid,
+                                {"language": "python"}, timeout=120)
+        self.assertError(r, 409, "conflict")
+        self.assertIn("python3-ipykernel", r.json()["error"]["message"])
+
+
+class BashContexts(CodeCase):
+    def test_variables_cwd_and_exit_codes_persist(self):
+        sid = self.sandbox("base")
+        ctx = self.context(sid, "bash")
+        self.run_code(sid, "GREETING=hi; cd /tmp; f() { echo \"f:$1\"; }", context_id=ctx["id"])
+        r = self.run_code(sid, "echo $GREETING $(pwd); f x; echo oops >&2; false",
+                          context_id=ctx["id"])
+        self.assertEqual((r["stdout"], r["stderr"]), ("hi /tmp\nf:x\n", "oops\n"))
+        self.assertEqual((r["status"], r["exit_code"]), ("error", 1))
+        r = self.run_code(sid, "while true; do :; done", context_id=ctx["id"], timeout=2)
+        self.assertEqual((r["status"], r["timed_out"]), ("timeout", True))
+        self.assertEqual(self.run_code(sid, "echo $GREETING", context_id=ctx["id"])["stdout"],
+                         "hi\n")
+        r = self.run_code(sid, "exit 3", context_id=ctx["id"])
+        self.assertEqual((r["status"], r["error"]["name"]), ("dead", "KernelDied"))
+        r = self.server.request("POST", "/v1/sandboxes/%s/contexts/%s/restart"
+                                % (sid, ctx["id"]))
+        self.assertEqual(r.status, 200, r)
+        self.assertEqual(self.run_code(sid, "echo ${GREETING:-gone}",
+                                       context_id=ctx["id"])["stdout"], "gone\n")
+
+    def test_default_context_per_language(self):
+        sid = self.sandbox("base")
+        self.run_code(sid, "A=1", language="bash")
+        self.assertEqual(self.run_code(sid, "echo $A", language="sh")["stdout"], "1\n")
+        listed = self.server.request("GET", "/v1/sandboxes/%s/contexts" % sid).json()["contexts"]
+        self.assertEqual([(c["language"], c["default"]) for c in listed], [("bash", True)])
+
+
+if __name__ == "__main__":
+    main()
