@@ -4,7 +4,7 @@
 // real SandboxManager with core's FakeBackend (whose sandboxes run the real sandboxd on the host,
 // unprivileged) and an in-memory store, and asserts the statuses. With ASB_SHAPES_OUT set it
 // writes one JSON line per answer ({"method","path","status","content_type","body"}), per
-// stream event ({"stream": "exec"|"process", "event"}) and one with the MCP tool definitions
+// stream event ({"stream": "exec"|"process"|"code", "event"}) and one with the MCP tool definitions
 // ({"mcp_tools": [...]}) to that file, which the Python side validates with strict schemas.
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -287,6 +287,37 @@ TEST_F(ShapesTest, ExecFilesProcessesSnapshots) {
   EXPECT_EQ(imported.status, 201) << imported.body;
   EXPECT_EQ(Call("DELETE", "/v1/sandboxes/" + Str(Obj(fork), "id")).status, 204);
   EXPECT_EQ(Call("DELETE", "/v1/snapshots/" + sid).status, 204);
+  EXPECT_EQ(Call("DELETE", sb).status, 204);
+}
+
+// Code contexts: bash runs on any sandbox (the fake's sandboxd runs on the host, where python3
+// and bash are), so every code route's answer is produced here; Python's rich results are
+// checked against the real kernels by tests/e2e/test_code.py.
+TEST_F(ShapesTest, CodeContexts) {
+  if (!HaveSandboxd()) GTEST_SKIP() << "sandboxd not built at " << sandboxd_;
+  if (!CanRunSandboxd()) GTEST_SKIP() << "sandboxd on the host needs root to drop to uid 1000";
+  std::string id = Str(Obj(Call("POST", "/v1/sandboxes", "{}")), "id");
+  std::string sb = "/v1/sandboxes/" + id;
+  HttpResponse c = Call("POST", sb + "/contexts", R"({"language":"bash","cwd":"/tmp"})");
+  ASSERT_EQ(c.status, 201) << c.body;
+  std::string cc = sb + "/contexts/" + Str(Obj(c), "id");
+  EXPECT_EQ(Call("GET", sb + "/contexts").status, 200);
+  EXPECT_EQ(Call("GET", cc).status, 200);
+  std::string cid = Str(Obj(c), "id");
+  HttpResponse run = Call("POST", sb + "/code", R"({"code":"X=1; echo $X; false","context_id":")" +
+                                                    cid + R"("})");
+  EXPECT_EQ(run.status, 200) << run.body;
+  EXPECT_EQ(Call("POST", sb + "/code/stream",
+                 R"({"code":"echo a >&2; echo b","language":"bash","context_id":")" + cid +
+                     R"("})",
+                 "code")
+                .status,
+            200);
+  EXPECT_EQ(Call("POST", cc + "/interrupt").status, 204);
+  EXPECT_EQ(Call("POST", cc + "/restart").status, 200);
+  EXPECT_EQ(Call("DELETE", cc).status, 204);
+  EXPECT_EQ(Call("GET", cc).status, 404);
+  EXPECT_EQ(Call("POST", sb + "/code", R"({"code":"1","language":"cobol"})").status, 400);
   EXPECT_EQ(Call("DELETE", sb).status, 204);
 }
 

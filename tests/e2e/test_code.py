@@ -52,7 +52,8 @@ class CodeCase(ServerTestCase):
                     break
                 events.append(json.loads(line))
                 if openapi_check.ENABLED:
-                    openapi_check.enforce(openapi_check.check_stream_event(events[-1]))
+                    openapi_check.enforce(openapi_check.validate_schema(
+                        openapi_check.schema_of("CodeStreamEvent"), events[-1]))
             return events
         finally:
             c.close()

@@ -62,7 +62,8 @@ def strict(doc):
 _samples = None
 # Set when api_shapes_test could not run sandboxd (not root): its routes are not required then.
 SANDBOXD_PART_SKIPPED = []
-SANDBOXD_ROUTES = re.compile(r"/(exec|files|processes|archive|snapshots|rollback)(/|$)|"
+SANDBOXD_ROUTES = re.compile(r"/(exec|files|processes|archive|snapshots|rollback|contexts|code)"
+                             r"(/|$)|"
                              r"^/v1/snapshots")
 
 
@@ -126,7 +127,7 @@ class AnswersTest(unittest.TestCase):
         self.assertEqual(problems, [])
 
     def test_every_stream_event_matches(self):
-        kinds = {"exec": "StreamEvent", "process": "ProcessStreamEvent"}
+        kinds = {"exec": "StreamEvent", "process": "ProcessStreamEvent", "code": "CodeStreamEvent"}
         seen = set()
         problems = []
         for s in self.lines:
@@ -138,7 +139,8 @@ class AnswersTest(unittest.TestCase):
         self.assertEqual(problems, [])
         if not SANDBOXD_PART_SKIPPED:
             for want in [("exec", "stdout"), ("exec", "exit"), ("exec", "keepalive"),
-                         ("process", "exit")]:
+                         ("process", "exit"), ("code", "context"), ("code", "stdout"),
+                         ("code", "stderr"), ("code", "end")]:
                 self.assertIn(want, seen)
 
     def test_every_documented_success_answer_is_exercised(self):
