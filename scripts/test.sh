@@ -8,7 +8,8 @@
 # Usage: bash scripts/test.sh [BUILD_DIR]      (default BUILD_DIR: build-ci; as root, or as a
 #        user with sudo: it re-runs itself under sudo; ASB_NO_SUDO=1 runs it unprivileged)
 # Env:   AGENT_SANDBOX_DATA_DIR (template location), ASB_JOBS (parallel jobs, default nproc),
-#        ASB_CI_TEMPLATE (built beside base; default go, the quickest), ASB_TEMPLATES=all
+#        ASB_CI_TEMPLATE (built beside base; default go, the quickest; python and node are
+#        always built too: the code interpreter's tests run real kernels in them), ASB_TEMPLATES=all
 #        (also build and smoke-test every bundled template: ctest -L templates, minutes),
 #        ASB_CTEST_ARGS (extra ctest arguments, e.g. "-R cli").
 # The last line is a summary: "test.sh: N passed, N failed, N skipped".
@@ -37,11 +38,13 @@ cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DASB_WERR
 step "build (-j$JOBS)"
 cmake --build "$BUILD_DIR" -j "$JOBS"
 
-step "templates: base and ${ASB_CI_TEMPLATE:=go}"
+step "templates: base, python, node and ${ASB_CI_TEMPLATE:=go}"
 if [[ $(id -u) -eq 0 ]]; then
   # Incremental (0 s when the recipe is unchanged); mmdebstrap is retried once inside when the
   # mirror drops a connection. Every bundled template: ASB_TEMPLATES=all (label `templates`).
-  "$BUILD_DIR/bin/agent-sandbox" template build --from templates base "$ASB_CI_TEMPLATE"
+  ci_templates=(base python node)
+  [[ " ${ci_templates[*]} " == *" $ASB_CI_TEMPLATE "* ]] || ci_templates+=("$ASB_CI_TEMPLATE")
+  "$BUILD_DIR/bin/agent-sandbox" template build --from templates "${ci_templates[@]}"
 else
   echo "not root: skipping the templates; privileged tests will skip"
 fi
