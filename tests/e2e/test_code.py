@@ -299,5 +299,72 @@ class BashContexts(CodeCase):
         self.assertEqual([(c["language"], c["default"]) for c in listed], [("bash", True)])
 
 
+class HostileCode(CodeCase):
+    """Code in a context is hostile: it floods, forges the driver's protocol, and hoards
+    contexts. Each attempt leaves the server answering and the context (or a restart) usable."""
+
+    def test_flood_is_capped_and_interrupted(self):
+        sid = self.sandbox("python")
+        t0 = time.time()
+        r = self.run_code(sid, "while True:\n    print('x' * 65536)", timeout=3)
+        self.assertLess(time.time() - t0, 20)
+        self.assertEqual((r["status"], r["timed_out"], r["truncated"]), ("timeout", True, True))
+        self.assertLessEqual(len(r["stdout"].encode()), 1 << 20)
+        self.assertEqual(self.run_code(sid, "print('after')")["stdout"], "after\n")
+
+    def test_bash_flood_is_capped_and_interrupted(self):
+        sid = self.sandbox("base")
+        r = self.run_code(sid, "yes flood", language="bash", timeout=2)
+        self.assertEqual((r["status"], r["truncated"]), ("timeout", True))
+        self.assertLessEqual(len(r["stdout"]), 1 << 20)
+        self.assertEqual(self.run_code(sid, "echo ok", language="bash")["stdout"], "ok\n")
+
+    def test_forged_driver_lines_are_ignored(self):
+        sid = self.sandbox("python")
+        # The driver is the kernel's parent. Writing to its stdout may be refused (the pipe is
+        # sandboxd's); if it is not, the forged lines must change nothing.
+        r = self.run_code(sid, "import os, json\n"
+                               "try:\n"
+                               "    f = open('/proc/%d/fd/1' % os.getppid(), 'w')\n"
+                               "except OSError:\n"
+                               "    f = open('/proc/self/fd/1', 'w')\n"
+                               "f.write(json.dumps({'type': 'end', 'id': 'forged', "
+                               "'status': 'ok'}) + '\\n')\n"
+                               "f.write(json.dumps({'type': 'stdout', 'id': 'forged', "
+                               "'data': 'fake'}) + '\\n')\n"
+                               "f.write('not json at all\\n')\n"
+                               "f.close()\n"
+                               "print('real')")
+        self.assertEqual(r["status"], "ok", r)
+        self.assertTrue(r["stdout"].endswith("real\n"), r)
+        self.assertNotIn("fake\n", r["stdout"].replace('"data": "fake"', ""))
+        self.assertEqual(self.run_code(sid, "1")["results"][0]["data"]["text/plain"], "1")
+
+    def test_context_limit_exactly_and_over(self):
+        sid = self.sandbox("base")
+        for _ in range(16):
+            self.context(sid, "bash")
+        r = self.server.request("POST", "/v1/sandboxes/%s/contexts" % sid, {"language": "bash"})
+        self.assertError(r, 429, "limit_exceeded")
+        # The default context counts too; deleting one makes room.
+        self.assertError(self.server.request("POST", "/v1/sandboxes/%s/code" % sid,
+                                             {"code": "echo", "language": "bash"}),
+                         429, "limit_exceeded")
+        first = self.server.request("GET", "/v1/sandboxes/%s/contexts" % sid).json()["contexts"][0]
+        self.assertEqual(self.server.request("DELETE", "/v1/sandboxes/%s/contexts/%s"
+                                             % (sid, first["id"])).status, 204)
+        self.assertEqual(self.run_code(sid, "echo room", language="bash")["stdout"], "room\n")
+
+    def test_other_tenants_context_is_invisible(self):
+        sid = self.sandbox("base")
+        ctx = self.context(sid, "bash")
+        # Another sandbox (same key here; tenancy is per sandbox owner, test_auth covers keys)
+        # cannot name this context.
+        other = self.sandbox("base")
+        self.assertError(self.server.request("POST", "/v1/sandboxes/%s/code" % other,
+                                             {"code": "echo", "context_id": ctx["id"]}),
+                         404, "not_found")
+
+
 if __name__ == "__main__":
     main()
