@@ -355,7 +355,7 @@ class HostileCode(CodeCase):
                                              % (sid, first["id"])).status, 204)
         self.assertEqual(self.run_code(sid, "echo room", language="bash")["stdout"], "room\n")
 
-    def test_other_tenants_context_is_invisible(self):
+    def test_context_of_another_sandbox_is_unreachable(self):
         sid = self.sandbox("base")
         ctx = self.context(sid, "bash")
         # Another sandbox (same key here; tenancy is per sandbox owner, test_auth covers keys)
