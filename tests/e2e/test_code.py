@@ -9,7 +9,8 @@ import threading
 import time
 import unittest
 
-from harness import TEMPLATES, ServerTestCase, main, openapi_check
+from harness import (TEMPLATES, Server, ServerTestCase, main, missing_prerequisite,
+                     openapi_check)
 
 
 def template_built(name):
@@ -364,6 +365,42 @@ class HostileCode(CodeCase):
         self.assertError(self.server.request("POST", "/v1/sandboxes/%s/code" % other,
                                              {"code": "echo", "context_id": ctx["id"]}),
                          404, "not_found")
+
+
+class ServerRestart(unittest.TestCase):
+    """Contexts are the sandbox's processes, so a server killed with SIGKILL and started again
+    finds them, state included."""
+
+    def setUp(self):
+        reason = missing_prerequisite()
+        if reason:
+            raise unittest.SkipTest(reason)
+        self.server = Server()
+        try:
+            self.server.start()
+        except Exception:
+            self.server.close()
+            raise
+
+    def tearDown(self):
+        self.server.close()
+
+    def test_context_survives_a_server_restart(self):
+        s = self.server
+        sid = s.create(timeout_seconds=600)["id"]
+        r = s.request("POST", "/v1/sandboxes/%s/contexts" % sid, {"language": "bash"})
+        self.assertEqual(r.status, 201, r)
+        ctx = r.json()
+        body = {"code": "KEPT=yes", "context_id": ctx["id"]}
+        self.assertEqual(s.request("POST", "/v1/sandboxes/%s/code" % sid, body).status, 200)
+        s.kill9()
+        s.start()
+        listed = s.request("GET", "/v1/sandboxes/%s/contexts" % sid).json()["contexts"]
+        self.assertEqual([(c["id"], c["state"], c["cwd"]) for c in listed],
+                         [(ctx["id"], "running", "/workspace")])
+        r = s.request("POST", "/v1/sandboxes/%s/code" % sid,
+                      {"code": "echo $KEPT", "context_id": ctx["id"]})
+        self.assertEqual(r.json()["stdout"], "yes\n", r)
 
 
 if __name__ == "__main__":
