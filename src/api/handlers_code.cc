@@ -12,7 +12,8 @@
 // alias timeout_seconds), "max_output_bytes"? (stdout+stderr, at most 1 MiB, the default)}.
 // The execution is {"context_id", "language", "stdout", "stderr", "results": [result...],
 // "error": {"name", "value", "traceback": [...]} | null, "status": "ok"|"error"|"timeout"|
-// "dead", "execution_count", "duration_ms", "timed_out", "truncated", "exit_code"? (bash)}; a
+// "dead", "execution_count", "duration_ms", "timed_out", "truncated", "exit_code"? (bash)}.
+// Without context_id and language, a Node template's sandbox runs javascript, others python. A
 // result is {"is_main_result", "data": {mime: value}, "chart"?}. The stream's lines are
 // {"type": "context", "context_id", "language"} first, then {"type": "stdout"|"stderr",
 // "data"}, {"type": "result", ...result}, {"type": "error", "name", "value", "traceback"},
@@ -202,8 +203,12 @@ Result<json::object> RunToEnd(core::CodeExecution& ex, const std::shared_ptr<std
   std::string out, err;
   json::array results;
   json::value error = nullptr;
+  bool interrupted = false;
   for (;;) {
-    if (gone && gone->load()) ex.Interrupt();
+    if (!interrupted && gone && gone->load()) {
+      ex.Interrupt();  // the end follows; nobody reads it
+      interrupted = true;
+    }
     Result<core::CodeEvent> ev = ex.Next(1000);
     if (!ev) {
       if (ev.error().code() == ErrorCode::kTimeout) continue;

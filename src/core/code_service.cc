@@ -607,7 +607,8 @@ Result<std::unique_ptr<CodeExecution>> CodeService::Start(const std::string& own
                                          ctx.language + ", not " + *lang));
     }
   } else {
-    ASB_ASSIGN_OR_RETURN(ctx, DefaultContext(owner, id, lang.value_or("python")));
+    if (!lang) lang = default_language_ ? default_language_(owner, id) : "python";
+    ASB_ASSIGN_OR_RETURN(ctx, DefaultContext(owner, id, *lang));
   }
   if (ctx.state != "running") {
     return Fail(Error::Conflict("code context " + ctx.id +

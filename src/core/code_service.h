@@ -92,9 +92,14 @@ class CodeExecution {
 
 class CodeService {
  public:
-  /// `processes` and `limits` must outlive the service.
-  CodeService(ProcessService& processes, const Limits& limits)
-      : procs_(processes), limits_(limits) {}
+  /// The language of `/code` without context_id and language, for sandbox `id` of `owner`.
+  using DefaultLanguageFn = std::function<std::string(const std::string&, const std::string&)>;
+
+  /// `processes` and `limits` must outlive the service. `default_language` may be empty
+  /// (then "python").
+  CodeService(ProcessService& processes, const Limits& limits,
+              DefaultLanguageFn default_language = {})
+      : procs_(processes), limits_(limits), default_language_(std::move(default_language)) {}
 
   /// Starts a context and returns once its kernel answers (a Python kernel takes a second or
   /// two). Errors: kInvalidArgument (language, cwd), kConflict (sandbox not running; the
@@ -120,7 +125,8 @@ class CodeService {
                           const std::string& context_id);
 
   /// Starts an execution (see CodeExecution). Without context_id it runs in the default
-  /// context of `language` (default "python"), started on first use. Errors: kInvalidArgument
+  /// context of `language`, started on first use; without language either, the sandbox's:
+  /// "javascript" for a Node template (its tools list node but not pip), else "python". Errors: kInvalidArgument
   /// (empty or over kMaxCodeBytes code, timeout, language, max_output_bytes), kNotFound (the
   /// context), kConflict (context dead or busy), and CreateContext's.
   Result<std::unique_ptr<CodeExecution>> Start(const std::string& owner, const std::string& id,
@@ -139,6 +145,7 @@ class CodeService {
 
   ProcessService& procs_;
   const Limits& limits_;
+  DefaultLanguageFn default_language_;
   std::mutex mu_;
   std::map<std::string, std::shared_ptr<std::mutex>> sandbox_locks_;  // context creation
   std::set<std::string> busy_;     // "sandbox/context" with an execution running

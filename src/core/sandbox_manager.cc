@@ -2,6 +2,7 @@
 // (sandbox_manager.h).
 #include "core/sandbox_manager.h"
 
+#include <algorithm>
 #include <chrono>
 
 #include "core/sandbox_registry.h"
@@ -20,7 +21,18 @@ SandboxManager::SandboxManager(ManagerConfig config, store::Store& store,
       processes_(std::make_unique<ProcessService>(*registry_)),
       snapshots_(std::make_unique<SnapshotService>(*registry_, *lifecycle_)),
       network_(std::make_unique<NetworkService>(*registry_)),
-      code_(std::make_unique<CodeService>(*processes_, config_.limits)) {}
+      code_(std::make_unique<CodeService>(
+          *processes_, config_.limits,
+          [this](const std::string& owner, const std::string& id) -> std::string {
+            Result<SandboxInfo> s = lifecycle_->Get(owner, id);
+            if (!s) return "python";
+            Result<TemplateInfo> t = templates_.Find(s->template_name);
+            if (!t) return "python";
+            auto has = [&](std::string_view tool) {
+              return std::find(t->tools.begin(), t->tools.end(), tool) != t->tools.end();
+            };
+            return has("node") && !has("pip") ? "javascript" : "python";
+          })) {}
 
 SandboxManager::~SandboxManager() { Stop(); }
 

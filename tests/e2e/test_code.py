@@ -263,6 +263,12 @@ class JavaScriptContexts(CodeCase):
         r = self.run_code(sid, "await_me = Promise.resolve(7)", context_id=ctx["id"])
         self.assertEqual(r["results"][0]["data"]["text/plain"], "7")
 
+    def test_default_language_of_a_node_sandbox_is_javascript(self):
+        sid = self.sandbox("node")
+        r = self.run_code(sid, "typeof process.versions.node")
+        self.assertEqual((r["language"], r["results"][0]["data"]["text/plain"]),
+                         ("javascript", "'string'"))
+
     def test_python_context_in_node_template_is_a_clear_conflict(self):
         sid = self.sandbox("node")
         r = self.server.request("POST", "/v1/sandboxes/%s/contexts" % sid,
