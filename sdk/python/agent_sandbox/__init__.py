@@ -9,7 +9,8 @@
 from .client import SandboxClient
 from .errors import NotFoundError, SandboxAPIError, SandboxConnectionError, SandboxError
 from .sandbox import Sandbox
-from .types import (ErrorEvent, ExecEvent, ExecResult, ExitEvent, FileInfo, FileWritten,
+from .types import (Context, ErrorEvent, Execution, ExecutionError, Result,
+                    ExecEvent, ExecResult, ExitEvent, FileInfo, FileWritten,
                     OutputEvent, PreviewInfo, ProcessInfo, SandboxInfo, SkippedEvent,
                     SnapshotInfo, TemplateInfo)
 
@@ -19,5 +20,5 @@ __all__ = [
     "SandboxClient", "Sandbox", "SandboxError", "SandboxAPIError", "NotFoundError",
     "SandboxConnectionError", "ExecResult", "OutputEvent", "ExitEvent", "ErrorEvent",
     "FileInfo", "SandboxInfo", "SnapshotInfo", "TemplateInfo", "ProcessInfo", "SkippedEvent",
-    "ExecEvent", "FileWritten", "PreviewInfo",
+    "ExecEvent", "FileWritten", "PreviewInfo", "Context", "Execution", "ExecutionError", "Result",
 ]

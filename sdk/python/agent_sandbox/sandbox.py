@@ -8,9 +8,10 @@ import posixpath
 import tarfile
 import http.client
 
-from .errors import NotFoundError, SandboxConnectionError
-from .types import ErrorEvent, ExecResult, ExitEvent, FileInfo, FileWritten, OutputEvent, \
-    PreviewInfo, ProcessInfo, SandboxInfo, SkippedEvent, SnapshotInfo
+from .errors import NotFoundError, SandboxAPIError, SandboxConnectionError
+from .types import Context, ErrorEvent, ExecResult, Execution, ExecutionError, ExitEvent, \
+    FileInfo, FileWritten, OutputEvent, PreviewInfo, ProcessInfo, Result, SandboxInfo, \
+    SkippedEvent, SnapshotInfo
 
 # run_code(language) -> the interpreter that reads the program from stdin.
 _GO_RUN = ["sh", "-c", 'd=$(mktemp -d) && cat > "$d/main.go" && cd "$d" && go run main.go']
@@ -339,17 +340,34 @@ class Sandbox:
         """Kills a background process and its whole tree; returns its final ProcessInfo."""
         return ProcessInfo.from_json(self._t.json("DELETE", self._path("/processes/%d" % pid)))
 
-    def run_code(self, code, language=None, timeout=None, env=None):
-        """Runs a program given as text: the interpreter reads it from stdin.
+    def run_code(self, code, language=None, timeout=None, env=None, context=None,
+                 on_stdout=None, on_stderr=None, on_result=None, on_error=None,
+                 max_output_bytes=None):
+        """Runs code, in one of two ways.
 
-        language: "python"/"python3"/"py" (python3), "javascript"/"js"/"node" (node),
-        "go"/"golang" (go run), "sh"/"shell" (sh), "bash". None (the default) picks the
-        interpreter from the sandbox's template, as seed A's runCode does: python -> python,
+        One-shot (seed A's runCode; neither `context` nor any on_* callback given): a fresh
+        interpreter reads the program from stdin and exits. language: "python"/"python3"/"py"
+        (python3), "javascript"/"js"/"node" (node), "go"/"golang" (go run), "sh"/"shell" (sh),
+        "bash". None picks the interpreter from the sandbox's template: python -> python,
         node -> javascript, go -> go, else by the template's tools (GET /v1/templates/{name}),
-        else python. The interpreter must exist in the template.
-        timeout: seconds; env: dict. Returns ExecResult.
-        Raises ValueError for an unknown language; otherwise as exec().
+        else python. timeout: seconds; env: dict. Returns ExecResult. Raises ValueError for an
+        unknown language; otherwise as exec().
+
+        Code interpreter (`context` given, or any on_* callback): the code runs in a stateful
+        kernel (POST /v1/sandboxes/{id}/code) whose variables persist between calls, and
+        returns an Execution (results with every MIME type, charts, error, ...); the same as
+        execute_code(), see there for the arguments. `env` is not supported in this form.
         """
+        if context is not None or on_stdout or on_stderr or on_result or on_error:
+            if env:
+                raise ValueError("run_code: env is not supported with a code context (set it in "
+                                 "the code, e.g. os.environ)")
+            return self.execute_code(code, language=language, context=context, timeout=timeout,
+                                     on_stdout=on_stdout, on_stderr=on_stderr,
+                                     on_result=on_result, on_error=on_error,
+                                     max_output_bytes=max_output_bytes)
+        if max_output_bytes is not None:
+            raise ValueError("run_code: max_output_bytes needs a context (or use exec())")
         if language is None:
             language = self.default_language()
         argv = _LANGUAGES.get(language.lower())
@@ -357,6 +375,138 @@ class Sandbox:
             raise ValueError("run_code: unsupported language %r (use one of %s)"
                              % (language, ", ".join(k for k, v in _LANGUAGES.items() if v)))
         return self.exec(argv, stdin=code, timeout=timeout, env=env)
+
+    # ---- code interpreter (ADR 0019) ------------------------------------------------------
+
+    def execute_code(self, code, language=None, context=None, timeout=None, on_stdout=None,
+                     on_stderr=None, on_result=None, on_error=None, max_output_bytes=None):
+        """Runs code in a stateful code context (POST /v1/sandboxes/{id}/code); always the code
+        interpreter, even without a context (then the sandbox's default context of `language`,
+        created on first use, runs it).
+
+        code: the source text (at most 512 KiB). language: "python", "javascript" or "bash"
+        (Python needs the `python` template, JavaScript the `node` one); None: the context's
+        language, or python. context: a Context or its id. timeout: seconds; on expiry the code
+        is interrupted (status "timeout", timed_out True) and the context survives.
+        max_output_bytes: cap on stdout+stderr kept (default and maximum 1 MiB).
+        on_stdout(str), on_stderr(str), on_result(Result), on_error(ExecutionError): called as
+        the events arrive; with any of them the NDJSON route /code/stream is used.
+        Returns Execution (an error in the code is Execution.error, not an exception).
+        Raises NotFoundError (no such sandbox or context), SandboxAPIError 400 (bad language,
+        code too long), 409 (the context is busy or dead, or the template lacks the
+        interpreter), SandboxConnectionError.
+        """
+        body = {"code": code}
+        if context is not None:
+            body["context_id"] = _context_id(context)
+        if language is not None:
+            body["language"] = language
+        if timeout is not None:
+            body["timeout"] = timeout
+        if max_output_bytes is not None:
+            body["max_output_bytes"] = int(max_output_bytes)
+        # The answer comes when the code ends: wait at least its own timeout.
+        wait = self._t.timeout if timeout is None else max(self._t.timeout, timeout + 60)
+        if not (on_stdout or on_stderr or on_result or on_error):
+            return Execution.from_json(self._t.json("POST", self._path("/code"), json_body=body,
+                                                    timeout=wait))
+        return self._code_stream(body, wait, on_stdout, on_stderr, on_result, on_error)
+
+    def _code_stream(self, body, wait, on_stdout, on_stderr, on_result, on_error):
+        conn, resp = self._t.open("POST", self._path("/code/stream"), json_body=body,
+                                  headers={"Accept": "application/x-ndjson"}, timeout=wait)
+        ex = Execution()
+        out, err = [], []
+        try:
+            while True:
+                try:
+                    line = resp.readline()
+                except (OSError, http.client.HTTPException) as e:
+                    raise SandboxConnectionError("code stream broke: %s" % e) from e
+                if not line:
+                    raise SandboxConnectionError("code stream ended without an end event")
+                line = line.strip()
+                if not line:
+                    continue
+                ev = json.loads(line)
+                kind = ev.get("type")
+                if kind == "context":
+                    ex.context_id = ev.get("context_id", "")
+                    ex.language = ev.get("language", "")
+                elif kind in ("stdout", "stderr"):
+                    data = ev.get("data", "")
+                    (out if kind == "stdout" else err).append(data)
+                    cb = on_stdout if kind == "stdout" else on_stderr
+                    if cb:
+                        cb(data)
+                elif kind == "result":
+                    r = Result.from_json(ev)
+                    ex.results.append(r)
+                    if on_result:
+                        on_result(r)
+                elif kind == "error" and "code" in ev:  # the stream itself failed
+                    raise SandboxAPIError(resp.status, ev.get("code", "internal"),
+                                          ev.get("message", ""),
+                                          resp.getheader("X-Request-Id"))
+                elif kind == "error":
+                    ex.error = ExecutionError.from_json(ev)
+                    if on_error:
+                        on_error(ex.error)
+                elif kind == "end":
+                    ex.status = ev.get("status", "ok")
+                    ex.execution_count = ev.get("execution_count")
+                    ex.duration_ms = ev.get("duration_ms", 0)
+                    ex.timed_out = bool(ev.get("timed_out"))
+                    ex.truncated = bool(ev.get("truncated"))
+                    ex.exit_code = ev.get("exit_code")
+                    break
+        finally:
+            conn.close()
+        ex.stdout, ex.stderr = "".join(out), "".join(err)
+        ex.logs = {"stdout": out, "stderr": err}
+        return ex
+
+    def create_code_context(self, language="python", cwd=None):
+        """Starts a new code context, a kernel of its own (POST /v1/sandboxes/{id}/contexts).
+        language: "python", "javascript" or "bash"; cwd: its starting directory (default
+        /workspace). Returns Context. Raises SandboxAPIError 400 (unknown language, missing
+        cwd), 409 (the template lacks the interpreter, or the sandbox is not running),
+        NotFoundError."""
+        body = {"language": language}
+        if cwd is not None:
+            body["cwd"] = cwd
+        return Context.from_json(self._t.json("POST", self._path("/contexts"), json_body=body,
+                                              timeout=max(self._t.timeout, 120)))
+
+    def list_code_contexts(self):
+        """The sandbox's code contexts (GET .../contexts), the default ones included; a list of
+        Context. Raises NotFoundError (no such sandbox)."""
+        o = self._t.json("GET", self._path("/contexts"))
+        return [Context.from_json(c) for c in o.get("contexts", [])]
+
+    def get_code_context(self, context):
+        """One code context (GET .../contexts/{cid}); its state says "dead" once the kernel
+        exited. context: a Context or its id. Returns Context. Raises NotFoundError."""
+        return Context.from_json(self._t.json("GET", self._path("/contexts/" +
+                                                                _context_id(context))))
+
+    def delete_code_context(self, context):
+        """Stops a code context's kernel and forgets it (DELETE .../contexts/{cid}).
+        context: a Context or its id. Raises NotFoundError."""
+        self._t.request("DELETE", self._path("/contexts/" + _context_id(context)))
+
+    def restart_code_context(self, context):
+        """Replaces a context's kernel with a fresh one (same id, state lost; also revives a
+        dead one) (POST .../contexts/{cid}/restart). Returns the new Context.
+        Raises NotFoundError, SandboxAPIError 409."""
+        return Context.from_json(self._t.json(
+            "POST", self._path("/contexts/%s/restart" % _context_id(context)),
+            timeout=max(self._t.timeout, 120)))
+
+    def interrupt_code_context(self, context):
+        """Interrupts the code running in a context (KeyboardInterrupt in Python); the context
+        and its state survive (POST .../contexts/{cid}/interrupt). Raises NotFoundError."""
+        self._t.request("POST", self._path("/contexts/%s/interrupt" % _context_id(context)))
 
     def default_language(self):
         """The language run_code(code) uses for this sandbox's template (see run_code)."""
@@ -545,6 +695,15 @@ class Sandbox:
         except NotFoundError:
             if not missing_ok:
                 raise
+
+
+def _context_id(context):
+    """A Context or a context id -> the id."""
+    if isinstance(context, Context):
+        return context.id
+    if isinstance(context, str) and context:
+        return context
+    raise TypeError("context: a Context or a context id (str), got %r" % (context,))
 
 
 def _check_member(root, m):

@@ -368,3 +368,175 @@ class SkippedEvent:
     """A process stream fell behind its replay ring: `bytes` of output were lost to it."""
 
     bytes: int
+
+
+# ---- code interpreter (ADR 0019; POST /v1/sandboxes/{id}/contexts, /code, /code/stream) -------
+
+@dataclass
+class Context:
+    """A code context: a long-lived kernel whose state (variables, imports, cwd) persists
+    between Sandbox.run_code(code, context=ctx) calls.
+
+    id ("ctx_" + 16 hex), language ("python", "javascript" or "bash"), cwd (where it started),
+    pid (the kernel's pid in the sandbox), state ("running" or "dead"), default (True for the
+    per-language context used when run_code names no context), created_at (RFC 3339 UTC).
+    """
+
+    id: str
+    language: str = "python"
+    cwd: str = "/workspace"
+    pid: int = 0
+    state: str = "running"
+    default: bool = False
+    created_at: str = ""
+
+    @classmethod
+    def from_json(cls, o):
+        return cls(**{k: o[k] for k in cls.__dataclass_fields__ if k in o})
+
+
+# Result's attributes -> the MIME type each reads.
+_RESULT_MIMES = {
+    "text": "text/plain", "html": "text/html", "markdown": "text/markdown",
+    "svg": "image/svg+xml", "png": "image/png", "jpeg": "image/jpeg", "latex": "text/latex",
+    "json": "application/json", "javascript": "application/javascript",
+    "pdf": "application/pdf",
+}
+_BINARY_MIMES = ("image/png", "image/jpeg", "application/pdf")
+
+
+class Result:
+    """One rich result of an execution: the value of the last expression (is_main_result) or
+    something display()ed or plotted. Every MIME type the kernel sent is in `data`
+    ({mime: value}, as the server sent it); the attributes read them decoded:
+
+      text (text/plain), html, markdown, svg, latex, javascript: str or None
+      png, jpeg, pdf: bytes (decoded from the server's base64) or None
+      json: the application/json value (dict/list/...) or None
+      chart: the chart data extracted from a matplotlib figure (a dict with "type" such as
+        "line", "bar", "scatter", "pie", plus "title", "x_label", "y_label", "elements"), or None
+      is_main_result: True for the value of the code's last expression
+    formats() lists the attribute names present (e.g. ["text", "png"]).
+    """
+
+    def __init__(self, data=None, is_main_result=False, chart=None, raw=None):
+        self.data = dict(data or {})
+        self.is_main_result = bool(is_main_result)
+        self.chart = chart
+        self.raw = raw if raw is not None else {"data": self.data,
+                                                "is_main_result": self.is_main_result}
+
+    @classmethod
+    def from_json(cls, o):
+        return cls(o.get("data") or {}, o.get("is_main_result", False), o.get("chart"), o)
+
+    def _get(self, mime):
+        v = self.data.get(mime)
+        if v is not None and mime in _BINARY_MIMES and isinstance(v, str):
+            return base64.b64decode(v)
+        return v
+
+    text = property(lambda self: self._get("text/plain"), doc="text/plain (str) or None")
+    html = property(lambda self: self._get("text/html"), doc="text/html (str) or None")
+    markdown = property(lambda self: self._get("text/markdown"), doc="text/markdown or None")
+    svg = property(lambda self: self._get("image/svg+xml"), doc="image/svg+xml (str) or None")
+    png = property(lambda self: self._get("image/png"), doc="image/png decoded to bytes, or None")
+    jpeg = property(lambda self: self._get("image/jpeg"), doc="image/jpeg as bytes, or None")
+    pdf = property(lambda self: self._get("application/pdf"), doc="application/pdf as bytes")
+    latex = property(lambda self: self._get("text/latex"), doc="text/latex (str) or None")
+    json = property(lambda self: self._get("application/json"),
+                    doc="application/json (the decoded value) or None")
+    javascript = property(lambda self: self._get("application/javascript"),
+                          doc="application/javascript (str) or None")
+
+    def formats(self):
+        """The attribute names of the MIME types present, plus "chart" when there is one
+        (e.g. ["text", "png", "chart"])."""
+        names = [n for n, m in _RESULT_MIMES.items() if m in self.data]
+        if self.chart is not None:
+            names.append("chart")
+        return names
+
+    def __repr__(self):
+        return "Result(formats=%r, is_main_result=%r)" % (self.formats(), self.is_main_result)
+
+
+@dataclass
+class ExecutionError:
+    """An exception the code raised (or the kernel's own: "KernelDied", "KeyboardInterrupt" on a
+    timeout or interrupt): name ("ValueError"), value ("bad input"), traceback (list of lines,
+    no terminal colour codes)."""
+
+    name: str
+    value: str = ""
+    traceback: List[str] = field(default_factory=list)
+
+    @classmethod
+    def from_json(cls, o):
+        return cls(name=o.get("name", ""), value=o.get("value", ""),
+                   traceback=list(o.get("traceback") or []))
+
+    def __str__(self):
+        return "%s: %s" % (self.name, self.value) if self.value else self.name
+
+
+@dataclass
+class Execution:
+    """The outcome of Sandbox.run_code(code, context=...) in a code context.
+
+    results: list of Result (display()ed values, figures, and the main result last);
+    stdout, stderr: the printed text; error: ExecutionError or None;
+    status: "ok", "error", "timeout" or "dead" (the kernel exited; restart the context);
+    execution_count: the kernel's counter (None for bash); duration_ms; timed_out;
+    truncated (stdout+stderr went past max_output_bytes); exit_code (bash only, else None);
+    context_id, language: the context that ran it.
+    `text` is the main result's text/plain (None when the code ended in a statement), `ok` is
+    status == "ok", and `logs` is {"stdout": [...], "stderr": [...]} of the pieces as they came.
+    """
+
+    results: List[Result] = field(default_factory=list)
+    stdout: str = ""
+    stderr: str = ""
+    error: Optional[ExecutionError] = None
+    status: str = "ok"
+    execution_count: Optional[int] = None
+    duration_ms: int = 0
+    timed_out: bool = False
+    truncated: bool = False
+    exit_code: Optional[int] = None
+    context_id: str = ""
+    language: str = ""
+    logs: Dict[str, List[str]] = field(default_factory=lambda: {"stdout": [], "stderr": []})
+
+    @property
+    def ok(self):
+        """True when the code ran to the end without an error, timeout or kernel death."""
+        return self.status == "ok"
+
+    @property
+    def text(self):
+        """The main result's text/plain, or None."""
+        for r in self.results:
+            if r.is_main_result:
+                return r.text
+        return None
+
+    @property
+    def main_result(self):
+        """The Result of the last expression, or None."""
+        for r in self.results:
+            if r.is_main_result:
+                return r
+        return None
+
+    @classmethod
+    def from_json(cls, o):
+        out, err = o.get("stdout", ""), o.get("stderr", "")
+        return cls(results=[Result.from_json(r) for r in o.get("results") or []],
+                   stdout=out, stderr=err,
+                   error=ExecutionError.from_json(o["error"]) if o.get("error") else None,
+                   status=o.get("status", "ok"), execution_count=o.get("execution_count"),
+                   duration_ms=o.get("duration_ms", 0), timed_out=bool(o.get("timed_out")),
+                   truncated=bool(o.get("truncated")), exit_code=o.get("exit_code"),
+                   context_id=o.get("context_id", ""), language=o.get("language", ""),
+                   logs={"stdout": [out] if out else [], "stderr": [err] if err else []})

@@ -260,6 +260,164 @@ class SdkTest(unittest.TestCase):
         r = sb.run_code("print(6 * 7)")
         self.assertEqual((r.ok, r.stdout), (True, "42\n"))
 
+    # ---- code interpreter ---------------------------------------------------------------
+
+    def code_sandbox(self, template):
+        if not os.path.isdir(os.path.join(harness.TEMPLATES, template, "rootfs")):
+            self.skipTest("template %s is not built (agent-sandbox template build %s)"
+                          % (template, template))
+        return self.sandbox(template=template, timeout_seconds=600)
+
+    def test_code_context_state_persists_and_contexts_are_isolated(self):
+        from agent_sandbox import Context, Execution
+        sb = self.code_sandbox("python")
+        a = sb.create_code_context("python")
+        b = sb.create_code_context(cwd="/tmp")
+        self.assertIsInstance(a, Context)
+        self.assertRegex(a.id, r"^ctx_[0-9a-f]{16}$")
+        self.assertEqual((a.language, a.cwd, a.state, a.default), ("python", "/workspace",
+                                                                    "running", False))
+        self.assertGreater(a.pid, 0)
+        self.assertTrue(a.created_at)
+        self.assertEqual(b.cwd, "/tmp")
+        self.assertTrue(sb.run_code("x = 40", context=a).ok)
+        self.assertTrue(sb.run_code("x += 1", context=a.id).ok)  # an id works as well
+        r = sb.run_code("x + 1", context=a)
+        self.assertIsInstance(r, Execution)
+        self.assertEqual((r.status, r.text, r.execution_count, r.context_id, r.error),
+                         ("ok", "42", 3, a.id, None))
+        self.assertTrue(r.results[0].is_main_result)
+        self.assertEqual(r.results[0].formats(), ["text"])
+        r = sb.run_code("print('hi'); import sys; print('e', file=sys.stderr)", context=a)
+        self.assertEqual((r.stdout, r.stderr, r.text), ("hi\n", "e\n", None))
+        r = sb.run_code("x", context=b)  # b never saw x
+        self.assertEqual((r.status, r.error.name), ("error", "NameError"))
+        self.assertEqual(sorted(c.id for c in sb.list_code_contexts()), sorted([a.id, b.id]))
+        self.assertEqual(sb.get_code_context(a.id).id, a.id)
+        sb.delete_code_context(b)
+        self.assertEqual([c.id for c in sb.list_code_contexts()], [a.id])
+        with self.assertRaises(NotFoundError):
+            sb.get_code_context(b.id)
+        with self.assertRaises(NotFoundError):
+            sb.run_code("1", context=b)
+        with self.assertRaises(SandboxAPIError) as cm:
+            sb.create_code_context("cobol")
+        self.assertEqual((cm.exception.status_code, cm.exception.code), (400, "invalid_request"))
+        # Without a context the one-shot form is unchanged (a fresh python3, an ExecResult).
+        r = sb.run_code("print(1 + 1)", "python")
+        self.assertIsInstance(r, ExecResult)
+        self.assertEqual(r.stdout, "2\n")
+
+    def test_code_rich_results_matplotlib_png_and_chart(self):
+        sb = self.code_sandbox("python")
+        ctx = sb.create_code_context()
+        r = sb.run_code("import matplotlib.pyplot as plt\n"
+                        "plt.plot([1, 2, 3], [2, 4, 8], label='growth')\n"
+                        "plt.title('Growth'); plt.xlabel('day'); plt.ylabel('count')\n"
+                        "plt.show()", context=ctx)
+        self.assertEqual(r.status, "ok", r)
+        figs = [x for x in r.results if x.png is not None]
+        self.assertEqual(len(figs), 1, r.results)
+        self.assertIsInstance(figs[0].png, bytes)
+        self.assertEqual(figs[0].png[:8], b"\x89PNG\r\n\x1a\n")
+        self.assertIn("png", figs[0].formats())
+        self.assertIn("chart", figs[0].formats())
+        chart = figs[0].chart
+        self.assertEqual((chart["type"], chart["title"]), ("line", "Growth"))
+        self.assertEqual(chart["elements"][0]["points"], [[1, 2], [2, 4], [3, 8]])
+        r = sb.run_code("import pandas as pd\nfrom IPython.display import display, Markdown\n"
+                        "display(Markdown('# hi'))\npd.DataFrame({'n': [1, 2]})", context=ctx)
+        self.assertEqual(r.results[0].markdown, "# hi")
+        self.assertIsNone(r.results[0].png)
+        self.assertIn("<table", r.results[-1].html)
+        self.assertTrue(r.results[-1].is_main_result)
+        r = sb.run_code("from IPython.display import JSON\nJSON({'k': [1, 2]})", context=ctx)
+        self.assertEqual(r.results[0].json, {"k": [1, 2]})
+
+    def test_code_error_timeout_and_interrupt(self):
+        import threading
+        sb = self.code_sandbox("python")
+        ctx = sb.create_code_context()
+        r = sb.run_code("def f():\n    raise ValueError('bad input')\nf()", context=ctx)
+        self.assertEqual((r.status, r.ok), ("error", False))
+        self.assertEqual((r.error.name, r.error.value), ("ValueError", "bad input"))
+        self.assertTrue(any("f()" in line for line in r.error.traceback), r.error)
+        self.assertEqual(str(r.error), "ValueError: bad input")
+        r = sb.run_code("keep = 1\nwhile True:\n    pass", context=ctx, timeout=2)
+        self.assertEqual((r.status, r.timed_out, r.error.name),
+                         ("timeout", True, "KeyboardInterrupt"))
+        out = {}
+        t = threading.Thread(target=lambda: out.setdefault("r", sb.run_code(
+            "import time\nwhile True:\n    time.sleep(0.05)", context=ctx, timeout=120)))
+        t.start()
+        time.sleep(2)
+        with self.assertRaises(SandboxAPIError) as cm:  # busy: refused, not queued
+            sb.run_code("1", context=ctx)
+        self.assertEqual(cm.exception.status_code, 409)
+        sb.interrupt_code_context(ctx)
+        t.join(30)
+        self.assertFalse(t.is_alive())
+        self.assertEqual(out["r"].error.name, "KeyboardInterrupt")
+        self.assertEqual(sb.run_code("keep + 1", context=ctx).text, "2")
+
+    def test_code_stream_callbacks_in_order(self):
+        sb = self.code_sandbox("python")
+        ctx = sb.create_code_context()
+        seen = []
+        r = sb.run_code("import sys, time\nprint('a', flush=True)\ntime.sleep(0.3)\n"
+                        "print('b', flush=True)\nprint('w', file=sys.stderr, flush=True)\n"
+                        "time.sleep(0.3)\nprint('c')\n6 * 7", context=ctx,
+                        on_stdout=lambda s: seen.append(("out", s, time.monotonic())),
+                        on_stderr=lambda s: seen.append(("err", s, time.monotonic())),
+                        on_result=lambda x: seen.append(("result", x.text, time.monotonic())))
+        self.assertEqual(r.status, "ok", r)
+        self.assertEqual((r.stdout, r.stderr, r.text, r.context_id), ("a\nb\nc\n", "w\n", "42",
+                                                                      ctx.id))
+        self.assertEqual("".join(s for k, s, _ in seen if k == "out"), "a\nb\nc\n")
+        self.assertEqual([k for k, _, _ in seen][-1], "result")
+        self.assertEqual(seen[-1][1], "42")
+        # They came as the code ran, not all at the end: 'a' well before 'c'.
+        t_a = [t for k, s, t in seen if k == "out" and "a" in s][0]
+        t_c = [t for k, s, t in seen if k == "out" and "c" in s][0]
+        self.assertGreater(t_c - t_a, 0.4)
+        errors = []
+        r = sb.run_code("1/0", context=ctx, on_error=errors.append)
+        self.assertEqual([e.name for e in errors], ["ZeroDivisionError"])
+        self.assertEqual((r.status, r.error.name), ("error", "ZeroDivisionError"))
+        # A callback without a context uses the default python context (the interpreter).
+        r = sb.run_code("y = 5\ny", on_stdout=lambda s: None)
+        self.assertEqual(r.text, "5")
+        self.assertTrue([c for c in sb.list_code_contexts() if c.default])
+
+    def test_code_dead_kernel_and_restart(self):
+        sb = self.code_sandbox("python")
+        ctx = sb.create_code_context()
+        sb.run_code("lost = 1", context=ctx)
+        r = sb.run_code("import os, signal\nos.kill(os.getpid(), signal.SIGKILL)", context=ctx)
+        self.assertEqual((r.status, r.error.name), ("dead", "KernelDied"))
+        self.assertEqual(sb.get_code_context(ctx).state, "dead")
+        with self.assertRaises(SandboxAPIError) as cm:
+            sb.run_code("1", context=ctx)
+        self.assertEqual((cm.exception.status_code, cm.exception.code), (409, "conflict"))
+        fresh = sb.restart_code_context(ctx)
+        self.assertEqual((fresh.id, fresh.state), (ctx.id, "running"))
+        self.assertEqual(sb.run_code("lost", context=ctx).error.name, "NameError")
+        self.assertEqual(sb.run_code("1 + 1", context=ctx).execution_count, 2)
+
+    def test_code_javascript_and_bash_contexts(self):
+        sb = self.code_sandbox("node")
+        js = sb.create_code_context("javascript")
+        sb.run_code("var n = 40; function inc(x) { return x + 1 }", context=js)
+        sb.run_code("n = inc(n)", context=js)
+        r = sb.run_code("console.log('hi'); n + 1", context=js)
+        self.assertEqual((r.stdout, r.text, r.language), ("hi\n", "42", "javascript"))
+        r = sb.run_code("throw new TypeError('nope')", context=js)
+        self.assertEqual((r.error.name, r.error.value), ("TypeError", "nope"))
+        sh = sb.create_code_context("bash")
+        sb.run_code("export K=7; cd /tmp", context=sh)
+        r = sb.run_code("echo $K $(pwd); false", context=sh)
+        self.assertEqual((r.stdout, r.exit_code), ("7 /tmp\n", 1))
+
     def test_templates(self):
         from agent_sandbox import TemplateInfo
         from agent_sandbox.sandbox import default_language

@@ -21,6 +21,14 @@ export {
   type StreamProcessOptions,
   type WaitProcessOptions,
 } from "./process.js";
+export {
+  Result,
+  type Chart,
+  type Context,
+  type Execution,
+  type ExecutionError,
+  type RunCodeOptions,
+} from "./code.js";
 export type {
   CreateOptions,
   ExecEvent,

@@ -25,6 +25,17 @@ import {
 } from "./types.js";
 import { SandboxConnectionError } from "./errors.js";
 import {
+  contextId,
+  contextInfo,
+  executionOf,
+  executionOfStream,
+  type Context,
+  type Execution,
+  type ExecutionError,
+  type Result,
+  type RunCodeOptions,
+} from "./code.js";
+import {
   ProcessHandle,
   processEvents,
   startBody,
@@ -374,18 +385,45 @@ export class Session {
   }
 
   /**
-   * Runs a program given as text; the interpreter reads it from stdin. language: "python"
-   * (python3), "javascript"/"node", "go" (go run), "sh", "bash". Omitted, it is picked from
-   * the session's template as seed A's runCode does (defaultLanguage(): python -> python,
-   * node -> javascript, go -> go, else by the template's tools from GET /v1/templates/{name},
-   * else python). The interpreter must exist in the template.
-   * Resolves with ExecResult; throws TypeError for an unknown language.
+   * Runs code, in one of two ways.
+   *
+   * One-shot (seed A's runCode; options.context absent): the interpreter reads the program
+   * from stdin and exits. language: "python" (python3), "javascript"/"node", "go" (go run),
+   * "sh", "bash". Omitted, it is picked from the session's template as seed A's runCode does
+   * (defaultLanguage(): python -> python, node -> javascript, go -> go, else by the template's
+   * tools from GET /v1/templates/{name}, else python). The interpreter must exist in the
+   * template. Resolves with ExecResult; throws TypeError for an unknown language.
+   *
+   * Code interpreter (options.context given, a Context or its id, or any on* callback): the
+   * code runs in a stateful kernel and resolves with an Execution; see executeCode() for the
+   * options
+   * (timeout, maxOutputBytes, onStdout/onStderr/onResult/onError).
    */
+  runCode(
+    code: string,
+    language: string | undefined,
+    options: RunCodeOptions & { context: Context | string },
+  ): Promise<Execution>;
+  runCode(
+    code: string,
+    language: string | undefined,
+    options: RunCodeOptions & ({ onStdout: (d: string) => void } | { onStderr: (d: string) => void }
+      | { onResult: (r: Result) => void } | { onError: (e: ExecutionError) => void }),
+  ): Promise<Execution>;
+  runCode(
+    code: string,
+    language?: string,
+    options?: Omit<ExecOptions, "stdin" | "args">,
+  ): Promise<ExecResult>;
   async runCode(
     code: string,
     language?: string,
-    options: Omit<ExecOptions, "stdin" | "args"> = {},
-  ): Promise<ExecResult> {
+    options: Omit<ExecOptions, "stdin" | "args"> | RunCodeOptions = {},
+  ): Promise<ExecResult | Execution> {
+    const o = options as RunCodeOptions;
+    if (o.context !== undefined || o.onStdout || o.onStderr || o.onResult || o.onError) {
+      return this.executeCode(code, language, o);
+    }
     language ??= await this.defaultLanguage();
     const argv = LANGUAGES[language.toLowerCase()];
     if (!argv) {
@@ -394,7 +432,86 @@ export class Session {
           `(use one of ${Object.keys(LANGUAGES).join(", ")})`,
       );
     }
-    return this.exec(argv, { ...options, stdin: code });
+    return this.exec(argv, { ...(options as ExecOptions), stdin: code });
+  }
+
+  // ---- code interpreter (ADR 0019) ----------------------------------------------------------
+
+  /**
+   * Runs code in a stateful code context (POST .../code); always the interpreter: without
+   * options.context, the sandbox's default context of `language` (created on first use).
+   * language: "python", "javascript" or "bash" (Python needs the `python` template,
+   * JavaScript the `node` one); omitted: the context's, or python. With any of onStdout,
+   * onStderr, onResult, onError the NDJSON route .../code/stream is used and they are called
+   * as the events arrive. Resolves with Execution (an error in the code is its `error`, not
+   * a rejection). Rejects with NotFoundError (sandbox or context), SandboxAPIError 400 (bad
+   * language, code over 512 KiB), 409 (context busy or dead, interpreter missing),
+   * StreamError (the stream failed after it began), SandboxConnectionError.
+   */
+  async executeCode(
+    code: string,
+    language?: string,
+    options: RunCodeOptions = {},
+  ): Promise<Execution> {
+    const body: Record<string, unknown> = { code };
+    if (options.context !== undefined) body.context_id = contextId(options.context);
+    if (language !== undefined) body.language = language;
+    if (options.timeout !== undefined) body.timeout = options.timeout;
+    if (options.maxOutputBytes !== undefined) body.max_output_bytes = options.maxOutputBytes;
+    if (!(options.onStdout || options.onStderr || options.onResult || options.onError)) {
+      return executionOf(await this.#t.json("POST", await this.#path("/code"), { json: body }));
+    }
+    const res = await this.#t.send("POST", await this.#path("/code/stream"), {
+      json: body,
+      accept: "application/x-ndjson",
+    });
+    return executionOfStream(ndjsonObjects(res, "code stream"), options);
+  }
+
+  /** Starts a new code context, a kernel of its own (POST .../contexts). language: "python"
+   * (default), "javascript" or "bash"; options.cwd: its starting directory (default
+   * /workspace). Rejects with SandboxAPIError 400 (unknown language, missing cwd), 409
+   * (interpreter missing, not running), NotFoundError. */
+  async createCodeContext(language = "python", options: { cwd?: string } = {}): Promise<Context> {
+    const body: Record<string, unknown> = { language };
+    if (options.cwd !== undefined) body.cwd = options.cwd;
+    return contextInfo(await this.#t.json("POST", await this.#path("/contexts"), { json: body }));
+  }
+
+  /** The sandbox's code contexts, default ones included (GET .../contexts). */
+  async listCodeContexts(): Promise<Context[]> {
+    // eslint-disable-next-line @typescript-eslint/no-explicit-any
+    const o: any = await this.#t.json("GET", await this.#path("/contexts"));
+    return (o.contexts ?? []).map(contextInfo);
+  }
+
+  /** One code context (GET .../contexts/{cid}); state "dead" once its kernel exited.
+   * Rejects with NotFoundError. */
+  async getCodeContext(context: Context | string): Promise<Context> {
+    return contextInfo(
+      await this.#t.json("GET", await this.#path(`/contexts/${contextId(context)}`)),
+    );
+  }
+
+  /** Stops a context's kernel and forgets it (DELETE .../contexts/{cid}). Rejects with
+   * NotFoundError. */
+  async deleteCodeContext(context: Context | string): Promise<void> {
+    await this.#t.bytes("DELETE", await this.#path(`/contexts/${contextId(context)}`));
+  }
+
+  /** Replaces a context's kernel with a fresh one: same id, state lost, a dead one revived
+   * (POST .../contexts/{cid}/restart). Resolves with the new Context. Rejects with
+   * NotFoundError, SandboxAPIError 409. */
+  async restartCodeContext(context: Context | string): Promise<Context> {
+    return contextInfo(
+      await this.#t.json("POST", await this.#path(`/contexts/${contextId(context)}/restart`)),
+    );
+  }
+
+  /** Interrupts the code running in a context (KeyboardInterrupt in Python); the context and
+   * its state survive (POST .../contexts/{cid}/interrupt). Rejects with NotFoundError. */
+  async interruptCodeContext(context: Context | string): Promise<void> {
+    await this.#t.bytes("POST", await this.#path(`/contexts/${contextId(context)}/interrupt`));
   }
 
   /**

@@ -21,6 +21,7 @@ import {
   SandboxError,
   StreamError,
   ProcessHandle,
+  Result,
 } from "../dist/index.js";
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
@@ -388,6 +389,118 @@ test("runCode: python, sh, javascript, unknown language", async () => {
   assert.equal(await s.defaultLanguage(), "python");
   r = await s.runCode("print(6 * 7)");
   assert.deepEqual([r.ok, r.stdout], [true, "42\n"]);
+});
+
+// ---- code interpreter ------------------------------------------------------------------------
+
+/** A session of `template`, or null (the test skips with the reason) when it is not built. */
+async function codeSession(t, template) {
+  try {
+    await client.getTemplate(template);
+  } catch (e) {
+    if (!(e instanceof NotFoundError)) throw e;
+    t.skip(`template ${template} is not built (agent-sandbox template build ${template})`);
+    return null;
+  }
+  return session({ template, timeoutSeconds: 600 });
+}
+
+const T180 = { timeout: 180_000 };
+
+test("code contexts: state persists across calls, contexts are isolated", T180, async (t) => {
+  const s = await codeSession(t, "python");
+  if (!s) return;
+  const a = await s.createCodeContext("python");
+  const b = await s.createCodeContext("python", { cwd: "/tmp" });
+  assert.match(a.id, /^ctx_[0-9a-f]{16}$/);
+  assert.deepEqual([a.language, a.cwd, a.state, a.default], ["python", "/workspace", "running", false]);
+  assert.ok(a.pid > 0 && a.createdAt);
+  assert.equal(b.cwd, "/tmp");
+  assert.equal((await s.runCode("x = 40", undefined, { context: a })).ok, true);
+  assert.equal((await s.runCode("x += 1", undefined, { context: a.id })).ok, true);
+  const r = await s.runCode("x + 1", undefined, { context: a });
+  assert.deepEqual([r.status, r.text, r.executionCount, r.contextId, r.error], ["ok", "42", 3, a.id, null]);
+  assert.ok(r.results[0] instanceof Result);
+  assert.equal(r.results[0].isMainResult, true);
+  const rb = await s.runCode("x", "python", { context: b });
+  assert.deepEqual([rb.status, rb.error.name], ["error", "NameError"]);
+  assert.deepEqual((await s.listCodeContexts()).map((c) => c.id).sort(), [a.id, b.id].sort());
+  assert.equal((await s.getCodeContext(a.id)).id, a.id);
+  await s.deleteCodeContext(b);
+  await assert.rejects(s.getCodeContext(b), NotFoundError);
+  await assert.rejects(s.createCodeContext("cobol"), (e) => e instanceof SandboxAPIError && e.statusCode === 400);
+  // Without a context the one-shot form is unchanged.
+  const one = await s.runCode("print(1 + 1)", "python");
+  assert.deepEqual([one.stdout, one.exitCode], ["2\n", 0]);
+});
+
+test("code: matplotlib gives png bytes and a line chart; errors are typed", T180, async (t) => {
+  const s = await codeSession(t, "python");
+  if (!s) return;
+  const ctx = await s.createCodeContext();
+  const r = await s.runCode(
+    "import matplotlib.pyplot as plt\nplt.plot([1, 2, 3], [2, 4, 8], label='growth')\n" +
+      "plt.title('Growth')\nplt.show()",
+    undefined,
+    { context: ctx },
+  );
+  assert.equal(r.status, "ok", JSON.stringify(r));
+  const figs = r.results.filter((x) => x.png !== undefined);
+  assert.equal(figs.length, 1);
+  assert.ok(figs[0].png instanceof Uint8Array);
+  assert.deepEqual([...figs[0].png.slice(0, 8)], [0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]);
+  assert.deepEqual([figs[0].chart.type, figs[0].chart.title], ["line", "Growth"]);
+  assert.ok(figs[0].formats().includes("png") && figs[0].formats().includes("chart"));
+  const html = await s.runCode("import pandas as pd\npd.DataFrame({'n': [1, 2]})", undefined, { context: ctx });
+  assert.match(html.results[0].html, /<table/);
+  const e = await s.runCode("def f():\n    raise ValueError('bad input')\nf()", undefined, { context: ctx });
+  assert.deepEqual([e.status, e.ok, e.error.name, e.error.value], ["error", false, "ValueError", "bad input"]);
+  assert.ok(e.error.traceback.some((l) => l.includes("f()")));
+  const to = await s.runCode("while True:\n    pass", undefined, { context: ctx, timeout: 2 });
+  assert.deepEqual([to.status, to.timedOut], ["timeout", true]);
+});
+
+test("code: stream callbacks get stdout in order as it comes; dead kernel and restart", T180, async (t) => {
+  const s = await codeSession(t, "python");
+  if (!s) return;
+  const ctx = await s.createCodeContext();
+  const seen = [];
+  const r = await s.runCode(
+    "import time\nprint('a', flush=True)\ntime.sleep(0.5)\nprint('b', flush=True)\n6 * 7",
+    undefined,
+    {
+      context: ctx,
+      onStdout: (d) => seen.push(["out", d, Date.now()]),
+      onResult: (x) => seen.push(["result", x.text, Date.now()]),
+    },
+  );
+  assert.deepEqual([r.status, r.stdout, r.text], ["ok", "a\nb\n", "42"]);
+  assert.equal(seen.filter((x) => x[0] === "out").map((x) => x[1]).join(""), "a\nb\n");
+  assert.deepEqual(seen.at(-1).slice(0, 2), ["result", "42"]);
+  const ta = seen.find((x) => x[1].includes("a"))[2];
+  const tb = seen.find((x) => x[1].includes("b"))[2];
+  assert.ok(tb - ta >= 300, `stdout came together (${tb - ta} ms apart)`);
+  const errs = [];
+  const z = await s.runCode("1/0", undefined, { context: ctx, onError: (e) => errs.push(e.name) });
+  assert.deepEqual([z.status, errs], ["error", ["ZeroDivisionError"]]);
+  await s.runCode("lost = 1", undefined, { context: ctx });
+  const d = await s.runCode("import os, signal\nos.kill(os.getpid(), signal.SIGKILL)", undefined, { context: ctx });
+  assert.deepEqual([d.status, d.error.name], ["dead", "KernelDied"]);
+  assert.equal((await s.getCodeContext(ctx)).state, "dead");
+  await assert.rejects(s.runCode("1", undefined, { context: ctx }), (e) => e instanceof SandboxAPIError && e.statusCode === 409);
+  const fresh = await s.restartCodeContext(ctx);
+  assert.deepEqual([fresh.id, fresh.state], [ctx.id, "running"]);
+  assert.equal((await s.runCode("lost", undefined, { context: ctx })).error.name, "NameError");
+});
+
+test("code: javascript context keeps state", T180, async (t) => {
+  const s = await codeSession(t, "node");
+  if (!s) return;
+  const js = await s.createCodeContext("javascript");
+  await s.runCode("var n = 40; function inc(x) { return x + 1 }", undefined, { context: js });
+  await s.runCode("n = inc(n)", undefined, { context: js });
+  const r = await s.runCode("console.log('hi'); n + 1", undefined, { context: js });
+  assert.deepEqual([r.stdout, r.text, r.language], ["hi\n", "42", "javascript"]);
 });
 
 test("templates: list, get, defaultLanguage", async () => {
