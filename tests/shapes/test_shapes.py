@@ -398,10 +398,11 @@ def _snake(name):
 
 
 def typescript_types():
-    """{interface name: field names, snake_case} of types.ts ("extends" merged)."""
-    path = os.path.join(ROOT, "sdk", "typescript", "src", "types.ts")
-    with open(path) as f:
-        text = re.sub(r"/\*.*?\*/", "", f.read(), flags=re.S)
+    """{interface name: field names, snake_case} of types.ts and code.ts ("extends" merged)."""
+    text = ""
+    for name in ("types.ts", "code.ts"):
+        with open(os.path.join(ROOT, "sdk", "typescript", "src", name)) as f:
+            text += re.sub(r"/\*.*?\*/", "", f.read(), flags=re.S) + "\n"
     text = re.sub(r"//[^\n]*", "", text)
     out, parents = {}, {}
     for m in re.finditer(r"export interface (\w+)(?: extends (\w+))?\s*\{(.*?)\n\}", text, re.S):
@@ -439,6 +440,12 @@ PYTHON_TYPES = {
     "TemplateInfo": ("Template", {}, {}, {
         "source": "how it was built; not part of the SDK's view"}),
     "ProcessInfo": ("Process", {}, {}, {}),
+    "Context": ("CodeContext", {}, {}, {}),
+    "ExecutionError": ("CodeError", {}, {}, {}),
+    "Execution": ("Execution", {}, {
+        "logs": "E2B's shape: the stdout and stderr pieces as they came",
+        "main_result": "derived: the result with is_main_result", "ok": "derived: status ok",
+        "text": "derived: the main result's text/plain"}, {}),
     "SkippedEvent": ("ProcessStreamEvent", {}, {}, {
         "type": "the class is the type", "data": "not a skipped event's", "exit_code": "same",
         "signal": "same", "code": "same", "message": "same"}),
@@ -461,6 +468,17 @@ TYPESCRIPT_TYPES = {
     "PreviewInfo": ("Preview", {}, {}, {}),
     "SnapshotInfo": ("Snapshot", {}, {}, {}),
     "ProcessInfo": ("Process", {}, {}, {}),
+    "Context": ("CodeContext", {}, {}, {}),
+    "ExecutionError": ("CodeError", {}, {}, {}),
+    "Execution": ("Execution", {}, {
+        "logs": "E2B's shape: the stdout and stderr pieces as they came",
+        "ok": "derived: status ok", "text": "derived: the main result's text/plain"}, {}),
+    "RunCodeOptions": ("CodeRequest", {}, {
+        "context": "a Context or its id; the SDK sends context_id",
+        "on_stdout": "callbacks: the SDK streams", "on_stderr": "same", "on_result": "same",
+        "on_error": "same"}, {
+        "code": "runCode()'s first argument", "language": "runCode()'s second argument",
+        "context_id": "from context", "timeout_seconds": "timeout is the SDK's name"}),
     "StartProcessOptions": ("ProcessStartRequest", {"args": "argv", "cwd": "workdir"}, {}, {
         "command": "startProcess()'s first argument"}),
     "TemplateInfo": ("Template", {}, {}, {
