@@ -271,15 +271,16 @@ class Server:
         assert r.status == 200, r
         return r.json()
 
-    def stream(self, sid, body, timeout=120):
-        """Streams an exec; returns (response headers, status, list of events)."""
+    def stream(self, sid, body, timeout=120, route="exec/stream", event_schema="StreamEvent"):
+        """Streams an exec (or another NDJSON POST route of the sandbox, whose lines match
+        `event_schema`); returns (response headers, status, list of events)."""
+        path = "/v1/sandboxes/%s/%s" % (sid, route)
         c = self.conn(timeout)
         try:
-            c.request("POST", "/v1/sandboxes/%s/exec/stream" % sid, body=json.dumps(body),
+            c.request("POST", path, body=json.dumps(body),
                       headers=self._auth({"Content-Type": "application/json"}))
             r = c.getresponse()
             headers = {k.lower(): v for k, v in r.getheaders()}
-            path = "/v1/sandboxes/%s/exec/stream" % sid
             if r.status != 200:
                 data = r.read()
                 if openapi_check.ENABLED:
@@ -294,7 +295,8 @@ class Server:
                     break
                 events.append(json.loads(line))
                 if openapi_check.ENABLED:
-                    openapi_check.enforce(openapi_check.check_stream_event(events[-1]))
+                    openapi_check.enforce(openapi_check.check_stream_event(events[-1],
+                                                                           event_schema))
             return headers, r.status, events
         finally:
             c.close()

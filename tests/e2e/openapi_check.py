@@ -166,10 +166,10 @@ def check(method, path, status, headers, body):
     return problems
 
 
-def check_stream_event(event):
-    """Problems of one parsed NDJSON line of /exec/stream."""
+def check_stream_event(event, schema="StreamEvent"):
+    """Problems of one parsed NDJSON line of /exec/stream (or of a stream of `schema`)."""
     problems = ["stream event %r: %s" % (event, p)
-                for p in validate_schema(schema_of("StreamEvent"), event)]
+                for p in validate_schema(schema_of(schema), event)]
     PROBLEMS.extend(problems)
     return problems
 

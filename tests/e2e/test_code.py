@@ -39,25 +39,11 @@ class CodeCase(ServerTestCase):
         return r.json()
 
     def stream_code(self, sid, body):
-        c = self.server.conn(180)
-        try:
-            c.request("POST", "/v1/sandboxes/%s/code/stream" % sid, body=json.dumps(body),
-                      headers=self.server._auth({"Content-Type": "application/json"}))
-            r = c.getresponse()
-            self.assertEqual(r.status, 200)
-            self.assertEqual(r.getheader("Content-Type"), "application/x-ndjson")
-            events = []
-            while True:
-                line = r.readline()
-                if not line:
-                    break
-                events.append(json.loads(line))
-                if openapi_check.ENABLED:
-                    openapi_check.enforce(openapi_check.validate_schema(
-                        openapi_check.schema_of("CodeStreamEvent"), events[-1]))
-            return events
-        finally:
-            c.close()
+        headers, status, events = self.server.stream(sid, body, timeout=180, route="code/stream",
+                                                     event_schema="CodeStreamEvent")
+        self.assertEqual(status, 200, events)
+        self.assertEqual(headers["content-type"], "application/x-ndjson")
+        return events
 
 
 class PythonContexts(CodeCase):

@@ -104,6 +104,43 @@ def stream(exec_id, name, text, cap):
         emit({"type": name, "id": exec_id, "data": text})
 
 
+class Interrupter:
+    """Interrupts one execution, once: at its timeout_ms (0 = none) or when SIGINT (the
+    interrupt route) arrives. poll() returns the seconds since the interrupt, None before."""
+
+    def __init__(self, timeout_ms, interrupt):
+        self.started = time.monotonic()
+        self.deadline = self.started + timeout_ms / 1000.0 if timeout_ms > 0 else None
+        self.timed_out = False
+        self._at = None
+        self._interrupt = interrupt
+        _INTERRUPT.clear()
+
+    def poll(self):
+        now = time.monotonic()
+        if self.deadline is not None and now >= self.deadline and self._at is None:
+            self.timed_out = True
+            _INTERRUPT.set()
+        if _INTERRUPT.is_set() and self._at is None:
+            self._at = now
+            try:
+                self._interrupt()
+            except Exception:
+                pass
+        return None if self._at is None else now - self._at
+
+    def duration_ms(self):
+        return int((time.monotonic() - self.started) * 1000)
+
+
+def report_dead(exec_id, why, count, guard, cap):
+    """The end of an execution whose kernel is gone; the driver exits next."""
+    emit({"type": "error", "id": exec_id, "name": "KernelDied", "value": why, "traceback": []})
+    emit({"type": "end", "id": exec_id, "status": "dead", "execution_count": count,
+          "duration_ms": guard.duration_ms(), "timed_out": guard.timed_out,
+          "truncated": cap.truncated})
+
+
 # ---- Python: a Jupyter kernel -------------------------------------------------------------
 
 # Runs once in the kernel: matplotlib draws off-screen, and after every cell each open figure is
@@ -279,32 +316,17 @@ def run_python(cwd, cap_default):
     def execute(req):
         exec_id = req.get("id")
         cap = OutputCap(int(req.get("max_output_bytes") or cap_default))
-        timeout_ms = int(req.get("timeout_ms") or 0)
-        started = time.monotonic()
-        deadline = started + timeout_ms / 1000.0 if timeout_ms > 0 else None
-        _INTERRUPT.clear()
+        guard = Interrupter(int(req.get("timeout_ms") or 0), km.interrupt_kernel)
         msg_id = kc.execute(req.get("code", ""), store_history=True, allow_stdin=False,
                             stop_on_error=False)
-        status, count, timed_out, interrupted_at, idle = "ok", None, False, None, False
+        status, count, idle = "ok", None, False
         while not idle:
-            now = time.monotonic()
-            if deadline is not None and now >= deadline and interrupted_at is None:
-                timed_out = True
-                _INTERRUPT.set()
-            if _INTERRUPT.is_set() and interrupted_at is None:
-                interrupted_at = now
-                try:
-                    km.interrupt_kernel()
-                except Exception:
-                    pass
-            if not km.is_alive() or (interrupted_at is not None and now - interrupted_at > 10):
-                emit({"type": "error", "id": exec_id, "name": "KernelDied",
-                      "value": "the Python kernel died" if not km.is_alive()
-                      else "the Python kernel did not stop after an interrupt",
-                      "traceback": []})
-                emit({"type": "end", "id": exec_id, "status": "dead", "execution_count": count,
-                      "duration_ms": int((time.monotonic() - started) * 1000),
-                      "timed_out": timed_out, "truncated": cap.truncated})
+            since = guard.poll()
+            alive = km.is_alive()
+            if not alive or (since is not None and since > 10):
+                report_dead(exec_id, "the Python kernel died" if not alive
+                            else "the Python kernel did not stop after an interrupt", count,
+                            guard, cap)
                 try:
                     km.shutdown_kernel(now=True)
                 except Exception:
@@ -337,10 +359,10 @@ def run_python(cwd, cap_default):
                       "traceback": [_ANSI.sub("", t) for t in content.get("traceback", [])]})
             elif kind == "status" and content.get("execution_state") == "idle":
                 idle = True
-        if timed_out:
+        if guard.timed_out:
             status = "timeout"
         emit({"type": "end", "id": exec_id, "status": status, "execution_count": count,
-              "duration_ms": int((time.monotonic() - started) * 1000), "timed_out": timed_out,
+              "duration_ms": guard.duration_ms(), "timed_out": guard.timed_out,
               "truncated": cap.truncated})
 
     return execute
@@ -369,9 +391,6 @@ def run_bash(cwd, cap_default):
     def execute(req):
         exec_id = req.get("id")
         cap = OutputCap(int(req.get("max_output_bytes") or cap_default))
-        timeout_ms = int(req.get("timeout_ms") or 0)
-        started = time.monotonic()
-        deadline = started + timeout_ms / 1000.0 if timeout_ms > 0 else None
         counter[0] += 1
         nonce = os.urandom(8).hex()
         marker = ("\x1eASB-END-%s" % nonce).encode()
@@ -379,7 +398,6 @@ def run_bash(cwd, cap_default):
         with open(cell, "w") as f:
             f.write(req.get("code", ""))
             f.write("\n")
-        _INTERRUPT.clear()
         command = ("__asb_run %s; __asb_rc=$?; printf '\\n%s %%d\\n' $__asb_rc; "
                    "printf '\\n%s\\n' >&2\n") % (cell, marker.decode(), marker.decode())
         try:
@@ -393,19 +411,12 @@ def run_bash(cwd, cap_default):
         done = {"stdout": False, "stderr": False}
         sel.register(shell.stdout, selectors.EVENT_READ, "stdout")
         sel.register(shell.stderr, selectors.EVENT_READ, "stderr")
-        exit_code, timed_out, interrupted_at, dead = None, False, None, False
+        guard = Interrupter(int(req.get("timeout_ms") or 0),
+                            lambda: os.killpg(shell.pid, signal.SIGINT))
+        exit_code, dead = None, False
         while not all(done.values()):
-            now = time.monotonic()
-            if deadline is not None and now >= deadline and interrupted_at is None:
-                timed_out = True
-                _INTERRUPT.set()
-            if _INTERRUPT.is_set() and interrupted_at is None:
-                interrupted_at = now
-                try:
-                    os.killpg(shell.pid, signal.SIGINT)
-                except OSError:
-                    pass
-            if interrupted_at is not None and now - interrupted_at > 5:
+            since = guard.poll()
+            if since is not None and since > 5:
                 try:
                     os.killpg(shell.pid, signal.SIGKILL)
                 except OSError:
@@ -453,21 +464,18 @@ def run_bash(cwd, cap_default):
                 shell.wait(timeout=1)
             except subprocess.TimeoutExpired:
                 pass
-        duration = int((time.monotonic() - started) * 1000)
         if dead:
             for name, rest in bufs.items():
                 if rest:
                     stream(exec_id, name, rest.decode("utf-8", "replace"), cap)
-            emit({"type": "error", "id": exec_id, "name": "KernelDied",
-                  "value": "the bash shell exited" if shell.poll() is not None
-                  else "the bash shell did not stop after an interrupt", "traceback": []})
-            emit({"type": "end", "id": exec_id, "status": "dead", "execution_count": counter[0],
-                  "duration_ms": duration, "timed_out": timed_out, "truncated": cap.truncated})
+            report_dead(exec_id, "the bash shell exited" if shell.poll() is not None
+                        else "the bash shell did not stop after an interrupt", counter[0],
+                        guard, cap)
             sys.exit(3)
-        status = "timeout" if timed_out else ("ok" if exit_code == 0 else "error")
+        status = "timeout" if guard.timed_out else ("ok" if exit_code == 0 else "error")
         emit({"type": "end", "id": exec_id, "status": status, "execution_count": counter[0],
-              "duration_ms": duration, "timed_out": timed_out, "truncated": cap.truncated,
-              "exit_code": exit_code})
+              "duration_ms": guard.duration_ms(), "timed_out": guard.timed_out,
+              "truncated": cap.truncated, "exit_code": exit_code})
 
     return execute
 
