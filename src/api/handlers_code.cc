@@ -24,6 +24,7 @@
 #include <boost/json.hpp>
 #include <chrono>
 
+#include "api/code_json.h"
 #include "api/handlers.h"
 #include "api/json_body.h"
 #include "api/text.h"
@@ -37,21 +38,9 @@ namespace json = boost::json;
 
 namespace {
 
-json::object ContextJson(const core::CodeContextInfo& c) {
-  json::object o;
-  o["id"] = c.id;
-  o["language"] = c.language;
-  o["cwd"] = c.cwd;
-  o["pid"] = c.pid;
-  o["state"] = c.state;
-  o["default"] = c.is_default;
-  o["created_at"] = FormatRfc3339(c.created_at_ms);
-  return o;
-}
-
 HttpResponse ContextResponse(int status, const std::string& sandbox_id,
                              const core::CodeContextInfo& c) {
-  HttpResponse r = JsonResponse(status, json::serialize(ContextJson(c)));
+  HttpResponse r = JsonResponse(status, json::serialize(CodeContextJson(c)));
   r.sandbox_id = sandbox_id;
   return r;
 }
@@ -60,72 +49,6 @@ Result<std::string> ContextIdParam(const HttpRequest& req) {
   const std::string& id = req.Param("cid");
   if (!IsValidId(id, "ctx_")) return Fail(Error::NotFound("code context " + id + " not found"));
   return id;
-}
-
-json::object ResultJson(const core::CodeResult& r) {
-  json::object o;
-  o["is_main_result"] = r.is_main_result;
-  json::object data;
-  for (const auto& [mime, value] : r.data) data[mime] = SanitizeUtf8(value);
-  for (const auto& [mime, text] : r.json_data) {
-    boost::system::error_code ec;
-    json::value v = json::parse(text, ec);
-    if (!ec) data[mime] = std::move(v);
-  }
-  o["data"] = std::move(data);
-  if (!r.chart_json.empty()) {
-    boost::system::error_code ec;
-    json::value chart = json::parse(r.chart_json, ec);
-    if (!ec) o["chart"] = std::move(chart);
-  }
-  return o;
-}
-
-json::object ErrorJson(const core::CodeError& e) {
-  json::object o;
-  o["name"] = SanitizeUtf8(e.name);
-  o["value"] = SanitizeUtf8(e.value);
-  json::array tb;
-  for (const std::string& line : e.traceback) tb.emplace_back(SanitizeUtf8(line));
-  o["traceback"] = std::move(tb);
-  return o;
-}
-
-void PutEnd(const core::CodeEnd& e, json::object& o) {
-  o["status"] = e.status;
-  if (e.execution_count) {
-    o["execution_count"] = *e.execution_count;
-  } else {
-    o["execution_count"] = nullptr;
-  }
-  o["duration_ms"] = e.duration_ms;
-  o["timed_out"] = e.timed_out;
-  o["truncated"] = e.truncated;
-  if (e.exit_code) o["exit_code"] = *e.exit_code;
-}
-
-Result<core::CodeRequest> ParseCode(std::string_view text) {
-  ASB_ASSIGN_OR_RETURN(JsonBody body, JsonBody::Parse(text));
-  core::CodeRequest r;
-  ASB_ASSIGN_OR_RETURN(auto code, body.String("code"));
-  if (!code) return Fail(Error::InvalidArgument("code: required"));
-  r.code = std::move(*code);
-  ASB_ASSIGN_OR_RETURN(r.context_id, body.String("context_id"));
-  ASB_ASSIGN_OR_RETURN(r.language, body.String("language"));
-  ASB_ASSIGN_OR_RETURN(auto timeout, body.Number("timeout"));
-  ASB_ASSIGN_OR_RETURN(auto alias, body.Number("timeout_seconds"));
-  if (timeout && alias) {
-    return Fail(Error::InvalidArgument("timeout and timeout_seconds: give one, not both"));
-  }
-  r.timeout_seconds = timeout ? timeout : alias;
-  if (r.timeout_seconds && !(*r.timeout_seconds > 0)) {
-    return Fail(Error::InvalidArgument("timeout: must be a number of seconds > 0"));
-  }
-  ASB_ASSIGN_OR_RETURN(auto cap, body.Integer("max_output_bytes", 1,
-                                              static_cast<int64_t>(core::kDefaultCodeOutputBytes)));
-  if (cap) r.max_output_bytes = static_cast<uint64_t>(*cap);
-  ASB_TRY(body.Finish());
-  return r;
 }
 
 // The NDJSON form: relays the execution's events as they come (never blocks in Poll).
@@ -157,16 +80,16 @@ class CodeStreamBody final : public StreamBody {
           o["data"] = SanitizeUtf8(ev->text);
           break;
         case core::CodeEvent::Kind::kResult:
-          o = ResultJson(ev->result);
+          o = CodeResultJson(ev->result);
           o["type"] = "result";
           break;
         case core::CodeEvent::Kind::kError:
-          o = ErrorJson(ev->error);
+          o = CodeErrorJson(ev->error);
           o["type"] = "error";
           break;
         case core::CodeEvent::Kind::kEnd:
           o["type"] = "end";
-          PutEnd(ev->end, o);
+          PutCodeEnd(ev->end, o);
           c.done = true;
           break;
       }
@@ -198,42 +121,6 @@ class CodeStreamBody final : public StreamBody {
   int64_t last_emit_;
 };
 
-// The sync form: collects every event. The client going away interrupts the code.
-Result<json::object> RunToEnd(core::CodeExecution& ex, const std::shared_ptr<std::atomic<bool>>& gone) {
-  std::string out, err;
-  json::array results;
-  json::value error = nullptr;
-  bool interrupted = false;
-  for (;;) {
-    if (!interrupted && gone && gone->load()) {
-      ex.Interrupt();  // the end follows; nobody reads it
-      interrupted = true;
-    }
-    Result<core::CodeEvent> ev = ex.Next(1000);
-    if (!ev) {
-      if (ev.error().code() == ErrorCode::kTimeout) continue;
-      return Fail(ev.error());
-    }
-    switch (ev->kind) {
-      case core::CodeEvent::Kind::kStdout: out += ev->text; break;
-      case core::CodeEvent::Kind::kStderr: err += ev->text; break;
-      case core::CodeEvent::Kind::kResult: results.push_back(ResultJson(ev->result)); break;
-      case core::CodeEvent::Kind::kError: error = ErrorJson(ev->error); break;
-      case core::CodeEvent::Kind::kEnd: {
-        json::object o;
-        o["context_id"] = ex.context().id;
-        o["language"] = ex.context().language;
-        o["stdout"] = SanitizeUtf8(out);
-        o["stderr"] = SanitizeUtf8(err);
-        o["results"] = std::move(results);
-        o["error"] = std::move(error);
-        PutEnd(ev->end, o);
-        return o;
-      }
-    }
-  }
-}
-
 }  // namespace
 
 void AddCodeRoutes(Router& router, ApiContext& ctx) {
@@ -258,7 +145,7 @@ void AddCodeRoutes(Router& router, ApiContext& ctx) {
                ASB_ASSIGN_OR_RETURN(std::string id, SandboxIdParam(req));
                ASB_ASSIGN_OR_RETURN(auto all, m->ListContexts(OwnerOf(req), id));
                json::array a;
-               for (const auto& c : all) a.push_back(ContextJson(c));
+               for (const auto& c : all) a.push_back(CodeContextJson(c));
                json::object o;
                o["contexts"] = std::move(a);
                HttpResponse r = JsonResponse(200, json::serialize(o));
@@ -300,9 +187,13 @@ void AddCodeRoutes(Router& router, ApiContext& ctx) {
   router.Add("POST", "/v1/sandboxes/{id}/code",
              Wrap([m](HttpRequest& req) -> Result<HttpResponse> {
                ASB_ASSIGN_OR_RETURN(std::string id, SandboxIdParam(req));
-               ASB_ASSIGN_OR_RETURN(core::CodeRequest cr, ParseCode(req.body));
+               ASB_ASSIGN_OR_RETURN(core::CodeRequest cr, ParseCodeRequest(req.body));
                ASB_ASSIGN_OR_RETURN(auto ex, m->Start(OwnerOf(req), id, cr));
-               ASB_ASSIGN_OR_RETURN(json::object o, RunToEnd(*ex, req.client_gone));
+               std::shared_ptr<std::atomic<bool>> gone = req.client_gone;
+               ASB_ASSIGN_OR_RETURN(
+                   json::object o,
+                   CollectCodeExecution(
+                       *ex, [gone] { return gone && gone->load(); }, {}));
                HttpResponse r = JsonResponse(200, json::serialize(o));
                r.sandbox_id = id;
                return r;
@@ -310,7 +201,7 @@ void AddCodeRoutes(Router& router, ApiContext& ctx) {
   router.Add("POST", "/v1/sandboxes/{id}/code/stream",
              Wrap([m, keepalive_ms](HttpRequest& req) -> Result<HttpResponse> {
                ASB_ASSIGN_OR_RETURN(std::string id, SandboxIdParam(req));
-               ASB_ASSIGN_OR_RETURN(core::CodeRequest cr, ParseCode(req.body));
+               ASB_ASSIGN_OR_RETURN(core::CodeRequest cr, ParseCodeRequest(req.body));
                ASB_ASSIGN_OR_RETURN(auto ex, m->Start(OwnerOf(req), id, cr));
                HttpResponse r;
                r.status = 200;

@@ -150,4 +150,66 @@ ToolResult<PortResponse> AuditedBackend::RequestPort(const std::string& id,
   return r;
 }
 
+namespace {
+
+// The target of a code call: the context it names, else its language, else "".
+std::string CodeTarget(const json::object& body, const json::object* answer) {
+  for (const char* k : {"context_id", "id"}) {
+    if (answer) {
+      if (const json::value* v = answer->if_contains(k); v && v->is_string()) {
+        return std::string(v->as_string());
+      }
+    }
+    if (const json::value* v = body.if_contains(k); v && v->is_string()) {
+      return std::string(v->as_string());
+    }
+  }
+  if (const json::value* v = body.if_contains("language"); v && v->is_string()) {
+    return std::string(v->as_string());
+  }
+  return "";
+}
+
+}  // namespace
+
+ToolResult<json::object> AuditedBackend::RunCode(const std::string& id, const json::object& body,
+                                                 const ExecHooks& hooks) {
+  int64_t m = mono_ms_(), u = now_ms_();
+  auto r = base_->RunCode(id, body, hooks);
+  bool timed_out = false;
+  if (r) {
+    if (auto t = r->find("timed_out"); t != r->end() && t->value().is_bool()) {
+      timed_out = t->value().as_bool();
+    }
+  }
+  Record("POST /v1/sandboxes/{id}/code", CodeTarget(body, r ? &*r : nullptr), id, m, u,
+         ErrorOf(r), std::nullopt, timed_out);
+  return r;
+}
+
+ToolResult<json::object> AuditedBackend::CreateCodeContext(const std::string& id,
+                                                           const json::object& body) {
+  int64_t m = mono_ms_(), u = now_ms_();
+  auto r = base_->CreateCodeContext(id, body);
+  Record("POST /v1/sandboxes/{id}/contexts", CodeTarget(body, r ? &*r : nullptr), id, m, u,
+         ErrorOf(r));
+  return r;
+}
+
+ToolResult<json::object> AuditedBackend::RestartCodeContext(const std::string& id,
+                                                            const std::string& context_id) {
+  int64_t m = mono_ms_(), u = now_ms_();
+  auto r = base_->RestartCodeContext(id, context_id);
+  Record("POST /v1/sandboxes/{id}/contexts/{cid}/restart", context_id, id, m, u, ErrorOf(r));
+  return r;
+}
+
+ToolResult<void> AuditedBackend::DeleteCodeContext(const std::string& id,
+                                                   const std::string& context_id) {
+  int64_t m = mono_ms_(), u = now_ms_();
+  auto r = base_->DeleteCodeContext(id, context_id);
+  Record("DELETE /v1/sandboxes/{id}/contexts/{cid}", context_id, id, m, u, ErrorOf(r));
+  return r;
+}
+
 }  // namespace asb::mcp

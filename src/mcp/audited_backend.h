@@ -74,6 +74,21 @@ class AuditedBackend final : public ToolBackend {
   /// ports/{port}/{path}"), with ":port/path" as its target.
   ToolResult<PortResponse> RequestPort(const std::string& id, const PortRequest& req) override;
 
+  /// Code runs and context changes under the REST audit trail's names for those routes
+  /// ("POST /v1/sandboxes/{id}/code", "POST /v1/sandboxes/{id}/contexts", ...: api/audit.cc
+  /// names un-tabled routes by method and pattern), with the context id (or language) as
+  /// target; listing is a read and not audited.
+  ToolResult<boost::json::object> RunCode(const std::string& id, const boost::json::object& body,
+                                          const ExecHooks& hooks) override;
+  ToolResult<boost::json::object> CreateCodeContext(const std::string& id,
+                                                    const boost::json::object& body) override;
+  ToolResult<boost::json::object> ListCodeContexts(const std::string& id) override {
+    return base_->ListCodeContexts(id);
+  }
+  ToolResult<boost::json::object> RestartCodeContext(const std::string& id,
+                                                     const std::string& context_id) override;
+  ToolResult<void> DeleteCodeContext(const std::string& id, const std::string& context_id) override;
+
  private:
   // Records one event; `error` null on success.
   void Record(std::string action, std::string target, std::string sandbox_id, int64_t start_mono,

@@ -160,6 +160,28 @@ class ToolBackend {
   /// listens: "unavailable"; the sandbox: "not_found"/"conflict") is an error; any answer of
   /// the upstream, 4xx/5xx included, is a PortResponse.
   virtual ToolResult<PortResponse> RequestPort(const std::string& id, const PortRequest& req) = 0;
+
+  // ---- code interpreter (ADR 0019; REST /v1/sandboxes/{id}/contexts and /code) ------------
+
+  /// Runs `body` (the REST code body: code, context_id?, language?, timeout?,
+  /// max_output_bytes?) in a code context of sandbox `id` and returns the execution object
+  /// of POST /v1/sandboxes/{id}/code {context_id, language, stdout, stderr, results, error,
+  /// status, execution_count, duration_ms, timed_out, truncated, exit_code?}. Output goes
+  /// through hooks.output as it arrives; when hooks.cancelled reads true the code is
+  /// interrupted and the call answers code "cancelled".
+  virtual ToolResult<boost::json::object> RunCode(const std::string& id,
+                                                  const boost::json::object& body,
+                                                  const ExecHooks& hooks) = 0;
+  /// Starts a context from `body` ({"language", "cwd"?}); returns the context object.
+  virtual ToolResult<boost::json::object> CreateCodeContext(const std::string& id,
+                                                            const boost::json::object& body) = 0;
+  /// {"contexts": [context...]}.
+  virtual ToolResult<boost::json::object> ListCodeContexts(const std::string& id) = 0;
+  /// A fresh kernel under the same id; returns the context object.
+  virtual ToolResult<boost::json::object> RestartCodeContext(const std::string& id,
+                                                             const std::string& context_id) = 0;
+  virtual ToolResult<void> DeleteCodeContext(const std::string& id,
+                                             const std::string& context_id) = 0;
 };
 
 }  // namespace asb::mcp

@@ -69,6 +69,16 @@ class ManagerBackend final : public ToolBackend {
   /// (mcp/port_exchange.h), as the proxy would.
   ToolResult<PortResponse> RequestPort(const std::string& id, const PortRequest& req) override;
 
+  // The code interpreter (manager_backend_code.cc): core::CodeService, REST parsers and shapes.
+  ToolResult<boost::json::object> RunCode(const std::string& id, const boost::json::object& body,
+                                          const ExecHooks& hooks) override;
+  ToolResult<boost::json::object> CreateCodeContext(const std::string& id,
+                                                    const boost::json::object& body) override;
+  ToolResult<boost::json::object> ListCodeContexts(const std::string& id) override;
+  ToolResult<boost::json::object> RestartCodeContext(const std::string& id,
+                                                     const std::string& context_id) override;
+  ToolResult<void> DeleteCodeContext(const std::string& id, const std::string& context_id) override;
+
  private:
   // limit_exceeded when the caller is at its max_sandboxes.
   ToolResult<void> CheckQuota();

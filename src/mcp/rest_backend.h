@@ -50,6 +50,18 @@ class RestBackend final : public ToolBackend {
   /// codes (not_found, unavailable, ...) reads as the proxy's own failure.
   ToolResult<PortResponse> RequestPort(const std::string& id, const PortRequest& req) override;
 
+  // The code interpreter (rest_backend_code.cc). RunCode follows POST .../code/stream, so that
+  // output arrives as it is written and a cancelled call closes the connection (the server
+  // interrupts the code), and assembles the sync /code answer from its lines.
+  ToolResult<boost::json::object> RunCode(const std::string& id, const boost::json::object& body,
+                                          const ExecHooks& hooks) override;
+  ToolResult<boost::json::object> CreateCodeContext(const std::string& id,
+                                                    const boost::json::object& body) override;
+  ToolResult<boost::json::object> ListCodeContexts(const std::string& id) override;
+  ToolResult<boost::json::object> RestartCodeContext(const std::string& id,
+                                                     const std::string& context_id) override;
+  ToolResult<void> DeleteCodeContext(const std::string& id, const std::string& context_id) override;
+
  private:
   // The error of a non-2xx answer: its wire code ("http_<status>" without one) and message.
   static ToolError ErrorOfResponse(const api::ClientResponse& r);

@@ -147,7 +147,9 @@ TEST_F(SessionTest, ToolsHaveInputAndOutputSchemas) {
       "sandbox_fork",           "sandbox_destroy",        "sandbox_process_start",
       "sandbox_process_list",   "sandbox_process_output", "sandbox_process_stdin",
       "sandbox_process_signal", "sandbox_process_kill",   "sandbox_port_list",
-      "sandbox_port_request",   "sandbox_run_code"};
+      "sandbox_port_request",   "sandbox_run_code",       "sandbox_code_run",
+      "sandbox_code_context_create", "sandbox_code_context_list", "sandbox_code_context_restart",
+      "sandbox_code_context_delete"};
   EXPECT_EQ(names, want);
 }
 

@@ -249,6 +249,7 @@ json::array Tools::Definitions() {
     tools_internal::AddProcessTools(d);
     tools_internal::AddPortTools(d);
     tools_internal::AddCodeTools(d);
+    tools_internal::AddCodeContextTools(d);
     return d;
   }();
   return defs;
@@ -437,6 +438,7 @@ json::object Tools::Call(std::string_view name, const json::object& a,
   if (auto r = tools_internal::CallProcessTool(name, a, b, ctx)) return std::move(*r);
   if (auto r = tools_internal::CallPortTool(name, a, b, ctx)) return std::move(*r);
   if (auto r = tools_internal::CallCodeTool(name, a, b, ctx)) return std::move(*r);
+  if (auto r = tools_internal::CallCodeContextTool(name, a, b, ctx)) return std::move(*r);
   return ErrorResult("invalid_request", "unknown tool " + std::string(name));
 }
 

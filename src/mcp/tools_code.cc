@@ -119,7 +119,9 @@ void AddCodeTools(json::array& defs) {
   defs.emplace_back(Tool("sandbox_run_code", "Run code",
                          "Run a program given as text with the language's interpreter in the "
                          "sandbox and return its exit code and output. The interpreter must be "
-                         "in the sandbox's template (sandbox_list_templates shows its tools).",
+                         "in the sandbox's template (sandbox_list_templates shows its tools). Each "
+                         "call starts a fresh interpreter; to keep variables between calls and "
+                         "get images and rich results, use sandbox_code_run.",
                          ObjectSchema(std::move(p), {"sandbox_id", "language", "code"}),
                          std::move(out)));
 }

@@ -46,6 +46,8 @@ class ScriptedBackend final : public ToolBackend {
   bool stdin_closed = false;
   PortRequest last_port;
   PortResponse port_answer;
+  json::object code_answer;  // RunCode's answer (the REST execution object)
+  std::string last_context;  // the context id Restart/DeleteCodeContext got
 
   ToolResult<json::object> CreateSandbox(const json::object&) override { return Nope(); }
   ToolResult<json::object> ListSandboxes() override { return Nope(); }
@@ -131,6 +133,50 @@ class ScriptedBackend final : public ToolBackend {
   ToolResult<PortResponse> RequestPort(const std::string&, const PortRequest& req) override {
     last_port = req;
     return port_answer;
+  }
+
+  ToolResult<json::object> RunCode(const std::string&, const json::object& body,
+                                   const ExecHooks& hooks) override {
+    last_body = body;
+    if (!stdout_text.empty()) hooks.output("stdout", stdout_text);
+    if (block) {
+      while (!(hooks.cancelled && hooks.cancelled->load())) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(5));
+      }
+      saw_cancel = true;
+      return ToolFail("cancelled", "interrupted");
+    }
+    return code_answer;
+  }
+  ToolResult<json::object> CreateCodeContext(const std::string&, const json::object& body) override {
+    last_body = body;
+    return Context("ctx_0123456789abcdef");
+  }
+  ToolResult<json::object> ListCodeContexts(const std::string&) override {
+    json::object o;
+    o["contexts"] = json::array{Context("ctx_0123456789abcdef")};
+    return o;
+  }
+  ToolResult<json::object> RestartCodeContext(const std::string&, const std::string& cid) override {
+    last_context = cid;
+    return Context(cid);
+  }
+  ToolResult<void> DeleteCodeContext(const std::string&, const std::string& cid) override {
+    last_context = cid;
+    if (cid != "ctx_0123456789abcdef") return ToolFail("not_found", "code context not found");
+    return {};
+  }
+
+  static json::object Context(std::string_view id) {
+    json::object c;
+    c["id"] = id;
+    c["language"] = "python";
+    c["cwd"] = "/workspace";
+    c["pid"] = 42;
+    c["state"] = "running";
+    c["default"] = false;
+    c["created_at"] = "2026-12-02T15:00:00.000Z";
+    return c;
   }
 
   static json::object Process(int pid, std::string_view state) {
@@ -261,7 +307,10 @@ TEST(ToolDefinitions, EveryToolHasSchemasAndTheNewOnesAreListed) {
   }
   for (const char* n : {"sandbox_process_start", "sandbox_process_list", "sandbox_process_output",
                         "sandbox_process_stdin", "sandbox_process_signal", "sandbox_process_kill",
-                        "sandbox_port_list", "sandbox_port_request", "sandbox_run_code"}) {
+                        "sandbox_port_list", "sandbox_port_request", "sandbox_run_code",
+                        "sandbox_code_run", "sandbox_code_context_create",
+                        "sandbox_code_context_list", "sandbox_code_context_restart",
+                        "sandbox_code_context_delete"}) {
     EXPECT_NE(std::find(names.begin(), names.end(), n), names.end()) << n;
     EXPECT_TRUE(Tools::Exists(n)) << n;
   }
@@ -538,6 +587,105 @@ TEST(CodeTools, AMissingInterpreterIsNotFoundNamingIt) {
   EXPECT_EQ(r.at("structuredContent").at("exit_code").as_int64(), 127);
 }
 
+// An execution as POST .../code answers it: stdout, a figure (image/png + chart), a main result.
+json::object CodeAnswer() {
+  return Args(R"j({"context_id":"ctx_0123456789abcdef","language":"python","stdout":"hi\n",
+    "stderr":"warn\n","results":[
+      {"is_main_result":false,"data":{"image/png":"iVBORw0KGgo=","text/plain":"<Figure>"},
+       "chart":{"type":"line","title":"t","elements":[]}},
+      {"is_main_result":false,"data":{"image/png":"AAAA"}},
+      {"is_main_result":true,"data":{"text/plain":"42"}}],
+    "error":null,"status":"ok","execution_count":3,"duration_ms":12,"timed_out":false,
+    "truncated":false})j");
+}
+
+TEST(CodeContextTools, RunAnswersTextEveryImageAsImageContentAndTheChartAsJson) {
+  auto b = std::make_shared<ScriptedBackend>();
+  b->code_answer = CodeAnswer();
+  json::object r = Tools(b).Call(
+      "sandbox_code_run",
+      Args(R"j({"sandbox_id":"s","code":"plot()","context_id":"ctx_0123456789abcdef",)j"
+           R"j("language":"python","timeout":5})j"),
+      {});
+  ASSERT_FALSE(IsError(r)) << Text(r);
+  EXPECT_EQ(json::serialize(b->last_body),
+            R"j({"code":"plot()","context_id":"ctx_0123456789abcdef","language":"python",)j"
+            R"j("timeout":5})j");
+  const json::array& content = r.at("content").as_array();
+  ASSERT_EQ(content.size(), 4u) << json::serialize(content);  // text, 2 images, 1 chart
+  const std::string& text = Text(r);
+  for (const char* want : {"status ok, execution 3", "--- stdout\nhi\n", "--- stderr\nwarn\n",
+                           "--- result\n42\n"}) {
+    EXPECT_NE(text.find(want), std::string::npos) << want << " in " << text;
+  }
+  EXPECT_EQ(text.find("<Figure>"), std::string::npos) << "an image's text/plain is not shown";
+  EXPECT_EQ(content[1].at("type").as_string(), "image");
+  EXPECT_EQ(content[1].at("mimeType").as_string(), "image/png");
+  EXPECT_EQ(content[1].at("data").as_string(), "iVBORw0KGgo=");
+  EXPECT_EQ(content[2].at("data").as_string(), "AAAA");
+  EXPECT_EQ(content[3].at("type").as_string(), "text");
+  std::string chart(content[3].at("text").as_string());
+  ASSERT_NE(chart.find(": "), std::string::npos);
+  EXPECT_EQ(json::parse(chart.substr(chart.find(": ") + 2)).at("type").as_string(), "line");
+  const json::object& s = r.at("structuredContent").as_object();
+  EXPECT_EQ(s.at("images").as_int64(), 2);
+  EXPECT_EQ(s.at("context_id").as_string(), "ctx_0123456789abcdef");
+  // The base64 travels once, in the image item; structuredContent names the item instead.
+  EXPECT_EQ(s.at("results").at(0).at("data").at("image/png").as_string(),
+            "[image/png: sent as image content item 1]");
+  EXPECT_EQ(s.at("results").at(2).at("data").at("text/plain").as_string(), "42");
+}
+
+TEST(CodeContextTools, AKernelErrorIsAResultWithItsTracebackWithoutColours) {
+  auto b = std::make_shared<ScriptedBackend>();
+  b->code_answer = Args(R"j({"context_id":"ctx_0123456789abcdef","language":"python",
+    "stdout":"","stderr":"","results":[],"status":"error","execution_count":1,"duration_ms":1,
+    "timed_out":false,"truncated":true,
+    "error":{"name":"ZeroDivisionError","value":"division by zero",
+             "traceback":["\u001b[0;31mZeroDivisionError\u001b[0m: division by zero"]}})j");
+  json::object r = Tools(b).Call("sandbox_code_run", Args(R"({"sandbox_id":"s","code":"1/0"})"), {});
+  ASSERT_FALSE(IsError(r)) << "the code's error is its result, not the tool's";
+  EXPECT_EQ(r.at("content").as_array().size(), 1u);
+  EXPECT_NE(Text(r).find("--- error\nZeroDivisionError: division by zero\n"
+                         "ZeroDivisionError: division by zero\n"),
+            std::string::npos)
+      << Text(r);
+  EXPECT_NE(Text(r).find("cut by the server's output limit"), std::string::npos);
+  EXPECT_TRUE(r.at("structuredContent").at("truncated").as_bool());
+  EXPECT_EQ(json::serialize(b->last_body), R"({"code":"1/0"})");
+  EXPECT_EQ(ErrorCodeOf(Tools(b).Call("sandbox_code_run", Args(R"({"sandbox_id":"s"})"), {})),
+            "invalid_request");
+  EXPECT_EQ(ErrorCodeOf(Tools(b).Call("sandbox_code_run",
+                                      Args(R"({"sandbox_id":"s","code":""})"), {})),
+            "invalid_request");
+}
+
+TEST(CodeContextTools, ContextsAreCreatedListedRestartedAndDeleted) {
+  auto b = std::make_shared<ScriptedBackend>();
+  Tools tools(b);
+  json::object r = tools.Call("sandbox_code_context_create",
+                              Args(R"({"sandbox_id":"s","language":"bash","cwd":"/tmp"})"), {});
+  ASSERT_FALSE(IsError(r)) << Text(r);
+  EXPECT_EQ(json::serialize(b->last_body), R"({"language":"bash","cwd":"/tmp"})");
+  EXPECT_EQ(r.at("structuredContent").at("id").as_string(), "ctx_0123456789abcdef");
+  EXPECT_NE(Text(r).find("created ctx_0123456789abcdef"), std::string::npos);
+  r = tools.Call("sandbox_code_context_list", Args(R"({"sandbox_id":"s"})"), {});
+  EXPECT_EQ(r.at("structuredContent").at("contexts").as_array().size(), 1u);
+  r = tools.Call("sandbox_code_context_restart",
+                 Args(R"({"sandbox_id":"s","context_id":"ctx_0123456789abcdef"})"), {});
+  ASSERT_FALSE(IsError(r)) << Text(r);
+  EXPECT_EQ(b->last_context, "ctx_0123456789abcdef");
+  r = tools.Call("sandbox_code_context_delete",
+                 Args(R"({"sandbox_id":"s","context_id":"ctx_0123456789abcdef"})"), {});
+  EXPECT_TRUE(r.at("structuredContent").at("deleted").as_bool());
+  EXPECT_EQ(ErrorCodeOf(tools.Call("sandbox_code_context_delete",
+                                   Args(R"({"sandbox_id":"s","context_id":"ctx_nope"})"), {})),
+            "not_found");
+  EXPECT_EQ(ErrorCodeOf(tools.Call("sandbox_code_context_restart", Args(R"({"sandbox_id":"s"})"),
+                                   {})),
+            "invalid_request");
+}
+
 TEST(OutputCollectorTest, WaitsForTheReplayThenStopsAndKeepsTheTail) {
   OutputRequest req;
   req.tail_bytes = 100;
@@ -627,6 +775,17 @@ TEST_F(ReplyTest, ACancelledCallEndsWithNoResponseAndItsExecSeesTheFlag) {
   EXPECT_TRUE(backend_->saw_cancel);
   std::lock_guard<std::mutex> lock(a.mu);
   for (auto& [k, t] : a.got) EXPECT_NE(k, Outgoing::kResponse) << t;
+}
+
+TEST_F(ReplyTest, ACancelledCodeRunEndsWithNoResponseAndTheBackendSeesTheFlag) {
+  backend_->block = true;
+  Sink a;
+  session_.HandleText(R"({"jsonrpc":"2.0","id":"k","method":"tools/call","params":{"name":)"
+                      R"("sandbox_code_run","arguments":{"sandbox_id":"s","code":"x"}}})",
+                      a.fn());
+  session_.Cancel(json::value("k"));
+  ASSERT_TRUE(a.WaitFor(Outgoing::kNoResponse));
+  EXPECT_TRUE(backend_->saw_cancel);
 }
 
 }  // namespace

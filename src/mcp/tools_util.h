@@ -113,4 +113,10 @@ std::optional<boost::json::object> CallCodeTool(std::string_view name,
                                                 const boost::json::object& args, ToolBackend& b,
                                                 const CallContext& ctx);
 
+/// The stateful code tools (tools_code_contexts.cc): sandbox_code_run, sandbox_code_context_*.
+void AddCodeContextTools(boost::json::array& defs);
+std::optional<boost::json::object> CallCodeContextTool(std::string_view name,
+                                                       const boost::json::object& args,
+                                                       ToolBackend& b, const CallContext& ctx);
+
 }  // namespace asb::mcp::tools_internal

@@ -15,6 +15,7 @@ import { StreamableHTTPClientTransport } from
 import { Server } from './harness.mjs';
 import { TOOLS, askForRevision, call, errorCode, ok, skip, toolSuite } from './suite.mjs';
 import { processSuite } from './suite_procs.mjs';
+import { codeSuite } from './suite_code.mjs';
 
 async function connect(server, key, protocolVersion) {
   const transport = new StreamableHTTPClientTransport(new URL(server.url + '/mcp'), {
@@ -28,6 +29,7 @@ async function connect(server, key, protocolVersion) {
 
 toolSuite('MCP over Streamable HTTP', connect);
 processSuite('MCP over Streamable HTTP: processes, ports, code', connect);
+codeSuite('MCP over Streamable HTTP: stateful code contexts', connect);
 
 const INIT = (version = '2025-06-18') => ({
   jsonrpc: '2.0', id: 1, method: 'initialize',

@@ -10,6 +10,7 @@ import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js'
 import { BIN, Server } from './harness.mjs';
 import { askForRevision, call, errorCode, skip, toolSuite } from './suite.mjs';
 import { processSuite } from './suite_procs.mjs';
+import { codeSuite } from './suite_code.mjs';
 
 async function connect(server, key, protocolVersion) {
   const transport = new StdioClientTransport({
@@ -26,6 +27,7 @@ async function connect(server, key, protocolVersion) {
 
 toolSuite('MCP over stdio', connect);
 processSuite('MCP over stdio: processes, ports, code', connect);
+codeSuite('MCP over stdio: stateful code contexts', connect);
 
 describe('MCP over stdio: templates and keys', { skip: skip ?? false, timeout: 120000 }, () => {
   let server;

@@ -16,7 +16,8 @@ export const TOOLS = ['sandbox_create', 'sandbox_list', 'sandbox_list_templates'
   'sandbox_rollback', 'sandbox_fork', 'sandbox_destroy', 'sandbox_process_start',
   'sandbox_process_list', 'sandbox_process_output', 'sandbox_process_stdin',
   'sandbox_process_signal', 'sandbox_process_kill', 'sandbox_port_list', 'sandbox_port_request',
-  'sandbox_run_code'];
+  'sandbox_run_code', 'sandbox_code_run', 'sandbox_code_context_create',
+  'sandbox_code_context_list', 'sandbox_code_context_restart', 'sandbox_code_context_delete'];
 
 export async function call(client, name, args, options) {
   return client.callTool({ name, arguments: args }, undefined, options);

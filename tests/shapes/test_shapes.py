@@ -204,6 +204,14 @@ MCP_TOOLS = {
     "sandbox_run_code": (("POST", "/v1/sandboxes/{id}/exec"), {"sandbox_id": "id"}, {
         "language": "picks the interpreter the code runs under",
         "code": "the program text, run as a file"}),
+    "sandbox_code_run": (("POST", "/v1/sandboxes/{id}/code"), {"sandbox_id": "id"}, {}),
+    "sandbox_code_context_create": (("POST", "/v1/sandboxes/{id}/contexts"),
+                                    {"sandbox_id": "id"}, {}),
+    "sandbox_code_context_list": (("GET", "/v1/sandboxes/{id}/contexts"), {"sandbox_id": "id"}, {}),
+    "sandbox_code_context_restart": (("POST", "/v1/sandboxes/{id}/contexts/{cid}/restart"),
+                                     {"sandbox_id": "id", "context_id": "cid"}, {}),
+    "sandbox_code_context_delete": (("DELETE", "/v1/sandboxes/{id}/contexts/{cid}"),
+                                    {"sandbox_id": "id", "context_id": "cid"}, {}),
 }
 
 
