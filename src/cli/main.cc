@@ -39,6 +39,7 @@ int main(int argc, char** argv) {
   asb::cli::RegisterPortCommands(app);
   asb::cli::RegisterKeysCommand(app);
   asb::cli::RegisterMcpCommand(app);
+  asb::cli::RegisterCodeCommands(app);
   asb::cli::RegisterOpenApiCommand(app);
   asb::cli::RegisterTemplateCommand(app);
 

@@ -19,5 +19,6 @@ void RegisterCopyCommand(CLI::App& app);       // cp.cc: files and trees, as tar
 void RegisterKeysCommand(CLI::App& app);       // keys.cc (api/AUTH.md)
 void RegisterMcpCommand(CLI::App& app);        // mcp.cc (ADR 0010): MCP on stdio
 void RegisterOpenApiCommand(CLI::App& app);    // openapi.cc (ADR 0007): the API document
+void RegisterCodeCommands(CLI::App& app);      // code_verbs.cc (ADR 0019): code contexts
 
 }  // namespace asb::cli

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """The CLI as Docker, kubectl and E2B users expect it, against the real server:
 cp of trees both ways, exec with stdin and with a real PTY (-it), global flags before or after
-the verb, numbers printed as numbers."""
+the verb, numbers printed as numbers; `code` (stdin into a stateful code context: output, the
+result, figures saved as PNGs, exit codes 0/1/124) and `code-context`."""
 
 import json
 import os
@@ -16,7 +17,7 @@ import tempfile
 import time
 import unittest
 
-from harness import BIN, ServerTestCase, main
+from harness import BIN, TEMPLATES, ServerTestCase, main
 
 
 class CliTest(ServerTestCase):
@@ -346,6 +347,77 @@ class CliTest(ServerTestCase):
         bad = self.cli("create", "--idempotency-key", "a\nb")
         self.assertEqual(bad.returncode, 125)
         self.assertIn(b"printable ASCII", bad.stderr)
+
+    # ---- code (ADR 0019) ----------------------------------------------------------------------
+
+    def python_sandbox(self):
+        if not os.path.isdir(os.path.join(TEMPLATES, "python", "rootfs")):
+            self.skipTest("template python is not built (agent-sandbox template build python)")
+        return self.create(template="python", timeout_seconds=600)["id"]
+
+    def test_code_runs_stdin_in_a_python_context(self):
+        sid = self.python_sandbox()
+        p = self.cli("code", sid, stdin=b"print(1+1)\n", timeout=180)
+        self.assertEqual((p.returncode, p.stdout), (0, b"2\n"), p.stderr)
+        # The default context keeps its state; the last expression's text is printed.
+        self.assertEqual(self.cli("code", sid, stdin=b"x = 20").returncode, 0)
+        p = self.cli("code", sid, stdin=b"import sys\nprint('to err', file=sys.stderr)\nx * 2 + 2")
+        self.assertEqual((p.returncode, p.stdout), (0, b"42\n"), p.stderr)
+        self.assertIn(b"to err\n", p.stderr)
+        # An exception is exit 1 with its traceback on stderr (no colours when not a tty).
+        p = self.cli("code", sid, stdin=b"def f():\n    return 1 / 0\nf()")
+        self.assertEqual(p.returncode, 1, p.stderr)
+        self.assertIn(b"ZeroDivisionError", p.stderr)
+        self.assertNotIn(b"\x1b[", p.stderr)
+        # --timeout is 124, as for exec (ADR 0005).
+        p = self.cli("code", "--timeout", "1", sid, stdin=b"import time\ntime.sleep(30)")
+        self.assertEqual(p.returncode, 124, p.stderr)
+        # --json is the sync answer.
+        p = self.cli("code", "--json", sid, stdin=b"x")
+        self.assertEqual(p.returncode, 0, p.stderr)
+        r = json.loads(p.stdout)
+        self.assertEqual(r["status"], "ok")
+        self.assertEqual([x["data"]["text/plain"] for x in r["results"] if x["is_main_result"]],
+                         ["20"])
+
+    def test_code_saves_each_figure_as_a_png_in_the_current_directory(self):
+        sid = self.python_sandbox()
+        code = (b"import matplotlib.pyplot as plt\nplt.plot([1, 2], [3, 4])\nplt.show()\n"
+                b"plt.bar(['a'], [1])\nplt.show()")
+        with tempfile.TemporaryDirectory() as d:
+            open(os.path.join(d, "code-1.png"), "wb").close()  # taken: never overwritten
+            p = subprocess.run([BIN, "code", sid], env=self.env(), capture_output=True,
+                               timeout=180, input=code, cwd=d)
+            self.assertEqual(p.returncode, 0, p.stderr)
+            self.assertEqual(p.stderr.decode().split(), ["code-2.png", "code-3.png"])
+            self.assertEqual(os.path.getsize(os.path.join(d, "code-1.png")), 0)
+            for name in ("code-2.png", "code-3.png"):
+                with open(os.path.join(d, name), "rb") as f:
+                    self.assertEqual(f.read(8), b"\x89PNG\r\n\x1a\n")
+
+    def test_code_contexts_and_bash_in_base(self):
+        sid = self.sandbox()
+        p = self.cli("code-context", "create", "--language", "bash", sid, timeout=120)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        ctx = p.stdout.decode().strip()
+        self.assertTrue(ctx.startswith("ctx_"), ctx)
+        self.assertEqual(self.cli("code", "--context", ctx, sid, stdin=b"cd /tmp; X=5").returncode,
+                         0)
+        p = self.cli("code", "--context", ctx, sid, stdin=b"echo $X $PWD; echo e >&2")
+        self.assertEqual((p.returncode, p.stdout, p.stderr), (0, b"5 /tmp\n", b"e\n"))
+        p = self.cli("code-context", "ls", sid)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertIn(ctx, p.stdout.decode())
+        p = self.cli("code-context", "restart", sid, ctx)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        p = self.cli("code", "--context", ctx, sid, stdin=b"echo \"[$X]\"")
+        self.assertEqual(p.stdout, b"[]\n", p.stderr)
+        self.assertEqual(self.cli("code-context", "rm", sid, ctx).returncode, 0)
+        p = self.cli("code", "--context", ctx, sid, stdin=b"true")
+        self.assertEqual(p.returncode, 125)
+        self.assertIn(b"not_found", p.stderr)
+        self.assertEqual(self.cli("code", sid, stdin=b"").returncode, 125)
+
 
 class ServeFlagsTest(unittest.TestCase):
 
