@@ -612,7 +612,8 @@ TEST(CodeContextTools, RunAnswersTextEveryImageAsImageContentAndTheChartAsJson) 
             R"j({"code":"plot()","context_id":"ctx_0123456789abcdef","language":"python",)j"
             R"j("timeout":5})j");
   const json::array& content = r.at("content").as_array();
-  ASSERT_EQ(content.size(), 4u) << json::serialize(content);  // text, 2 images, 1 chart
+  // The text, then each result's image followed by its chart.
+  ASSERT_EQ(content.size(), 4u) << json::serialize(content);
   const std::string& text = Text(r);
   for (const char* want : {"status ok, execution 3", "--- stdout\nhi\n", "--- stderr\nwarn\n",
                            "--- result\n42\n"}) {
@@ -622,9 +623,10 @@ TEST(CodeContextTools, RunAnswersTextEveryImageAsImageContentAndTheChartAsJson) 
   EXPECT_EQ(content[1].at("type").as_string(), "image");
   EXPECT_EQ(content[1].at("mimeType").as_string(), "image/png");
   EXPECT_EQ(content[1].at("data").as_string(), "iVBORw0KGgo=");
-  EXPECT_EQ(content[2].at("data").as_string(), "AAAA");
-  EXPECT_EQ(content[3].at("type").as_string(), "text");
-  std::string chart(content[3].at("text").as_string());
+  EXPECT_EQ(content[3].at("type").as_string(), "image");
+  EXPECT_EQ(content[3].at("data").as_string(), "AAAA");
+  EXPECT_EQ(content[2].at("type").as_string(), "text");
+  std::string chart(content[2].at("text").as_string());
   ASSERT_NE(chart.find(": "), std::string::npos);
   EXPECT_EQ(json::parse(chart.substr(chart.find(": ") + 2)).at("type").as_string(), "line");
   const json::object& s = r.at("structuredContent").as_object();
