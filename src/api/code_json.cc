@@ -92,9 +92,12 @@ Result<json::object> CollectCodeExecution(
   std::string out, err;
   json::array results;
   json::value error = nullptr;
+  bool interrupted = false;
   for (;;) {
-    // Interrupted again each second while `stop` holds: code may catch one KeyboardInterrupt.
-    if (stop && stop()) ex.Interrupt();
+    if (!interrupted && stop && stop()) {
+      ex.Interrupt();  // once: the end follows (the guard kills code that ignores it)
+      interrupted = true;
+    }
     Result<core::CodeEvent> ev = ex.Next(1000);
     if (!ev) {
       if (ev.error().code() == ErrorCode::kTimeout) continue;

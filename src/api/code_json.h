@@ -31,8 +31,8 @@ Result<core::CodeRequest> ParseCodeRequest(std::string_view text);
 
 /// Collects an execution's events into the sync /code answer (context_id, language, stdout,
 /// stderr, results, error, end fields). `on_output` (may be empty) sees stdout/stderr text as
-/// it arrives. While `stop` (may be empty) reads true the code is interrupted, each second (its
-/// end still follows). Errors: the execution's (kBackend, ...).
+/// it arrives. Once `stop` (may be empty) reads true the code is interrupted, once (its end
+/// still follows). Errors: the execution's (kBackend, ...).
 Result<boost::json::object> CollectCodeExecution(
     core::CodeExecution& ex, const std::function<bool()>& stop,
     const std::function<void(std::string_view stream, std::string_view text)>& on_output);
