@@ -184,16 +184,14 @@ void AddCodeRoutes(Router& router, ApiContext& ctx) {
                r.sandbox_id = id;
                return r;
              }));
-  router.Add("POST", "/v1/sandboxes/{id}/code",
-             Wrap([m](HttpRequest& req) -> Result<HttpResponse> {
+  router.Add("POST", "/v1/sandboxes/{id}/code", Wrap([m](HttpRequest& req) -> Result<HttpResponse> {
                ASB_ASSIGN_OR_RETURN(std::string id, SandboxIdParam(req));
                ASB_ASSIGN_OR_RETURN(core::CodeRequest cr, ParseCodeRequest(req.body));
                ASB_ASSIGN_OR_RETURN(auto ex, m->Start(OwnerOf(req), id, cr));
                std::shared_ptr<std::atomic<bool>> gone = req.client_gone;
                ASB_ASSIGN_OR_RETURN(
                    json::object o,
-                   CollectCodeExecution(
-                       *ex, [gone] { return gone && gone->load(); }, {}));
+                   CollectCodeExecution(*ex, [gone] { return gone && gone->load(); }, {}));
                HttpResponse r = JsonResponse(200, json::serialize(o));
                r.sandbox_id = id;
                return r;

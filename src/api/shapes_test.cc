@@ -304,12 +304,11 @@ TEST_F(ShapesTest, CodeContexts) {
   EXPECT_EQ(Call("GET", sb + "/contexts").status, 200);
   EXPECT_EQ(Call("GET", cc).status, 200);
   std::string cid = Str(Obj(c), "id");
-  HttpResponse run = Call("POST", sb + "/code", R"({"code":"X=1; echo $X; false","context_id":")" +
-                                                    cid + R"("})");
+  HttpResponse run =
+      Call("POST", sb + "/code", R"({"code":"X=1; echo $X; false","context_id":")" + cid + R"("})");
   EXPECT_EQ(run.status, 200) << run.body;
   EXPECT_EQ(Call("POST", sb + "/code/stream",
-                 R"({"code":"echo a >&2; echo b","language":"bash","context_id":")" + cid +
-                     R"("})",
+                 R"({"code":"echo a >&2; echo b","language":"bash","context_id":")" + cid + R"("})",
                  "code")
                 .status,
             200);

@@ -408,11 +408,28 @@ Result<CodeContextInfo> CodeService::Spawn(const std::string& owner, const std::
                                            bool is_default) {
   ProcessOptions o;
   if (language == "javascript") {
-    o.argv = {"node", "-e", kNodeBootstrap, "--", "--cwd", cwd, "--context", context_id,
-              "--max-output-bytes", std::to_string(kDefaultCodeOutputBytes)};
+    o.argv = {"node",
+              "-e",
+              kNodeBootstrap,
+              "--",
+              "--cwd",
+              cwd,
+              "--context",
+              context_id,
+              "--max-output-bytes",
+              std::to_string(kDefaultCodeOutputBytes)};
   } else {
-    o.argv = {"python3", "-u", "-c", kPythonBootstrap, "--language", language, "--cwd", cwd,
-              "--context", context_id, "--max-output-bytes",
+    o.argv = {"python3",
+              "-u",
+              "-c",
+              kPythonBootstrap,
+              "--language",
+              language,
+              "--cwd",
+              cwd,
+              "--context",
+              context_id,
+              "--max-output-bytes",
               std::to_string(kDefaultCodeOutputBytes)};
   }
   o.workdir = cwd;
@@ -492,8 +509,7 @@ Result<CodeContextInfo> CodeService::Spawn(const std::string& owner, const std::
   }
 }
 
-Result<CodeContextInfo> CodeService::CreateContext(const std::string& owner,
-                                                   const std::string& id,
+Result<CodeContextInfo> CodeService::CreateContext(const std::string& owner, const std::string& id,
                                                    const CodeContextOptions& opts) {
   std::optional<std::string> lang = CanonicalCodeLanguage(opts.language);
   if (!lang) {
@@ -517,7 +533,8 @@ Status CodeService::DeleteContext(const std::string& owner, const std::string& i
   ASB_ASSIGN_OR_RETURN(CodeContextInfo c, Find(owner, id, context_id));
   if (c.state == "running") {
     Result<ProcessInfo> r = procs_.KillProcess(owner, id, c.pid);
-    if (!r && r.error().code() != ErrorCode::kNotFound && r.error().code() != ErrorCode::kConflict) {
+    if (!r && r.error().code() != ErrorCode::kNotFound &&
+        r.error().code() != ErrorCode::kConflict) {
       return Fail(r.error());
     }
   }
@@ -526,15 +543,15 @@ Status CodeService::DeleteContext(const std::string& owner, const std::string& i
   return {};
 }
 
-Result<CodeContextInfo> CodeService::RestartContext(const std::string& owner,
-                                                    const std::string& id,
+Result<CodeContextInfo> CodeService::RestartContext(const std::string& owner, const std::string& id,
                                                     const std::string& context_id) {
   auto lock = SandboxLock(id);
   std::lock_guard l(*lock);
   ASB_ASSIGN_OR_RETURN(CodeContextInfo c, Find(owner, id, context_id));
   if (c.state == "running") {
     Result<ProcessInfo> r = procs_.KillProcess(owner, id, c.pid);
-    if (!r && r.error().code() != ErrorCode::kNotFound && r.error().code() != ErrorCode::kConflict) {
+    if (!r && r.error().code() != ErrorCode::kNotFound &&
+        r.error().code() != ErrorCode::kConflict) {
       return Fail(r.error());
     }
   }
@@ -555,8 +572,7 @@ Status CodeService::InterruptContext(const std::string& owner, const std::string
   return procs_.SignalProcess(owner, id, c.pid, "INT");
 }
 
-Result<CodeContextInfo> CodeService::DefaultContext(const std::string& owner,
-                                                    const std::string& id,
+Result<CodeContextInfo> CodeService::DefaultContext(const std::string& owner, const std::string& id,
                                                     const std::string& language) {
   auto lock = SandboxLock(id);
   std::lock_guard l(*lock);
@@ -577,8 +593,8 @@ Result<std::unique_ptr<CodeExecution>> CodeService::Start(const std::string& own
                                                           const std::string& id,
                                                           const CodeRequest& req) {
   if (req.code.size() > kMaxCodeBytes) {
-    return Fail(Error::InvalidArgument("code: at most " + std::to_string(kMaxCodeBytes) +
-                                       " bytes"));
+    return Fail(
+        Error::InvalidArgument("code: at most " + std::to_string(kMaxCodeBytes) + " bytes"));
   }
   if (req.max_output_bytes < 1 || req.max_output_bytes > kDefaultCodeOutputBytes) {
     return Fail(Error::InvalidArgument("max_output_bytes: must be between 1 and " +
@@ -603,16 +619,16 @@ Result<std::unique_ptr<CodeExecution>> CodeService::Start(const std::string& own
   if (req.context_id) {
     ASB_ASSIGN_OR_RETURN(ctx, Find(owner, id, *req.context_id));
     if (lang && *lang != ctx.language) {
-      return Fail(Error::InvalidArgument("language: context " + ctx.id + " runs " +
-                                         ctx.language + ", not " + *lang));
+      return Fail(Error::InvalidArgument("language: context " + ctx.id + " runs " + ctx.language +
+                                         ", not " + *lang));
     }
   } else {
     if (!lang) lang = default_language_ ? default_language_(owner, id) : "python";
     ASB_ASSIGN_OR_RETURN(ctx, DefaultContext(owner, id, *lang));
   }
   if (ctx.state != "running") {
-    return Fail(Error::Conflict("code context " + ctx.id +
-                                " is dead (its kernel exited); restart it"));
+    return Fail(
+        Error::Conflict("code context " + ctx.id + " is dead (its kernel exited); restart it"));
   }
   ASB_ASSIGN_OR_RETURN(std::shared_ptr<void> busy, MarkBusy(id, ctx.id));
   // With stdin: the flow-control acknowledgements go on the attachment's own channel, which

@@ -78,8 +78,8 @@ class CodeExecution {
   bool truncated_ = false;      // the server cut something the driver sent
   uint64_t output_left_ = 0;    // stdout+stderr bytes still allowed
   size_t results_seen_ = 0;
-  uint64_t unacked_ = 0;        // driver stdout bytes read but not yet acknowledged
-  std::string ack_out_;         // acknowledgement lines not yet written
+  uint64_t unacked_ = 0;               // driver stdout bytes read but not yet acknowledged
+  std::string ack_out_;                // acknowledgement lines not yet written
   std::optional<CodeEvent> held_end_;  // a "dead" end, held until the driver's exit is seen
   int64_t held_until_ms_ = 0;
   std::vector<CodeEvent> pending_;
@@ -126,9 +126,9 @@ class CodeService {
 
   /// Starts an execution (see CodeExecution). Without context_id it runs in the default
   /// context of `language`, started on first use; without language either, the sandbox's:
-  /// "javascript" for a Node template (its tools list node but not pip), else "python". Errors: kInvalidArgument
-  /// (empty or over kMaxCodeBytes code, timeout, language, max_output_bytes), kNotFound (the
-  /// context), kConflict (context dead or busy), and CreateContext's.
+  /// "javascript" for a Node template (its tools list node but not pip), else "python". Errors:
+  /// kInvalidArgument (empty or over kMaxCodeBytes code, timeout, language, max_output_bytes),
+  /// kNotFound (the context), kConflict (context dead or busy), and CreateContext's.
   Result<std::unique_ptr<CodeExecution>> Start(const std::string& owner, const std::string& id,
                                                const CodeRequest& req);
 

@@ -32,8 +32,8 @@ struct CodeContextInfo {
   std::string id;        // "ctx_" + 16 hex
   std::string language;  // "python", "javascript" or "bash"
   std::string cwd;
-  int pid = 0;            // the driver process (a background process of the sandbox)
-  std::string state;      // "running", or "dead" once its kernel exited (restart revives it)
+  int pid = 0;              // the driver process (a background process of the sandbox)
+  std::string state;        // "running", or "dead" once its kernel exited (restart revives it)
   bool is_default = false;  // the context /code uses for its language when none is named
   int64_t created_at_ms = 0;
 };
@@ -71,8 +71,8 @@ struct CodeEnd {
   std::optional<int64_t> execution_count{};
   int64_t duration_ms = 0;
   bool timed_out = false;
-  bool truncated = false;             // output was cut at max_output_bytes
-  std::optional<int> exit_code{};     // bash: the last command's exit status
+  bool truncated = false;          // output was cut at max_output_bytes
+  std::optional<int> exit_code{};  // bash: the last command's exit status
 };
 
 /// An event of an execution, in the order the kernel produced them; kEnd is last.

@@ -182,8 +182,8 @@ ToolResult<json::object> AuditedBackend::RunCode(const std::string& id, const js
       timed_out = t->value().as_bool();
     }
   }
-  Record("POST /v1/sandboxes/{id}/code", CodeTarget(body, r ? &*r : nullptr), id, m, u,
-         ErrorOf(r), std::nullopt, timed_out);
+  Record("POST /v1/sandboxes/{id}/code", CodeTarget(body, r ? &*r : nullptr), id, m, u, ErrorOf(r),
+         std::nullopt, timed_out);
   return r;
 }
 

@@ -140,16 +140,31 @@ TEST_F(SessionTest, ToolsHaveInputAndOutputSchemas) {
     EXPECT_EQ(t.at("inputSchema").at("type").as_string(), "object");
     EXPECT_EQ(t.at("outputSchema").at("type").as_string(), "object");
   }
-  std::vector<std::string> want = {
-      "sandbox_create",         "sandbox_list",           "sandbox_list_templates",
-      "sandbox_exec",           "sandbox_read_file",      "sandbox_write_file",
-      "sandbox_list_files",     "sandbox_snapshot",       "sandbox_rollback",
-      "sandbox_fork",           "sandbox_destroy",        "sandbox_process_start",
-      "sandbox_process_list",   "sandbox_process_output", "sandbox_process_stdin",
-      "sandbox_process_signal", "sandbox_process_kill",   "sandbox_port_list",
-      "sandbox_port_request",   "sandbox_run_code",       "sandbox_code_run",
-      "sandbox_code_context_create", "sandbox_code_context_list", "sandbox_code_context_restart",
-      "sandbox_code_context_delete"};
+  std::vector<std::string> want = {"sandbox_create",
+                                   "sandbox_list",
+                                   "sandbox_list_templates",
+                                   "sandbox_exec",
+                                   "sandbox_read_file",
+                                   "sandbox_write_file",
+                                   "sandbox_list_files",
+                                   "sandbox_snapshot",
+                                   "sandbox_rollback",
+                                   "sandbox_fork",
+                                   "sandbox_destroy",
+                                   "sandbox_process_start",
+                                   "sandbox_process_list",
+                                   "sandbox_process_output",
+                                   "sandbox_process_stdin",
+                                   "sandbox_process_signal",
+                                   "sandbox_process_kill",
+                                   "sandbox_port_list",
+                                   "sandbox_port_request",
+                                   "sandbox_run_code",
+                                   "sandbox_code_run",
+                                   "sandbox_code_context_create",
+                                   "sandbox_code_context_list",
+                                   "sandbox_code_context_restart",
+                                   "sandbox_code_context_delete"};
   EXPECT_EQ(names, want);
 }
 

@@ -148,7 +148,8 @@ class ScriptedBackend final : public ToolBackend {
     }
     return code_answer;
   }
-  ToolResult<json::object> CreateCodeContext(const std::string&, const json::object& body) override {
+  ToolResult<json::object> CreateCodeContext(const std::string&,
+                                             const json::object& body) override {
     last_body = body;
     return Context("ctx_0123456789abcdef");
   }
@@ -305,12 +306,12 @@ TEST(ToolDefinitions, EveryToolHasSchemasAndTheNewOnesAreListed) {
     EXPECT_EQ(o.at("outputSchema").at("type").as_string(), "object") << names.back();
     EXPECT_GT(o.at("description").as_string().size(), 10u) << names.back();
   }
-  for (const char* n : {"sandbox_process_start", "sandbox_process_list", "sandbox_process_output",
-                        "sandbox_process_stdin", "sandbox_process_signal", "sandbox_process_kill",
-                        "sandbox_port_list", "sandbox_port_request", "sandbox_run_code",
-                        "sandbox_code_run", "sandbox_code_context_create",
-                        "sandbox_code_context_list", "sandbox_code_context_restart",
-                        "sandbox_code_context_delete"}) {
+  for (const char* n :
+       {"sandbox_process_start", "sandbox_process_list", "sandbox_process_output",
+        "sandbox_process_stdin", "sandbox_process_signal", "sandbox_process_kill",
+        "sandbox_port_list", "sandbox_port_request", "sandbox_run_code", "sandbox_code_run",
+        "sandbox_code_context_create", "sandbox_code_context_list", "sandbox_code_context_restart",
+        "sandbox_code_context_delete"}) {
     EXPECT_NE(std::find(names.begin(), names.end(), n), names.end()) << n;
     EXPECT_TRUE(Tools::Exists(n)) << n;
   }
@@ -615,8 +616,8 @@ TEST(CodeContextTools, RunAnswersTextEveryImageAsImageContentAndTheChartAsJson) 
   // The text, then each result's image followed by its chart.
   ASSERT_EQ(content.size(), 4u) << json::serialize(content);
   const std::string& text = Text(r);
-  for (const char* want : {"status ok, execution 3", "--- stdout\nhi\n", "--- stderr\nwarn\n",
-                           "--- result\n42\n"}) {
+  for (const char* want :
+       {"status ok, execution 3", "--- stdout\nhi\n", "--- stderr\nwarn\n", "--- result\n42\n"}) {
     EXPECT_NE(text.find(want), std::string::npos) << want << " in " << text;
   }
   EXPECT_EQ(text.find("<Figure>"), std::string::npos) << "an image's text/plain is not shown";
@@ -645,7 +646,8 @@ TEST(CodeContextTools, AKernelErrorIsAResultWithItsTracebackWithoutColours) {
     "timed_out":false,"truncated":true,
     "error":{"name":"ZeroDivisionError","value":"division by zero",
              "traceback":["\u001b[0;31mZeroDivisionError\u001b[0m: division by zero"]}})j");
-  json::object r = Tools(b).Call("sandbox_code_run", Args(R"({"sandbox_id":"s","code":"1/0"})"), {});
+  json::object r =
+      Tools(b).Call("sandbox_code_run", Args(R"({"sandbox_id":"s","code":"1/0"})"), {});
   ASSERT_FALSE(IsError(r)) << "the code's error is its result, not the tool's";
   EXPECT_EQ(r.at("content").as_array().size(), 1u);
   EXPECT_NE(Text(r).find("--- error\nZeroDivisionError: division by zero\n"
@@ -657,9 +659,9 @@ TEST(CodeContextTools, AKernelErrorIsAResultWithItsTracebackWithoutColours) {
   EXPECT_EQ(json::serialize(b->last_body), R"({"code":"1/0"})");
   EXPECT_EQ(ErrorCodeOf(Tools(b).Call("sandbox_code_run", Args(R"({"sandbox_id":"s"})"), {})),
             "invalid_request");
-  EXPECT_EQ(ErrorCodeOf(Tools(b).Call("sandbox_code_run",
-                                      Args(R"({"sandbox_id":"s","code":""})"), {})),
-            "invalid_request");
+  EXPECT_EQ(
+      ErrorCodeOf(Tools(b).Call("sandbox_code_run", Args(R"({"sandbox_id":"s","code":""})"), {})),
+      "invalid_request");
 }
 
 TEST(CodeContextTools, ContextsAreCreatedListedRestartedAndDeleted) {
@@ -683,9 +685,9 @@ TEST(CodeContextTools, ContextsAreCreatedListedRestartedAndDeleted) {
   EXPECT_EQ(ErrorCodeOf(tools.Call("sandbox_code_context_delete",
                                    Args(R"({"sandbox_id":"s","context_id":"ctx_nope"})"), {})),
             "not_found");
-  EXPECT_EQ(ErrorCodeOf(tools.Call("sandbox_code_context_restart", Args(R"({"sandbox_id":"s"})"),
-                                   {})),
-            "invalid_request");
+  EXPECT_EQ(
+      ErrorCodeOf(tools.Call("sandbox_code_context_restart", Args(R"({"sandbox_id":"s"})"), {})),
+      "invalid_request");
 }
 
 TEST(OutputCollectorTest, WaitsForTheReplayThenStopsAndKeepsTheTail) {
