@@ -201,6 +201,15 @@ Status FinishRootfs(const std::string& r) {
     if (mkdir(p.c_str(), d.mode) != 0 && errno != EEXIST) return FailErrno("mkdir " + p);
     if (chmod(p.c_str(), d.mode) != 0) return FailErrno("chmod " + p);
   }
+  // E2B's convention (docs/e2b.md): the user's home is /home/user, and programs written for
+  // E2B name it; here it is the workspace under that name too. An image that has its own
+  // /home/user keeps it.
+  std::string home = r + "/home";
+  if (mkdir(home.c_str(), 0755) != 0 && errno != EEXIST) return FailErrno("mkdir " + home);
+  std::string e2b_home = home + "/user";
+  if (symlink("/workspace", e2b_home.c_str()) != 0 && errno != EEXIST) {
+    return FailErrno("symlink " + e2b_home);
+  }
   ASB_TRY(WriteFileSynced(r + "/etc/hostname", "sandbox\n"));
   ASB_TRY(WriteFileSynced(r + "/etc/hosts",
                           "127.0.0.1\tlocalhost sandbox\n"

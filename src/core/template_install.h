@@ -100,7 +100,8 @@ Result<StagingDir> MakeStagingDir(const TemplateLayout& layout, std::string_view
 /// /workspace, /tmp (1777), /proc, /sys, /dev; /etc/hostname "sandbox", /etc/hosts, an empty
 /// /etc/resolv.conf (networked sandboxes bind their resolver there) and /etc/machine-id; the
 /// user `sandbox` uid/gid 1000 home /workspace (protocol/messages.h kSandboxUid) unless it
-/// exists already; apt lists and caches, logs and docs (copyright files kept) removed.
+/// exists already; /home/user a symlink to /workspace (E2B's home, docs/e2b.md) unless it
+/// exists; apt lists and caches, logs and docs (copyright files kept) removed.
 /// Errors: kConflict when uid or gid 1000 belongs to another name; errno errors.
 Status FinishRootfs(const std::string& rootfs);
 

@@ -180,6 +180,9 @@ TEST_F(TemplateInstallTest, FinishRootfsAddsTheSandboxUserAndMountPoints) {
     EXPECT_TRUE(fs::is_directory(r + d)) << d;
   }
   EXPECT_EQ(fs::status(r + "/tmp").permissions() & fs::perms::sticky_bit, fs::perms::sticky_bit);
+  // E2B's home is the workspace under its own name.
+  EXPECT_TRUE(fs::is_symlink(r + "/home/user"));
+  EXPECT_EQ(fs::read_symlink(r + "/home/user"), "/workspace");
   // Documentation goes but for copyright files; emptied directories go too; apt lists go.
   EXPECT_TRUE(fs::exists(r + "/usr/share/doc/pkg/copyright"));
   EXPECT_FALSE(fs::exists(r + "/usr/share/doc/pkg/README"));
