@@ -7,6 +7,7 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
+import http from 'node:http';
 import path from 'node:path';
 import { chromium } from 'playwright-core';
 import { Server, BIN, missingPrerequisite } from '../mcp/harness.mjs';
@@ -19,6 +20,17 @@ const HOSTILE = '<img src=x onerror=alert(1)>';
 let server, browser, context, page, tenantKey;
 const dialogs = [];
 const pageErrors = [];
+
+function rawGet(target) {
+  return new Promise((resolve, reject) => {
+    const u = new URL(server.url);
+    http.get({ host: u.hostname, port: u.port, path: target }, (res) => {
+      let body = '';
+      res.on('data', (c) => (body += c));
+      res.on('end', () => resolve({ status: res.statusCode, body }));
+    }).on('error', reject);
+  });
+}
 
 async function shot(name) {
   fs.mkdirSync(SHOTS, { recursive: true });
@@ -98,10 +110,12 @@ test('the console in chromium', { skip: skip ?? false, timeout: 110000 }, async 
     assert.equal(r.headers.get('x-frame-options'), 'DENY');
     assert.equal(r.headers.get('x-content-type-options'), 'nosniff');
     assert.equal(r.headers.get('referrer-policy'), 'no-referrer');
-    for (const p of ['/console/../openapi.json', '/console/%2e%2e/%2e%2e/etc/passwd', '/console/nope.js']) {
-      const x = await fetch(server.url + p);
+    // Raw targets (fetch would normalize the dots away).
+    for (const p of ['/console/../openapi.json', '/console/%2e%2e/%2e%2e/etc/passwd',
+      '/console/assets/../../etc/passwd', '/console/nope.js', '/console/.vite/manifest.json']) {
+      const x = await rawGet(p);
       assert.equal(x.status, 404, p);
-      assert.equal((await x.json()).error.code, 'not_found');
+      assert.equal(JSON.parse(x.body).error.code, 'not_found', p);
     }
     assert.equal((await fetch(server.url + '/')).status, 200);
   });
@@ -181,10 +195,10 @@ test('the console in chromium', { skip: skip ?? false, timeout: 110000 }, async 
   await t.test('a hostile file name and contents stay text; images open from blob: URLs', async () => {
     const put = (p, body) => fetch(`${server.url}/v1/sandboxes/${sandboxId}/files?path=${encodeURIComponent(p)}`,
         { method: 'PUT', headers: { Authorization: 'Bearer ' + server.adminKey }, body });
-    assert.equal((await put('/workspace/' + HOSTILE, `<script>alert(3)</script>${HOSTILE}`)).status, 201);
+    assert.ok((await put('/workspace/' + HOSTILE, `<script>alert(3)</script>${HOSTILE}`)).ok);
     // A 1x1 PNG.
     const png = Buffer.from('iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==', 'base64');
-    assert.ok([200, 201].includes((await put('/workspace/pixel.png', png)).status));
+    assert.ok((await put('/workspace/pixel.png', png)).ok);
     await page.click('button:text("Refresh")');
     await page.waitForSelector('tr[data-name="pixel.png"]');
     const names = await page.$$eval('#file-rows .file-name', (as) => as.map((a) => a.textContent));
@@ -196,6 +210,17 @@ test('the console in chromium', { skip: skip ?? false, timeout: 110000 }, async 
     await page.waitForSelector('#viewer-image');
     assert.match(await page.getAttribute('#viewer-image', 'src'), /^blob:/);
     await page.waitForFunction(() => document.querySelector('#viewer-image').naturalWidth === 1);
+    // An SVG with a script: shown as an image, its script never runs.
+    const svg = '<svg xmlns="http://www.w3.org/2000/svg" width="320" height="120">' +
+        '<script>alert(4)</script><rect width="320" height="120" rx="12" fill="#1f6feb"/>' +
+        '<text x="160" y="72" font-size="32" text-anchor="middle" fill="#fff" ' +
+        'font-family="sans-serif">from the sandbox</text></svg>';
+    assert.ok((await put('/workspace/logo.svg', svg)).ok);
+    await page.click('button:text("Refresh")');
+    await page.waitForSelector('tr[data-name="logo.svg"]');
+    await page.click('tr[data-name="logo.svg"] .file-name');
+    await page.waitForFunction(() => document.querySelector('#viewer-image')?.naturalWidth === 320);
+    assert.deepEqual(dialogs, []);
     await shot('files');
   });
 
@@ -219,6 +244,11 @@ test('the console in chromium', { skip: skip ?? false, timeout: 110000 }, async 
 
   await t.test('processes, network, audit, overview and keys pages', async () => {
     await page.click('#tab-link-processes');
+    await page.fill('#process-command', 'echo "<b>not bold</b>"; for i in 1 2 3; do echo "line $i"; done');
+    await page.click('#process-start');
+    await page.waitForFunction(() => /line 3/.test(document.querySelector('#process-output').textContent));
+    assert.match(await page.textContent('#process-output'), /<b>not bold<\/b>/);
+    assert.deepEqual(await injected(), []);
     await page.waitForSelector('#process-rows tr');
     const cmds = await page.$$eval('#process-rows td.mono', (tds) => tds.map((td) => td.textContent));
     assert.ok(cmds.some((c) => c.includes('exec bash')), cmds.join('|'));
@@ -252,7 +282,7 @@ test('the console in chromium', { skip: skip ?? false, timeout: 110000 }, async 
     await page.waitForSelector('#api-key');
     assert.equal(await page.evaluate(() => sessionStorage.length), 0);
     await signIn(tenantKey);
-    await page.waitForSelector('#sandbox-rows');
+    await page.waitForSelector('#sandbox-rows', { state: 'attached' });
     await page.waitForFunction(() => /0 of 0/.test(document.querySelector('#page-sandboxes .toolbar p').textContent));
     assert.equal(await page.$('#nav-keys'), null);
     await page.goto(`${server.url}/console#/sandbox/${sandboxId}/files`);

@@ -98,7 +98,7 @@ export function processesView(sandboxId: string): { el: HTMLElement; dispose: ()
         },
       },
       cmd,
-      h('button', { type: 'submit' }, 'Start'),
+      h('button', { type: 'submit', id: 'process-start' }, 'Start'),
     ),
     h('table', { id: 'processes' }, h('thead', {}, h('tr', {}, ['Pid', 'Command', 'Tag', 'State', '', ''].map((t) => h('th', {}, t)))), rows),
     outTitle,
