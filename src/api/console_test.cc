@@ -2,14 +2,14 @@
 // what it skips, its limits exactly at and one over), the routes (index at /, /console and
 // /console/; assets; 404 for anything else, traversal included; 503 when not built), the
 // security headers and Content-Types, and FindConsoleDir's order.
+#include "api/console.h"
+
 #include <gtest/gtest.h>
 #include <unistd.h>
 
 #include <boost/json.hpp>
 #include <filesystem>
 #include <fstream>
-
-#include "api/console.h"
 
 namespace asb::api {
 namespace {

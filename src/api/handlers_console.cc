@@ -33,8 +33,8 @@ bool IsServableName(const std::string& rel) {
 }
 
 bool EndsWith(const std::string& s, std::string_view suffix) {
-  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(),
-                                                suffix.data(), suffix.size()) == 0;
+  return s.size() >= suffix.size() &&
+         s.compare(s.size() - suffix.size(), suffix.size(), suffix.data(), suffix.size()) == 0;
 }
 
 bool HasIndex(const fs::path& dir) {
