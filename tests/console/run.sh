@@ -9,6 +9,9 @@ set -eu
 cd "$(dirname "$0")"
 command -v node >/dev/null 2>&1 || { echo "node not installed: skipped"; exit 77; }
 command -v npm >/dev/null 2>&1 || { echo "npm not installed: skipped"; exit 77; }
+# playwright-core needs Node.js 20 or later (Debian 12's own nodejs is 18).
+node -e 'process.exit(Number(process.versions.node.split(".")[0]) >= 20 ? 0 : 1)' ||
+  { echo "node $(node --version) is older than 20 (playwright-core needs 20): skipped"; exit 77; }
 CHROMIUM=${ASB_CHROMIUM:-$(command -v chromium || command -v chromium-browser || true)}
 [ -n "$CHROMIUM" ] || { echo "chromium not installed (scripts/install-deps.sh): skipped"; exit 77; }
 export ASB_CHROMIUM="$CHROMIUM"
