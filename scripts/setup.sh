@@ -2,7 +2,8 @@
 # Sets agent-sandbox up on this Debian 12 host and runs the main job:
 #   1. installs the Debian packages it needs (scripts/install-deps.sh),
 #   2. configures a Release build in build/ and builds it with Ninja,
-#   3. installs agent-sandbox and sandboxd to /usr/local/bin (cmake --install),
+#   3. builds the web console (scripts/build-console.sh) and installs agent-sandbox and sandboxd
+#      to /usr/local/bin, the console to /usr/local/share/agent-sandbox/console (cmake --install),
 #   4. builds the base template into the data directory (scripts/build-template.sh base),
 #   5. runs the demo (scripts/demo.sh).
 #
@@ -39,6 +40,10 @@ cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_INSTALL_P
 
 step "build (-j$JOBS)"
 cmake --build "$BUILD_DIR" -j "$JOBS"
+
+step "web console (scripts/build-console.sh $BUILD_DIR/bin/console)"
+# Optional: without Node.js the server runs and its console routes answer 503.
+bash scripts/build-console.sh "$BUILD_DIR/bin/console" || [[ $? -eq 77 ]]
 
 step "install to $PREFIX/bin"
 cmake --install "$BUILD_DIR" | grep -v '^-- Up-to-date' || true

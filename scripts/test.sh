@@ -38,6 +38,9 @@ cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DASB_WERR
 step "build (-j$JOBS)"
 cmake --build "$BUILD_DIR" -j "$JOBS"
 
+step "web console (scripts/build-console.sh $BUILD_DIR/bin/console)"
+bash scripts/build-console.sh "$BUILD_DIR/bin/console" || [[ $? -eq 77 ]]  # 77: no node
+
 step "templates: base, python, node and ${ASB_CI_TEMPLATE:=go}"
 if [[ $(id -u) -eq 0 ]]; then
   # Incremental (0 s when the recipe is unchanged); mmdebstrap is retried once inside when the

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <optional>
 
 #include "api/audit.h"
 #include "api/errors.h"
@@ -16,9 +17,11 @@ namespace {
 constexpr int64_t kWindowMs = 60'000;
 constexpr int64_t kTouchEveryMs = 30'000;
 
+// Health, and the web console's static files (api/console.h): the app asks for a key itself.
 bool IsPublic(std::string_view pattern) {
   return pattern == "/healthz" || pattern == "/health" || pattern == "/readyz" ||
-         pattern == "/ready";
+         pattern == "/ready" || pattern == "/" || pattern == "/console" ||
+         pattern == "/console/{path}";
 }
 
 std::string_view RequiredScope(std::string_view pattern) {
@@ -46,12 +49,57 @@ std::string_view Trim(std::string_view s) {
   return s;
 }
 
+// base64url (RFC 4648 section 5) without padding; nullopt on any other character.
+std::optional<std::string> DecodeBase64Url(std::string_view in) {
+  std::string out;
+  uint32_t acc = 0;
+  int bits = 0;
+  for (char c : in) {
+    int v = c >= 'A' && c <= 'Z'   ? c - 'A'
+            : c >= 'a' && c <= 'z' ? c - 'a' + 26
+            : c >= '0' && c <= '9' ? c - '0' + 52
+            : c == '-'             ? 62
+            : c == '_'             ? 63
+                                   : -1;
+    if (v < 0) return std::nullopt;
+    acc = (acc << 6) | static_cast<uint32_t>(v);
+    bits += 6;
+    if (bits >= 8) {
+      bits -= 8;
+      out.push_back(static_cast<char>((acc >> bits) & 0xff));
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string WebSocketProtocolKey(const HttpRequest& req) {
+  if (!IEqualsPrefix(Trim(req.Header("upgrade")), "websocket")) return "";
+  std::string_view list = req.Header("sec-websocket-protocol");
+  while (!list.empty()) {
+    size_t comma = list.find(',');
+    std::string_view item = Trim(list.substr(0, comma));
+    list = comma == std::string_view::npos ? std::string_view() : list.substr(comma + 1);
+    if (item.rfind(kWebSocketBearerPrefix, 0) == 0) {
+      auto key = DecodeBase64Url(item.substr(kWebSocketBearerPrefix.size()));
+      return key ? *key : "";
+    }
+  }
+  return "";
+}
+
+namespace {
+
 // The raw key of a request: "Authorization: Bearer <key>" (scheme case-insensitive, RFC 6750
-// section 2.1), else "X-API-Key: <key>". "" when neither is present.
-std::string_view RawKeyOf(const HttpRequest& req) {
+// section 2.1), else "X-API-Key: <key>", else (a WebSocket upgrade from a browser, which cannot
+// set headers) the bearer subprotocol of WebSocketProtocolKey(). "" when none is present.
+std::string RawKeyOf(const HttpRequest& req) {
   std::string_view auth = Trim(req.Header("authorization"));
-  if (IEqualsPrefix(auth, "bearer ")) return Trim(auth.substr(7));
-  return Trim(req.Header("x-api-key"));
+  if (IEqualsPrefix(auth, "bearer ")) return std::string(Trim(auth.substr(7)));
+  std::string_view header = Trim(req.Header("x-api-key"));
+  if (!header.empty()) return std::string(header);
+  return WebSocketProtocolKey(req);
 }
 
 double Seconds(int64_t ms) { return static_cast<double>(ms) / 1000.0; }
@@ -148,7 +196,7 @@ Router AuthLayer::Wrap(const Router& inner) {
 }
 
 Result<Principal> AuthLayer::Authenticate(const HttpRequest& req) {
-  std::string_view raw = RawKeyOf(req);
+  const std::string raw = RawKeyOf(req);
   if (raw.empty()) return Fail(Error::Unauthenticated("missing API key"));
   std::string hash = store::HashApiKey(raw);
   bool env_match = false;

@@ -4,9 +4,11 @@
 // that read req.owner through OwnerOf().
 //
 // Per request, in this order:
-//  1. public routes (/healthz, /health, /readyz, /ready) pass without a key, and so do routes
-//     with RouteOptions::token_auth (the preview hosts, which check a preview token instead);
-//  2. the key comes from "Authorization: Bearer <key>" or "X-API-Key: <key>"; none → 401
+//  1. public routes (/healthz, /health, /readyz, /ready, and the web console's files at /,
+//     /console, /console/{path}) pass without a key, and so do routes with
+//     RouteOptions::token_auth (the preview hosts, which check a preview token instead);
+//  2. the key comes from "Authorization: Bearer <key>" or "X-API-Key: <key>" (a WebSocket
+//     upgrade may carry it in a subprotocol instead: WebSocketProtocolKey); none → 401
 //     unauthorized with "WWW-Authenticate: Bearer"; unknown, revoked, expired or rotated-out
 //     → 401 (the same answer, so a caller learns nothing about other keys);
 //  3. over the key's per-minute limit → 429 limit_exceeded with Retry-After (seconds until
@@ -182,6 +184,11 @@ void AddObserveRoutes(Router& router, AuthLayer& auth);  // handlers_observe.cc
 }  // namespace asb::api
 
 namespace asb::api {
+
+/// The API key a WebSocket upgrade carries in its `agent-sandbox.bearer.<base64url>`
+/// subprotocol (http_types.h, kWebSocketBearerPrefix), decoded; "" when the request is no
+/// upgrade (Upgrade: websocket), offers no such protocol, or its value is not base64url.
+std::string WebSocketProtocolKey(const HttpRequest& req);
 
 /// Parses a key expiry: "" or "never" → 0 (never); a duration from `now_ms` ("90d", "12h",
 /// "30m", "45s"); or an RFC 3339 UTC time ("2027-01-31T00:00:00Z", fractions allowed).

@@ -115,3 +115,31 @@ TEST(AuditTest, TargetsAreValidUtf8AndCutAtACharacterBoundary) {
 
 }  // namespace
 }  // namespace asb::api
+
+namespace asb::api {
+namespace {
+
+HttpRequest Upgrade(std::string protocols) {
+  HttpRequest req;
+  req.headers["upgrade"] = "websocket";
+  req.headers["sec-websocket-protocol"] = std::move(protocols);
+  return req;
+}
+
+// The browser console's WebSocket key (ADR 0022): base64url of the key in a subprotocol.
+TEST(WebSocketProtocolKeyTest, DecodesTheBearerSubprotocolOfAnUpgradeOnly) {
+  // base64url("asb_k1") = "YXNiX2sx"; base64url("a?>") = "YT8-" ('-' and no padding).
+  EXPECT_EQ(WebSocketProtocolKey(Upgrade("agent-sandbox.v1, agent-sandbox.bearer.YXNiX2sx")),
+            "asb_k1");
+  EXPECT_EQ(WebSocketProtocolKey(Upgrade("agent-sandbox.bearer.YT8-,agent-sandbox.v1")), "a?>");
+  EXPECT_EQ(WebSocketProtocolKey(Upgrade("agent-sandbox.v1")), "");
+  EXPECT_EQ(WebSocketProtocolKey(Upgrade("agent-sandbox.bearer.YT8+")), "");  // not base64url
+  EXPECT_EQ(WebSocketProtocolKey(Upgrade("agent-sandbox.bearer.YT8=")), "");  // padding
+  EXPECT_EQ(WebSocketProtocolKey(Upgrade("x.agent-sandbox.bearer.YXNiX2sx")), "");
+  HttpRequest plain = Upgrade("agent-sandbox.bearer.YXNiX2sx");
+  plain.headers.erase("upgrade");  // not an upgrade: the subprotocol means nothing
+  EXPECT_EQ(WebSocketProtocolKey(plain), "");
+}
+
+}  // namespace
+}  // namespace asb::api

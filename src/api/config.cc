@@ -206,6 +206,13 @@ std::vector<Setting> MakeSettings() {
         c.preview_domain = std::string(v);
         return {};
       });
+  add("CONSOLE_DIR", "console-dir",
+      "the web console's built files (default: console/ beside the binary, then "
+      "../share/agent-sandbox/console, then /usr/share/agent-sandbox/console)",
+      [](ServeConfig& c, std::string_view v) -> Status {
+        c.console_dir = std::string(v);
+        return {};
+      });
   add("PREVIEW_SCHEME", "preview-scheme",
       "scheme of preview URLs: http, or https behind a TLS proxy (Secure cookie)",
       [](ServeConfig& c, std::string_view v) -> Status {

@@ -65,6 +65,9 @@ struct ServeConfig {
   std::string network_subnet = "10.213.0.0/16";
   std::string network_uplink;
   std::string dns_upstreams;  // comma list "a.b.c.d[:port]"
+  /// The web console's built files (api/console.h); "" = beside the binary (console/), then
+  /// ../share/agent-sandbox/console, then /usr/share/agent-sandbox/console.
+  std::string console_dir;
 };
 
 /// One configurable setting: its environment name ("AGENT_SANDBOX_PORT"), its flag name

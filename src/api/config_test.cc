@@ -96,5 +96,13 @@ TEST(ServeConfigTest, PreviewDomainSchemeAndMaxTtl) {
   }
 }
 
+// ADR 0022: the web console's directory ("" = found beside the binary at start).
+TEST(ServeConfigTest, ConsoleDir) {
+  ServeConfig cfg;
+  EXPECT_EQ(cfg.console_dir, "");
+  ASSERT_TRUE(Apply(cfg, {{"AGENT_SANDBOX_CONSOLE_DIR", "/opt/console"}}));
+  EXPECT_EQ(cfg.console_dir, "/opt/console");
+}
+
 }  // namespace
 }  // namespace asb::api

@@ -28,6 +28,7 @@ class Store;
 namespace asb::api {
 
 class BufferBudget;
+struct ConsoleAssets;
 
 /// What the handlers share. The manager must outlive the router.
 struct ApiContext {
@@ -47,6 +48,9 @@ struct ApiContext {
   std::string backend_name = "ns";
   /// Preview URLs of exposed ports (handlers_previews.cc; their tokens live in `store`).
   PreviewOptions preview;
+  /// The web console's files (api/console.h), loaded at start; nullptr or empty: the console
+  /// routes answer 503 (not built).
+  std::shared_ptr<const ConsoleAssets> console;
 };
 
 /// Adapts a handler that returns Result<HttpResponse>: errors leave through ErrorResponse().

@@ -148,6 +148,14 @@ struct ProxyExchange {
   ~ProxyExchange();
 };
 
+/// WebSocket subprotocols of a browser client (ADR 0022), which cannot set an Authorization
+/// header on a WebSocket: it offers `Sec-WebSocket-Protocol: agent-sandbox.v1,
+/// agent-sandbox.bearer.<base64url of the API key, no padding>`. The auth layer takes the key
+/// from the second (api/auth.h, WebSocketProtocolKey); the server's 101 selects the first, never
+/// the one that carries the key.
+inline constexpr std::string_view kWebSocketProtocol = "agent-sandbox.v1";
+inline constexpr std::string_view kWebSocketBearerPrefix = "agent-sandbox.bearer.";
+
 /// A handler: a function of the request. Handlers may block (they call the sandbox manager);
 /// the server runs them off its I/O threads.
 using Handler = std::function<HttpResponse(HttpRequest&)>;

@@ -1,3 +1,4 @@
+#include "api/console.h"
 #include "api/errors.h"
 #include "api/handlers.h"
 #include "api/openapi.h"
@@ -39,6 +40,7 @@ Router BuildRouter(ApiContext& ctx) {
   AddTemplateRoutes(router, ctx);
   AddOpenApiRoutes(router);
   AddSeedARoutes(router, ctx);
+  AddConsoleRoutes(router, ctx.console ? ctx.console : std::make_shared<ConsoleAssets>());
   return router;
 }
 

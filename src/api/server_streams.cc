@@ -183,10 +183,25 @@ awaitable<void> HttpServer::Impl::ServeWebSocket(beast::tcp_stream& stream,
   stream.expires_never();  // the websocket's own timeouts apply from here
   websocket::stream<beast::tcp_stream&> ws(stream);
   ws.set_option(websocket::stream_base::timeout::suggested(beast::role_type::server));
-  ws.set_option(websocket::stream_base::decorator([request_id](websocket::response_type& res) {
-    res.set(http::field::server, "agent-sandbox");
-    res.set("X-Request-Id", request_id);
-  }));
+  // A browser that offered subprotocols fails the connection unless the 101 selects one: select
+  // ours (http_types.h, kWebSocketProtocol), never the one that carries its key.
+  bool offers_ours = false;
+  for (std::string_view list = upgrade[http::field::sec_websocket_protocol]; !list.empty();) {
+    size_t comma = list.find(',');
+    std::string_view item = list.substr(0, comma);
+    while (!item.empty() && item.front() == ' ') item.remove_prefix(1);
+    while (!item.empty() && item.back() == ' ') item.remove_suffix(1);
+    offers_ours |= item == kWebSocketProtocol;
+    list = comma == std::string_view::npos ? std::string_view() : list.substr(comma + 1);
+  }
+  ws.set_option(
+      websocket::stream_base::decorator([request_id, offers_ours](websocket::response_type& res) {
+        res.set(http::field::server, "agent-sandbox");
+        res.set("X-Request-Id", request_id);
+        if (offers_ours) {
+          res.set(http::field::sec_websocket_protocol, std::string(kWebSocketProtocol));
+        }
+      }));
   ws.read_message_max(1 << 20);
   auto [aec] = co_await ws.async_accept(upgrade, kTuple);
   if (aec) {

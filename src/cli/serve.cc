@@ -19,6 +19,7 @@
 #include "api/auth.h"
 #include "api/buffer_budget.h"
 #include "api/config.h"
+#include "api/console.h"
 #include "api/handlers.h"
 #include "api/json_log.h"
 #include "api/seed_a_wire.h"
@@ -277,6 +278,18 @@ int Serve(CLI::App& root, const ServeFlags& flags) {
                                                    : "localhost";
   ctx.preview.scheme = cfg.preview_scheme;
   ctx.preview.max_ttl_seconds = cfg.preview_max_ttl_seconds;
+  {
+    std::error_code exe_ec;
+    std::string exe = std::filesystem::read_symlink("/proc/self/exe", exe_ec).string();
+    std::string dir = api::FindConsoleDir(cfg.console_dir, exe);
+    auto console = std::make_shared<api::ConsoleAssets>(api::LoadConsoleAssets(dir));
+    if (console->problem.empty()) {
+      spdlog::info("web console: {} files from {}, at /console", console->files.size(), dir);
+    } else {
+      spdlog::warn("web console not served (503): {}", console->problem);
+    }
+    ctx.console = std::move(console);
+  }
   core::SandboxManager manager(cfg.manager, **store, **backend, SystemClock::Instance(), templates);
   ctx.manager = &manager;
   ctx.store = store->get();

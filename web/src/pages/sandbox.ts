@@ -1,0 +1,121 @@
+// One sandbox: its summary (status, template, TTL; delete, extend) and tabs for the terminal,
+// files, processes, snapshots, network and ports, and its audit events.
+import { api, Sandbox } from '../api';
+import { h, replace, duration, errorText, Progress } from '../dom';
+import type { Page } from '../main';
+import { terminalView } from './terminal';
+import { filesView } from './files';
+import { processesView } from './processes';
+import { snapshotsView } from './snapshots';
+import { networkView } from './network';
+import { eventsTable } from './events';
+
+const TABS: [string, string][] = [
+  ['terminal', 'Terminal'],
+  ['files', 'Files'],
+  ['processes', 'Processes'],
+  ['snapshots', 'Snapshots'],
+  ['network', 'Network & ports'],
+  ['events', 'Audit'],
+];
+
+export function sandboxPage(id: string, tab: string): Page {
+  const progress = new Progress();
+  const summary = h('dl', { class: 'summary', id: 'sandbox-summary' });
+  const body = h('div', { class: 'tab-body', id: 'tab-' + tab });
+  let view: { el: HTMLElement; dispose: () => void } | null = null;
+  let info: Sandbox | null = null;
+
+  async function loadInfo(): Promise<void> {
+    try {
+      info = await api<Sandbox>('GET', `/v1/sandboxes/${id}`);
+      const left = info.expires_at ? (Date.parse(info.expires_at) - Date.now()) / 1000 : Infinity;
+      const item = (k: string, v: string | number) => [h('dt', {}, k), h('dd', {}, String(v))];
+      replace(
+        summary,
+        item('Status', info.status),
+        item('Template', info.template),
+        item('Limits', `${info.cpus} CPU · ${info.memory_mb} MiB · ${info.workspace_mb} MiB disk`),
+        item('Network', info.network ? 'on' : 'off'),
+        item('Created', new Date(info.created_at).toLocaleString()),
+        item('TTL left', info.expires_at ? duration(left) : 'never'),
+        info.source_snapshot_id ? item('Forked from', info.source_snapshot_id) : [],
+      );
+    } catch (e) {
+      replace(summary, h('p', { class: 'error' }, errorText(e)));
+    }
+  }
+
+  function makeView(): { el: HTMLElement; dispose: () => void } {
+    switch (tab) {
+      case 'files':
+        return filesView(id, info?.default_workdir || '/workspace');
+      case 'processes':
+        return processesView(id);
+      case 'snapshots':
+        return snapshotsView(id, () => void loadInfo());
+      case 'network':
+        return networkView(id);
+      case 'events':
+        return eventsTable(`/v1/sandboxes/${id}/events`);
+      default:
+        return terminalView(id);
+    }
+  }
+
+  const timer = window.setInterval(loadInfo, 5000);
+  void loadInfo().then(() => {
+    view = makeView();
+    replace(body, view.el);
+  });
+
+  const el = h(
+    'section',
+    { id: 'page-sandbox' },
+    h(
+      'div',
+      { class: 'titlebar' },
+      h('h1', { class: 'mono' }, id),
+      h(
+        'button',
+        {
+          onclick: () =>
+            progress
+              .run('extending TTL', () => {
+                const left = info?.expires_at ? (Date.parse(info.expires_at) - Date.now()) / 1000 : 0;
+                return api('POST', `/v1/sandboxes/${id}/timeout`, { timeout_seconds: Math.round(Math.max(0, left) + 3600) });
+              })
+              .then(loadInfo, () => {}),
+        },
+        'TTL +1 h',
+      ),
+      h(
+        'button',
+        {
+          class: 'danger',
+          id: 'delete-sandbox',
+          onclick: () =>
+            progress.run('deleting', () => api('DELETE', `/v1/sandboxes/${id}`)).then(() => (location.hash = '#/sandboxes'), () => {}),
+        },
+        'Delete',
+      ),
+    ),
+    progress.el,
+    summary,
+    h(
+      'div',
+      { class: 'tabs', role: 'tablist' },
+      TABS.map(([k, label]) =>
+        h('a', { href: `#/sandbox/${encodeURIComponent(id)}/${k}`, class: k === tab ? 'active' : '', id: 'tab-link-' + k, role: 'tab' }, label),
+      ),
+    ),
+    body,
+  );
+  return {
+    el,
+    dispose: () => {
+      window.clearInterval(timer);
+      view?.dispose();
+    },
+  };
+}
