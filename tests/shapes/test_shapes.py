@@ -103,6 +103,11 @@ NOT_EXERCISED = {
     ("GET", "/v1/sandboxes/{id}/processes/{pid}/ws"): "a WebSocket upgrade (101)",
     ("PUT", "/v1/sandboxes/{id}/network"): "the FakeBackend has no networking to apply a policy "
                                            "to (503); GET answers the same NetworkPolicy shape",
+    # The web console's static files are HTML/JS/CSS, not JSON shapes: the console's own tests
+    # (api_test's console cases, tests/console in a real browser) serve and check them.
+    ("GET", "/"): "the web console's index.html (tests/console, e2e_console)",
+    ("GET", "/console"): "the web console's index.html (tests/console, e2e_console)",
+    ("GET", "/console/{path}"): "the web console's assets (tests/console, e2e_console)",
 }
 
 
