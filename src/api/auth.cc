@@ -6,6 +6,7 @@
 
 #include "api/audit.h"
 #include "api/errors.h"
+#include "api/text.h"
 #include "common/ids.h"
 #include "common/log.h"
 #include "core/sandbox_manager.h"
@@ -49,27 +50,18 @@ std::string_view Trim(std::string_view s) {
   return s;
 }
 
-// base64url (RFC 4648 section 5) without padding; nullopt on any other character.
+// base64url (RFC 4648 section 5) without padding; nullopt on any other character. The
+// alphabet is mapped onto base64's and decoded by api/text.h's Base64Decode.
 std::optional<std::string> DecodeBase64Url(std::string_view in) {
-  std::string out;
-  uint32_t acc = 0;
-  int bits = 0;
-  for (char c : in) {
-    int v = c >= 'A' && c <= 'Z'   ? c - 'A'
-            : c >= 'a' && c <= 'z' ? c - 'a' + 26
-            : c >= '0' && c <= '9' ? c - '0' + 52
-            : c == '-'             ? 62
-            : c == '_'             ? 63
-                                   : -1;
-    if (v < 0) return std::nullopt;
-    acc = (acc << 6) | static_cast<uint32_t>(v);
-    bits += 6;
-    if (bits >= 8) {
-      bits -= 8;
-      out.push_back(static_cast<char>((acc >> bits) & 0xff));
-    }
+  std::string std_alphabet(in);
+  for (char& c : std_alphabet) {
+    if (c == '+' || c == '/' || c == '=') return std::nullopt;
+    if (c == '-') c = '+';
+    if (c == '_') c = '/';
   }
-  return out;
+  auto out = Base64Decode(std_alphabet, "key");
+  if (!out) return std::nullopt;
+  return std::move(*out);
 }
 
 }  // namespace
