@@ -194,7 +194,8 @@ void AddPreviewRoutes(Router& router, ApiContext& ctx) {
   const std::string domain = ctx.preview.domain;
   router.AddHost(
       "{port}-{id}." + domain,
-      [domain](std::string_view h, std::map<std::string, std::string>* params) {
+      [domain](std::string_view h, const std::map<std::string, std::string>&,
+               std::map<std::string, std::string>* params) {
         std::optional<PreviewHost> p = ParsePreviewHost(h, domain);
         if (!p) return false;
         (*params)["id"] = p->sandbox_id;

@@ -42,12 +42,12 @@ void Router::AddHost(std::string name, HostMatcher match, Handler handler, Route
   routes_.push_back(std::move(r));
 }
 
-Router::Match Router::Find(std::string_view method, std::string_view path,
-                           std::string_view host) const {
+Router::Match Router::Find(std::string_view method, std::string_view path, std::string_view host,
+                           const std::map<std::string, std::string>& headers) const {
   Match m;
   m.status = 404;
   for (const Route& r : routes_) {
-    if (r.host && !host.empty() && r.host(host, &m.params)) {
+    if (r.host && r.host(host, headers, &m.params)) {
       m.route = &r;
       m.status = 0;
       return m;
@@ -107,7 +107,7 @@ HttpResponse Router::NotFoundResponse(const Match& m, std::string_view method,
 }
 
 HttpResponse Router::Dispatch(HttpRequest& req) const {
-  Match m = Find(req.method, req.path, req.Header("host"));
+  Match m = Find(req.method, req.path, req.Header("host"), req.headers);
   if (m.route == nullptr) return NotFoundResponse(m, req.method, req.path);
   req.route = m.route->pattern;
   req.params = std::move(m.params);

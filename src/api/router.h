@@ -35,9 +35,12 @@ struct RouteOptions {
   bool stream_body = false;
 };
 
-/// Whether a Host header belongs to a host route; fills in the params it names.
+/// Whether a request belongs to a host route, by its Host header (`host`, "" = none) or other
+/// headers (lower-case names: E2B's E2b-Sandbox-Id, handlers_e2b.cc); fills in the params it
+/// names.
 using HostMatcher =
-    std::function<bool(std::string_view host, std::map<std::string, std::string>* params)>;
+    std::function<bool(std::string_view host, const std::map<std::string, std::string>& headers,
+                       std::map<std::string, std::string>* params)>;
 
 struct Route {
   std::string method;                 // "*" for a host route: every method
@@ -63,8 +66,9 @@ class Router {
     std::string allow;  // for 405: "GET, DELETE"
   };
   /// Finds the route for `method` and the decoded `path`: the first host route that accepts
-  /// `host` (the Host header; "" = none), else the path routes.
-  Match Find(std::string_view method, std::string_view path, std::string_view host = {}) const;
+  /// `host` (the Host header; "" = none) and `headers`, else the path routes.
+  Match Find(std::string_view method, std::string_view path, std::string_view host = {},
+             const std::map<std::string, std::string>& headers = {}) const;
 
   /// The 404/405 response of a failed Match.
   static HttpResponse NotFoundResponse(const Match& m, std::string_view method,

@@ -60,7 +60,8 @@ TEST(RouterTest, AHostRouteTakesEveryMethodAndPathOfItsHostsFirst) {
   r.Add("GET", "/v1/sandboxes/{id}", Echo("api"));
   r.AddHost(
       "{id}.preview",
-      [](std::string_view host, std::map<std::string, std::string>* params) {
+      [](std::string_view host, const std::map<std::string, std::string>&,
+         std::map<std::string, std::string>* params) {
         if (host.size() < 9 || host.substr(host.size() - 8) != ".preview") return false;
         (*params)["id"] = std::string(host.substr(0, host.size() - 8));
         return true;
@@ -83,6 +84,27 @@ TEST(RouterTest, AHostRouteTakesEveryMethodAndPathOfItsHostsFirst) {
   EXPECT_EQ(r.Dispatch(req).body, "api id=sb_1");
   req.path = "/anything";
   EXPECT_EQ(r.Dispatch(req).status, 404);
+}
+
+TEST(RouterTest, AHostRouteMayMatchByOtherHeaders) {
+  Router r;
+  r.Add("GET", "/health", Echo("api"));
+  r.AddHost(
+      "sandbox-traffic",
+      [](std::string_view, const std::map<std::string, std::string>& headers,
+         std::map<std::string, std::string>* params) {
+        auto it = headers.find("e2b-sandbox-id");
+        if (it == headers.end()) return false;
+        (*params)["id"] = it->second;
+        return true;
+      },
+      Echo("traffic"));
+  HttpRequest req;
+  req.method = "GET";
+  req.path = "/health";
+  EXPECT_EQ(r.Dispatch(req).body, "api");
+  req.headers["e2b-sandbox-id"] = "sb_1";
+  EXPECT_EQ(r.Dispatch(req).body, "traffic id=sb_1");
 }
 
 TEST(RouterTest, UnknownPathIs404AndWrongMethodIs405InTheErrorShape) {

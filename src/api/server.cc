@@ -364,7 +364,7 @@ awaitable<void> HttpServer::Impl::Session(tcp::socket socket,
     HttpRequest req = ToRequest(parser.get());
     std::string_view rid = req.Header("x-request-id");
     req.request_id = SaneRequestId(rid) ? std::string(rid) : NewId("req_");
-    Router::Match match = router.Find(req.method, req.path, req.Header("host"));
+    Router::Match match = router.Find(req.method, req.path, req.Header("host"), req.headers);
     if (match.route) {
       req.route = match.route->pattern;
       req.params = match.params;
