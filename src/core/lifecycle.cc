@@ -116,6 +116,7 @@ Result<SandboxInfo> SandboxLifecycle::CreateWith(const std::string& owner, const
                        CheckInt("idle_timeout_seconds", req.idle_timeout_seconds,
                                 lim.default_idle_timeout_seconds, 0, lim.max_timeout_seconds));
   ASB_TRY(ValidateEnv(req.env, "env"));
+  ASB_TRY(ValidateMetadata(req.metadata));
   if (req.network) {
     ASB_ASSIGN_OR_RETURN(
         info.network_policy,
@@ -127,6 +128,7 @@ Result<SandboxInfo> SandboxLifecycle::CreateWith(const std::string& owner, const
   info.template_name = tmpl.name;
   info.env = tmpl.manifest.env;  // the template's environment; the request's own wins
   for (const auto& [k, v] : req.env) info.env[k] = v;
+  info.metadata = req.metadata;
   info.default_workdir = defaults.workdir;
   info.default_user = defaults.user;
   info.network = req.network;

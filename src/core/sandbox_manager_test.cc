@@ -12,6 +12,7 @@
 
 #include "common/ids.h"
 #include "core/manager_test_fixture.h"
+#include "core/sandbox_record.h"
 
 namespace asb::core {
 namespace {
@@ -94,6 +95,43 @@ TEST_F(ManagerTest, ValuesAreEchoedListedAndTimeoutExtended) {  // L2
   EXPECT_FALSE(backend_->IsOwned(info.id));
   EXPECT_EQ(manager_->lifecycle().SetTimeout("alice", info.id, 60).error().code(),
             ErrorCode::kNotFound);
+}
+
+TEST_F(ManagerTest, MetadataIsKeptStoredAndBoundedExactlyAtItsLimits) {
+  CreateRequest req;
+  req.metadata = {{"suite", "e2b"}, {"empty", ""}};
+  SandboxInfo info = MustCreate("alice", req);
+  EXPECT_EQ(manager_->lifecycle().Get("alice", info.id)->metadata, req.metadata);
+  // In the record (spec JSON), so it survives a restart.
+  SandboxInfo back;
+  DecodeSpecJson(store_->GetSandbox(info.id)->spec_json, &back);
+  EXPECT_EQ(back.metadata, req.metadata);
+
+  CreateRequest at;
+  for (size_t i = 0; i < kMaxMetadataEntries; ++i) at.metadata["k" + std::to_string(i)] = "v";
+  at.metadata["k0"] = std::string(kMaxMetadataValueBytes, 'v');
+  at.metadata[std::string(kMaxMetadataKeyBytes, 'k')] = "v";
+  at.metadata.erase("k1");  // still exactly kMaxMetadataEntries entries
+  ASSERT_EQ(at.metadata.size(), kMaxMetadataEntries);
+  ASSERT_TRUE(ValidateMetadata(at.metadata));
+  auto fits = manager_->lifecycle().Create("alice", at);
+  ASSERT_TRUE(fits) << fits.error().ToString();
+  for (auto over : {std::pair<std::string, std::string>{"k1", "v"},
+                    {"k0", std::string(kMaxMetadataValueBytes + 1, 'v')},
+                    {std::string(kMaxMetadataKeyBytes + 1, 'k'), "v"},
+                    {"", "v"},
+                    {"nul", std::string("a\0b", 3)}}) {
+    CreateRequest bad = at;
+    if (over.first == "k1") {
+      bad.metadata[over.first] = over.second;  // one entry too many
+    } else {
+      bad.metadata.erase("k2");
+      bad.metadata[over.first] = over.second;
+    }
+    auto r = manager_->lifecycle().Create("alice", bad);
+    ASSERT_FALSE(r) << over.first.substr(0, 8);
+    EXPECT_EQ(r.error().code(), ErrorCode::kInvalidArgument);
+  }
 }
 
 TEST_F(ManagerTest, EveryLimitPassesAtItsBoundaryAndFailsOneBeyond) {  // L3

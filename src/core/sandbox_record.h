@@ -22,5 +22,7 @@ SandboxInfo FromRecord(const store::SandboxRecord& r);
 /// Checks an env map (sandbox or exec): keys non-empty without '=' or NUL, values without NUL.
 /// `field` names it in the error ("env").
 Status ValidateEnv(const std::map<std::string, std::string>& env, std::string_view field);
+/// CreateRequest::metadata within its limits (sandbox_types.h). Errors: kInvalidArgument.
+Status ValidateMetadata(const std::map<std::string, std::string>& metadata);
 
 }  // namespace asb::core

@@ -25,6 +25,11 @@ std::string EncodeSpecJson(const SandboxInfo& info) {
   o["env"] = std::move(env);
   o["default_workdir"] = info.default_workdir;
   o["default_user"] = info.default_user;
+  if (!info.metadata.empty()) {
+    json::object md;
+    for (const auto& [k, v] : info.metadata) md[k] = v;
+    o["metadata"] = std::move(md);
+  }
   return json::serialize(o);
 }
 
@@ -70,6 +75,11 @@ void DecodeSpecJson(std::string_view text, SandboxInfo* info) {
   if (const json::value* x = o.if_contains("env"); x && x->is_object()) {
     for (const auto& [k, val] : x->get_object()) {
       if (val.is_string()) info->env[std::string(k)] = std::string(val.get_string());
+    }
+  }
+  if (const json::value* x = o.if_contains("metadata"); x && x->is_object()) {
+    for (const auto& [k, val] : x->get_object()) {
+      if (val.is_string()) info->metadata[std::string(k)] = std::string(val.get_string());
     }
   }
 }
@@ -127,6 +137,26 @@ Status ValidateEnv(const std::map<std::string, std::string>& env, std::string_vi
       // The value itself is never echoed (it may be a secret).
       return Fail(Error::InvalidArgument(std::string(field) + ": value of '" + k +
                                          "' must not contain NUL"));
+    }
+  }
+  return {};
+}
+
+Status ValidateMetadata(const std::map<std::string, std::string>& metadata) {
+  if (metadata.size() > kMaxMetadataEntries) {
+    return Fail(Error::InvalidArgument("metadata: at most " + std::to_string(kMaxMetadataEntries) +
+                                       " entries, got " + std::to_string(metadata.size())));
+  }
+  for (const auto& [k, v] : metadata) {
+    if (k.empty() || k.size() > kMaxMetadataKeyBytes || k.find('\0') != std::string::npos) {
+      return Fail(Error::InvalidArgument("metadata: keys must be 1.." +
+                                         std::to_string(kMaxMetadataKeyBytes) +
+                                         " bytes without NUL"));
+    }
+    if (v.size() > kMaxMetadataValueBytes || v.find('\0') != std::string::npos) {
+      return Fail(Error::InvalidArgument(
+          "metadata: the value of '" + k.substr(0, 64) + "' must be at most " +
+          std::to_string(kMaxMetadataValueBytes) + " bytes without NUL"));
     }
   }
   return {};

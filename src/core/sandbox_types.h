@@ -51,7 +51,15 @@ struct CreateRequest {
   bool network = false;
   /// The egress policy with network; absent = config.default_network_policy.
   std::optional<NetworkPolicy> network_policy{};
+  /// The caller's labels (E2B's sandbox metadata; docs/e2b.md): at most kMaxMetadataEntries,
+  /// keys 1..kMaxMetadataKeyBytes and values up to kMaxMetadataValueBytes, without NUL.
+  std::map<std::string, std::string> metadata{};
 };
+
+/// Limits of CreateRequest::metadata.
+inline constexpr size_t kMaxMetadataEntries = 64;
+inline constexpr size_t kMaxMetadataKeyBytes = 256;
+inline constexpr size_t kMaxMetadataValueBytes = 1024;
 
 /// What the API shows about a sandbox. Times are Unix epoch milliseconds.
 struct SandboxInfo {
@@ -80,7 +88,8 @@ struct SandboxInfo {
   int64_t idle_timeout_seconds = 0;  // 0 = none
   int64_t last_activity_at_ms = 0;
   std::optional<std::string> source_snapshot_id{};
-  std::string backend{};  // Backend::name(), e.g. "ns"
+  std::string backend{};                          // Backend::name(), e.g. "ns"
+  std::map<std::string, std::string> metadata{};  // CreateRequest::metadata; forks keep it
 };
 
 /// An exec request as the API decoded it.
