@@ -37,6 +37,7 @@ struct KeysFlags {
   int64_t rate_limit = 0;
   int64_t max_sandboxes = 0;
   std::string expires;
+  bool e2b = false;
 };
 
 Result<std::unique_ptr<store::Store>> OpenStore(const KeysFlags& f, bool create) {
@@ -93,6 +94,7 @@ int Create(const KeysFlags& f) {
   auto exp = api::ParseExpiry(f.expires, now);
   if (!exp) return ReportError(exp.error());
   nk.expires_at_ms = *exp;
+  nk.e2b_shape = f.e2b;
   auto st = OpenStore(f, /*create=*/true);
   if (!st) return ReportError(st.error());
   store::KeyStore keys(**st);
@@ -159,6 +161,9 @@ void RegisterKeysCommand(CLI::App& app) {
       ->check(CLI::NonNegativeNumber);
   create->add_option("--expires", f->expires,
                      "'never' (default), a duration (30d, 12h, 45m) or an RFC 3339 UTC time");
+  create->add_flag("--e2b", f->e2b,
+                   "issue the key in E2B's shape, e2b_ + 40 hex digits, for the e2b SDKs "
+                   "(docs/e2b.md)");
   SetAction(create, [f] { return Create(*f); });
 
   CLI::App* list = keys->add_subcommand("list", "List keys (never the keys themselves)");

@@ -57,6 +57,8 @@ std::string KeyRecord::Status(int64_t now_ms) const {
 
 std::string GenerateApiKey() { return "asb_" + RandomHex(24); }
 
+std::string GenerateE2bApiKey() { return std::string(kE2bKeyPrefix) + RandomHex(20); }
+
 std::string HashApiKey(std::string_view raw_key) {
   unsigned char md[EVP_MAX_MD_SIZE];
   unsigned int len = 0;
@@ -153,7 +155,7 @@ Result<CreatedKey> KeyStore::Create(const NewKey& k, int64_t now_ms) {
   KeyRecord r;
   r.id = NewId("key_");
   r.name = k.name;
-  std::string raw = GenerateApiKey();
+  std::string raw = k.e2b_shape ? GenerateE2bApiKey() : GenerateApiKey();
   r.key_prefix = raw.substr(0, 12);
   r.key_hash = HashApiKey(raw);
   r.scopes = std::move(scopes);
@@ -237,7 +239,8 @@ Result<CreatedKey> KeyStore::Rotate(std::string_view id, int64_t now_ms) {
   if (!old.enabled) return Fail(Error::Conflict("key " + old.id + " is revoked"));
   KeyRecord r = old;
   r.id = NewId("key_");
-  std::string raw = GenerateApiKey();
+  std::string raw =
+      old.key_prefix.rfind(kE2bKeyPrefix, 0) == 0 ? GenerateE2bApiKey() : GenerateApiKey();
   r.key_prefix = raw.substr(0, 12);
   r.key_hash = HashApiKey(raw);
   r.created_at_ms = now_ms;

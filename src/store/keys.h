@@ -56,6 +56,11 @@ struct KeyRecord {
 
 /// "asb_" + 48 random lowercase hex digits (192 bits from getrandom(2)).
 std::string GenerateApiKey();
+/// A key in E2B's shape, "e2b_" + 40 random lowercase hex digits (160 bits), which older `e2b`
+/// SDKs insist on (docs/e2b.md). It works everywhere an "asb_" key does.
+std::string GenerateE2bApiKey();
+/// What every E2B-shaped key starts with.
+inline constexpr std::string_view kE2bKeyPrefix = "e2b_";
 /// Lowercase hex SHA-256 of `raw_key` (OpenSSL EVP_Digest).
 std::string HashApiKey(std::string_view raw_key);
 /// Constant-time equality of two strings of the same length (CRYPTO_memcmp); false when the
@@ -74,6 +79,8 @@ struct NewKey {
   int64_t rate_limit_per_minute = 0;
   int64_t max_sandboxes = 0;
   int64_t expires_at_ms = 0;
+  /// Issue the raw key in E2B's shape (GenerateE2bApiKey); a rotation keeps the shape.
+  bool e2b_shape = false;
 };
 
 /// A created key: its record and the raw key (shown once, never stored).

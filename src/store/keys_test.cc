@@ -49,6 +49,27 @@ TEST(KeysTest, CreatedKeyIsHashedAndFoundOnlyByItsRawKey) {
   EXPECT_TRUE(found->Usable(3000));
 }
 
+TEST(KeysTest, AnE2bShapedKeyIsFoundAndKeepsItsShapeWhenRotated) {
+  auto store = OpenMem();
+  KeyStore keys(*store);
+  NewKey nk;
+  nk.name = "e2b";
+  nk.e2b_shape = true;
+  auto c = keys.Create(nk, 2000);
+  ASSERT_TRUE(c) << c.error().ToString();
+  // The shape older e2b SDKs check: "e2b_" + 40 lowercase hex digits.
+  ASSERT_EQ(c->raw_key.size(), 4u + 40u);
+  EXPECT_EQ(c->raw_key.rfind("e2b_", 0), 0u);
+  EXPECT_EQ(c->raw_key.find_first_not_of("0123456789abcdef", 4), std::string::npos);
+  EXPECT_EQ(keys.FindByRawKey(c->raw_key)->id, c->record.id);
+  auto r = keys.Rotate(c->record.id, 3000);
+  ASSERT_TRUE(r) << r.error().ToString();
+  EXPECT_EQ(r->raw_key.rfind("e2b_", 0), 0u);
+  EXPECT_EQ(r->raw_key.size(), 44u);
+  EXPECT_NE(r->raw_key, c->raw_key);
+  EXPECT_FALSE(keys.FindByRawKey(c->raw_key)->Usable(4000));
+}
+
 TEST(KeysTest, BadInputIsRejected) {
   auto store = OpenMem();
   KeyStore keys(*store);
