@@ -21,7 +21,7 @@ MODE=${1:-smoke}
 BUILD_DIR=${2:-build-fuzz}
 [[ $BUILD_DIR == /* ]] || BUILD_DIR="$REPO_DIR/$BUILD_DIR"
 JOBS=${ASB_JOBS:-$(nproc)}
-TARGETS=(${ASB_FUZZ_TARGETS:-fuzz_frame fuzz_messages fuzz_url fuzz_api_bodies fuzz_http})
+TARGETS=(${ASB_FUZZ_TARGETS:-fuzz_frame fuzz_messages fuzz_url fuzz_api_bodies fuzz_http fuzz_e2b})
 JUNIT=${ASB_FUZZ_JUNIT:-}
 
 write_junit() {  # write_junit <skipped-reason or ""> <rows "name|ok|message", one a line>

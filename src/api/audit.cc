@@ -80,6 +80,11 @@ constexpr Name kNames[] = {
     {"POST", "/v1/keys/{id}/revoke", "key.revoke"},
     {"POST", "/v1/keys/{id}/enable", "key.enable"},
     {"POST", "/v1/keys/{id}/rotate", "key.rotate"},
+    // E2B's control plane (handlers_e2b.cc): the same actions, so quotas and audit hold.
+    {"POST", "/sandboxes", "sandbox.create"},
+    {"POST", "/v2/sandboxes", "sandbox.create"},
+    {"DELETE", "/sandboxes/{id}", "sandbox.destroy"},
+    {"POST", "/sandboxes/{id}/timeout", "sandbox.timeout"},
 };
 
 }  // namespace

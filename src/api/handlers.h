@@ -51,6 +51,9 @@ struct ApiContext {
   /// The web console's files (api/console.h), loaded at start; nullptr or empty: the console
   /// routes answer 503 (not built).
   std::shared_ptr<const ConsoleAssets> console;
+  /// The secret of E2B's envd access tokens (api/e2b_token.h); "" = E2B's sandbox traffic
+  /// answers 503 (the control plane works without it).
+  std::string e2b_secret;
 };
 
 /// Adapts a handler that returns Result<HttpResponse>: errors leave through ErrorResponse().
@@ -101,6 +104,10 @@ void AddSnapshotRoutes(Router& router, ApiContext& ctx);
 void AddTemplateRoutes(Router& router, ApiContext& ctx);
 /// Background processes, their streams and WebSocket (handlers_procs.cc; ADR 0011).
 void AddProcessRoutes(Router& router, ApiContext& ctx);
+
+/// E2B's control plane and sandbox traffic (handlers_e2b.cc; docs/e2b.md, ADR 0023). Before
+/// AddPreviewRoutes: its host route claims ports 49983 and 49999 of the preview hosts.
+void AddE2bRoutes(Router& router, ApiContext& ctx);
 
 /// Seed A's /exec/* session routes (handlers_seed_a.cc; ADR 0007).
 /// Sessions are kept in ctx.store (without one, the session routes answer 503).

@@ -31,6 +31,7 @@ Router BuildRouter(ApiContext& ctx) {
   AddSandboxRoutes(router, ctx);
   AddNetworkRoutes(router, ctx);
   AddPortRoutes(router, ctx);
+  AddE2bRoutes(router, ctx);
   AddPreviewRoutes(router, ctx);
   AddExecRoutes(router, ctx);
   AddProcessRoutes(router, ctx);

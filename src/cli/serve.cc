@@ -20,6 +20,7 @@
 #include "api/buffer_budget.h"
 #include "api/config.h"
 #include "api/console.h"
+#include "api/e2b_token.h"
 #include "api/handlers.h"
 #include "api/json_log.h"
 #include "api/seed_a_wire.h"
@@ -278,6 +279,13 @@ int Serve(CLI::App& root, const ServeFlags& flags) {
                                                    : "localhost";
   ctx.preview.scheme = cfg.preview_scheme;
   ctx.preview.max_ttl_seconds = cfg.preview_max_ttl_seconds;
+  // E2B's envd access tokens (api/e2b_token.h): without the secret only E2B's sandbox traffic
+  // is off, so a bad file is a warning, not a failed start.
+  if (auto secret = api::LoadOrCreateE2bSecret(data + "/e2b-token.key")) {
+    ctx.e2b_secret = std::move(*secret);
+  } else {
+    spdlog::warn("E2B sandbox traffic disabled: {}", secret.error().ToString());
+  }
   {
     std::error_code exe_ec;
     std::string exe = std::filesystem::read_symlink("/proc/self/exe", exe_ec).string();

@@ -44,8 +44,11 @@ class DocumentTest(unittest.TestCase):
         doc = openapi_check.document()
         routes = source_routes()
         self.assertGreater(len(routes), 40, routes)
+        # Seed A's /exec routes and E2B's control plane (docs/e2b.md) are other products'
+        # APIs, kept to their own documents.
+        foreign = ("/exec", "/sandboxes", "/v2/sandboxes")
         missing = sorted((m, p) for m, p in routes
-                         if not p.startswith("/exec") and m.lower() not in doc["paths"].get(p, {}))
+                         if not p.startswith(foreign) and m.lower() not in doc["paths"].get(p, {}))
         self.assertEqual(missing, [], "routes the server has and api/openapi.json lacks")
         extra = sorted((m.upper(), p) for p, item in doc["paths"].items() for m in item
                        if m != "parameters" and (m.upper(), p) not in routes)

@@ -1,0 +1,60 @@
+// libFuzzer target: the parsers in front of E2B's sandbox traffic (docs/e2b.md): the Connect
+// envelope of streaming requests (api/e2b_connect.h) and multipart uploads (api/multipart.h).
+//
+// Input: any bytes. Invariants:
+//  1. ParseConnectRequestEnvelope succeeds exactly for one uncompressed, non-final envelope
+//     whose length is the rest of the body and at most the limit; its message re-encodes to the
+//     input; a failure is invalid_argument or payload_too_large.
+//  2. MultipartBoundary never crashes; a boundary it returns is 1..70 characters.
+//  3. ParseMultipart never crashes, returns at most max_parts parts, and every part's data is a
+//     view into the body (the first line of the input, after "--", is tried as the boundary).
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "api/e2b_connect.h"
+#include "api/multipart.h"
+#include "fuzz/fuzz_check.h"
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  std::string_view in(reinterpret_cast<const char*>(data), size);
+
+  // 1.
+  constexpr size_t kMax = 1024;
+  auto msg = asb::api::ParseConnectRequestEnvelope(in, kMax);
+  const bool well_formed = [&] {
+    if (in.size() < 5 || in[0] != 0) return false;
+    uint32_t n = 0;
+    for (size_t i = 1; i < 5; ++i) n = (n << 8) | static_cast<uint8_t>(in[i]);
+    return n <= kMax && n == in.size() - 5;
+  }();
+  ASB_FUZZ_CHECK(msg.has_value() == well_formed);
+  if (msg) {
+    ASB_FUZZ_CHECK(asb::api::ConnectEnvelope(0, *msg) == in);
+  } else {
+    const auto code = msg.error().code();
+    ASB_FUZZ_CHECK(code == asb::ErrorCode::kInvalidArgument || code == asb::ErrorCode::kTooLarge);
+  }
+
+  // 2.
+  auto boundary = asb::api::MultipartBoundary(in);
+  if (boundary) ASB_FUZZ_CHECK(!boundary->empty() && boundary->size() <= 70);
+
+  // 3.
+  std::string b = "b";
+  if (in.size() > 2 && in.substr(0, 2) == "--") {
+    size_t eol = in.find("\r\n");
+    if (eol != std::string_view::npos && eol > 2 && eol - 2 <= 70) b = in.substr(2, eol - 2);
+  }
+  constexpr size_t kMaxParts = 8;
+  auto parts = asb::api::ParseMultipart(in, b, kMaxParts);
+  if (parts) {
+    ASB_FUZZ_CHECK(parts->size() <= kMaxParts);
+    for (const auto& p : *parts) {
+      ASB_FUZZ_CHECK(p.data.data() >= in.data() &&
+                     p.data.data() + p.data.size() <= in.data() + in.size());
+    }
+  }
+  return 0;
+}

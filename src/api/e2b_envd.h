@@ -1,0 +1,61 @@
+// E2B's in-sandbox daemon "envd" on our core services (docs/e2b.md, ADR 0023): the Connect
+// services process.Process (e2b_envd_process.cc) and filesystem.Filesystem, and the plain HTTP
+// /files and /health (e2b_envd_files.cc). The message shapes are those of
+// spec/envd/process/process.proto and spec/envd/filesystem/filesystem.proto of e2b-dev/E2B, in
+// protobuf's JSON mapping (lowerCamelCase names; the proto names are accepted too).
+// The caller (handlers_e2b.cc) has already checked the sandbox's access token.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "api/http_types.h"
+#include "common/result.h"
+
+namespace boost::json {
+class object;
+}  // namespace boost::json
+namespace asb::core {
+class SandboxManager;
+}  // namespace asb::core
+
+namespace asb::api {
+
+/// The envdVersion we report: the SDKs gate features on it, so it is no higher than what we
+/// implement (0.5.2: closeStdin; not 0.5.7's octet-stream uploads nor 0.6's file metadata).
+inline constexpr std::string_view kEnvdVersion = "0.5.2";
+
+/// One envd request, resolved: the sandbox and the tenant it belongs to.
+struct EnvdCall {
+  core::SandboxManager* manager = nullptr;
+  std::string owner;
+  std::string sandbox_id;  // ours, "sb_<hex>"
+  /// The user the SDK asked for (Authorization: Basic base64("<user>:"), or ?username=):
+  /// "" = the sandbox's default user; else "sandbox" or "root".
+  std::string user;
+  int64_t keepalive_ms = 50'000;
+  /// Connect-Timeout-Ms of the request; 0 = none.
+  int64_t deadline_ms = 0;
+};
+
+/// E2B's user names mapped onto ours: "" and "user" (E2B's default user) = "", "root" =
+/// "root". Errors: kInvalidArgument for any other name.
+Result<std::string> EnvdUser(std::string_view e2b_user);
+
+/// The JSON message of a Connect call: the body itself (unary, application/json) or the one
+/// envelope of a server-streaming call (application/connect+json). Errors: kInvalidArgument
+/// (wrong content type, bad envelope, not a JSON object), kTooLarge.
+Result<boost::json::object> ConnectMessage(const HttpRequest& req, bool streaming);
+
+/// POST /process.Process/<method>. Unary answers are JSON; Start and Connect stream.
+HttpResponse EnvdProcessCall(const EnvdCall& call, std::string_view method, HttpRequest& req);
+/// POST /filesystem.Filesystem/<method>.
+HttpResponse EnvdFilesystemCall(const EnvdCall& call, std::string_view method, HttpRequest& req);
+/// GET and POST /files (download; multipart upload).
+HttpResponse EnvdFiles(const EnvdCall& call, HttpRequest& req);
+
+/// The code interpreter's routes on port 49999 (e2b_interpreter.cc): /execute and /contexts.
+HttpResponse CodeInterpreterCall(const EnvdCall& call, HttpRequest& req);
+
+}  // namespace asb::api

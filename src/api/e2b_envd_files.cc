@@ -1,0 +1,261 @@
+// filesystem.Filesystem of envd (spec/envd/filesystem/filesystem.proto) and its plain HTTP
+// /files, on core::FileService: every path is resolved by sandboxd inside the sandbox's own
+// root, so a symlink never leads out of it. Relative paths start in the sandbox's workspace.
+// The directory watch calls (WatchDir, CreateWatcher, ...) answer unimplemented: docs/e2b.md.
+#include <boost/json.hpp>
+
+#include "api/e2b_connect.h"
+#include "api/e2b_envd.h"
+#include "api/errors.h"
+#include "api/multipart.h"
+#include "api/text.h"
+#include "core/sandbox_manager.h"
+
+namespace asb::api {
+
+namespace json = boost::json;
+
+namespace {
+
+// Largest Connect message we parse, bytes (a file's bytes travel on /files, not here).
+constexpr size_t kMaxConnectMessageBytes = 1 << 20;
+// Files one multipart upload may carry.
+constexpr size_t kMaxUploadParts = 1000;
+
+std::string_view MediaType(std::string_view content_type) {
+  size_t semi = content_type.find(';');
+  std::string_view t = content_type.substr(0, semi);
+  while (!t.empty() && t.back() == ' ') t.remove_suffix(1);
+  return t;
+}
+
+// "-rwxr-xr-x" of a type and mode, as Go's fs.FileMode.String() writes it for envd.
+std::string Permissions(const core::FileStat& s) {
+  std::string out = s.type == "dir" ? "d" : s.type == "symlink" ? "L" : "-";
+  static constexpr char kRwx[] = "rwx";
+  for (int i = 8; i >= 0; --i) out.push_back((s.mode >> i) & 1 ? kRwx[(8 - i) % 3] : '-');
+  return out;
+}
+
+std::string UserName(uint32_t uid) {
+  if (uid == 0) return "root";
+  if (uid == 1000) return "user";  // E2B's name for the sandbox's unprivileged user
+  return std::to_string(uid);
+}
+
+json::object EntryInfo(const core::FileStat& s) {
+  json::object o;
+  o["name"] = s.name;
+  o["type"] = s.type == "dir"       ? "FILE_TYPE_DIRECTORY"
+              : s.type == "symlink" ? "FILE_TYPE_SYMLINK"
+              : s.type == "file"    ? "FILE_TYPE_FILE"
+                                    : "FILE_TYPE_UNSPECIFIED";
+  o["path"] = s.path;
+  o["size"] = std::to_string(s.size);  // int64: a string in protobuf's JSON mapping
+  o["mode"] = s.mode;
+  o["permissions"] = Permissions(s);
+  o["owner"] = UserName(s.uid);
+  o["group"] = UserName(s.gid);
+  o["modifiedTime"] = FormatRfc3339(s.mtime_ms);
+  if (s.type == "symlink") o["symlinkTarget"] = s.link_target;
+  return o;
+}
+
+Result<std::string> PathField(const json::object& msg, std::string_view name) {
+  auto it = msg.find(name);
+  if (it == msg.end() || !it->value().is_string() || it->value().as_string().empty()) {
+    return Fail(Error::InvalidArgument(std::string(name) + ": a path is required"));
+  }
+  return std::string(it->value().as_string());
+}
+
+HttpResponse Unary(const EnvdCall& c, json::object answer) {
+  HttpResponse r = JsonResponse(200, json::serialize(answer));
+  r.sandbox_id = c.sandbox_id;
+  return r;
+}
+
+json::object WithEntry(const core::FileStat& s) {
+  json::object o;
+  o["entry"] = EntryInfo(s);
+  return o;
+}
+
+// Components of `path` below `root` ("/w/a/b" under "/w": 2); both absolute and normalized.
+size_t DepthBelow(std::string_view root, std::string_view path) {
+  std::string_view rest = path.substr(std::min(path.size(), root.size()));
+  size_t depth = 0;
+  for (char ch : rest) depth += ch == '/';
+  if (root == "/") ++depth;
+  return depth;
+}
+
+Result<HttpResponse> Filesystem(const EnvdCall& c, std::string_view method, HttpRequest& req) {
+  core::FileService& files = c.manager->files();
+  ASB_ASSIGN_OR_RETURN(json::object msg, ConnectMessage(req, false));
+  if (method == "Stat") {
+    ASB_ASSIGN_OR_RETURN(std::string path, PathField(msg, "path"));
+    ASB_ASSIGN_OR_RETURN(core::FileStat s, files.StatFile(c.owner, c.sandbox_id, path));
+    return Unary(c, WithEntry(s));
+  }
+  if (method == "MakeDir") {
+    ASB_ASSIGN_OR_RETURN(std::string path, PathField(msg, "path"));
+    // envd answers already_exists for an existing entry (the SDK's makeDir returns false).
+    if (auto s = files.StatFile(c.owner, c.sandbox_id, path)) {
+      return ConnectUnaryError("already_exists", "directory " + s->path + " already exists");
+    }
+    ASB_ASSIGN_OR_RETURN(core::FileStat s, files.MakeDir(c.owner, c.sandbox_id, path));
+    return Unary(c, WithEntry(s));
+  }
+  if (method == "Move") {
+    ASB_ASSIGN_OR_RETURN(std::string from, PathField(msg, "source"));
+    ASB_ASSIGN_OR_RETURN(std::string to, PathField(msg, "destination"));
+    ASB_ASSIGN_OR_RETURN(core::FileStat s, files.MoveFile(c.owner, c.sandbox_id, from, to, true));
+    return Unary(c, WithEntry(s));
+  }
+  if (method == "Remove") {
+    ASB_ASSIGN_OR_RETURN(std::string path, PathField(msg, "path"));
+    ASB_TRY(files.RemoveFile(c.owner, c.sandbox_id, path, true));
+    return Unary(c, json::object());
+  }
+  if (method == "ListDir") {
+    ASB_ASSIGN_OR_RETURN(std::string path, PathField(msg, "path"));
+    int64_t depth = 1;
+    if (auto it = msg.find("depth"); it != msg.end() && !it->value().is_null()) {
+      if (!it->value().is_int64() || it->value().as_int64() < 0) {
+        return Fail(Error::InvalidArgument("depth: must be an integer >= 0"));
+      }
+      depth = std::max<int64_t>(1, it->value().as_int64());  // envd treats 0 as 1
+    }
+    ASB_ASSIGN_OR_RETURN(core::FileStat dir, files.StatFile(c.owner, c.sandbox_id, path));
+    if (dir.type != "dir") {
+      return Fail(Error::InvalidArgument("path " + dir.path + " is not a directory"));
+    }
+    ASB_ASSIGN_OR_RETURN(auto list, files.ListFiles(c.owner, c.sandbox_id, dir.path, depth > 1));
+    json::array entries;
+    for (const core::FileStat& s : list) {
+      if (static_cast<int64_t>(DepthBelow(dir.path, s.path)) <= depth) {
+        entries.push_back(EntryInfo(s));
+      }
+    }
+    json::object o;
+    o["entries"] = std::move(entries);
+    return Unary(c, std::move(o));
+  }
+  return ConnectUnaryError("unimplemented", "filesystem.Filesystem/" + std::string(method) +
+                                                " is not implemented (docs/e2b.md)");
+}
+
+// envd's error body on its plain HTTP routes: {"code": <status>, "message"}.
+HttpResponse FilesError(const Error& e) {
+  ClientError ce = ForClient(e);
+  const int status = HttpStatusOf(ce.code);
+  json::object o;
+  o["code"] = status;
+  o["message"] = ce.message;
+  return JsonResponse(status, json::serialize(o));
+}
+
+json::object UploadEntry(const core::FileStat& s) {
+  json::object o;
+  o["path"] = s.path;
+  o["name"] = s.name;
+  o["type"] = "file";
+  return o;
+}
+
+Result<HttpResponse> Files(const EnvdCall& c, HttpRequest& req) {
+  core::FileService& files = c.manager->files();
+  const std::string* qpath = req.Query("path");
+  const std::string path = qpath != nullptr ? *qpath : "";
+  if (req.method == "GET") {
+    if (path.empty()) return Fail(Error::InvalidArgument("path: required"));
+    ASB_ASSIGN_OR_RETURN(std::string data, files.ReadFile(c.owner, c.sandbox_id, path));
+    HttpResponse r;
+    r.status = 200;
+    r.content_type = "application/octet-stream";
+    r.body = std::move(data);
+    r.sandbox_id = c.sandbox_id;
+    return r;
+  }
+  if (req.method != "POST") {
+    return Fail(Error::InvalidArgument("/files takes GET (download) or POST (upload)"));
+  }
+  json::array written;
+  const std::string_view type = MediaType(req.Header("content-type"));
+  if (AsciiLower(type) == "application/octet-stream") {
+    if (path.empty()) return Fail(Error::InvalidArgument("path: required for a raw upload"));
+    ASB_ASSIGN_OR_RETURN(core::FileStat s, files.WriteFile(c.owner, c.sandbox_id, path, req.body));
+    written.push_back(UploadEntry(s));
+  } else {
+    ASB_ASSIGN_OR_RETURN(std::string boundary, MultipartBoundary(req.Header("content-type")));
+    ASB_ASSIGN_OR_RETURN(auto parts, ParseMultipart(req.body, boundary, kMaxUploadParts));
+    size_t n = 0;
+    for (const MultipartPart& p : parts) n += p.name == "file";
+    if (n == 0) return Fail(Error::InvalidArgument("multipart: no part named \"file\""));
+    for (const MultipartPart& p : parts) {
+      if (p.name != "file") continue;
+      // One file may be named by ?path=; several are named by their parts' filenames.
+      const std::string dest = n == 1 && !path.empty() ? path : p.filename;
+      if (dest.empty()) {
+        return Fail(Error::InvalidArgument("multipart: a file part without a filename (path)"));
+      }
+      ASB_ASSIGN_OR_RETURN(core::FileStat s, files.WriteFile(c.owner, c.sandbox_id, dest, p.data));
+      written.push_back(UploadEntry(s));
+    }
+  }
+  HttpResponse r = JsonResponse(200, json::serialize(written));
+  r.sandbox_id = c.sandbox_id;
+  return r;
+}
+
+}  // namespace
+
+Result<std::string> EnvdUser(std::string_view e2b_user) {
+  if (e2b_user.empty() || e2b_user == "user") return std::string();
+  if (e2b_user == "root") return std::string("root");
+  return Fail(Error::InvalidArgument("user " + std::string(e2b_user) +
+                                     " does not exist; a sandbox has \"user\" and \"root\""));
+}
+
+Result<json::object> ConnectMessage(const HttpRequest& req, bool streaming) {
+  const std::string type = AsciiLower(MediaType(req.Header("content-type")));
+  std::string text;
+  if (streaming) {
+    if (type != "application/connect+json") {
+      return Fail(Error::InvalidArgument(
+          "a streaming call takes Content-Type application/connect+json (JSON codec only)"));
+    }
+    ASB_ASSIGN_OR_RETURN(text, ParseConnectRequestEnvelope(req.body, kMaxConnectMessageBytes));
+  } else {
+    if (type != "application/json") {
+      return Fail(Error::InvalidArgument(
+          "a unary call takes Content-Type application/json (JSON codec only)"));
+    }
+    if (req.body.size() > kMaxConnectMessageBytes) {
+      return Fail(Error(ErrorCode::kTooLarge, "the message is over 1 MiB"));
+    }
+    text = req.body;
+  }
+  if (text.empty()) return json::object();  // an empty body is the empty message
+  boost::system::error_code ec;
+  json::value v = json::parse(text, ec);
+  if (ec || !v.is_object()) {
+    return Fail(Error::InvalidArgument("the message is not a JSON object"));
+  }
+  return std::move(v.as_object());
+}
+
+HttpResponse EnvdFilesystemCall(const EnvdCall& c, std::string_view method, HttpRequest& req) {
+  Result<HttpResponse> r = Filesystem(c, method, req);
+  if (r) return std::move(*r);
+  return ConnectUnaryError(r.error());
+}
+
+HttpResponse EnvdFiles(const EnvdCall& c, HttpRequest& req) {
+  Result<HttpResponse> r = Files(c, req);
+  if (r) return std::move(*r);
+  return FilesError(r.error());
+}
+
+}  // namespace asb::api

@@ -1,0 +1,32 @@
+// Access tokens of E2B's in-sandbox traffic (docs/e2b.md, ADR 0023). The `e2b` SDKs send no API
+// key to envd: they send the `envdAccessToken` that create and connect answered, as
+// X-Access-Token. Ours is "e2bt_" + the hex HMAC-SHA256 (OpenSSL) of the sandbox id under a
+// server secret, so connect answers the same token again without storing it, a token opens
+// exactly one sandbox, and it dies with the sandbox (ids are never reused). The secret is 32
+// random bytes kept in <data_dir>/e2b-token.key (mode 0600); deleting that file revokes every
+// token at the next start.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include "common/result.h"
+
+namespace asb::api {
+
+/// What every envd access token starts with.
+inline constexpr std::string_view kE2bTokenPrefix = "e2bt_";
+
+/// Reads the secret from `path`, creating it (0600, 32 bytes of getrandom(2) as 64 hex digits)
+/// when missing. Errors: kInternal when the file cannot be read or made, or holds no secret.
+Result<std::string> LoadOrCreateE2bSecret(const std::string& path);
+
+/// The access token of sandbox `sandbox_id` under `secret`.
+std::string E2bAccessToken(std::string_view secret, std::string_view sandbox_id);
+
+/// Whether `token` is the access token of `sandbox_id` (constant-time compare). False for an
+/// empty secret: without one no token opens anything.
+bool CheckE2bAccessToken(std::string_view secret, std::string_view sandbox_id,
+                         std::string_view token);
+
+}  // namespace asb::api

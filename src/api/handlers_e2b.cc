@@ -1,0 +1,463 @@
+// E2B compatibility (docs/e2b.md, ADR 0023): the official `e2b` SDKs, unmodified, against our
+// server. Two surfaces on the server's own port, both on the core services (a sandbox made
+// here is the same sandbox in /v1, the console and the CLI):
+//   control plane  POST /sandboxes, POST /v2/sandboxes, GET /sandboxes, GET /v2/sandboxes,
+//                  GET|DELETE /sandboxes/{id}, POST /sandboxes/{id}/timeout,
+//                  POST /sandboxes/{id}/connect and /v2/sandboxes/{id}/connect,
+//                  POST /sandboxes/{id}/pause and GET /sandboxes/{id}/metrics (501 for now).
+//                  The API key (X-API-KEY) goes through the auth layer like every /v1 call:
+//                  tenancy, scopes, rate limits, quotas and audit hold. Errors are E2B's
+//                  {"code": <HTTP status>, "message"}; an empty success is 204.
+//   sandbox traffic  every request with E2b-Sandbox-Id (and E2b-Sandbox-Port) headers, which
+//                  the SDKs send when E2B_SANDBOX_URL points here, or whose Host is
+//                  <port>-<sandbox id>.<preview domain> for ports 49983 and 49999: envd
+//                  (e2b_envd.h) on port 49983, the code interpreter on 49999. The SDKs send no API key there but the sandbox's
+//                  envdAccessToken (X-Access-Token, api/e2b_token.h), which opens that one
+//                  sandbox and acts for its tenant.
+#include <boost/json.hpp>
+
+#include "api/e2b_connect.h"
+#include "api/e2b_envd.h"
+#include "api/e2b_token.h"
+#include "api/errors.h"
+#include "api/handlers.h"
+#include "api/preview.h"
+#include "api/text.h"
+#include "api/url.h"
+#include "common/clock.h"
+#include "common/ids.h"
+#include "core/sandbox_manager.h"
+
+namespace asb::api {
+namespace {
+
+namespace json = boost::json;
+
+// E2B's ports inside a sandbox: envd, and the code interpreter's server.
+constexpr int64_t kEnvdPort = 49983;
+constexpr int64_t kCodeInterpreterPort = 49999;
+// GET /v2/sandboxes: page size default and most (E2B's API).
+constexpr int64_t kDefaultPageSize = 100;
+constexpr int64_t kMaxPageSize = 100;
+
+struct Deps {
+  core::SandboxManager* manager = nullptr;
+  std::string secret;  // api/e2b_token.h; "" = no sandbox traffic
+  int64_t keepalive_ms = 50'000;
+};
+
+int64_t NowMs() { return SystemClock::Instance().NowUnixMs(); }
+
+// E2B's error shape: {"code": <HTTP status>, "message"}; the SDKs read the status.
+HttpResponse E2bError(const Error& e) {
+  ClientError ce = ForClient(e);
+  const int status = HttpStatusOf(ce.code);
+  json::object o;
+  o["code"] = status;
+  o["message"] = ce.message;
+  return JsonResponse(status, json::serialize(o));
+}
+
+HttpResponse E2bError(int status, std::string_view message) {
+  json::object o;
+  o["code"] = status;
+  o["message"] = message;
+  return JsonResponse(status, json::serialize(o));
+}
+
+Handler E2bWrap(std::function<Result<HttpResponse>(HttpRequest&)> fn) {
+  return [fn = std::move(fn)](HttpRequest& req) -> HttpResponse {
+    Result<HttpResponse> r = fn(req);
+    if (!r) return E2bError(r.error());
+    return std::move(*r);
+  };
+}
+
+// E2B's template names on ours: "code-interpreter-v1" is E2B's interpreter template, which is
+// our python template.
+std::string OurTemplate(std::string_view e2b) {
+  if (e2b == "code-interpreter-v1" || e2b == "code-interpreter") return "python";
+  return std::string(e2b);
+}
+
+Result<json::object> BodyObject(const std::string& body) {
+  if (body.empty()) return json::object();
+  boost::system::error_code ec;
+  json::value v = json::parse(body, ec);
+  if (ec || !v.is_object()) return Fail(Error::InvalidArgument("the body is not a JSON object"));
+  return std::move(v.as_object());
+}
+
+const json::value* Present(const json::object& o, std::string_view name) {
+  const json::value* v = o.if_contains(name);
+  return v != nullptr && !v->is_null() ? v : nullptr;
+}
+
+Result<std::optional<int64_t>> Seconds(const json::object& o, std::string_view name) {
+  const json::value* v = Present(o, name);
+  if (v == nullptr) return std::optional<int64_t>();
+  if (v->is_int64() && v->as_int64() > 0) return std::optional<int64_t>(v->as_int64());
+  if (v->is_uint64()) return std::optional<int64_t>(INT64_MAX);  // clamped by the manager
+  return Fail(Error::InvalidArgument(std::string(name) + ": must be a whole number of seconds > 0"));
+}
+
+Result<std::map<std::string, std::string>> StringMap(const json::object& o,
+                                                     std::string_view name) {
+  std::map<std::string, std::string> out;
+  const json::value* v = Present(o, name);
+  if (v == nullptr) return out;
+  if (!v->is_object()) return Fail(Error::InvalidArgument(std::string(name) + ": must be an object"));
+  for (const auto& kv : v->as_object()) {
+    if (!kv.value().is_string()) {
+      return Fail(Error::InvalidArgument(std::string(name) + ": values must be strings"));
+    }
+    out[std::string(kv.key())] = std::string(kv.value().as_string());
+  }
+  return out;
+}
+
+json::object MetadataJson(const core::SandboxInfo& s) {
+  json::object md;
+  for (const auto& [k, v] : s.metadata) md[k] = v;
+  return md;
+}
+
+// The Sandbox of create and connect.
+json::object SandboxJson(const Deps& d, const core::SandboxInfo& s) {
+  json::object o;
+  o["sandboxID"] = s.id;
+  o["templateID"] = s.template_name;
+  o["alias"] = s.template_name;
+  o["clientID"] = "agent-sandbox";
+  o["envdVersion"] = kEnvdVersion;
+  o["envdAccessToken"] = E2bAccessToken(d.secret, s.id);
+  o["trafficAccessToken"] = o["envdAccessToken"];
+  return o;
+}
+
+// ListedSandbox and SandboxDetail.
+json::object ListedJson(const core::SandboxInfo& s) {
+  json::object o;
+  o["sandboxID"] = s.id;
+  o["templateID"] = s.template_name;
+  o["alias"] = s.template_name;
+  o["clientID"] = "agent-sandbox";
+  o["startedAt"] = FormatRfc3339(s.created_at_ms);
+  o["endAt"] = FormatRfc3339(s.expires_at_ms);
+  o["cpuCount"] = std::max<int64_t>(1, static_cast<int64_t>(s.cpus + 0.999));
+  o["memoryMB"] = s.memory_mb;
+  o["diskSizeMB"] = s.workspace_mb;
+  o["metadata"] = MetadataJson(s);
+  o["state"] = "running";
+  o["envdVersion"] = kEnvdVersion;
+  return o;
+}
+
+Result<HttpResponse> Create(const Deps& d, HttpRequest& req) {
+  ASB_ASSIGN_OR_RETURN(json::object body, BodyObject(req.body));
+  core::CreateRequest cr;
+  if (const json::value* t = Present(body, "templateID")) {
+    if (!t->is_string()) return Fail(Error::InvalidArgument("templateID: must be a string"));
+    cr.template_name = OurTemplate(t->as_string());
+  }
+  ASB_ASSIGN_OR_RETURN(cr.timeout_seconds, Seconds(body, "timeout"));
+  ASB_ASSIGN_OR_RETURN(cr.env, StringMap(body, "envVars"));
+  ASB_ASSIGN_OR_RETURN(cr.metadata, StringMap(body, "metadata"));
+  if (const json::value* net = Present(body, "allow_internet_access")) {
+    if (!net->is_bool()) return Fail(Error::InvalidArgument("allow_internet_access: a boolean"));
+    cr.network = net->as_bool();
+  }
+  // What would change a sandbox's behaviour and we cannot honour is refused, never ignored.
+  if (const json::value* p = Present(body, "autoPause"); p && p->is_bool() && p->as_bool()) {
+    return Fail(Error::InvalidArgument("autoPause: pausing sandboxes is not supported yet"));
+  }
+  if (const json::value* v = Present(body, "volumeMounts");
+      v && v->is_array() && !v->as_array().empty()) {
+    return Fail(Error::InvalidArgument("volumeMounts: volumes are not supported (docs/e2b.md)"));
+  }
+  if (const json::value* n = Present(body, "network"); n && n->is_object() && !n->as_object().empty()) {
+    return Fail(Error::InvalidArgument(
+        "network: E2B's egress rules are not supported; use /v1's network_policy (docs/e2b.md)"));
+  }
+  ASB_ASSIGN_OR_RETURN(core::SandboxInfo s, d.manager->lifecycle().Create(OwnerOf(req), cr));
+  HttpResponse r = JsonResponse(201, json::serialize(SandboxJson(d, s)));
+  r.sandbox_id = s.id;
+  return r;
+}
+
+Result<core::SandboxInfo> CallersSandbox(const Deps& d, const HttpRequest& req) {
+  ASB_ASSIGN_OR_RETURN(std::string id, SandboxIdParam(req));
+  ASB_ASSIGN_OR_RETURN(core::SandboxInfo s, d.manager->lifecycle().Get(OwnerOf(req), id));
+  if (s.state != core::SandboxState::kRunning) {
+    return Fail(Error::NotFound("sandbox " + s.id + " is not running"));
+  }
+  return s;
+}
+
+// ?metadata= of GET /v2/sandboxes: "k=v&k2=v2", each part form-encoded (the SDK encodes the
+// pairs with URLSearchParams, then the whole as one query value).
+Result<std::map<std::string, std::string>> MetadataQuery(std::string_view q) {
+  std::map<std::string, std::string> out;
+  while (!q.empty()) {
+    size_t amp = q.find('&');
+    std::string_view pair = q.substr(0, amp);
+    q = amp == std::string_view::npos ? std::string_view() : q.substr(amp + 1);
+    if (pair.empty()) continue;
+    size_t eq = pair.find('=');
+    auto k = PercentDecode(pair.substr(0, eq), true);
+    auto v = PercentDecode(eq == std::string_view::npos ? "" : pair.substr(eq + 1), true);
+    if (!k || !v || k->empty()) return Fail(Error::InvalidArgument("metadata: not k=v pairs"));
+    out[*k] = *v;
+  }
+  return out;
+}
+
+Result<HttpResponse> List(const Deps& d, HttpRequest& req, bool paged) {
+  std::map<std::string, std::string> want;
+  if (const std::string* md = req.Query("metadata")) {
+    ASB_ASSIGN_OR_RETURN(want, MetadataQuery(*md));
+  }
+  bool running = true;
+  if (const std::string* st = req.Query("state")) {
+    // Only running sandboxes exist here: a filter without "running" matches none.
+    running = st->find("running") != std::string::npos;
+  }
+  int64_t limit = kDefaultPageSize;
+  if (const std::string* l = req.Query("limit")) {
+    char* end = nullptr;
+    long long n = std::strtoll(l->c_str(), &end, 10);
+    if (l->empty() || *end != '\0' || n < 1 || n > kMaxPageSize) {
+      return Fail(Error::InvalidArgument("limit: must be 1.." + std::to_string(kMaxPageSize)));
+    }
+    limit = n;
+  }
+  const std::string* after = req.Query("nextToken");
+  ASB_ASSIGN_OR_RETURN(auto all, d.manager->lifecycle().List(OwnerOf(req)));
+  json::array out;
+  std::string next;
+  bool skipping = paged && after != nullptr && !after->empty();
+  for (const core::SandboxInfo& s : all) {
+    if (skipping) {
+      if (s.id == *after) skipping = false;
+      continue;
+    }
+    if (!running || s.state != core::SandboxState::kRunning) continue;
+    bool match = true;
+    for (const auto& [k, v] : want) {
+      auto it = s.metadata.find(k);
+      match = match && it != s.metadata.end() && it->second == v;
+    }
+    if (!match) continue;
+    if (paged && static_cast<int64_t>(out.size()) == limit) {
+      next = out.back().as_object().at("sandboxID").as_string().c_str();
+      break;
+    }
+    out.push_back(ListedJson(s));
+  }
+  HttpResponse r = JsonResponse(200, json::serialize(out));
+  if (!next.empty()) r.headers.emplace_back("X-Next-Token", next);
+  return r;
+}
+
+Result<HttpResponse> Connect(const Deps& d, HttpRequest& req) {
+  ASB_ASSIGN_OR_RETURN(json::object body, BodyObject(req.body));
+  ASB_ASSIGN_OR_RETURN(auto timeout, Seconds(body, "timeout"));
+  ASB_ASSIGN_OR_RETURN(core::SandboxInfo s, CallersSandbox(d, req));
+  // Connecting only ever extends a sandbox's life (E2B's rule): a shorter timeout is ignored.
+  if (timeout && NowMs() + *timeout * 1000 > s.expires_at_ms) {
+    ASB_ASSIGN_OR_RETURN(s, d.manager->lifecycle().SetTimeout(OwnerOf(req), s.id, *timeout));
+  }
+  HttpResponse r = JsonResponse(200, json::serialize(SandboxJson(d, s)));
+  r.sandbox_id = s.id;
+  return r;
+}
+
+// ---- sandbox traffic ----------------------------------------------------------------------
+
+// The user of an envd request: Authorization: Basic base64("<user>:") or ?username=.
+Result<std::string> RequestUser(const HttpRequest& req) {
+  std::string_view auth = req.Header("authorization");
+  std::string name;
+  if (auth.size() > 6 && AsciiLower(auth.substr(0, 6)) == "basic ") {
+    ASB_ASSIGN_OR_RETURN(std::string pair, Base64Decode(auth.substr(6), "authorization"));
+    name = pair.substr(0, pair.find(':'));
+  } else if (const std::string* u = req.Query("username")) {
+    name = *u;
+  }
+  return EnvdUser(name);
+}
+
+int64_t HeaderMs(const HttpRequest& req, std::string_view name, int64_t scale) {
+  std::string_view v = req.Header(name);
+  if (v.empty() || v.size() > 12) return 0;
+  int64_t n = 0;
+  for (char c : v) {
+    if (c < '0' || c > '9') return 0;
+    n = n * 10 + (c - '0');
+  }
+  return n * scale;
+}
+
+bool IsConnectPath(std::string_view path) {
+  return path.rfind("/process.Process/", 0) == 0 || path.rfind("/filesystem.Filesystem/", 0) == 0;
+}
+
+HttpResponse TrafficError(const HttpRequest& req, const Error& e) {
+  return IsConnectPath(req.path) ? ConnectUnaryError(e) : E2bError(e);
+}
+
+HttpResponse Traffic(const Deps& d, HttpRequest& req) {
+  const std::string& id = req.Param("id");
+  int64_t port = kEnvdPort;
+  if (const std::string& p = req.Param("port"); !p.empty()) {
+    auto parsed = ParsePort(p);
+    if (!parsed) return TrafficError(req, parsed.error());
+    port = *parsed;
+  }
+  if (d.secret.empty()) {
+    return TrafficError(req, Error::Unavailable("E2B sandbox traffic is not enabled"));
+  }
+  // The token first: without it a caller learns nothing, not even whether the sandbox exists.
+  // @e2b/code-interpreter sends the token as E2B-Traffic-Access-Token on its /contexts calls
+  // (create answers it as trafficAccessToken too): either header opens the sandbox.
+  std::string_view token = req.Header("x-access-token");
+  if (token.empty()) token = req.Header("e2b-traffic-access-token");
+  if (!IsValidId(id, "sb_") || !CheckE2bAccessToken(d.secret, id, token)) {
+    return TrafficError(req, Error::Unauthenticated(
+                                 "invalid or missing X-Access-Token for this sandbox (the "
+                                 "envdAccessToken that create and connect answered)"));
+  }
+  auto s = d.manager->lifecycle().Get(core::kAnyOwner, id);
+  const bool running = s && s->state == core::SandboxState::kRunning;
+  if (req.path == "/health" && req.method == "GET" && port == kEnvdPort) {
+    if (!running) return E2bError(502, "sandbox " + id + " is not running");
+    HttpResponse r = NoContent();
+    r.sandbox_id = id;
+    return r;
+  }
+  if (!running) {
+    return TrafficError(req, Error::Unavailable("sandbox " + id + " is not running"));
+  }
+  if (port != kEnvdPort && port != kCodeInterpreterPort) {
+    return TrafficError(req, Error::NotFound("port " + std::to_string(port) +
+                                             ": reach a sandbox's own servers through "
+                                             "/v1/sandboxes/{id}/ports/{port} or a preview URL "
+                                             "(docs/e2b.md)"));
+  }
+  EnvdCall call;
+  call.manager = d.manager;
+  call.owner = s->owner;
+  call.sandbox_id = id;
+  call.keepalive_ms = HeaderMs(req, "keepalive-ping-interval", 1000);
+  if (call.keepalive_ms == 0) call.keepalive_ms = d.keepalive_ms;
+  call.deadline_ms = HeaderMs(req, "connect-timeout-ms", 1);
+  auto user = RequestUser(req);
+  if (!user) return TrafficError(req, user.error());
+  call.user = *user;
+  HttpResponse out;
+  if (port == kCodeInterpreterPort) {
+    out = CodeInterpreterCall(call, req);
+  } else if (req.path == "/files") {
+    out = EnvdFiles(call, req);
+  } else if (IsConnectPath(req.path)) {
+    if (req.method != "POST") {
+      out = ConnectUnaryError("unimplemented", "Connect calls are POST requests");
+      out.status = 405;
+      out.headers.emplace_back("Allow", "POST");
+    } else if (req.path.rfind("/process.Process/", 0) == 0) {
+      out = EnvdProcessCall(call, std::string_view(req.path).substr(17), req);
+    } else {
+      out = EnvdFilesystemCall(call, std::string_view(req.path).substr(23), req);
+    }
+  } else {
+    out = E2bError(404, "envd has no such route");
+  }
+  out.sandbox_id = id;
+  return out;
+}
+
+}  // namespace
+
+void AddE2bRoutes(Router& router, ApiContext& ctx) {
+  auto d = std::make_shared<Deps>();
+  d->manager = ctx.manager;
+  d->secret = ctx.e2b_secret;
+  d->keepalive_ms = ctx.stream_keepalive_ms;
+
+  // Sandbox traffic first: a request that carries E2b-Sandbox-Id is never a control-plane call.
+  RouteOptions traffic;
+  traffic.token_auth = true;  // X-Access-Token, checked in Traffic()
+  traffic.file_body = true;   // uploads up to max_file_bytes
+  const std::string domain = ctx.preview.domain;
+  router.AddHost(
+      "e2b-sandbox-traffic",
+      [domain](std::string_view host, const std::map<std::string, std::string>& headers,
+               std::map<std::string, std::string>* params) {
+        if (auto it = headers.find("e2b-sandbox-id"); it != headers.end()) {
+          (*params)["id"] = it->second;
+          auto port = headers.find("e2b-sandbox-port");
+          (*params)["port"] = port != headers.end() ? port->second : std::to_string(kEnvdPort);
+          return true;
+        }
+        // E2B's SDKs put the id as it is into <port>-<id>.<domain>: "sb_" (DNS-unusual but
+        // sent) as well as our preview hosts' "sb-".
+        std::string h(host);
+        if (size_t at = h.find("-sb_"); at != std::string::npos && at <= 5) h[at + 3] = '-';
+        std::optional<PreviewHost> p = ParsePreviewHost(h, domain);
+        if (!p || (p->port != std::to_string(kEnvdPort) &&
+                   p->port != std::to_string(kCodeInterpreterPort))) {
+          return false;  // other ports stay the preview hosts' (handlers_previews.cc)
+        }
+        (*params)["id"] = p->sandbox_id;
+        (*params)["port"] = p->port;
+        return true;
+      },
+      [d](HttpRequest& req) { return Traffic(*d, req); }, traffic);
+
+  auto create = E2bWrap([d](HttpRequest& req) { return Create(*d, req); });
+  router.Add("POST", "/sandboxes", create);
+  router.Add("POST", "/v2/sandboxes", create);
+  router.Add("GET", "/sandboxes",
+             E2bWrap([d](HttpRequest& req) { return List(*d, req, false); }));
+  router.Add("GET", "/v2/sandboxes",
+             E2bWrap([d](HttpRequest& req) { return List(*d, req, true); }));
+  router.Add("GET", "/sandboxes/{id}", E2bWrap([d](HttpRequest& req) -> Result<HttpResponse> {
+               ASB_ASSIGN_OR_RETURN(core::SandboxInfo s, CallersSandbox(*d, req));
+               json::object o = ListedJson(s);
+               o["envdAccessToken"] = E2bAccessToken(d->secret, s.id);
+               HttpResponse r = JsonResponse(200, json::serialize(o));
+               r.sandbox_id = s.id;
+               return r;
+             }));
+  router.Add("DELETE", "/sandboxes/{id}", E2bWrap([d](HttpRequest& req) -> Result<HttpResponse> {
+               ASB_ASSIGN_OR_RETURN(std::string id, SandboxIdParam(req));
+               ASB_TRY(d->manager->lifecycle().Destroy(OwnerOf(req), id));
+               HttpResponse r = NoContent();
+               r.sandbox_id = id;
+               return r;
+             }));
+  router.Add("POST", "/sandboxes/{id}/timeout",
+             E2bWrap([d](HttpRequest& req) -> Result<HttpResponse> {
+               ASB_ASSIGN_OR_RETURN(json::object body, BodyObject(req.body));
+               ASB_ASSIGN_OR_RETURN(auto timeout, Seconds(body, "timeout"));
+               if (!timeout) return Fail(Error::InvalidArgument("timeout: required, seconds"));
+               ASB_ASSIGN_OR_RETURN(core::SandboxInfo s, CallersSandbox(*d, req));
+               ASB_TRY(d->manager->lifecycle().SetTimeout(OwnerOf(req), s.id, *timeout));
+               HttpResponse r = NoContent();
+               r.sandbox_id = s.id;
+               return r;
+             }));
+  auto connect = E2bWrap([d](HttpRequest& req) { return Connect(*d, req); });
+  router.Add("POST", "/sandboxes/{id}/connect", connect);
+  router.Add("POST", "/v2/sandboxes/{id}/connect", connect);
+  auto not_yet = [d](std::string what) {
+    return E2bWrap([d, what](HttpRequest& req) -> Result<HttpResponse> {
+      ASB_TRY(CallersSandbox(*d, req));
+      return E2bError(501, what + " is not supported yet (docs/e2b.md)");
+    });
+  };
+  router.Add("POST", "/sandboxes/{id}/pause", not_yet("pausing a sandbox"));
+  router.Add("GET", "/sandboxes/{id}/metrics", not_yet("sandbox metrics"));
+}
+
+}  // namespace asb::api

@@ -1,0 +1,377 @@
+// The official `e2b` SDK (npm, pinned in package-lock.json), unmodified, against the real
+// `agent-sandbox serve` and real sandboxes (docs/e2b.md). Configuration is what docs/e2b.md
+// tells a user to set: E2B_API_URL and E2B_SANDBOX_URL at our server, E2B_API_KEY one of our
+// keys. Every SDK call the compatibility covers is driven here, plus tenancy (two keys), the
+// sandbox being the same one in /v1, and hostile Connect requests that must get Connect errors.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import http from 'node:http';
+import path from 'node:path';
+import { Sandbox, CommandExitError, NotFoundError, TimeoutError, AuthenticationError } from 'e2b';
+import { Sandbox as CodeInterpreter } from '@e2b/code-interpreter';
+import { Server, missingPrerequisite } from '../mcp/harness.mjs';
+
+// `?? false`: node's test runner skips a test whose skip option is null, failures hidden.
+const skip = missingPrerequisite() ?? false;
+const TEMPLATES = process.env.ASB_TEMPLATES || '/var/lib/agent-sandbox/templates';
+const noPython = skip || (fs.existsSync(path.join(TEMPLATES, 'python', 'rootfs', 'usr')) ? false
+  : `the python template is not built under ${TEMPLATES} (agent-sandbox template build python)`);
+let server, keyA, keyB, sbx;
+
+function useKey(key) {
+  process.env.E2B_API_KEY = key;
+}
+
+/** A raw call to the server's sandbox-traffic surface, as the SDK sends it. */
+async function envd(path, { id = sbx.sandboxId, token = sbx.envdAccessToken, body, type,
+  method = 'POST', headers = {} } = {}) {
+  const h = { 'E2b-Sandbox-Id': id, 'E2b-Sandbox-Port': '49983', ...headers };
+  if (token !== null) h['X-Access-Token'] = token;  // null: send none
+  if (type) h['Content-Type'] = type;
+  const r = await fetch(server.url + path, { method, headers: h, body,
+    signal: AbortSignal.timeout(10000) });
+  const buf = Buffer.from(await r.arrayBuffer());
+  return { status: r.status, type: r.headers.get('content-type') || '', buf, text: buf.toString() };
+}
+
+function envelope(json, flags = 0) {
+  const payload = Buffer.from(json);
+  const head = Buffer.alloc(5);
+  head[0] = flags;
+  head.writeUInt32BE(payload.length, 1);
+  return Buffer.concat([head, payload]);
+}
+
+before(async () => {
+  if (skip) return;
+  server = await new Server().start();
+  keyA = await server.newKey();
+  keyB = await server.newKey();
+  server.keys = [keyA, keyB];
+  process.env.E2B_API_URL = server.url;
+  process.env.E2B_SANDBOX_URL = server.url;
+  useKey(keyA);
+  sbx = await Sandbox.create({ metadata: { suite: 'e2b', run: String(process.pid) },
+    envs: { FROM_CREATE: 'yes' }, timeoutMs: 300_000 });
+});
+
+after(async () => {
+  if (server) await server.close();
+});
+
+test('the quick start of the e2b README runs as written', { skip }, async () => {
+  const sandbox = await Sandbox.create();
+  try {
+    const result = await sandbox.commands.run('echo "Hello from E2B!"');
+    assert.equal(result.stdout, 'Hello from E2B!\n');
+    assert.equal(result.exitCode, 0);
+  } finally {
+    await sandbox.kill();
+  }
+});
+
+test('create answers what the SDK needs, and the sandbox is the same one in /v1', { skip },
+  async () => {
+    assert.match(sbx.sandboxId, /^sb_[0-9a-f]{16}$/);
+    assert.match(sbx.envdAccessToken, /^e2bt_[0-9a-f]{64}$/);
+    const v1 = await server.rest('GET', '/v1/sandboxes/' + sbx.sandboxId, undefined, keyA);
+    assert.equal(v1.status, 200);
+    assert.equal(v1.json.status, 'running');
+    const info = await sbx.getInfo();
+    assert.equal(info.sandboxId, sbx.sandboxId);
+    assert.equal(info.templateId, 'base');
+    assert.deepEqual(info.metadata, { suite: 'e2b', run: String(process.pid) });
+    assert.equal(await sbx.isRunning(), true);
+  });
+
+test('commands.run: stdout, stderr, exit codes, envs, cwd and users', { skip }, async () => {
+  const r = await sbx.commands.run('echo out; echo err >&2');
+  assert.equal(r.stdout, 'out\n');
+  assert.equal(r.stderr, 'err\n');
+  await assert.rejects(sbx.commands.run('echo partial; exit 3'), (e) => {
+    assert.ok(e instanceof CommandExitError, String(e));
+    assert.equal(e.exitCode, 3);
+    assert.equal(e.stdout, 'partial\n');
+    return true;
+  });
+  const env = await sbx.commands.run('echo "$FROM_CREATE $FROM_RUN"', { envs: { FROM_RUN: 'too' } });
+  assert.equal(env.stdout, 'yes too\n');
+  const cwd = await sbx.commands.run('pwd', { cwd: '/tmp' });
+  assert.equal(cwd.stdout, '/tmp\n');
+  assert.equal((await sbx.commands.run('id -u')).stdout, '1000\n');
+  assert.equal((await sbx.commands.run('id -u', { user: 'root' })).stdout, '0\n');
+  await assert.rejects(sbx.commands.run('true', { user: 'mallory' }));
+  const chunks = [];
+  await sbx.commands.run('for i in 1 2 3; do echo line$i; done; echo e >&2', {
+    onStdout: (d) => chunks.push('o:' + d), onStderr: (d) => chunks.push('e:' + d) });
+  assert.equal(chunks.filter((c) => c.startsWith('o:')).join('').replace(/o:/g, ''),
+    'line1\nline2\nline3\n');
+  assert.ok(chunks.includes('e:e\n'), JSON.stringify(chunks));
+  // Binary and non-UTF-8 output survive (bytes travel as base64 in the Connect JSON).
+  const bin = await sbx.commands.run("printf 'caf\\303\\251'");
+  assert.equal(bin.stdout, 'café');
+  await assert.rejects(sbx.commands.run('/nonexistent/prog'), (e) => e.exitCode === 127);
+});
+
+test('a command past its timeoutMs is killed', { skip }, async () => {
+  const t0 = Date.now();
+  await assert.rejects(sbx.commands.run('sleep 30; echo never', { timeoutMs: 1500 }),
+    (e) => e instanceof TimeoutError || /deadline|timeout/i.test(String(e)));
+  assert.ok(Date.now() - t0 < 10000, 'the timeout ended the call');
+  // Nothing of it is left running.
+  let left = [];
+  for (let i = 0; i < 50; i++) {
+    left = (await sbx.commands.list()).filter((p) => p.args.join(' ').includes('sleep 30'));
+    if (left.length === 0) break;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  assert.deepEqual(left, []);
+});
+
+test('background commands: list, connect, stdin, kill', { skip }, async () => {
+  const bg = await sbx.commands.run('for i in $(seq 1 600); do echo tick$i; sleep 0.1; done',
+    { background: true, timeoutMs: 0 });
+  assert.ok(bg.pid > 0);
+  const listed = await sbx.commands.list();
+  assert.ok(listed.some((p) => p.pid === bg.pid && p.cmd === '/bin/bash'), JSON.stringify(listed));
+
+  const seen = [];
+  const attached = await sbx.commands.connect(bg.pid, { onStdout: (d) => seen.push(d), timeoutMs: 0 });
+  for (let i = 0; i < 50 && !seen.join('').includes('tick'); i++) {
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  assert.match(seen.join(''), /tick\d+/);
+  await attached.disconnect();
+
+  assert.equal(await sbx.commands.kill(bg.pid), true);
+  await assert.rejects(bg.wait());
+  assert.ok(!(await sbx.commands.list()).some((p) => p.pid === bg.pid));
+  assert.equal(await sbx.commands.kill(bg.pid), false);
+
+  const cat = await sbx.commands.run('cat', { background: true, stdin: true });
+  await sbx.commands.sendStdin(cat.pid, 'hello stdin\n');
+  await sbx.commands.closeStdin(cat.pid);
+  const done = await cat.wait();
+  assert.equal(done.stdout, 'hello stdin\n');
+});
+
+test('pty: create, input, resize, kill', { skip }, async () => {
+  let out = '';
+  const dec = new TextDecoder();
+  const pty = await sbx.pty.create({ cols: 80, rows: 24, onData: (d) => (out += dec.decode(d)),
+    timeoutMs: 0 });
+  await sbx.pty.sendInput(pty.pid, new TextEncoder().encode('stty size; echo pty-$((6*7))\n'));
+  for (let i = 0; i < 100 && !out.includes('pty-42'); i++) await new Promise((r) => setTimeout(r, 100));
+  assert.match(out, /24 80/);
+  assert.match(out, /pty-42/);
+  await sbx.pty.resize(pty.pid, { cols: 100, rows: 30 });
+  await sbx.pty.sendInput(pty.pid, new TextEncoder().encode('stty size\n'));
+  for (let i = 0; i < 100 && !out.includes('30 100'); i++) await new Promise((r) => setTimeout(r, 100));
+  assert.match(out, /30 100/);
+  assert.equal(await sbx.pty.kill(pty.pid), true);
+});
+
+test('files: write, read, list, exists, makeDir, rename, remove, getInfo', { skip }, async () => {
+  const w = await sbx.files.write('/workspace/e2b/hello.txt', 'hello e2b');
+  assert.equal(w.path, '/workspace/e2b/hello.txt');
+  assert.equal(await sbx.files.read('/workspace/e2b/hello.txt'), 'hello e2b');
+  // Relative paths start in the workspace, the sandbox's home.
+  await sbx.files.write('rel.txt', 'relative');
+  assert.equal(await sbx.files.read('/workspace/rel.txt'), 'relative');
+  assert.equal((await sbx.commands.run('cat /workspace/rel.txt')).stdout, 'relative');
+  // Bytes, and several files at once.
+  const bytes = new Uint8Array([0, 1, 2, 254, 255]);
+  await sbx.files.write([{ path: '/workspace/e2b/a.bin', data: bytes.buffer },
+    { path: '/workspace/e2b/b.txt', data: 'bee' }]);
+  assert.deepEqual(await sbx.files.read('/workspace/e2b/a.bin', { format: 'bytes' }), bytes);
+  assert.equal(await sbx.files.read('/workspace/e2b/b.txt'), 'bee');
+  const names = (await sbx.files.list('/workspace/e2b')).map((e) => e.name).sort();
+  assert.deepEqual(names, ['a.bin', 'b.txt', 'hello.txt']);
+  assert.equal(await sbx.files.makeDir('/workspace/e2b/sub/deeper'), true);
+  assert.equal(await sbx.files.makeDir('/workspace/e2b/sub/deeper'), false);
+  const deep = (await sbx.files.list('/workspace/e2b', { depth: 2 })).map((e) => e.path).sort();
+  assert.ok(deep.includes('/workspace/e2b/sub/deeper'), JSON.stringify(deep));
+  assert.ok(!(await sbx.files.list('/workspace/e2b')).some((e) => e.name === 'deeper'));
+  const info = await sbx.files.getInfo('/workspace/e2b/hello.txt');
+  assert.equal(info.type, 'file');
+  assert.equal(info.size, 9);
+  assert.equal((await sbx.files.getInfo('/workspace/e2b/sub')).type, 'dir');
+  const moved = await sbx.files.rename('/workspace/e2b/hello.txt', '/workspace/e2b/moved.txt');
+  assert.equal(moved.path, '/workspace/e2b/moved.txt');
+  assert.equal(await sbx.files.exists('/workspace/e2b/hello.txt'), false);
+  assert.equal(await sbx.files.exists('/workspace/e2b/moved.txt'), true);
+  await sbx.files.remove('/workspace/e2b/sub');
+  assert.equal(await sbx.files.exists('/workspace/e2b/sub'), false);
+  await assert.rejects(sbx.files.read('/workspace/e2b/nope.txt'), NotFoundError);
+  await assert.rejects(sbx.files.getInfo('/workspace/e2b/nope.txt'), NotFoundError);
+});
+
+test('a symlink never leads a file call out of the sandbox', { skip }, async () => {
+  await sbx.commands.run('ln -sf /etc /workspace/etc-link; ln -sf / /workspace/root-link');
+  // A read through it is refused or shows the sandbox's own /etc, never the host's.
+  const got = await sbx.files.read('/workspace/root-link/etc/hostname').catch((e) => e);
+  if (typeof got === 'string') {
+    assert.equal(got, (await sbx.commands.run('cat /etc/hostname')).stdout);
+  } else {
+    assert.ok(got instanceof Error && !/\/var\/lib|errno/i.test(got.message), String(got));
+  }
+  await assert.rejects(sbx.files.write('/workspace/etc-link/passwd', 'x'));
+});
+
+test('list, connect, setTimeout and kill through the control plane', { skip }, async () => {
+  const mine = await Sandbox.list({ query: { metadata: { suite: 'e2b' } } }).nextItems();
+  assert.deepEqual(mine.map((s) => s.sandboxId), [sbx.sandboxId]);
+  assert.deepEqual(await Sandbox.list({ query: { metadata: { suite: 'other' } } }).nextItems(), []);
+  const again = await Sandbox.connect(sbx.sandboxId);
+  assert.equal((await again.commands.run('echo reconnected')).stdout, 'reconnected\n');
+  const before = (await sbx.getInfo()).endAt.getTime();
+  await sbx.setTimeout(600_000);
+  assert.ok((await sbx.getInfo()).endAt.getTime() > before);
+
+  const doomed = await Sandbox.create();
+  await doomed.kill();
+  assert.equal(await doomed.isRunning(), false);
+  await assert.rejects(Sandbox.connect(doomed.sandboxId), NotFoundError);
+  const v1 = await server.rest('GET', '/v1/sandboxes/' + doomed.sandboxId, undefined, keyA);
+  assert.equal(v1.status, 404);
+});
+
+test('two keys see none of each other\'s sandboxes', { skip }, async () => {
+  useKey(keyB);
+  try {
+    const theirs = await Sandbox.list().nextItems();
+    assert.ok(!theirs.some((s) => s.sandboxId === sbx.sandboxId));
+    await assert.rejects(Sandbox.connect(sbx.sandboxId), NotFoundError);
+    await assert.rejects(Sandbox.kill(sbx.sandboxId).then((ok) => {
+      if (!ok) throw new NotFoundError('not found');
+    }), NotFoundError);
+    await assert.rejects(Sandbox.getInfo(sbx.sandboxId), NotFoundError);
+  } finally {
+    useKey(keyA);
+  }
+  // The sandbox traffic needs this sandbox's token: none, another's, or a forged one opens nothing.
+  const other = await Sandbox.create();
+  try {
+    for (const token of [null, '', other.envdAccessToken, 'e2bt_' + '0'.repeat(64)]) {
+      const r = await envd('/filesystem.Filesystem/Stat', { token, type: 'application/json',
+        body: JSON.stringify({ path: '/workspace' }) });
+      assert.equal(r.status, 401, r.text);
+      assert.equal(JSON.parse(r.text).code, 'unauthenticated');
+    }
+    // An unknown sandbox looks the same as one without the right token.
+    const unknown = await envd('/health', { id: 'sb_0123456789abcdef', method: 'GET' });
+    assert.equal(unknown.status, 401);
+  } finally {
+    await other.kill();
+  }
+  // A wrong API key on the control plane.
+  useKey('asb_' + '0'.repeat(48));
+  try {
+    await assert.rejects(Sandbox.list().nextItems(), AuthenticationError);
+  } finally {
+    useKey(keyA);
+  }
+});
+
+test('the <port>-<id>.<domain> host form reaches envd, for E2B\'s ports only', { skip }, async () => {
+  const port = new URL(server.url).port;
+  const get = (host, headers = {}) => new Promise((resolve, reject) => {
+    http.get({ host: '127.0.0.1', port, path: '/health', headers: { Host: host, ...headers } },
+      (res) => { res.resume(); res.on('end', () => resolve(res.statusCode)); }).on('error', reject);
+  });
+  const domain = `localhost:${port}`;  // the server's preview domain by default
+  const token = { 'X-Access-Token': sbx.envdAccessToken };
+  // As the SDK builds it (the id as it is) and in DNS's form (sb-).
+  assert.equal(await get(`49983-${sbx.sandboxId}.${domain}`, token), 204);
+  assert.equal(await get(`49983-${sbx.sandboxId.replace('_', '-')}.${domain}`, token), 204);
+  assert.equal(await get(`49983-${sbx.sandboxId}.${domain}`), 401);
+  // Another port is a preview host: it wants a preview token, and an envd token is not one.
+  assert.equal(await get(`8000-${sbx.sandboxId.replace('_', '-')}.${domain}`, token), 401);
+});
+
+test('bad Connect requests get Connect errors, never hangs', { skip }, async () => {
+  const cases = [
+    // [what, path, content type, body, HTTP status, Connect code]
+    ['wrong content type', '/filesystem.Filesystem/Stat', 'text/plain', '{"path":"/"}', 400,
+      'invalid_argument'],
+    ['not JSON', '/filesystem.Filesystem/Stat', 'application/json', '{"path":', 400,
+      'invalid_argument'],
+    ['not an object', '/process.Process/List', 'application/json', '[1]', 400, 'invalid_argument'],
+    ['unknown method', '/process.Process/Nope', 'application/json', '{}', 501, 'unimplemented'],
+    ['unknown watch call', '/filesystem.Filesystem/WatchDir', 'application/json', '{}', 501,
+      'unimplemented'],
+    ['oversized', '/filesystem.Filesystem/Stat', 'application/json',
+      JSON.stringify({ path: 'x'.repeat((1 << 20) + 1) }), 429, 'resource_exhausted'],
+    ['unknown pid', '/process.Process/SendSignal', 'application/json',
+      '{"process":{"pid":999999},"signal":"SIGNAL_SIGKILL"}', 404, 'not_found'],
+  ];
+  for (const [what, path, type, body, status, code] of cases) {
+    const r = await envd(path, { type, body });
+    assert.equal(r.status, status, `${what}: ${r.text}`);
+    assert.equal(JSON.parse(r.text).code, code, what);
+  }
+  // Streams answer 200 with the error in the end-of-stream message.
+  const streamCases = [
+    ['short envelope', Buffer.from([0, 0, 0])],
+    ['length beyond the body', Buffer.concat([Buffer.from([0, 0, 0, 1, 0]), Buffer.from('{}')])],
+    ['compressed', envelope('{}', 1)],
+    ['no process', envelope('{}')],
+  ];
+  for (const [what, body] of streamCases) {
+    const r = await envd('/process.Process/Start', { type: 'application/connect+json', body });
+    assert.equal(r.status, 200, what);
+    assert.equal(r.type, 'application/connect+json', what);
+    assert.equal(r.buf[0], 2, `${what}: the answer is one end-of-stream message`);
+    const end = JSON.parse(r.buf.subarray(5).toString());
+    assert.ok(end.error && end.error.code, `${what}: ${r.text}`);
+  }
+  const wrongMethod = await envd('/process.Process/List', { method: 'GET' });
+  assert.equal(wrongMethod.status, 405);
+  // The server is fine after all that.
+  assert.equal((await sbx.commands.run('echo still')).stdout, 'still\n');
+  const health = await envd('/health', { method: 'GET' });
+  assert.equal(health.status, 204);
+});
+
+test('@e2b/code-interpreter: runCode with results, errors, logs and contexts', { skip: noPython },
+  async () => {
+    // The README's quick start, as written.
+    const sandbox = await CodeInterpreter.create();
+    try {
+      const execution = await sandbox.runCode('x = 1\nx += 1\nx');
+      assert.equal(execution.text, '2');
+      assert.equal(execution.executionCount > 0, true);
+
+      const logs = [];
+      const e = await sandbox.runCode('import sys\nprint("out")\nprint("err", file=sys.stderr)',
+        { onStdout: (m) => logs.push('o:' + m.line), onStderr: (m) => logs.push('e:' + m.line) });
+      assert.deepEqual(e.logs.stdout, ['out\n']);
+      assert.deepEqual(e.logs.stderr, ['err\n']);
+      assert.deepEqual(logs.sort(), ['e:err\n', 'o:out\n']);
+
+      const err = await sandbox.runCode('1 / 0');
+      assert.equal(err.error.name, 'ZeroDivisionError');
+      assert.match(err.error.traceback, /ZeroDivisionError/);
+
+      const html = await sandbox.runCode(
+        'from IPython.display import HTML, display\ndisplay(HTML("<b>hi</b>"))\n42');
+      assert.ok(html.results.some((r) => r.html === '<b>hi</b>'), JSON.stringify(html.results));
+      assert.equal(html.results.find((r) => r.isMainResult).text, '42');
+
+      // State lives in a context; a new context starts clean; contexts list and go away.
+      const ctx = await sandbox.createCodeContext({ cwd: '/tmp' });
+      assert.match(ctx.id, /^ctx_/);
+      await sandbox.runCode('y = 7', { context: ctx });
+      assert.equal((await sandbox.runCode('y * 6', { context: ctx })).text, '42');
+      assert.equal((await sandbox.runCode('import os; os.getcwd()', { context: ctx })).text, "'/tmp'");
+      assert.equal((await sandbox.runCode('y')).error.name, 'NameError');
+      assert.ok((await sandbox.listCodeContexts()).some((c) => c.id === ctx.id));
+      await sandbox.restartCodeContext(ctx);
+      assert.equal((await sandbox.runCode('y', { context: ctx })).error.name, 'NameError');
+      await sandbox.removeCodeContext(ctx);
+      assert.ok(!(await sandbox.listCodeContexts()).some((c) => c.id === ctx.id));
+    } finally {
+      await sandbox.kill();
+    }
+  });
