@@ -21,19 +21,18 @@ TEST(ConnectEnvelopeTest, RoundTripsAndRejectsEveryMalformedBodyAtItsBoundary) {
   ASSERT_FALSE(over);
   EXPECT_EQ(over.error().code(), ErrorCode::kTooLarge);
   // Short, trailing, truncated, compressed, end-stream: each a clear invalid_argument.
-  for (const std::string& bad :
-       {std::string("\0\0\0", 3), env + "x", env.substr(0, env.size() - 1),
-        ConnectEnvelope(kConnectFlagCompressed, "{}"), ConnectEnvelope(kConnectFlagEndStream, "{}")}) {
+  for (const std::string& bad : {std::string("\0\0\0", 3), env + "x", env.substr(0, env.size() - 1),
+                                 ConnectEnvelope(kConnectFlagCompressed, "{}"),
+                                 ConnectEnvelope(kConnectFlagEndStream, "{}")}) {
     auto r = ParseConnectRequestEnvelope(bad, 1 << 20);
     ASSERT_FALSE(r);
     EXPECT_EQ(r.error().code(), ErrorCode::kInvalidArgument) << r.error().ToString();
   }
   EXPECT_EQ(*ParseConnectRequestEnvelope(ConnectEnvelope(0, ""), 0), "");
   // A declared length of 4 GiB - 1 is refused by the limit, never allocated.
-  EXPECT_EQ(ParseConnectRequestEnvelope(std::string("\0\xff\xff\xff\xff", 5), 1 << 20)
-                .error()
-                .code(),
-            ErrorCode::kTooLarge);
+  EXPECT_EQ(
+      ParseConnectRequestEnvelope(std::string("\0\xff\xff\xff\xff", 5), 1 << 20).error().code(),
+      ErrorCode::kTooLarge);
 }
 
 TEST(ConnectErrorTest, CodesAndStatusesFollowTheConnectProtocolTable) {
@@ -65,11 +64,11 @@ TEST(MultipartTest, SplitsThePartsAnUndiciFormDataSends) {
   const std::string body =
       std::string(
           "------b\r\n"
-      "Content-Disposition: form-data; name=\"file\"; filename=\"/workspace/a b.txt\"\r\n"
-      "Content-Type: application/octet-stream\r\n\r\n"
-      "hello\r\nworld\r\n"
-      "------b\r\n"
-      "Content-Disposition: form-data; name=\"file\"; filename=\"rel/\\\"q\\\".bin\"\r\n\r\n") +
+          "Content-Disposition: form-data; name=\"file\"; filename=\"/workspace/a b.txt\"\r\n"
+          "Content-Type: application/octet-stream\r\n\r\n"
+          "hello\r\nworld\r\n"
+          "------b\r\n"
+          "Content-Disposition: form-data; name=\"file\"; filename=\"rel/\\\"q\\\".bin\"\r\n\r\n") +
       std::string("\0\x01\x02", 3) +  // binary content, a NUL included
       "\r\n------b--\r\n";
   auto boundary = MultipartBoundary("multipart/form-data; boundary=----b");
@@ -99,11 +98,10 @@ TEST(MultipartTest, MalformedBodiesAreInvalidArgumentNeverACrash) {
   }
   EXPECT_FALSE(MultipartBoundary("multipart/form-data; boundary=" + std::string(71, 'a')));
   EXPECT_TRUE(MultipartBoundary("multipart/form-data; boundary=" + std::string(70, 'a')));
-  for (const std::string& body : {std::string(""), std::string("no boundary"),
-                                  std::string("--x"), std::string("--xjunk"),
-                                  std::string("--x\r\nContent-Disposition: form-data\r\n\r\ndata"),
-                                  std::string("--x\r\nno colon\r\n\r\ndata\r\n--x--"),
-                                  std::string("--x\r\nA: b\r\n")}) {
+  for (const std::string& body :
+       {std::string(""), std::string("no boundary"), std::string("--x"), std::string("--xjunk"),
+        std::string("--x\r\nContent-Disposition: form-data\r\n\r\ndata"),
+        std::string("--x\r\nno colon\r\n\r\ndata\r\n--x--"), std::string("--x\r\nA: b\r\n")}) {
     auto r = ParseMultipart(body, "x", 10);
     ASSERT_FALSE(r) << body;
     EXPECT_EQ(r.error().code(), ErrorCode::kInvalidArgument) << body;

@@ -50,14 +50,16 @@ Result<std::optional<std::string>> StringField(const json::object& o, std::strin
                                                std::string_view proto = {}) {
   const json::value* v = Field(o, camel, proto.empty() ? camel : proto);
   if (v == nullptr) return std::optional<std::string>();
-  if (!v->is_string()) return Fail(Error::InvalidArgument(std::string(camel) + ": must be a string"));
+  if (!v->is_string())
+    return Fail(Error::InvalidArgument(std::string(camel) + ": must be a string"));
   return std::optional<std::string>(std::string(v->as_string()));
 }
 
 Result<const json::object*> ObjectField(const json::object& o, std::string_view name) {
   const json::value* v = Field(o, name, name);
   if (v == nullptr) return static_cast<const json::object*>(nullptr);
-  if (!v->is_object()) return Fail(Error::InvalidArgument(std::string(name) + ": must be an object"));
+  if (!v->is_object())
+    return Fail(Error::InvalidArgument(std::string(name) + ": must be an object"));
   return &v->as_object();
 }
 
@@ -74,14 +76,16 @@ Result<std::optional<int64_t>> UintField(const json::object& o, std::string_view
   } else if (v->is_string() && !v->as_string().empty() && v->as_string().size() < 12) {
     n = 0;
     for (char c : v->as_string()) {
-      if (c < '0' || c > '9') return Fail(Error::InvalidArgument(std::string(name) + ": must be an integer"));
+      if (c < '0' || c > '9')
+        return Fail(Error::InvalidArgument(std::string(name) + ": must be an integer"));
       n = n * 10 + (c - '0');
     }
   } else {
     return Fail(Error::InvalidArgument(std::string(name) + ": must be an integer"));
   }
   if (n < 0 || n > max) {
-    return Fail(Error::InvalidArgument(std::string(name) + ": must be in 0.." + std::to_string(max)));
+    return Fail(
+        Error::InvalidArgument(std::string(name) + ": must be in 0.." + std::to_string(max)));
   }
   return std::optional<int64_t>(n);
 }
@@ -104,7 +108,8 @@ Result<std::optional<std::string>> BytesField(const json::object& o, std::string
 // process with it). Errors: kInvalidArgument (neither), kNotFound.
 Result<int> SelectedPid(const EnvdCall& c, const json::object& msg) {
   ASB_ASSIGN_OR_RETURN(const json::object* sel, ObjectField(msg, "process"));
-  if (sel == nullptr) return Fail(Error::InvalidArgument("process: a selector {pid} or {tag} is required"));
+  if (sel == nullptr)
+    return Fail(Error::InvalidArgument("process: a selector {pid} or {tag} is required"));
   ASB_ASSIGN_OR_RETURN(auto pid, UintField(*sel, "pid", 0x7fffffff));
   if (pid) return static_cast<int>(*pid);
   ASB_ASSIGN_OR_RETURN(auto tag, StringField(*sel, "tag"));
@@ -136,7 +141,8 @@ std::string EndEvent(const core::ProcessInfo& p) {
   json::object end;
   if (p.signal != 0) {
     std::string name = ::strsignal(p.signal) != nullptr ? ::strsignal(p.signal) : "unknown";
-    if (!name.empty()) name[0] = static_cast<char>(std::tolower(static_cast<unsigned char>(name[0])));
+    if (!name.empty())
+      name[0] = static_cast<char>(std::tolower(static_cast<unsigned char>(name[0])));
     end["exitCode"] = -1;
     end["exited"] = false;
     end["status"] = "signal: " + name;
@@ -186,7 +192,8 @@ class ProcessEventBody final : public StreamBody {
     if (!done_ && deadline_ms_ != 0 && now >= deadline_ms_) {
       // The SDK's timeoutMs passed: the command is killed, as E2B's are.
       (void)attach_.events->Signal(SIGKILL);
-      out.data += ConnectEndStream("deadline_exceeded", "the command's timeout passed; it was killed");
+      out.data +=
+          ConnectEndStream("deadline_exceeded", "the command's timeout passed; it was killed");
       done_ = true;
     }
     if (!out.data.empty()) {
@@ -223,7 +230,9 @@ class ProcessEventBody final : public StreamBody {
       case Kind::kOutput: {
         if (ev.data.empty()) break;
         json::object data;
-        const char* name = pty_ ? "pty" : ev.stream == core::OutputStream::kStderr ? "stderr" : "stdout";
+        const char* name = pty_                                       ? "pty"
+                           : ev.stream == core::OutputStream::kStderr ? "stderr"
+                                                                      : "stdout";
         data[name] = Base64Encode(ev.data);
         json::object e;
         e["data"] = std::move(data);
@@ -488,8 +497,8 @@ HttpResponse EnvdProcessCall(const EnvdCall& c, std::string_view method, HttpReq
     r = Update(c, req);
   } else {
     // StreamInput is a client stream, which the SDKs' fetch transport cannot send.
-    return ConnectUnaryError("unimplemented", "process.Process/" + std::string(method) +
-                                                  " is not implemented");
+    return ConnectUnaryError("unimplemented",
+                             "process.Process/" + std::string(method) + " is not implemented");
   }
   if (r) return std::move(*r);
   return streaming ? StreamError(r.error(), c.sandbox_id) : ConnectUnaryError(r.error());

@@ -4,17 +4,21 @@
 //   control plane  POST /sandboxes, POST /v2/sandboxes, GET /sandboxes, GET /v2/sandboxes,
 //                  GET|DELETE /sandboxes/{id}, POST /sandboxes/{id}/timeout,
 //                  POST /sandboxes/{id}/connect and /v2/sandboxes/{id}/connect,
-//                  POST /sandboxes/{id}/pause and GET /sandboxes/{id}/metrics (501 for now).
+//                  GET /sandboxes/{id}/metrics (one sample taken now), and
+//                  POST /sandboxes/{id}/pause (501: not supported yet).
 //                  The API key (X-API-KEY) goes through the auth layer like every /v1 call:
 //                  tenancy, scopes, rate limits, quotas and audit hold. Errors are E2B's
 //                  {"code": <HTTP status>, "message"}; an empty success is 204.
 //   sandbox traffic  every request with E2b-Sandbox-Id (and E2b-Sandbox-Port) headers, which
 //                  the SDKs send when E2B_SANDBOX_URL points here, or whose Host is
 //                  <port>-<sandbox id>.<preview domain> for ports 49983 and 49999: envd
-//                  (e2b_envd.h) on port 49983, the code interpreter on 49999. The SDKs send no API key there but the sandbox's
-//                  envdAccessToken (X-Access-Token, api/e2b_token.h), which opens that one
-//                  sandbox and acts for its tenant.
+//                  (e2b_envd.h) on port 49983, the code interpreter on 49999. The SDKs send no API
+//                  key there but the sandbox's envdAccessToken (X-Access-Token, api/e2b_token.h),
+//                  which opens that one sandbox and acts for its tenant.
 #include <boost/json.hpp>
+#include <chrono>
+#include <cmath>
+#include <thread>
 
 #include "api/e2b_connect.h"
 #include "api/e2b_envd.h"
@@ -98,15 +102,16 @@ Result<std::optional<int64_t>> Seconds(const json::object& o, std::string_view n
   if (v == nullptr) return std::optional<int64_t>();
   if (v->is_int64() && v->as_int64() > 0) return std::optional<int64_t>(v->as_int64());
   if (v->is_uint64()) return std::optional<int64_t>(INT64_MAX);  // clamped by the manager
-  return Fail(Error::InvalidArgument(std::string(name) + ": must be a whole number of seconds > 0"));
+  return Fail(
+      Error::InvalidArgument(std::string(name) + ": must be a whole number of seconds > 0"));
 }
 
-Result<std::map<std::string, std::string>> StringMap(const json::object& o,
-                                                     std::string_view name) {
+Result<std::map<std::string, std::string>> StringMap(const json::object& o, std::string_view name) {
   std::map<std::string, std::string> out;
   const json::value* v = Present(o, name);
   if (v == nullptr) return out;
-  if (!v->is_object()) return Fail(Error::InvalidArgument(std::string(name) + ": must be an object"));
+  if (!v->is_object())
+    return Fail(Error::InvalidArgument(std::string(name) + ": must be an object"));
   for (const auto& kv : v->as_object()) {
     if (!kv.value().is_string()) {
       return Fail(Error::InvalidArgument(std::string(name) + ": values must be strings"));
@@ -175,7 +180,8 @@ Result<HttpResponse> Create(const Deps& d, HttpRequest& req) {
       v && v->is_array() && !v->as_array().empty()) {
     return Fail(Error::InvalidArgument("volumeMounts: volumes are not supported (docs/e2b.md)"));
   }
-  if (const json::value* n = Present(body, "network"); n && n->is_object() && !n->as_object().empty()) {
+  if (const json::value* n = Present(body, "network");
+      n && n->is_object() && !n->as_object().empty()) {
     return Fail(Error::InvalidArgument(
         "network: E2B's egress rules are not supported; use /v1's network_policy (docs/e2b.md)"));
   }
@@ -272,6 +278,38 @@ Result<HttpResponse> Connect(const Deps& d, HttpRequest& req) {
   return r;
 }
 
+// GET /sandboxes/{id}/metrics: one sample taken now (we keep no history). CPU use is measured
+// over kCpuSampleMs between two readings of the sandbox's cgroup, as a share of its CPU limit.
+constexpr int64_t kCpuSampleMs = 200;
+
+Result<HttpResponse> Metrics(const Deps& d, HttpRequest& req) {
+  ASB_ASSIGN_OR_RETURN(core::SandboxInfo s, CallersSandbox(d, req));
+  core::SandboxLifecycle& life = d.manager->lifecycle();
+  ASB_ASSIGN_OR_RETURN(core::SandboxUsageInfo a, life.Usage(OwnerOf(req), s.id));
+  const auto t0 = std::chrono::steady_clock::now();
+  std::this_thread::sleep_for(std::chrono::milliseconds(kCpuSampleMs));
+  ASB_ASSIGN_OR_RETURN(core::SandboxUsageInfo b, life.Usage(OwnerOf(req), s.id));
+  const double wall_ns = static_cast<double>(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0)
+          .count());
+  const double used_ns =
+      b.cpu_usage_ns > a.cpu_usage_ns ? static_cast<double>(b.cpu_usage_ns - a.cpu_usage_ns) : 0;
+  const double cpus = s.cpus > 0 ? s.cpus : 1;
+  json::object m;
+  m["timestamp"] = FormatRfc3339(b.sampled_at_ms);
+  m["cpuCount"] = std::max<int64_t>(1, static_cast<int64_t>(std::ceil(cpus)));
+  m["cpuUsedPct"] = std::round(std::min(100.0, used_ns / (wall_ns * cpus) * 100.0) * 100) / 100;
+  m["memUsed"] = b.memory_bytes;
+  m["memTotal"] = b.memory_limit_bytes;
+  m["diskUsed"] = b.workspace_used_bytes;
+  m["diskTotal"] = b.workspace_limit_bytes;
+  json::array out;
+  out.push_back(std::move(m));
+  HttpResponse r = JsonResponse(200, json::serialize(out));
+  r.sandbox_id = s.id;
+  return r;
+}
+
 // ---- sandbox traffic ----------------------------------------------------------------------
 
 // The user of an envd request: Authorization: Basic base64("<user>:") or ?username=.
@@ -323,9 +361,9 @@ HttpResponse Traffic(const Deps& d, HttpRequest& req) {
   std::string_view token = req.Header("x-access-token");
   if (token.empty()) token = req.Header("e2b-traffic-access-token");
   if (!IsValidId(id, "sb_") || !CheckE2bAccessToken(d.secret, id, token)) {
-    return TrafficError(req, Error::Unauthenticated(
-                                 "invalid or missing X-Access-Token for this sandbox (the "
-                                 "envdAccessToken that create and connect answered)"));
+    return TrafficError(
+        req, Error::Unauthenticated("invalid or missing X-Access-Token for this sandbox (the "
+                                    "envdAccessToken that create and connect answered)"));
   }
   auto s = d.manager->lifecycle().Get(core::kAnyOwner, id);
   const bool running = s && s->state == core::SandboxState::kRunning;
@@ -417,8 +455,7 @@ void AddE2bRoutes(Router& router, ApiContext& ctx) {
   auto create = E2bWrap([d](HttpRequest& req) { return Create(*d, req); });
   router.Add("POST", "/sandboxes", create);
   router.Add("POST", "/v2/sandboxes", create);
-  router.Add("GET", "/sandboxes",
-             E2bWrap([d](HttpRequest& req) { return List(*d, req, false); }));
+  router.Add("GET", "/sandboxes", E2bWrap([d](HttpRequest& req) { return List(*d, req, false); }));
   router.Add("GET", "/v2/sandboxes",
              E2bWrap([d](HttpRequest& req) { return List(*d, req, true); }));
   router.Add("GET", "/sandboxes/{id}", E2bWrap([d](HttpRequest& req) -> Result<HttpResponse> {
@@ -457,7 +494,8 @@ void AddE2bRoutes(Router& router, ApiContext& ctx) {
     });
   };
   router.Add("POST", "/sandboxes/{id}/pause", not_yet("pausing a sandbox"));
-  router.Add("GET", "/sandboxes/{id}/metrics", not_yet("sandbox metrics"));
+  router.Add("GET", "/sandboxes/{id}/metrics",
+             E2bWrap([d](HttpRequest& req) { return Metrics(*d, req); }));
 }
 
 }  // namespace asb::api

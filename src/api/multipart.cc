@@ -57,8 +57,8 @@ Result<std::string> MultipartBoundary(std::string_view content_type) {
   return b;
 }
 
-Result<std::vector<MultipartPart>> ParseMultipart(std::string_view body,
-                                                  std::string_view boundary, size_t max_parts) {
+Result<std::vector<MultipartPart>> ParseMultipart(std::string_view body, std::string_view boundary,
+                                                  size_t max_parts) {
   const std::string delim = "--" + std::string(boundary);
   const std::string next = "\r\n" + delim;
   size_t pos = body.find(delim);
@@ -76,8 +76,8 @@ Result<std::vector<MultipartPart>> ParseMultipart(std::string_view body,
     }
     pos += 2;
     if (parts.size() == max_parts) {
-      return Fail(Error::LimitExceeded("multipart: more than " + std::to_string(max_parts) +
-                                       " parts"));
+      return Fail(
+          Error::LimitExceeded("multipart: more than " + std::to_string(max_parts) + " parts"));
     }
     const size_t head_end = body.find("\r\n\r\n", pos);
     const size_t end = body.find(next, pos);

@@ -25,7 +25,7 @@ Result<std::string> MultipartBoundary(std::string_view content_type);
 /// The parts of `body` between `--boundary` delimiters, at most `max_parts`. Errors:
 /// kInvalidArgument naming what is malformed (no opening delimiter, a part without headers or
 /// without its closing delimiter, a header line without ':'), kLimitExceeded over max_parts.
-Result<std::vector<MultipartPart>> ParseMultipart(std::string_view body,
-                                                  std::string_view boundary, size_t max_parts);
+Result<std::vector<MultipartPart>> ParseMultipart(std::string_view body, std::string_view boundary,
+                                                  size_t max_parts);
 
 }  // namespace asb::api

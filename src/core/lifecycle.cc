@@ -261,4 +261,27 @@ std::map<SandboxState, int64_t> SandboxLifecycle::CountByState() {
   return out;
 }
 
+Result<SandboxUsageInfo> SandboxLifecycle::Usage(const std::string& owner, const std::string& id) {
+  ASB_ASSIGN_OR_RETURN(auto e, reg_.Find(owner, id));
+  std::shared_ptr<isolation::Sandbox> sandbox;
+  SandboxInfo info;
+  {
+    std::lock_guard l(e->info_mu);
+    info = e->info;
+    sandbox = e->sandbox;
+  }
+  ASB_TRY(SandboxRegistry::RequireRunning(info));
+  if (!sandbox) return Fail(Error::Conflict("sandbox " + id + " is not running"));
+  ASB_ASSIGN_OR_RETURN(isolation::SandboxUsage u, sandbox->Usage());
+  SandboxUsageInfo out;
+  out.sampled_at_ms = reg_.clock.NowUnixMs();
+  out.memory_bytes = u.memory_bytes;
+  out.memory_limit_bytes = static_cast<uint64_t>(info.memory_mb) << 20;
+  out.cpu_usage_ns = u.cpu_usage_ns;
+  out.pids = u.pids;
+  out.workspace_used_bytes = u.workspace_used_bytes;
+  out.workspace_limit_bytes = static_cast<uint64_t>(info.workspace_mb) << 20;
+  return out;
+}
+
 }  // namespace asb::core

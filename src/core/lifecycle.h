@@ -70,6 +70,11 @@ class SandboxLifecycle {
   /// retries).
   Status Destroy(const std::string& owner, const std::string& id);
 
+  /// What the running sandbox uses now, read from the backend without counting as activity
+  /// (polling it never keeps an idle sandbox alive). Errors: kNotFound, kConflict (not
+  /// running), the backend's.
+  Result<SandboxUsageInfo> Usage(const std::string& owner, const std::string& id);
+
   /// Sets expires_at = now + seconds. Seconds below min_timeout_seconds: kInvalidArgument;
   /// above max_timeout_seconds: clamped to it. Errors: kNotFound, kConflict if the sandbox is
   /// not running.

@@ -134,6 +134,24 @@ TEST_F(ManagerTest, MetadataIsKeptStoredAndBoundedExactlyAtItsLimits) {
   }
 }
 
+TEST_F(ManagerTest, UsageIsReadWithoutCountingAsActivityAndOnlyForTheOwner) {
+  CreateRequest req;
+  req.memory_mb = 256;
+  req.idle_timeout_seconds = 60;
+  SandboxInfo info = MustCreate("alice", req);
+  const int64_t active_before = manager_->lifecycle().Get("alice", info.id)->last_activity_at_ms;
+  clock_.AdvanceMs(5'000);
+  auto u = manager_->lifecycle().Usage("alice", info.id);
+  ASSERT_TRUE(u) << u.error().ToString();
+  EXPECT_EQ(u->memory_limit_bytes, 256ull << 20);
+  EXPECT_EQ(u->workspace_limit_bytes, static_cast<uint64_t>(info.workspace_mb) << 20);
+  EXPECT_EQ(u->sampled_at_ms, clock_.NowUnixMs());
+  EXPECT_EQ(manager_->lifecycle().Get("alice", info.id)->last_activity_at_ms, active_before);
+  EXPECT_EQ(manager_->lifecycle().Usage("bob", info.id).error().code(), ErrorCode::kNotFound);
+  ASSERT_TRUE(manager_->lifecycle().Destroy("alice", info.id));
+  EXPECT_EQ(manager_->lifecycle().Usage("alice", info.id).error().code(), ErrorCode::kNotFound);
+}
+
 TEST_F(ManagerTest, EveryLimitPassesAtItsBoundaryAndFailsOneBeyond) {  // L3
   config_.limits.max_sandboxes = 100;
   NewManager();

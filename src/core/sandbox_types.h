@@ -92,6 +92,17 @@ struct SandboxInfo {
   std::map<std::string, std::string> metadata{};  // CreateRequest::metadata; forks keep it
 };
 
+/// What a running sandbox uses now (its cgroups and workspace), as the API shows it.
+struct SandboxUsageInfo {
+  int64_t sampled_at_ms = 0;        // Unix epoch milliseconds
+  uint64_t memory_bytes = 0;        // memory charged to its cgroup now
+  uint64_t memory_limit_bytes = 0;  // memory_mb in bytes
+  uint64_t cpu_usage_ns = 0;        // CPU time used since it started, nanoseconds
+  uint64_t pids = 0;                // processes and threads now
+  uint64_t workspace_used_bytes = 0;
+  uint64_t workspace_limit_bytes = 0;  // workspace_mb in bytes
+};
+
 /// An exec request as the API decoded it.
 struct ExecOptions {
   /// Exactly one of argv (non-empty) / command (run by /bin/sh -c). Errors: kInvalidArgument.

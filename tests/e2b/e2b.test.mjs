@@ -225,6 +225,16 @@ test('list, connect, setTimeout and kill through the control plane', { skip }, a
   assert.deepEqual(await Sandbox.list({ query: { metadata: { suite: 'other' } } }).nextItems(), []);
   const again = await Sandbox.connect(sbx.sandboxId);
   assert.equal((await again.commands.run('echo reconnected')).stdout, 'reconnected\n');
+  // One sample taken now: a busy loop shows as CPU use, memory and disk within the limits.
+  const busy = await sbx.commands.run('timeout 3 sh -c "while :; do :; done"', { background: true });
+  await new Promise((r) => setTimeout(r, 500));
+  const [m] = await sbx.getMetrics();
+  await sbx.commands.kill(busy.pid);
+  assert.ok(m.cpuUsedPct > 20 && m.cpuUsedPct <= 100, JSON.stringify(m));
+  assert.ok(m.cpuCount >= 1);
+  assert.ok(m.memUsed > 0 && m.memUsed <= m.memTotal, JSON.stringify(m));
+  assert.ok(m.diskTotal > 0 && m.diskUsed <= m.diskTotal, JSON.stringify(m));
+  assert.ok(Math.abs(m.timestamp.getTime() - Date.now()) < 60_000);
   const before = (await sbx.getInfo()).endAt.getTime();
   await sbx.setTimeout(600_000);
   assert.ok((await sbx.getInfo()).endAt.getTime() > before);
