@@ -12,6 +12,8 @@
 #include <string>
 #include <string_view>
 
+#include "api/e2b_connect.h"
+#include "api/e2b_token.h"
 #include "api/json_body.h"
 #include "fuzz/api_fixture.h"
 #include "fuzz/fuzz_check.h"
@@ -33,6 +35,26 @@ HttpResponse Call(const std::string& method, const std::string& target, std::str
     req.query[kv.substr(0, eq)] = eq == std::string::npos ? "" : kv.substr(eq + 1);
   }
   req.headers["authorization"] = std::string("Bearer ") + asb::fuzz::kFuzzKey;
+  req.body = std::move(body);
+  return asb::fuzz::RunAndCheck(req);
+}
+
+// E2B's in-sandbox traffic (docs/e2b.md) to `target` of the live sandbox with its access token
+// (the fixture's secret), as the e2b SDKs send it.
+HttpResponse Envd(const std::string& sandbox_id, const std::string& target, std::string body,
+                  const std::string& content_type, const std::string& port = "49983") {
+  HttpRequest req;
+  req.method = "POST";
+  req.target = target;
+  size_t q = target.find('?');
+  req.path = target.substr(0, q);
+  if (q != std::string::npos && target.compare(q + 1, 5, "path=") == 0) {
+    req.query["path"] = target.substr(q + 6);
+  }
+  req.headers["e2b-sandbox-id"] = sandbox_id;
+  req.headers["e2b-sandbox-port"] = port;
+  req.headers["x-access-token"] = asb::api::E2bAccessToken(std::string(64, 'f'), sandbox_id);
+  req.headers["content-type"] = content_type;
   req.body = std::move(body);
   return asb::fuzz::RunAndCheck(req);
 }
@@ -99,7 +121,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size == 0) return 0;
   std::string body(reinterpret_cast<const char*>(data) + 1, size - 1);
   const std::string sb = "/v1/sandboxes/";
-  switch (data[0] % 17) {
+  switch (data[0] % 23) {
     case 0:
       DirectJsonBody(body);
       break;
@@ -150,6 +172,32 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       break;
     case 16:
       Call("POST", "/exec/fuzz/write", body);
+      break;
+    // E2B (docs/e2b.md): the control plane, envd's Connect calls and /files, the interpreter.
+    case 17:
+      Call("POST", "/v2/sandboxes", body);
+      break;
+    case 18:
+      Call("POST", "/sandboxes/" + LiveSandbox() + "/connect", body);
+      break;
+    case 19:
+      Envd(LiveSandbox(), "/process.Process/Start", asb::api::ConnectEnvelope(0, body),
+           "application/connect+json");
+      break;
+    case 20: {
+      static const char* kUnary[] = {
+          "/process.Process/SendSignal",    "/process.Process/SendInput",
+          "/process.Process/Update",        "/filesystem.Filesystem/Stat",
+          "/filesystem.Filesystem/ListDir", "/filesystem.Filesystem/Move"};
+      const size_t pick = body.empty() ? 0 : static_cast<uint8_t>(body[0]) % 6;
+      Envd(LiveSandbox(), kUnary[pick], body.empty() ? body : body.substr(1), "application/json");
+      break;
+    }
+    case 21:
+      Envd(LiveSandbox(), "/files?path=f.txt", body, "multipart/form-data; boundary=b");
+      break;
+    case 22:
+      Envd(LiveSandbox(), "/execute", body, "application/json", "49999");
       break;
   }
   return 0;
