@@ -105,6 +105,15 @@ HttpResponse ConnectUnaryError(const Error& error) {
   return ConnectUnaryError(ConnectCodeOf(c.code), c.message);
 }
 
+HttpResponse E2bHttpError(const Error& error) {
+  ClientError c = ForClient(error);
+  const int status = HttpStatusOf(c.code);
+  json::object o;
+  o["code"] = status;
+  o["message"] = c.message;
+  return JsonResponse(status, json::serialize(o));
+}
+
 std::string ConnectEndStream(std::string_view connect_code, std::string_view message) {
   json::object err;
   err["code"] = connect_code;

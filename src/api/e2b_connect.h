@@ -45,6 +45,11 @@ std::string ConnectErrorJson(std::string_view connect_code, std::string_view mes
 HttpResponse ConnectUnaryError(const Error& error);
 HttpResponse ConnectUnaryError(std::string_view connect_code, std::string_view message);
 
+/// E2B's error on its plain HTTP routes (control plane, envd's /files, the interpreter):
+/// {"code": <HTTP status>, "message"}, the status and message by api::ForClient's rule. The
+/// SDKs read the status.
+HttpResponse E2bHttpError(const Error& error);
+
 /// The end-of-stream envelope: {} on success, {"error": ConnectErrorJson} otherwise.
 std::string ConnectEndStream(const Error* error);
 std::string ConnectEndStream(std::string_view connect_code, std::string_view message);

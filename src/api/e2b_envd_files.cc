@@ -146,16 +146,6 @@ Result<HttpResponse> Filesystem(const EnvdCall& c, std::string_view method, Http
                                                 " is not implemented (docs/e2b.md)");
 }
 
-// envd's error body on its plain HTTP routes: {"code": <status>, "message"}.
-HttpResponse FilesError(const Error& e) {
-  ClientError ce = ForClient(e);
-  const int status = HttpStatusOf(ce.code);
-  json::object o;
-  o["code"] = status;
-  o["message"] = ce.message;
-  return JsonResponse(status, json::serialize(o));
-}
-
 json::object UploadEntry(const core::FileStat& s) {
   json::object o;
   o["path"] = s.path;
@@ -255,7 +245,7 @@ HttpResponse EnvdFilesystemCall(const EnvdCall& c, std::string_view method, Http
 HttpResponse EnvdFiles(const EnvdCall& c, HttpRequest& req) {
   Result<HttpResponse> r = Files(c, req);
   if (r) return std::move(*r);
-  return FilesError(r.error());
+  return E2bHttpError(r.error());  // envd's error body on its plain HTTP routes
 }
 
 }  // namespace asb::api

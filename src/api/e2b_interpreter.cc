@@ -14,6 +14,7 @@
 #include <boost/json.hpp>
 #include <chrono>
 
+#include "api/e2b_connect.h"
 #include "api/e2b_envd.h"
 #include "api/errors.h"
 #include "api/text.h"
@@ -217,12 +218,7 @@ HttpResponse CodeInterpreterCall(const EnvdCall& call, HttpRequest& req) {
   if (r) {
     out = std::move(*r);
   } else {
-    ClientError ce = ForClient(r.error());
-    const int status = HttpStatusOf(ce.code);
-    json::object o;
-    o["code"] = status;
-    o["message"] = ce.message;
-    out = JsonResponse(status, json::serialize(o));
+    out = E2bHttpError(r.error());
   }
   out.sandbox_id = call.sandbox_id;
   return out;

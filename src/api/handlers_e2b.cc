@@ -53,14 +53,7 @@ struct Deps {
 int64_t NowMs() { return SystemClock::Instance().NowUnixMs(); }
 
 // E2B's error shape: {"code": <HTTP status>, "message"}; the SDKs read the status.
-HttpResponse E2bError(const Error& e) {
-  ClientError ce = ForClient(e);
-  const int status = HttpStatusOf(ce.code);
-  json::object o;
-  o["code"] = status;
-  o["message"] = ce.message;
-  return JsonResponse(status, json::serialize(o));
-}
+HttpResponse E2bError(const Error& e) { return E2bHttpError(e); }
 
 HttpResponse E2bError(int status, std::string_view message) {
   json::object o;
