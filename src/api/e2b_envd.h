@@ -43,6 +43,11 @@ struct EnvdCall {
 /// "root". Errors: kInvalidArgument for any other name.
 Result<std::string> EnvdUser(std::string_view e2b_user);
 
+/// E2B's home directory: "/home/user" and paths below it name the sandbox's workspace, our
+/// user's home ("/home/user/a.py" -> "/workspace/a.py"), in file and working-directory
+/// arguments (docs/e2b.md). Every other path is returned as it is.
+std::string E2bPath(std::string_view path);
+
 /// The JSON message of a Connect call: the body itself (unary, application/json) or the one
 /// envelope of a server-streaming call (application/connect+json). Errors: kInvalidArgument
 /// (wrong content type, bad envelope, not a JSON object), kTooLarge.

@@ -66,7 +66,7 @@ Result<std::string> PathField(const json::object& msg, std::string_view name) {
   if (it == msg.end() || !it->value().is_string() || it->value().as_string().empty()) {
     return Fail(Error::InvalidArgument(std::string(name) + ": a path is required"));
   }
-  return std::string(it->value().as_string());
+  return E2bPath(it->value().as_string());
 }
 
 HttpResponse Unary(const EnvdCall& c, json::object answer) {
@@ -157,7 +157,7 @@ json::object UploadEntry(const core::FileStat& s) {
 Result<HttpResponse> Files(const EnvdCall& c, HttpRequest& req) {
   core::FileService& files = c.manager->files();
   const std::string* qpath = req.Query("path");
-  const std::string path = qpath != nullptr ? *qpath : "";
+  const std::string path = qpath != nullptr ? E2bPath(*qpath) : "";
   if (req.method == "GET") {
     if (path.empty()) return Fail(Error::InvalidArgument("path: required"));
     ASB_ASSIGN_OR_RETURN(std::string data, files.ReadFile(c.owner, c.sandbox_id, path));
@@ -186,7 +186,7 @@ Result<HttpResponse> Files(const EnvdCall& c, HttpRequest& req) {
     for (const MultipartPart& p : parts) {
       if (p.name != "file") continue;
       // One file may be named by ?path=; several are named by their parts' filenames.
-      const std::string dest = n == 1 && !path.empty() ? path : p.filename;
+      const std::string dest = n == 1 && !path.empty() ? path : E2bPath(p.filename);
       if (dest.empty()) {
         return Fail(Error::InvalidArgument("multipart: a file part without a filename (path)"));
       }
@@ -200,6 +200,15 @@ Result<HttpResponse> Files(const EnvdCall& c, HttpRequest& req) {
 }
 
 }  // namespace
+
+std::string E2bPath(std::string_view path) {
+  constexpr std::string_view kHome = "/home/user";
+  if (path.substr(0, kHome.size()) == kHome &&
+      (path.size() == kHome.size() || path[kHome.size()] == '/')) {
+    return "/workspace" + std::string(path.substr(kHome.size()));
+  }
+  return std::string(path);
+}
 
 Result<std::string> EnvdUser(std::string_view e2b_user) {
   if (e2b_user.empty() || e2b_user == "user") return std::string();

@@ -315,7 +315,7 @@ Result<HttpResponse> Start(const EnvdCall& c, HttpRequest& req) {
     }
   }
   ASB_ASSIGN_OR_RETURN(auto cwd, StringField(*proc, "cwd"));
-  if (cwd) o.workdir = *cwd;
+  if (cwd) o.workdir = E2bPath(*cwd);
   ASB_ASSIGN_OR_RETURN(auto tag, StringField(msg, "tag"));
   if (tag) o.tag = *tag;
   if (const json::value* in = Field(msg, "stdin", "stdin")) {

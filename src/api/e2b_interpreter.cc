@@ -180,7 +180,7 @@ Result<HttpResponse> Serve(const EnvdCall& c, HttpRequest& req) {
     ASB_ASSIGN_OR_RETURN(auto lang, OptString(body, "language"));
     ASB_ASSIGN_OR_RETURN(auto cwd, OptString(body, "cwd"));
     if (lang) o.language = *lang;
-    if (cwd) o.cwd = *cwd;
+    if (cwd) o.cwd = E2bPath(*cwd);
     ASB_ASSIGN_OR_RETURN(core::CodeContextInfo ctx, code.CreateContext(c.owner, c.sandbox_id, o));
     return JsonResponse(200, json::serialize(ContextJson(ctx)));
   }

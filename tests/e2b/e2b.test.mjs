@@ -180,6 +180,13 @@ test('files: write, read, list, exists, makeDir, rename, remove, getInfo', { ski
   await sbx.files.write('rel.txt', 'relative');
   assert.equal(await sbx.files.read('/workspace/rel.txt'), 'relative');
   assert.equal((await sbx.commands.run('cat /workspace/rel.txt')).stdout, 'relative');
+  // E2B's home, /home/user, names the workspace in file and cwd arguments.
+  const home = await sbx.files.write('/home/user/home.txt', 'at home');
+  assert.equal(home.path, '/workspace/home.txt');
+  assert.equal(await sbx.files.read('/home/user/home.txt'), 'at home');
+  assert.equal((await sbx.commands.run('pwd; cat home.txt', { cwd: '/home/user' })).stdout,
+    '/workspace\nat home');
+  await assert.rejects(sbx.files.write('/home/userx/no.txt', 'x'));
   // Bytes, and several files at once.
   const bytes = new Uint8Array([0, 1, 2, 254, 255]);
   await sbx.files.write([{ path: '/workspace/e2b/a.bin', data: bytes.buffer },
