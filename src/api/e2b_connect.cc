@@ -105,13 +105,16 @@ HttpResponse ConnectUnaryError(const Error& error) {
   return ConnectUnaryError(ConnectCodeOf(c.code), c.message);
 }
 
-HttpResponse E2bHttpError(const Error& error) {
-  ClientError c = ForClient(error);
-  const int status = HttpStatusOf(c.code);
+HttpResponse E2bHttpError(int status, std::string_view message) {
   json::object o;
   o["code"] = status;
-  o["message"] = c.message;
+  o["message"] = message;
   return JsonResponse(status, json::serialize(o));
+}
+
+HttpResponse E2bHttpError(const Error& error) {
+  ClientError c = ForClient(error);
+  return E2bHttpError(HttpStatusOf(c.code), c.message);
 }
 
 std::string ConnectEndStream(std::string_view connect_code, std::string_view message) {

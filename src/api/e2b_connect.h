@@ -49,6 +49,8 @@ HttpResponse ConnectUnaryError(std::string_view connect_code, std::string_view m
 /// {"code": <HTTP status>, "message"}, the status and message by api::ForClient's rule. The
 /// SDKs read the status.
 HttpResponse E2bHttpError(const Error& error);
+/// The same shape with a status and message of the caller's (501 for what is not supported).
+HttpResponse E2bHttpError(int status, std::string_view message);
 
 /// The end-of-stream envelope: {} on success, {"error": ConnectErrorJson} otherwise.
 std::string ConnectEndStream(const Error* error);

@@ -7,6 +7,8 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -15,6 +17,7 @@
 
 namespace boost::json {
 class object;
+class value;
 }  // namespace boost::json
 namespace asb::core {
 class SandboxManager;
@@ -47,6 +50,23 @@ Result<std::string> EnvdUser(std::string_view e2b_user);
 /// user's home ("/home/user/a.py" -> "/workspace/a.py"), in file and working-directory
 /// arguments (docs/e2b.md). Every other path is returned as it is.
 std::string E2bPath(std::string_view path);
+
+/// The JSON object of a body or message; "" is {}. Errors: kInvalidArgument "the message is
+/// not a JSON object".
+Result<boost::json::object> JsonObject(std::string_view text);
+/// Field `name` of `o`; nullptr when absent or null (protobuf's JSON mapping: null = unset).
+const boost::json::value* FieldOf(const boost::json::object& o, std::string_view name);
+/// A string field. Errors: kInvalidArgument "<label>: must be a string" (label = name if "").
+Result<std::optional<std::string>> StringOf(const boost::json::object& o, std::string_view name,
+                                            std::string_view label = {});
+/// An object field (nullptr when absent). Errors: kInvalidArgument "<label>: must be an object".
+Result<const boost::json::object*> ObjectOf(const boost::json::object& o, std::string_view name,
+                                            std::string_view label = {});
+/// An object of strings (empty when absent). Errors: kInvalidArgument "<label>: must be an
+/// object", "<label>: values must be strings".
+Result<std::map<std::string, std::string>> StringMapOf(const boost::json::object& o,
+                                                       std::string_view name,
+                                                       std::string_view label = {});
 
 /// The JSON message of a Connect call: the body itself (unary, application/json) or the one
 /// envelope of a server-streaming call (application/connect+json). Errors: kInvalidArgument

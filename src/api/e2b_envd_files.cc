@@ -62,11 +62,11 @@ json::object EntryInfo(const core::FileStat& s) {
 }
 
 Result<std::string> PathField(const json::object& msg, std::string_view name) {
-  auto it = msg.find(name);
-  if (it == msg.end() || !it->value().is_string() || it->value().as_string().empty()) {
+  const json::value* v = FieldOf(msg, name);
+  if (v == nullptr || !v->is_string() || v->as_string().empty()) {
     return Fail(Error::InvalidArgument(std::string(name) + ": a path is required"));
   }
-  return E2bPath(it->value().as_string());
+  return E2bPath(v->as_string());
 }
 
 HttpResponse Unary(const EnvdCall& c, json::object answer) {
@@ -236,13 +236,7 @@ Result<json::object> ConnectMessage(const HttpRequest& req, bool streaming) {
     }
     text = req.body;
   }
-  if (text.empty()) return json::object();  // an empty body is the empty message
-  boost::system::error_code ec;
-  json::value v = json::parse(text, ec);
-  if (ec || !v.is_object()) {
-    return Fail(Error::InvalidArgument("the message is not a JSON object"));
-  }
-  return std::move(v.as_object());
+  return JsonObject(text);  // an empty body is the empty message
 }
 
 HttpResponse EnvdFilesystemCall(const EnvdCall& c, std::string_view method, HttpRequest& req) {

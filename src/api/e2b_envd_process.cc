@@ -36,37 +36,10 @@ int64_t SteadyMs() {
       .count();
 }
 
-// A field of `o`: its lowerCamelCase JSON name or its proto name (protobuf's JSON mapping
-// accepts both).
-const json::value* Field(const json::object& o, std::string_view camel, std::string_view proto) {
-  if (auto it = o.find(camel); it != o.end() && !it->value().is_null()) return &it->value();
-  if (proto != camel) {
-    if (auto it = o.find(proto); it != o.end() && !it->value().is_null()) return &it->value();
-  }
-  return nullptr;
-}
-
-Result<std::optional<std::string>> StringField(const json::object& o, std::string_view camel,
-                                               std::string_view proto = {}) {
-  const json::value* v = Field(o, camel, proto.empty() ? camel : proto);
-  if (v == nullptr) return std::optional<std::string>();
-  if (!v->is_string())
-    return Fail(Error::InvalidArgument(std::string(camel) + ": must be a string"));
-  return std::optional<std::string>(std::string(v->as_string()));
-}
-
-Result<const json::object*> ObjectField(const json::object& o, std::string_view name) {
-  const json::value* v = Field(o, name, name);
-  if (v == nullptr) return static_cast<const json::object*>(nullptr);
-  if (!v->is_object())
-    return Fail(Error::InvalidArgument(std::string(name) + ": must be an object"));
-  return &v->as_object();
-}
-
 // A uint32 field, which protobuf's JSON mapping may also write as a string.
 Result<std::optional<int64_t>> UintField(const json::object& o, std::string_view name,
                                          int64_t max) {
-  const json::value* v = Field(o, name, name);
+  const json::value* v = FieldOf(o, name);
   if (v == nullptr) return std::optional<int64_t>();
   int64_t n = -1;
   if (v->is_int64()) {
@@ -92,27 +65,26 @@ Result<std::optional<int64_t>> UintField(const json::object& o, std::string_view
 
 // A bytes field (base64 in protobuf's JSON mapping, standard or URL-safe alphabet).
 Result<std::optional<std::string>> BytesField(const json::object& o, std::string_view name) {
-  ASB_ASSIGN_OR_RETURN(auto text, StringField(o, name));
+  ASB_ASSIGN_OR_RETURN(auto text, StringOf(o, name));
   if (!text) return std::optional<std::string>();
   std::string s = *text;
   for (char& c : s) {
     if (c == '-') c = '+';
     if (c == '_') c = '/';
   }
-  while (s.size() % 4 != 0) s.push_back('=');
-  ASB_ASSIGN_OR_RETURN(std::string raw, Base64Decode(s, name));
+  ASB_ASSIGN_OR_RETURN(std::string raw, Base64Decode(s, name));  // padding optional
   return std::optional<std::string>(std::move(raw));
 }
 
 // The pid a ProcessSelector names: {"pid": N} or {"tag": "..."} (a tag: the newest running
 // process with it). Errors: kInvalidArgument (neither), kNotFound.
 Result<int> SelectedPid(const EnvdCall& c, const json::object& msg) {
-  ASB_ASSIGN_OR_RETURN(const json::object* sel, ObjectField(msg, "process"));
+  ASB_ASSIGN_OR_RETURN(const json::object* sel, ObjectOf(msg, "process"));
   if (sel == nullptr)
     return Fail(Error::InvalidArgument("process: a selector {pid} or {tag} is required"));
   ASB_ASSIGN_OR_RETURN(auto pid, UintField(*sel, "pid", 0x7fffffff));
   if (pid) return static_cast<int>(*pid);
-  ASB_ASSIGN_OR_RETURN(auto tag, StringField(*sel, "tag"));
+  ASB_ASSIGN_OR_RETURN(auto tag, StringOf(*sel, "tag"));
   if (!tag) return Fail(Error::InvalidArgument("process: a selector {pid} or {tag} is required"));
   ASB_ASSIGN_OR_RETURN(auto list, c.manager->processes().ListProcesses(c.owner, c.sandbox_id));
   for (auto it = list.rbegin(); it != list.rend(); ++it) {
@@ -292,40 +264,32 @@ HttpResponse StreamError(const Error& e, const std::string& sandbox_id) {
 
 Result<HttpResponse> Start(const EnvdCall& c, HttpRequest& req) {
   ASB_ASSIGN_OR_RETURN(json::object msg, ConnectMessage(req, true));
-  ASB_ASSIGN_OR_RETURN(const json::object* proc, ObjectField(msg, "process"));
+  ASB_ASSIGN_OR_RETURN(const json::object* proc, ObjectOf(msg, "process"));
   if (proc == nullptr) return Fail(Error::InvalidArgument("process: required"));
   core::ProcessOptions o;
-  ASB_ASSIGN_OR_RETURN(auto cmd, StringField(*proc, "cmd"));
+  ASB_ASSIGN_OR_RETURN(auto cmd, StringOf(*proc, "cmd"));
   if (!cmd || cmd->empty()) return Fail(Error::InvalidArgument("process.cmd: required"));
   o.argv.push_back(*cmd);
-  if (const json::value* args = Field(*proc, "args", "args")) {
+  if (const json::value* args = FieldOf(*proc, "args")) {
     if (!args->is_array()) return Fail(Error::InvalidArgument("process.args: must be an array"));
     for (const json::value& a : args->as_array()) {
       if (!a.is_string()) return Fail(Error::InvalidArgument("process.args: must hold strings"));
       o.argv.emplace_back(a.as_string());
     }
   }
-  if (const json::value* envs = Field(*proc, "envs", "envs")) {
-    if (!envs->is_object()) return Fail(Error::InvalidArgument("process.envs: must be an object"));
-    for (const auto& kv : envs->as_object()) {
-      if (!kv.value().is_string()) {
-        return Fail(Error::InvalidArgument("process.envs: values must be strings"));
-      }
-      o.env[std::string(kv.key())] = std::string(kv.value().as_string());
-    }
-  }
-  ASB_ASSIGN_OR_RETURN(auto cwd, StringField(*proc, "cwd"));
+  ASB_ASSIGN_OR_RETURN(o.env, StringMapOf(*proc, "envs", "process.envs"));
+  ASB_ASSIGN_OR_RETURN(auto cwd, StringOf(*proc, "cwd"));
   if (cwd) o.workdir = E2bPath(*cwd);
-  ASB_ASSIGN_OR_RETURN(auto tag, StringField(msg, "tag"));
+  ASB_ASSIGN_OR_RETURN(auto tag, StringOf(msg, "tag"));
   if (tag) o.tag = *tag;
-  if (const json::value* in = Field(msg, "stdin", "stdin")) {
+  if (const json::value* in = FieldOf(msg, "stdin")) {
     if (!in->is_bool()) return Fail(Error::InvalidArgument("stdin: must be a boolean"));
     o.stdin = in->as_bool();
   }
-  ASB_ASSIGN_OR_RETURN(const json::object* pty, ObjectField(msg, "pty"));
+  ASB_ASSIGN_OR_RETURN(const json::object* pty, ObjectOf(msg, "pty"));
   if (pty != nullptr) {
     o.pty = true;
-    ASB_ASSIGN_OR_RETURN(const json::object* size, ObjectField(*pty, "size"));
+    ASB_ASSIGN_OR_RETURN(const json::object* size, ObjectOf(*pty, "size"));
     if (size != nullptr) {
       ASB_ASSIGN_OR_RETURN(auto cols, UintField(*size, "cols", core::kMaxTerminalSize));
       ASB_ASSIGN_OR_RETURN(auto rows, UintField(*size, "rows", core::kMaxTerminalSize));
@@ -403,7 +367,7 @@ Result<HttpResponse> List(const EnvdCall& c, HttpRequest& req) {
 Result<HttpResponse> SendInput(const EnvdCall& c, HttpRequest& req) {
   ASB_ASSIGN_OR_RETURN(json::object msg, ConnectMessage(req, false));
   ASB_ASSIGN_OR_RETURN(int pid, SelectedPid(c, msg));
-  ASB_ASSIGN_OR_RETURN(const json::object* input, ObjectField(msg, "input"));
+  ASB_ASSIGN_OR_RETURN(const json::object* input, ObjectOf(msg, "input"));
   if (input == nullptr) return Fail(Error::InvalidArgument("input: {stdin} or {pty} is required"));
   ASB_ASSIGN_OR_RETURN(auto in, BytesField(*input, "stdin"));
   ASB_ASSIGN_OR_RETURN(auto pty, BytesField(*input, "pty"));
@@ -425,7 +389,7 @@ Result<HttpResponse> SendSignal(const EnvdCall& c, HttpRequest& req) {
   ASB_ASSIGN_OR_RETURN(int pid, SelectedPid(c, msg));
   // Signal is an enum: its name ("SIGNAL_SIGKILL") or number (9, 15).
   std::string signal;
-  const json::value* v = Field(msg, "signal", "signal");
+  const json::value* v = FieldOf(msg, "signal");
   if (v != nullptr && v->is_string()) {
     signal = std::string(v->as_string());
     if (signal == "SIGNAL_SIGKILL") signal = "9";
@@ -460,10 +424,10 @@ Result<HttpResponse> CloseStdin(const EnvdCall& c, HttpRequest& req) {
 Result<HttpResponse> Update(const EnvdCall& c, HttpRequest& req) {
   ASB_ASSIGN_OR_RETURN(json::object msg, ConnectMessage(req, false));
   ASB_ASSIGN_OR_RETURN(int pid, SelectedPid(c, msg));
-  ASB_ASSIGN_OR_RETURN(const json::object* pty, ObjectField(msg, "pty"));
+  ASB_ASSIGN_OR_RETURN(const json::object* pty, ObjectOf(msg, "pty"));
   const json::object* size = nullptr;
   if (pty != nullptr) {
-    ASB_ASSIGN_OR_RETURN(size, ObjectField(*pty, "size"));
+    ASB_ASSIGN_OR_RETURN(size, ObjectOf(*pty, "size"));
   }
   if (size == nullptr) return Unary(c.sandbox_id, json::object());  // nothing to change
   ASB_ASSIGN_OR_RETURN(auto cols, UintField(*size, "cols", core::kMaxTerminalSize));

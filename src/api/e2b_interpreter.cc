@@ -127,21 +127,6 @@ class ExecuteBody final : public StreamBody {
   int64_t last_emit_;
 };
 
-Result<json::object> Body(const HttpRequest& req) {
-  if (req.body.empty()) return json::object();
-  boost::system::error_code ec;
-  json::value v = json::parse(req.body, ec);
-  if (ec || !v.is_object()) return Fail(Error::InvalidArgument("the body is not a JSON object"));
-  return std::move(v.as_object());
-}
-
-Result<std::optional<std::string>> OptString(const json::object& o, std::string_view name) {
-  const json::value* v = o.if_contains(name);
-  if (v == nullptr || v->is_null()) return std::optional<std::string>();
-  if (!v->is_string()) return Fail(Error::InvalidArgument(std::string(name) + ": a string"));
-  return std::optional<std::string>(std::string(v->as_string()));
-}
-
 json::object ContextJson(const core::CodeContextInfo& c) {
   json::object o;
   o["id"] = c.id;
@@ -154,13 +139,13 @@ Result<HttpResponse> Serve(const EnvdCall& c, HttpRequest& req) {
   core::CodeService& code = c.manager->code();
   const std::string& path = req.path;
   if (path == "/execute" && req.method == "POST") {
-    ASB_ASSIGN_OR_RETURN(json::object body, Body(req));
+    ASB_ASSIGN_OR_RETURN(json::object body, JsonObject(req.body));
     core::CodeRequest cr;
-    ASB_ASSIGN_OR_RETURN(auto text, OptString(body, "code"));
+    ASB_ASSIGN_OR_RETURN(auto text, StringOf(body, "code"));
     if (!text) return Fail(Error::InvalidArgument("code: required"));
     cr.code = *text;
-    ASB_ASSIGN_OR_RETURN(cr.context_id, OptString(body, "context_id"));
-    ASB_ASSIGN_OR_RETURN(cr.language, OptString(body, "language"));
+    ASB_ASSIGN_OR_RETURN(cr.context_id, StringOf(body, "context_id"));
+    ASB_ASSIGN_OR_RETURN(cr.language, StringOf(body, "language"));
     if (const json::value* env = body.if_contains("env_vars");
         env && env->is_object() && !env->as_object().empty()) {
       return Fail(Error::InvalidArgument(
@@ -175,10 +160,10 @@ Result<HttpResponse> Serve(const EnvdCall& c, HttpRequest& req) {
     return r;
   }
   if (path == "/contexts" && req.method == "POST") {
-    ASB_ASSIGN_OR_RETURN(json::object body, Body(req));
+    ASB_ASSIGN_OR_RETURN(json::object body, JsonObject(req.body));
     core::CodeContextOptions o;
-    ASB_ASSIGN_OR_RETURN(auto lang, OptString(body, "language"));
-    ASB_ASSIGN_OR_RETURN(auto cwd, OptString(body, "cwd"));
+    ASB_ASSIGN_OR_RETURN(auto lang, StringOf(body, "language"));
+    ASB_ASSIGN_OR_RETURN(auto cwd, StringOf(body, "cwd"));
     if (lang) o.language = *lang;
     if (cwd) o.cwd = E2bPath(*cwd);
     ASB_ASSIGN_OR_RETURN(core::CodeContextInfo ctx, code.CreateContext(c.owner, c.sandbox_id, o));

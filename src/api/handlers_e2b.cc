@@ -52,20 +52,10 @@ struct Deps {
 
 int64_t NowMs() { return SystemClock::Instance().NowUnixMs(); }
 
-// E2B's error shape: {"code": <HTTP status>, "message"}; the SDKs read the status.
-HttpResponse E2bError(const Error& e) { return E2bHttpError(e); }
-
-HttpResponse E2bError(int status, std::string_view message) {
-  json::object o;
-  o["code"] = status;
-  o["message"] = message;
-  return JsonResponse(status, json::serialize(o));
-}
-
 Handler E2bWrap(std::function<Result<HttpResponse>(HttpRequest&)> fn) {
   return [fn = std::move(fn)](HttpRequest& req) -> HttpResponse {
     Result<HttpResponse> r = fn(req);
-    if (!r) return E2bError(r.error());
+    if (!r) return E2bHttpError(r.error());
     return std::move(*r);
   };
 }
@@ -77,21 +67,8 @@ std::string OurTemplate(std::string_view e2b) {
   return std::string(e2b);
 }
 
-Result<json::object> BodyObject(const std::string& body) {
-  if (body.empty()) return json::object();
-  boost::system::error_code ec;
-  json::value v = json::parse(body, ec);
-  if (ec || !v.is_object()) return Fail(Error::InvalidArgument("the body is not a JSON object"));
-  return std::move(v.as_object());
-}
-
-const json::value* Present(const json::object& o, std::string_view name) {
-  const json::value* v = o.if_contains(name);
-  return v != nullptr && !v->is_null() ? v : nullptr;
-}
-
 Result<std::optional<int64_t>> Seconds(const json::object& o, std::string_view name) {
-  const json::value* v = Present(o, name);
+  const json::value* v = FieldOf(o, name);
   if (v == nullptr) return std::optional<int64_t>();
   if (v->is_int64() && v->as_int64() > 0) return std::optional<int64_t>(v->as_int64());
   if (v->is_uint64()) return std::optional<int64_t>(INT64_MAX);  // clamped by the manager
@@ -99,25 +76,15 @@ Result<std::optional<int64_t>> Seconds(const json::object& o, std::string_view n
       Error::InvalidArgument(std::string(name) + ": must be a whole number of seconds > 0"));
 }
 
-Result<std::map<std::string, std::string>> StringMap(const json::object& o, std::string_view name) {
-  std::map<std::string, std::string> out;
-  const json::value* v = Present(o, name);
-  if (v == nullptr) return out;
-  if (!v->is_object())
-    return Fail(Error::InvalidArgument(std::string(name) + ": must be an object"));
-  for (const auto& kv : v->as_object()) {
-    if (!kv.value().is_string()) {
-      return Fail(Error::InvalidArgument(std::string(name) + ": values must be strings"));
-    }
-    out[std::string(kv.key())] = std::string(kv.value().as_string());
-  }
-  return out;
-}
-
 json::object MetadataJson(const core::SandboxInfo& s) {
   json::object md;
   for (const auto& [k, v] : s.metadata) md[k] = v;
   return md;
+}
+
+// E2B's whole-CPU count of a sandbox whose limit is `cpus` cores (0.5 -> 1, 1.5 -> 2).
+int64_t CpuCount(double cpus) {
+  return std::max<int64_t>(1, static_cast<int64_t>(std::ceil(cpus)));
 }
 
 // The Sandbox of create and connect.
@@ -142,7 +109,7 @@ json::object ListedJson(const core::SandboxInfo& s) {
   o["clientID"] = "agent-sandbox";
   o["startedAt"] = FormatRfc3339(s.created_at_ms);
   o["endAt"] = FormatRfc3339(s.expires_at_ms);
-  o["cpuCount"] = std::max<int64_t>(1, static_cast<int64_t>(s.cpus + 0.999));
+  o["cpuCount"] = CpuCount(s.cpus);
   o["memoryMB"] = s.memory_mb;
   o["diskSizeMB"] = s.workspace_mb;
   o["metadata"] = MetadataJson(s);
@@ -152,28 +119,28 @@ json::object ListedJson(const core::SandboxInfo& s) {
 }
 
 Result<HttpResponse> Create(const Deps& d, HttpRequest& req) {
-  ASB_ASSIGN_OR_RETURN(json::object body, BodyObject(req.body));
+  ASB_ASSIGN_OR_RETURN(json::object body, JsonObject(req.body));
   core::CreateRequest cr;
-  if (const json::value* t = Present(body, "templateID")) {
+  if (const json::value* t = FieldOf(body, "templateID")) {
     if (!t->is_string()) return Fail(Error::InvalidArgument("templateID: must be a string"));
     cr.template_name = OurTemplate(t->as_string());
   }
   ASB_ASSIGN_OR_RETURN(cr.timeout_seconds, Seconds(body, "timeout"));
-  ASB_ASSIGN_OR_RETURN(cr.env, StringMap(body, "envVars"));
-  ASB_ASSIGN_OR_RETURN(cr.metadata, StringMap(body, "metadata"));
-  if (const json::value* net = Present(body, "allow_internet_access")) {
+  ASB_ASSIGN_OR_RETURN(cr.env, StringMapOf(body, "envVars"));
+  ASB_ASSIGN_OR_RETURN(cr.metadata, StringMapOf(body, "metadata"));
+  if (const json::value* net = FieldOf(body, "allow_internet_access")) {
     if (!net->is_bool()) return Fail(Error::InvalidArgument("allow_internet_access: a boolean"));
     cr.network = net->as_bool();
   }
   // What would change a sandbox's behaviour and we cannot honour is refused, never ignored.
-  if (const json::value* p = Present(body, "autoPause"); p && p->is_bool() && p->as_bool()) {
+  if (const json::value* p = FieldOf(body, "autoPause"); p && p->is_bool() && p->as_bool()) {
     return Fail(Error::InvalidArgument("autoPause: pausing sandboxes is not supported yet"));
   }
-  if (const json::value* v = Present(body, "volumeMounts");
+  if (const json::value* v = FieldOf(body, "volumeMounts");
       v && v->is_array() && !v->as_array().empty()) {
     return Fail(Error::InvalidArgument("volumeMounts: volumes are not supported (docs/e2b.md)"));
   }
-  if (const json::value* n = Present(body, "network");
+  if (const json::value* n = FieldOf(body, "network");
       n && n->is_object() && !n->as_object().empty()) {
     return Fail(Error::InvalidArgument(
         "network: E2B's egress rules are not supported; use /v1's network_policy (docs/e2b.md)"));
@@ -259,7 +226,7 @@ Result<HttpResponse> List(const Deps& d, HttpRequest& req, bool paged) {
 }
 
 Result<HttpResponse> Connect(const Deps& d, HttpRequest& req) {
-  ASB_ASSIGN_OR_RETURN(json::object body, BodyObject(req.body));
+  ASB_ASSIGN_OR_RETURN(json::object body, JsonObject(req.body));
   ASB_ASSIGN_OR_RETURN(auto timeout, Seconds(body, "timeout"));
   ASB_ASSIGN_OR_RETURN(core::SandboxInfo s, CallersSandbox(d, req));
   // Connecting only ever extends a sandbox's life (E2B's rule): a shorter timeout is ignored.
@@ -290,7 +257,7 @@ Result<HttpResponse> Metrics(const Deps& d, HttpRequest& req) {
   const double cpus = s.cpus > 0 ? s.cpus : 1;
   json::object m;
   m["timestamp"] = FormatRfc3339(b.sampled_at_ms);
-  m["cpuCount"] = std::max<int64_t>(1, static_cast<int64_t>(std::ceil(cpus)));
+  m["cpuCount"] = CpuCount(cpus);
   m["cpuUsedPct"] = std::round(std::min(100.0, used_ns / (wall_ns * cpus) * 100.0) * 100) / 100;
   m["memUsed"] = b.memory_bytes;
   m["memTotal"] = b.memory_limit_bytes;
@@ -329,12 +296,16 @@ int64_t HeaderMs(const HttpRequest& req, std::string_view name, int64_t scale) {
   return n * scale;
 }
 
+// The Connect services' path prefixes: /<package.Service>/<Method>.
+constexpr std::string_view kProcessService = "/process.Process/";
+constexpr std::string_view kFilesystemService = "/filesystem.Filesystem/";
+
 bool IsConnectPath(std::string_view path) {
-  return path.rfind("/process.Process/", 0) == 0 || path.rfind("/filesystem.Filesystem/", 0) == 0;
+  return path.rfind(kProcessService, 0) == 0 || path.rfind(kFilesystemService, 0) == 0;
 }
 
 HttpResponse TrafficError(const HttpRequest& req, const Error& e) {
-  return IsConnectPath(req.path) ? ConnectUnaryError(e) : E2bError(e);
+  return IsConnectPath(req.path) ? ConnectUnaryError(e) : E2bHttpError(e);
 }
 
 HttpResponse Traffic(const Deps& d, HttpRequest& req) {
@@ -361,7 +332,7 @@ HttpResponse Traffic(const Deps& d, HttpRequest& req) {
   auto s = d.manager->lifecycle().Get(core::kAnyOwner, id);
   const bool running = s && s->state == core::SandboxState::kRunning;
   if (req.path == "/health" && req.method == "GET" && port == kEnvdPort) {
-    if (!running) return E2bError(502, "sandbox " + id + " is not running");
+    if (!running) return E2bHttpError(502, "sandbox " + id + " is not running");
     HttpResponse r = NoContent();
     r.sandbox_id = id;
     return r;
@@ -395,13 +366,14 @@ HttpResponse Traffic(const Deps& d, HttpRequest& req) {
       out = ConnectUnaryError("unimplemented", "Connect calls are POST requests");
       out.status = 405;
       out.headers.emplace_back("Allow", "POST");
-    } else if (req.path.rfind("/process.Process/", 0) == 0) {
-      out = EnvdProcessCall(call, std::string_view(req.path).substr(17), req);
+    } else if (req.path.rfind(kProcessService, 0) == 0) {
+      out = EnvdProcessCall(call, std::string_view(req.path).substr(kProcessService.size()), req);
     } else {
-      out = EnvdFilesystemCall(call, std::string_view(req.path).substr(23), req);
+      out = EnvdFilesystemCall(call, std::string_view(req.path).substr(kFilesystemService.size()),
+                               req);
     }
   } else {
-    out = E2bError(404, "envd has no such route");
+    out = E2bHttpError(404, "envd has no such route");
   }
   out.sandbox_id = id;
   return out;
@@ -468,7 +440,7 @@ void AddE2bRoutes(Router& router, ApiContext& ctx) {
              }));
   router.Add("POST", "/sandboxes/{id}/timeout",
              E2bWrap([d](HttpRequest& req) -> Result<HttpResponse> {
-               ASB_ASSIGN_OR_RETURN(json::object body, BodyObject(req.body));
+               ASB_ASSIGN_OR_RETURN(json::object body, JsonObject(req.body));
                ASB_ASSIGN_OR_RETURN(auto timeout, Seconds(body, "timeout"));
                if (!timeout) return Fail(Error::InvalidArgument("timeout: required, seconds"));
                ASB_ASSIGN_OR_RETURN(core::SandboxInfo s, CallersSandbox(*d, req));
@@ -480,13 +452,11 @@ void AddE2bRoutes(Router& router, ApiContext& ctx) {
   auto connect = E2bWrap([d](HttpRequest& req) { return Connect(*d, req); });
   router.Add("POST", "/sandboxes/{id}/connect", connect);
   router.Add("POST", "/v2/sandboxes/{id}/connect", connect);
-  auto not_yet = [d](std::string what) {
-    return E2bWrap([d, what](HttpRequest& req) -> Result<HttpResponse> {
-      ASB_TRY(CallersSandbox(*d, req));
-      return E2bError(501, what + " is not supported yet (docs/e2b.md)");
-    });
-  };
-  router.Add("POST", "/sandboxes/{id}/pause", not_yet("pausing a sandbox"));
+  router.Add("POST", "/sandboxes/{id}/pause",
+             E2bWrap([d](HttpRequest& req) -> Result<HttpResponse> {
+               ASB_TRY(CallersSandbox(*d, req));
+               return E2bHttpError(501, "pausing a sandbox is not supported yet (docs/e2b.md)");
+             }));
   router.Add("GET", "/sandboxes/{id}/metrics",
              E2bWrap([d](HttpRequest& req) { return Metrics(*d, req); }));
 }
