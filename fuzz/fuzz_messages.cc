@@ -41,7 +41,7 @@ std::string EncodeList(const std::vector<p::FileStat>& v) { return p::EncodeFile
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size == 0) return 0;
   std::string_view json(reinterpret_cast<const char*>(data) + 1, size - 1);
-  switch (data[0] % 17) {
+  switch (data[0] % 21) {
     case 0:
       RoundTrip(json, p::DecodeHello, p::EncodeHello);
       break;
@@ -98,6 +98,18 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       if (w) (void)p::FromWireError(*w);  // any code name maps to some ErrorCode
       break;
     }
+    case 17:
+      RoundTrip(json, p::DecodeFileWatchRequest, p::EncodeFileWatchRequest);
+      break;
+    case 18:
+      RoundTrip(json, p::DecodeFileWatchArmed, p::EncodeFileWatchArmed);
+      break;
+    case 19:
+      RoundTrip(json, p::DecodeFileWatchEvent, p::EncodeFileWatchEvent);
+      break;
+    case 20:
+      RoundTrip(json, p::DecodeFileWatchEnd, p::EncodeFileWatchEnd);
+      break;
   }
   return 0;
 }

@@ -105,6 +105,36 @@ struct MessageSchema<FileListRequest> {
 };
 
 template <>
+struct MessageSchema<FileWatchRequest> {
+  static constexpr std::string_view kWhat = "file.watch request";
+  static constexpr std::string_view kOp = "file.watch";
+  static constexpr auto kFields = std::tuple(
+      Field("path", &FileWatchRequest::path), Field("recursive", &FileWatchRequest::recursive),
+      Field("max_queue", &FileWatchRequest::max_queue), Field("scope", &FileWatchRequest::scope));
+};
+
+template <>
+struct MessageSchema<FileWatchArmed> {
+  static constexpr std::string_view kWhat = "file.watch armed";
+  static constexpr auto kFields =
+      std::tuple(Field("path", &FileWatchArmed::path), Field("watches", &FileWatchArmed::watches));
+};
+
+template <>
+struct MessageSchema<FileWatchEvent> {
+  static constexpr std::string_view kWhat = "file.watch event";
+  static constexpr auto kFields =
+      std::tuple(Field("type", &FileWatchEvent::type), Field("path", &FileWatchEvent::path),
+                 Field("dir", &FileWatchEvent::dir), Field("dropped", &FileWatchEvent::dropped));
+};
+
+template <>
+struct MessageSchema<FileWatchEnd> {
+  static constexpr std::string_view kWhat = "file.watch end";
+  static constexpr auto kFields = std::tuple(Field("reason", &FileWatchEnd::reason));
+};
+
+template <>
 struct MessageSchema<FileStatRequest> {
   static constexpr std::string_view kWhat = "file.stat request";
   static constexpr std::string_view kOp = "file.stat";
@@ -256,6 +286,22 @@ Result<FileRemoveRequest> DecodeFileRemoveRequest(std::string_view text) {
 std::string EncodeFileMoveRequest(const FileMoveRequest& m) { return Encode(m); }
 Result<FileMoveRequest> DecodeFileMoveRequest(std::string_view text) {
   return Decode<FileMoveRequest>(text);
+}
+std::string EncodeFileWatchRequest(const FileWatchRequest& m) { return Encode(m); }
+Result<FileWatchRequest> DecodeFileWatchRequest(std::string_view text) {
+  return Decode<FileWatchRequest>(text);
+}
+std::string EncodeFileWatchArmed(const FileWatchArmed& m) { return Encode(m); }
+Result<FileWatchArmed> DecodeFileWatchArmed(std::string_view text) {
+  return Decode<FileWatchArmed>(text);
+}
+std::string EncodeFileWatchEvent(const FileWatchEvent& m) { return Encode(m); }
+Result<FileWatchEvent> DecodeFileWatchEvent(std::string_view text) {
+  return Decode<FileWatchEvent>(text);
+}
+std::string EncodeFileWatchEnd(const FileWatchEnd& m) { return Encode(m); }
+Result<FileWatchEnd> DecodeFileWatchEnd(std::string_view text) {
+  return Decode<FileWatchEnd>(text);
 }
 
 // ---- tar -------------------------------------------------------------------------------------

@@ -18,6 +18,9 @@
 //   file.mkdir   OPEN FileMkdirRequest; RESULT FileStat.
 //   file.remove  OPEN FileRemoveRequest; RESULT {}.
 //   file.move    OPEN FileMoveRequest; RESULT FileStat (of the destination).
+//   file.watch   OPEN FileWatchRequest; INFO FileWatchArmed once armed; DATA stdout: NDJSON
+//                lines, one FileWatchEvent each, under the stdout window; RESULT
+//                FileWatchEnd when the watched directory goes away; CANCEL ends it.
 //   tar.export   OPEN TarExportRequest; DATA stdout (a POSIX pax tar)...; EOF; RESULT TarResult.
 //   tar.import   OPEN TarImportRequest; host DATA stdin (tar)...; EOF; RESULT TarResult.
 //   kill.all     OPEN {}; RESULT {"killed"}: SIGKILL every process but sandboxd (rollback).
@@ -192,6 +195,51 @@ struct FileMoveRequest {
   FileScope scope;
 };
 
+// ---- file watch (inotify) ---------------------------------------------------------------------
+
+/// Events a watch holds while the host's window is closed: default and largest. Beyond it,
+/// newer events are dropped and counted in one "overflow" event (its `dropped`).
+inline constexpr uint32_t kWatchQueueDefault = 4096;
+inline constexpr uint32_t kWatchQueueMax = 65536;
+/// Directories one recursive watch follows; more is an ERROR limit_exceeded at the start and an
+/// "overflow" event (dropped 0: events may be missing) when later ones cannot be added.
+inline constexpr uint32_t kWatchMaxDirs = 8192;
+/// file.watch operations one sandboxd runs at once (each holds an inotify instance, of which
+/// the kernel grants 128 per user by default); more is ERROR limit_exceeded.
+inline constexpr uint32_t kWatchMaxOps = 64;
+
+struct FileWatchRequest {
+  std::string path;        // a directory
+  bool recursive = false;  // also every directory below it, including ones created later
+  uint32_t max_queue = 0;  // 0 = kWatchQueueDefault; more than kWatchQueueMax is invalid
+  FileScope scope;
+};
+
+/// INFO once the watch is armed: every change after it is reported.
+struct FileWatchArmed {
+  std::string path;      // the watched directory, absolute in the sandbox
+  uint32_t watches = 0;  // directories watched (1 unless recursive)
+};
+
+/// One change, one NDJSON line on stdout. `type` is one of create, write, remove, rename
+/// (moved away from `path`), chmod (metadata: mode, owner, times, links) and overflow (events
+/// were lost: `dropped` counts those dropped by the queue; 0 when the kernel's own queue
+/// overflowed or a new directory could not be watched). Moving into a watched directory is a
+/// create. `path` is absolute in the sandbox ("" for overflow); `dir` says whether the entry
+/// is a directory.
+struct FileWatchEvent {
+  std::string type;
+  std::string path;
+  bool dir = false;
+  uint64_t dropped = 0;
+};
+
+/// RESULT: why the watch ended by itself ("removed": the watched directory was deleted or
+/// moved; "unmounted": its file system went away).
+struct FileWatchEnd {
+  std::string reason;
+};
+
 // ---- tar -------------------------------------------------------------------------------------
 
 struct TarExportRequest {
@@ -258,6 +306,15 @@ std::string EncodeFileRemoveRequest(const FileRemoveRequest& m);  // op "file.re
 Result<FileRemoveRequest> DecodeFileRemoveRequest(std::string_view json);
 std::string EncodeFileMoveRequest(const FileMoveRequest& m);  // op "file.move"
 Result<FileMoveRequest> DecodeFileMoveRequest(std::string_view json);
+std::string EncodeFileWatchRequest(const FileWatchRequest& m);  // op "file.watch"
+Result<FileWatchRequest> DecodeFileWatchRequest(std::string_view json);
+std::string EncodeFileWatchArmed(const FileWatchArmed& m);
+Result<FileWatchArmed> DecodeFileWatchArmed(std::string_view json);
+/// One line's JSON, without the newline.
+std::string EncodeFileWatchEvent(const FileWatchEvent& m);
+Result<FileWatchEvent> DecodeFileWatchEvent(std::string_view json);
+std::string EncodeFileWatchEnd(const FileWatchEnd& m);
+Result<FileWatchEnd> DecodeFileWatchEnd(std::string_view json);
 std::string EncodeTarExportRequest(const TarExportRequest& m);  // op "tar.export"
 Result<TarExportRequest> DecodeTarExportRequest(std::string_view json);
 std::string EncodeTarImportRequest(const TarImportRequest& m);  // op "tar.import"

@@ -380,6 +380,32 @@ TEST(MessagesTest, FileMoveRequestGoldenAndRoundTrip) {
   EXPECT_TRUE(d->overwrite);
 }
 
+TEST(MessagesTest, FileWatchMessagesGoldenAndRoundTrip) {
+  FileWatchRequest r;
+  r.path = "/workspace/src";
+  r.recursive = true;
+  r.max_queue = 16;
+  std::string json = EncodeFileWatchRequest(r);
+  EXPECT_EQ(json, std::string(R"({"op":"file.watch","path":"/workspace/src","recursive":true,)"
+                              R"("max_queue":16,)") +
+                      kScopeJson + "}");
+  auto d = DecodeFileWatchRequest(json);
+  ASSERT_TRUE(d);
+  EXPECT_TRUE(d->recursive);
+  EXPECT_EQ(d->max_queue, 16u);
+
+  FileWatchEvent ev{"create", "/workspace/src/a b\n", false, 0};
+  std::string line = EncodeFileWatchEvent(ev);
+  EXPECT_EQ(line, R"({"type":"create","path":"/workspace/src/a b\n","dir":false,"dropped":0})");
+  auto e = DecodeFileWatchEvent(line);
+  ASSERT_TRUE(e);
+  EXPECT_EQ(e->path, ev.path);
+  EXPECT_EQ(EncodeFileWatchArmed({"/workspace/src", 3}),
+            R"({"path":"/workspace/src","watches":3})");
+  EXPECT_EQ(EncodeFileWatchEnd({"removed"}), R"({"reason":"removed"})");
+  EXPECT_FALSE(DecodeFileWatchEvent(R"({"type":5})"));
+}
+
 // ---- tar -------------------------------------------------------------------------------------
 
 TEST(MessagesTest, TarRequestsGoldenAndRoundTrip) {

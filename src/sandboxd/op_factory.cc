@@ -5,6 +5,7 @@
 #include "sandboxd/exec_op.h"
 #include "sandboxd/file_ops.h"
 #include "sandboxd/file_stream_ops.h"
+#include "sandboxd/file_watch_op.h"
 #include "sandboxd/kill_all_op.h"
 #include "sandboxd/proc_ops.h"
 #include "sandboxd/sync_op.h"
@@ -76,6 +77,9 @@ Result<std::unique_ptr<Operation>> MakeOperation(Daemon& d, Connection& c, uint3
                            }));
       return "{\"count\":" + std::to_string(n) + "}";
     });
+  } else if (op == "file.watch") {
+    ASB_ASSIGN_OR_RETURN(auto req, Decode(protocol::DecodeFileWatchRequest(json)));
+    out = std::make_unique<FileWatchOp>(d, c, ch, std::move(req));
   } else if (op == "tar.export") {
     ASB_ASSIGN_OR_RETURN(auto req, Decode(protocol::DecodeTarExportRequest(json)));
     out = std::make_unique<TarExportOp>(d, c, ch, std::move(req));
