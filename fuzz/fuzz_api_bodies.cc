@@ -121,7 +121,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size == 0) return 0;
   std::string body(reinterpret_cast<const char*>(data) + 1, size - 1);
   const std::string sb = "/v1/sandboxes/";
-  switch (data[0] % 23) {
+  switch (data[0] % 24) {
     case 0:
       DirectJsonBody(body);
       break;
@@ -180,16 +180,24 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     case 18:
       Call("POST", "/sandboxes/" + LiveSandbox() + "/connect", body);
       break;
-    case 19:
-      Envd(LiveSandbox(), "/process.Process/Start", asb::api::ConnectEnvelope(0, body),
-           "application/connect+json");
+    case 19: {
+      // The two server streams: a process, a directory watch.
+      const bool watch = !body.empty() && (static_cast<uint8_t>(body[0]) & 1);
+      Envd(LiveSandbox(), watch ? "/filesystem.Filesystem/WatchDir" : "/process.Process/Start",
+           asb::api::ConnectEnvelope(0, body), "application/connect+json");
       break;
+    }
     case 20: {
-      static const char* kUnary[] = {
-          "/process.Process/SendSignal",    "/process.Process/SendInput",
-          "/process.Process/Update",        "/filesystem.Filesystem/Stat",
-          "/filesystem.Filesystem/ListDir", "/filesystem.Filesystem/Move"};
-      const size_t pick = body.empty() ? 0 : static_cast<uint8_t>(body[0]) % 6;
+      static const char* kUnary[] = {"/process.Process/SendSignal",
+                                     "/process.Process/SendInput",
+                                     "/process.Process/Update",
+                                     "/filesystem.Filesystem/Stat",
+                                     "/filesystem.Filesystem/ListDir",
+                                     "/filesystem.Filesystem/Move",
+                                     "/filesystem.Filesystem/CreateWatcher",
+                                     "/filesystem.Filesystem/GetWatcherEvents",
+                                     "/filesystem.Filesystem/RemoveWatcher"};
+      const size_t pick = body.empty() ? 0 : static_cast<uint8_t>(body[0]) % 9;
       Envd(LiveSandbox(), kUnary[pick], body.empty() ? body : body.substr(1), "application/json");
       break;
     }
@@ -198,6 +206,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       break;
     case 22:
       Envd(LiveSandbox(), "/execute", body, "application/json", "49999");
+      break;
+    case 23:
+      Call("GET", "/v1/sandboxes/" + LiveSandbox() + "/files/watch?" + body, "");
       break;
   }
   return 0;

@@ -132,4 +132,23 @@ std::string ConnectEndStream(const Error* error) {
   return ConnectEndStream(ConnectCodeOf(c.code), c.message);
 }
 
+HttpResponse ConnectStreamResponse(std::shared_ptr<StreamBody> body,
+                                   const std::string& sandbox_id) {
+  HttpResponse r;
+  r.status = 200;
+  r.content_type = "application/connect+json";
+  r.stream = std::move(body);
+  r.sandbox_id = sandbox_id;
+  return r;
+}
+
+HttpResponse ConnectStreamError(const Error& error, const std::string& sandbox_id) {
+  HttpResponse r;
+  r.status = 200;
+  r.content_type = "application/connect+json";
+  r.body = ConnectEndStream(&error);
+  r.sandbox_id = sandbox_id;
+  return r;
+}
+
 }  // namespace asb::api

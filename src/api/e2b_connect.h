@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
 
@@ -51,6 +52,12 @@ HttpResponse ConnectUnaryError(std::string_view connect_code, std::string_view m
 HttpResponse E2bHttpError(const Error& error);
 /// The same shape with a status and message of the caller's (501 for what is not supported).
 HttpResponse E2bHttpError(int status, std::string_view message);
+
+/// A server stream's answer: HTTP 200, application/connect+json, its envelopes from `body`.
+HttpResponse ConnectStreamResponse(std::shared_ptr<StreamBody> body, const std::string& sandbox_id);
+/// A server stream's failure before its first message: still HTTP 200, with the error in the
+/// end-of-stream envelope, as the Connect protocol has it for streams.
+HttpResponse ConnectStreamError(const Error& error, const std::string& sandbox_id);
 
 /// The end-of-stream envelope: {} on success, {"error": ConnectErrorJson} otherwise.
 std::string ConnectEndStream(const Error* error);

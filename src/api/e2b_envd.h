@@ -25,6 +25,8 @@ class SandboxManager;
 
 namespace asb::api {
 
+class E2bWatchers;
+
 /// The envdVersion we report: the SDKs gate features on it, so it is no higher than what we
 /// implement (0.5.2: closeStdin; not 0.5.7's octet-stream uploads nor 0.6's file metadata).
 inline constexpr std::string_view kEnvdVersion = "0.5.2";
@@ -40,6 +42,8 @@ struct EnvdCall {
   int64_t keepalive_ms = 50'000;
   /// Connect-Timeout-Ms of the request; 0 = none.
   int64_t deadline_ms = 0;
+  /// The watchers of CreateWatcher and its siblings (shared by all sandboxes).
+  E2bWatchers* watchers = nullptr;
 };
 
 /// E2B's user names mapped onto ours: "" and "user" (E2B's default user) = "", "root" =

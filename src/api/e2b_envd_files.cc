@@ -1,12 +1,16 @@
 // filesystem.Filesystem of envd (spec/envd/filesystem/filesystem.proto) and its plain HTTP
 // /files, on core::FileService: every path is resolved by sandboxd inside the sandbox's own
 // root, so a symlink never leads out of it. Relative paths start in the sandbox's workspace.
-// The directory watch calls (WatchDir, CreateWatcher, ...) answer unimplemented: docs/e2b.md.
+// WatchDir streams a core::FileWatch (file_watch_body.h); CreateWatcher, GetWatcherEvents and
+// RemoveWatcher keep one between calls (e2b_watchers.h). Event names are relative to the
+// watched directory, as envd reports them.
 #include <boost/json.hpp>
 
 #include "api/e2b_connect.h"
 #include "api/e2b_envd.h"
+#include "api/e2b_watchers.h"
 #include "api/errors.h"
+#include "api/file_watch_body.h"
 #include "api/multipart.h"
 #include "api/text.h"
 #include "core/sandbox_manager.h"
@@ -90,6 +94,120 @@ size_t DepthBelow(std::string_view root, std::string_view path) {
   return depth;
 }
 
+// envd's EventType of one of ours; "" for overflow, which envd has no event for.
+std::string_view EventTypeOf(const std::string& type) {
+  if (type == "create") return "EVENT_TYPE_CREATE";
+  if (type == "write") return "EVENT_TYPE_WRITE";
+  if (type == "remove") return "EVENT_TYPE_REMOVE";
+  if (type == "rename") return "EVENT_TYPE_RENAME";
+  if (type == "chmod") return "EVENT_TYPE_CHMOD";
+  return "";
+}
+
+// FilesystemEvent of `e` under the watched directory `root`, or null for an overflow.
+std::optional<json::object> FilesystemEvent(const std::string& root, const core::FileEvent& e) {
+  std::string_view type = EventTypeOf(e.type);
+  if (type.empty()) return std::nullopt;
+  std::string_view name = e.path;
+  if (name.size() > root.size() && name.compare(0, root.size(), root) == 0) {
+    name.remove_prefix(root == "/" ? 1 : root.size() + 1);
+  }
+  json::object o;
+  o["name"] = SanitizeUtf8(name);
+  o["type"] = type;
+  return o;
+}
+
+// The watch request's fields (WatchDirRequest and CreateWatcherRequest are alike).
+struct WatchArgs {
+  std::string path;
+  bool recursive = false;
+};
+
+Result<WatchArgs> WatchArgsOf(const json::object& msg) {
+  WatchArgs a;
+  ASB_ASSIGN_OR_RETURN(a.path, PathField(msg, "path"));
+  if (const json::value* r = FieldOf(msg, "recursive")) {
+    if (!r->is_bool()) return Fail(Error::InvalidArgument("recursive: must be a boolean"));
+    a.recursive = r->as_bool();
+  }
+  // includeEntry needs envd 0.6.3 and allowNetworkMounts 0.6.4, newer than we report: the SDKs
+  // never send them to us; a client that does gets events without entries.
+  return a;
+}
+
+// WatchDir: a server stream of start, filesystem events and keepalives.
+Result<HttpResponse> WatchDir(const EnvdCall& c, HttpRequest& req) {
+  ASB_ASSIGN_OR_RETURN(json::object msg, ConnectMessage(req, true));
+  ASB_ASSIGN_OR_RETURN(WatchArgs a, WatchArgsOf(msg));
+  ASB_ASSIGN_OR_RETURN(
+      std::shared_ptr<core::FileWatch> watch,
+      c.manager->files().WatchDirectory(c.owner, c.sandbox_id, a.path, a.recursive));
+  auto message = [](const char* field, json::value v) {
+    json::object o;
+    o[field] = std::move(v);
+    return ConnectEnvelope(0, json::serialize(o));
+  };
+  FileWatchWire wire;
+  wire.start = [message](const core::FileWatch&) { return message("start", json::object()); };
+  std::string root = watch->path();
+  wire.event = [message, root](const core::FileEvent& e) {
+    auto fs = FilesystemEvent(root, e);
+    return fs ? message("filesystem", std::move(*fs)) : std::string();
+  };
+  wire.keepalive = [message] { return message("keepalive", json::object()); };
+  wire.end = [](const core::FileWatch::Batch& b) {
+    if (b.end_reason == "timeout") {  // Connect-Timeout-Ms passed (the SDK's timeoutMs)
+      return ConnectEndStream("deadline_exceeded", "the watch's timeout passed");
+    }
+    return ConnectEndStream(b.error ? &*b.error : nullptr);
+  };
+  return ConnectStreamResponse(
+      std::make_shared<FileWatchBody>(std::move(watch), std::move(wire),
+                                      c.keepalive_ms > 0 ? c.keepalive_ms : 50'000, c.deadline_ms),
+      c.sandbox_id);
+}
+
+Result<std::string> WatcherIdOf(const json::object& msg) {
+  ASB_ASSIGN_OR_RETURN(auto id, StringOf(msg, "watcherId"));
+  if (!id) {
+    ASB_ASSIGN_OR_RETURN(id, StringOf(msg, "watcher_id"));
+  }
+  if (!id || id->empty()) return Fail(Error::InvalidArgument("watcherId: required"));
+  return *id;
+}
+
+Result<HttpResponse> Watchers(const EnvdCall& c, std::string_view method, const json::object& msg) {
+  if (c.watchers == nullptr) return Fail(Error::Unavailable("watchers are not enabled"));
+  if (method == "CreateWatcher") {
+    ASB_ASSIGN_OR_RETURN(WatchArgs a, WatchArgsOf(msg));
+    ASB_ASSIGN_OR_RETURN(
+        std::shared_ptr<core::FileWatch> watch,
+        c.manager->files().WatchDirectory(c.owner, c.sandbox_id, a.path, a.recursive));
+    ASB_ASSIGN_OR_RETURN(std::string id, c.watchers->Add(c.owner, c.sandbox_id, std::move(watch)));
+    json::object o;
+    o["watcherId"] = id;
+    return Unary(c, std::move(o));
+  }
+  ASB_ASSIGN_OR_RETURN(std::string id, WatcherIdOf(msg));
+  if (method == "RemoveWatcher") {
+    ASB_TRY(c.watchers->Remove(c.owner, c.sandbox_id, id));
+    return Unary(c, json::object());
+  }
+  // GetWatcherEvents: what came since the last call. A watch that failed (its sandbox went
+  // away) answers its error once its last events were taken.
+  ASB_ASSIGN_OR_RETURN(E2bWatchers::Taken t,
+                       c.watchers->Take(c.owner, c.sandbox_id, id, FileWatchBody::kPollEvents));
+  if (t.batch.events.empty() && t.batch.error) return Fail(*t.batch.error);
+  json::array events;
+  for (const core::FileEvent& e : t.batch.events) {
+    if (auto fs = FilesystemEvent(t.path, e)) events.emplace_back(std::move(*fs));
+  }
+  json::object o;
+  o["events"] = std::move(events);
+  return Unary(c, std::move(o));
+}
+
 Result<HttpResponse> Filesystem(const EnvdCall& c, std::string_view method, HttpRequest& req) {
   core::FileService& files = c.manager->files();
   ASB_ASSIGN_OR_RETURN(json::object msg, ConnectMessage(req, false));
@@ -141,6 +259,9 @@ Result<HttpResponse> Filesystem(const EnvdCall& c, std::string_view method, Http
     json::object o;
     o["entries"] = std::move(entries);
     return Unary(c, std::move(o));
+  }
+  if (method == "CreateWatcher" || method == "GetWatcherEvents" || method == "RemoveWatcher") {
+    return Watchers(c, method, msg);
   }
   return ConnectUnaryError("unimplemented", "filesystem.Filesystem/" + std::string(method) +
                                                 " is not implemented (docs/e2b.md)");
@@ -240,6 +361,11 @@ Result<json::object> ConnectMessage(const HttpRequest& req, bool streaming) {
 }
 
 HttpResponse EnvdFilesystemCall(const EnvdCall& c, std::string_view method, HttpRequest& req) {
+  if (method == "WatchDir") {
+    Result<HttpResponse> r = WatchDir(c, req);
+    if (r) return std::move(*r);
+    return ConnectStreamError(r.error(), c.sandbox_id);
+  }
   Result<HttpResponse> r = Filesystem(c, method, req);
   if (r) return std::move(*r);
   return ConnectUnaryError(r.error());

@@ -242,26 +242,6 @@ class ProcessEventBody final : public StreamBody {
   bool done_ = false;
 };
 
-HttpResponse StreamResponse(std::shared_ptr<StreamBody> body, const std::string& sandbox_id) {
-  HttpResponse r;
-  r.status = 200;
-  r.content_type = "application/connect+json";
-  r.stream = std::move(body);
-  r.sandbox_id = sandbox_id;
-  return r;
-}
-
-// A streaming call's failure before its first event: still HTTP 200 with the error in the
-// end-of-stream message, as the Connect protocol wants for streams.
-HttpResponse StreamError(const Error& e, const std::string& sandbox_id) {
-  HttpResponse r;
-  r.status = 200;
-  r.content_type = "application/connect+json";
-  r.body = ConnectEndStream(&e);
-  r.sandbox_id = sandbox_id;
-  return r;
-}
-
 Result<HttpResponse> Start(const EnvdCall& c, HttpRequest& req) {
   ASB_ASSIGN_OR_RETURN(json::object msg, ConnectMessage(req, true));
   ASB_ASSIGN_OR_RETURN(const json::object* proc, ObjectOf(msg, "process"));
@@ -300,19 +280,20 @@ Result<HttpResponse> Start(const EnvdCall& c, HttpRequest& req) {
   o.user = c.user;
   o.ring_bytes = kStartRingBytes;
   auto info = c.manager->processes().StartProcess(c.owner, c.sandbox_id, o);
-  if (!info) return StreamError(info.error(), c.sandbox_id);
+  if (!info) return ConnectStreamError(info.error(), c.sandbox_id);
   auto attach = c.manager->processes().AttachProcess(c.owner, c.sandbox_id, info->pid,
                                                      kStartRingBytes, false);
-  if (!attach) return StreamError(attach.error(), c.sandbox_id);
-  return StreamResponse(std::make_shared<ProcessEventBody>(std::move(*attach), info->pid, o.pty,
-                                                           c.keepalive_ms, c.deadline_ms),
-                        c.sandbox_id);
+  if (!attach) return ConnectStreamError(attach.error(), c.sandbox_id);
+  return ConnectStreamResponse(
+      std::make_shared<ProcessEventBody>(std::move(*attach), info->pid, o.pty, c.keepalive_ms,
+                                         c.deadline_ms),
+      c.sandbox_id);
 }
 
 Result<HttpResponse> Connect(const EnvdCall& c, HttpRequest& req) {
   ASB_ASSIGN_OR_RETURN(json::object msg, ConnectMessage(req, true));
   auto pid = SelectedPid(c, msg);
-  if (!pid) return StreamError(pid.error(), c.sandbox_id);
+  if (!pid) return ConnectStreamError(pid.error(), c.sandbox_id);
   bool pty = false;
   if (auto list = c.manager->processes().ListProcesses(c.owner, c.sandbox_id)) {
     for (const auto& p : *list) {
@@ -320,10 +301,10 @@ Result<HttpResponse> Connect(const EnvdCall& c, HttpRequest& req) {
     }
   }
   auto attach = c.manager->processes().AttachProcess(c.owner, c.sandbox_id, *pid, 0, false);
-  if (!attach) return StreamError(attach.error(), c.sandbox_id);
-  return StreamResponse(std::make_shared<ProcessEventBody>(std::move(*attach), *pid, pty,
-                                                           c.keepalive_ms, c.deadline_ms),
-                        c.sandbox_id);
+  if (!attach) return ConnectStreamError(attach.error(), c.sandbox_id);
+  return ConnectStreamResponse(std::make_shared<ProcessEventBody>(std::move(*attach), *pid, pty,
+                                                                  c.keepalive_ms, c.deadline_ms),
+                               c.sandbox_id);
 }
 
 HttpResponse Unary(const std::string& sandbox_id, const json::object& answer) {
@@ -465,7 +446,7 @@ HttpResponse EnvdProcessCall(const EnvdCall& c, std::string_view method, HttpReq
                              "process.Process/" + std::string(method) + " is not implemented");
   }
   if (r) return std::move(*r);
-  return streaming ? StreamError(r.error(), c.sandbox_id) : ConnectUnaryError(r.error());
+  return streaming ? ConnectStreamError(r.error(), c.sandbox_id) : ConnectUnaryError(r.error());
 }
 
 }  // namespace asb::api

@@ -23,6 +23,7 @@
 #include "api/e2b_connect.h"
 #include "api/e2b_envd.h"
 #include "api/e2b_token.h"
+#include "api/e2b_watchers.h"
 #include "api/errors.h"
 #include "api/handlers.h"
 #include "api/preview.h"
@@ -48,6 +49,7 @@ struct Deps {
   core::SandboxManager* manager = nullptr;
   std::string secret;  // api/e2b_token.h; "" = no sandbox traffic
   int64_t keepalive_ms = 50'000;
+  std::shared_ptr<E2bWatchers> watchers = std::make_shared<E2bWatchers>();
 };
 
 int64_t NowMs() { return SystemClock::Instance().NowUnixMs(); }
@@ -353,6 +355,7 @@ HttpResponse Traffic(const Deps& d, HttpRequest& req) {
   call.keepalive_ms = HeaderMs(req, "keepalive-ping-interval", 1000);
   if (call.keepalive_ms == 0) call.keepalive_ms = d.keepalive_ms;
   call.deadline_ms = HeaderMs(req, "connect-timeout-ms", 1);
+  call.watchers = d.watchers.get();
   auto user = RequestUser(req);
   if (!user) return TrafficError(req, user.error());
   call.user = *user;

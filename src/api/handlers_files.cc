@@ -9,11 +9,16 @@
 //   GET    /v1/sandboxes/{id}/files/stat?path=       200 stat
 //   POST   /v1/sandboxes/{id}/files/mkdir {path, mode?}        200 stat
 //   POST   /v1/sandboxes/{id}/files/move {from, to, overwrite?} 200 stat of the destination
+//   GET    /v1/sandboxes/{id}/files/watch?path=&recursive=&max_queue=&timeout_ms=
+//                                                    200 application/x-ndjson, the changes as
+//                                                    they happen (file_watch_body.h)
 // A stat is {name, path, type, size, mode ("0644"), uid, gid, mtime, link_target?}.
 #include <boost/json.hpp>
 #include <functional>
 #include <optional>
 
+#include "api/config.h"
+#include "api/file_watch_body.h"
 #include "api/handlers.h"
 #include "api/json_body.h"
 #include "api/resource_json.h"
@@ -29,6 +34,8 @@ namespace {
 
 // Files up to this size are read whole and answered with a Content-Length; larger ones stream.
 constexpr uint64_t kWholeFileMax = 1 << 20;
+// The longest timeout_ms of a watch, milliseconds (a day; without one it runs until closed).
+constexpr int64_t kMaxWatchTimeoutMs = 24 * 3600 * 1000;
 // Bytes handed to the server per Poll(), so one write stays bounded.
 constexpr size_t kMaxPollBytes = 1 << 20;
 
@@ -130,6 +137,7 @@ Result<std::optional<uint32_t>> ModeField(JsonBody& body) {
 
 void AddFileRoutes(Router& router, ApiContext& ctx) {
   core::FileService* m = &ctx.manager->files();
+  int64_t keepalive_ms = ctx.stream_keepalive_ms;
 
   router.Add("GET", "/v1/sandboxes/{id}/files", Wrap([m](HttpRequest& req) -> Result<HttpResponse> {
                ASB_ASSIGN_OR_RETURN(std::string id, SandboxIdParam(req));
@@ -202,6 +210,36 @@ void AddFileRoutes(Router& router, ApiContext& ctx) {
                o["entries"] = std::move(list);
                HttpResponse r = JsonResponse(200, json::serialize(o));
                r.sandbox_id = id;
+               return r;
+             }));
+
+  router.Add("GET", "/v1/sandboxes/{id}/files/watch",
+             Wrap([m, keepalive_ms](HttpRequest& req) -> Result<HttpResponse> {
+               ASB_ASSIGN_OR_RETURN(std::string id, SandboxIdParam(req));
+               const std::string* p = req.Query("path");
+               std::string path = p && !p->empty() ? *p : std::string(core::kWorkspaceDir);
+               ASB_ASSIGN_OR_RETURN(bool recursive, BoolQuery(req, "recursive"));
+               uint32_t max_queue = 0;
+               if (const std::string* q = req.Query("max_queue")) {
+                 auto n = ParseInteger(*q, 1, core::kMaxWatchQueue);
+                 if (!n) return Fail(Error::InvalidArgument("max_queue: " + n.error().message()));
+                 max_queue = static_cast<uint32_t>(*n);
+               }
+               int64_t timeout_ms = 0;
+               if (const std::string* t = req.Query("timeout_ms")) {
+                 auto n = ParseInteger(*t, 1, kMaxWatchTimeoutMs);
+                 if (!n) return Fail(Error::InvalidArgument("timeout_ms: " + n.error().message()));
+                 timeout_ms = *n;
+               }
+               ASB_ASSIGN_OR_RETURN(
+                   std::shared_ptr<core::FileWatch> watch,
+                   m->WatchDirectory(OwnerOf(req), id, path, recursive, max_queue));
+               HttpResponse r;
+               r.status = 200;
+               r.content_type = "application/x-ndjson";
+               r.sandbox_id = id;
+               r.stream = std::make_shared<FileWatchBody>(std::move(watch), FileWatchNdjson(),
+                                                          keepalive_ms, timeout_ms);
                return r;
              }));
 

@@ -251,6 +251,7 @@ TEST_F(ShapesTest, ExecFilesProcessesSnapshots) {
   EXPECT_EQ(Call("GET", sb + "/files/list?path=d&recursive=true").status, 200);
   EXPECT_EQ(Call("POST", sb + "/files/mkdir", R"({"path":"e","mode":"0700"})").status, 200);
   EXPECT_EQ(Call("POST", sb + "/files/move", R"({"from":"d/f.txt","to":"e/g.txt"})").status, 200);
+  EXPECT_EQ(Call("GET", sb + "/files/watch?path=d&timeout_ms=200", "", "watch").status, 200);
   EXPECT_EQ(Call("DELETE", sb + "/files?path=e&recursive=true").status, 204);
   EXPECT_EQ(Call("GET", sb + "/files/stat?path=nope").status, 404);
   HttpResponse tar = Call("GET", sb + "/archive?path=.");

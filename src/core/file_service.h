@@ -16,6 +16,7 @@
 
 #include "common/result.h"
 #include "core/event_stream.h"
+#include "core/file_watch.h"
 #include "core/sandbox_types.h"
 
 namespace asb::core {
@@ -82,6 +83,17 @@ class FileService {
   /// Moves/renames `from` to `to` (both under /workspace). Returns the destination's stat.
   Result<FileStat> MoveFile(const std::string& owner, const std::string& id,
                             const std::string& from, const std::string& to, bool overwrite);
+
+  /// Watches a directory (with `recursive`, everything below it too) and returns once the
+  /// watch is armed: every change after that is reported (file_watch.h). `max_queue` is the
+  /// number of events sandboxd holds for a reader that falls behind (0: 4096; at most 65536)
+  /// before it drops and counts them. The watch does not count as activity (idle timeout) and
+  /// ends with the sandbox. Errors: kInvalidArgument (not a directory, max_queue),
+  /// kLimitExceeded (64 watches at once per sandbox, more than 8192 directories, the kernel's
+  /// inotify limits).
+  Result<std::shared_ptr<FileWatch>> WatchDirectory(const std::string& owner, const std::string& id,
+                                                    const std::string& path, bool recursive,
+                                                    uint32_t max_queue = 0);
 
   /// Streams a tar of a directory of the sandbox into `sink` chunks; a sink error ends it.
   Status ExportDirectory(const std::string& owner, const std::string& id, const std::string& path,

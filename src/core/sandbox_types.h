@@ -170,6 +170,18 @@ struct FileStat {
   std::string link_target;  // for symlinks
 };
 
+/// One change under a watched directory (FileService::WatchDirectory). `type` is one of
+/// "create" (also: moved in), "write", "remove", "rename" (moved away from `path`), "chmod"
+/// (mode, owner, times) and "overflow": events were lost, `dropped` of them because the reader
+/// fell behind the watch's queue (0: the kernel's own queue overflowed, or a new directory could
+/// not be watched). Names are E2B's and fsnotify's (envd's filesystem.proto EventType).
+struct FileEvent {
+  std::string type;
+  std::string path;  // absolute inside the sandbox; "" for overflow
+  bool dir = false;  // the entry is a directory
+  uint64_t dropped = 0;
+};
+
 /// What a tar import extracted.
 struct TarResult {
   uint64_t entries = 0;

@@ -64,6 +64,10 @@ class AuditedBackend final : public ToolBackend {
                                               const OutputRequest& req) override {
     return base_->ReadProcessOutput(id, req);
   }
+  ToolResult<boost::json::object> WatchFiles(const std::string& id,
+                                             const WatchRequest& req) override {
+    return base_->WatchFiles(id, req);
+  }
   ToolResult<uint64_t> WriteProcessStdin(const std::string& id, int pid,
                                          std::string_view data) override;
   ToolResult<void> CloseProcessStdin(const std::string& id, int pid) override;

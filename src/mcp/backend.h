@@ -56,6 +56,18 @@ struct OutputRequest {
   const std::atomic<bool>* cancelled = nullptr;
 };
 
+/// What sandbox_watch_files watches, and for how long.
+struct WatchRequest {
+  std::string path = "/workspace";  // a directory: absolute under /workspace, or relative
+  bool recursive = false;
+  /// Watch this long, milliseconds (>= 0; 0: only arm and disarm, which checks the path).
+  int64_t wait_ms = 0;
+  /// Return as soon as this many changes arrived (> 0).
+  size_t max_events = 1;
+  /// Polled while waiting; when it reads true the call answers code "cancelled".
+  const std::atomic<bool>* cancelled = nullptr;
+};
+
 /// A process's recent output.
 struct ProcessOutput {
   /// The Process object (REST shape: pid, state, exit_code, ...) after reading.
@@ -144,6 +156,12 @@ class ToolBackend {
   /// req.wait_ms (or until it exits), then detaches; the process keeps running.
   virtual ToolResult<ProcessOutput> ReadProcessOutput(const std::string& id,
                                                       const OutputRequest& req) = 0;
+  /// Watches a directory for req.wait_ms (GET /v1/sandboxes/{id}/files/watch) and returns
+  /// the changes seen: {"path": the directory, "events": [{"type","path","dir"} or
+  /// {"type":"overflow","dropped"}...], "ended": true when the directory went away (then
+  /// "reason")}. Returns early at req.max_events changes or the end.
+  virtual ToolResult<boost::json::object> WatchFiles(const std::string& id,
+                                                     const WatchRequest& req) = 0;
   /// Writes `data` to its stdin; returns the bytes accepted.
   virtual ToolResult<uint64_t> WriteProcessStdin(const std::string& id, int pid,
                                                  std::string_view data) = 0;

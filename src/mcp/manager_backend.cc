@@ -3,10 +3,12 @@
 // REST route would give.
 #include "mcp/manager_backend.h"
 
+#include <chrono>
 #include <limits>
 
 #include "api/command_fields.h"
 #include "api/errors.h"
+#include "api/file_watch_body.h"
 #include "api/json_body.h"
 #include "api/resource_json.h"
 #include "api/text.h"
@@ -214,6 +216,43 @@ ToolResult<json::object> ManagerBackend::ListFiles(const std::string& id, const 
   auto norm = core::NormalizeWorkspacePath(path);
   o["path"] = norm ? *norm : path;
   o["entries"] = std::move(entries);
+  return o;
+}
+
+ToolResult<json::object> ManagerBackend::WatchFiles(const std::string& id,
+                                                    const WatchRequest& req) {
+  if (auto c = CheckId(id, "sb_", "sandbox " + id); !c) return tl::unexpected<ToolError>(c.error());
+  auto watch = m_.files().WatchDirectory(caller_.owner, id, req.path, req.recursive);
+  if (!watch) return FromError(watch.error());
+  auto now = [] {
+    return std::chrono::duration_cast<std::chrono::milliseconds>(
+               std::chrono::steady_clock::now().time_since_epoch())
+        .count();
+  };
+  // Waits in slices, so that a cancelled request is noticed within kCancelSliceMs.
+  constexpr int64_t kCancelSliceMs = 200;
+  const int64_t deadline = now() + req.wait_ms;
+  json::array events;
+  json::object o;
+  for (int64_t t = now(); events.size() < req.max_events; t = now()) {
+    if (req.cancelled && req.cancelled->load()) {
+      return tl::unexpected<ToolError>(ToolError{"cancelled", "the request was cancelled"});
+    }
+    int64_t wait = std::min(deadline - t, kCancelSliceMs);
+    core::FileWatch::Batch b =
+        (*watch)->Take(req.max_events - events.size(), std::max<int64_t>(wait, 0));
+    for (const core::FileEvent& e : b.events) events.emplace_back(api::FileEventJson(e));
+    if (b.ended) {
+      if (b.error) return FromError(*b.error);
+      o["ended"] = true;
+      o["reason"] = b.end_reason;
+      break;
+    }
+    if (wait <= 0) break;
+  }
+  if (!o.contains("ended")) o["ended"] = false;
+  o["path"] = (*watch)->path();
+  o["events"] = std::move(events);
   return o;
 }
 

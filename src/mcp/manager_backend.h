@@ -59,6 +59,8 @@ class ManagerBackend final : public ToolBackend {
   ToolResult<boost::json::object> ListProcesses(const std::string& id) override;
   ToolResult<ProcessOutput> ReadProcessOutput(const std::string& id,
                                               const OutputRequest& req) override;
+  ToolResult<boost::json::object> WatchFiles(const std::string& id,
+                                             const WatchRequest& req) override;
   ToolResult<uint64_t> WriteProcessStdin(const std::string& id, int pid,
                                          std::string_view data) override;
   ToolResult<void> CloseProcessStdin(const std::string& id, int pid) override;

@@ -1,6 +1,8 @@
 // ToolBackend over the REST API; see rest_backend.h.
 #include "mcp/rest_backend.h"
 
+#include <chrono>
+
 #include "api/url.h"
 
 namespace asb::mcp {
@@ -10,6 +12,12 @@ namespace json = boost::json;
 namespace {
 
 std::string Enc(std::string_view s) { return api::PercentEncode(s); }
+
+int64_t SteadyMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
 
 }  // namespace
 
@@ -114,6 +122,73 @@ ToolResult<json::object> RestBackend::ListFiles(const std::string& id, const std
   std::string target = "/v1/sandboxes/" + Enc(id) + "/files/list?path=" + Enc(path);
   if (recursive) target += "&recursive=true";
   return Json("GET", target);
+}
+
+ToolResult<json::object> RestBackend::WatchFiles(const std::string& id, const WatchRequest& req) {
+  // The server ends the watch wait_ms after arming it (timeout_ms); the client's own deadline
+  // is a safety net that allows for the arming (a recursive watch opens every directory).
+  constexpr int64_t kArmGraceMs = 5000;
+  std::string partial;
+  json::object out;
+  json::array events;
+  std::optional<ToolError> stream_error;
+  bool cancelled = false;
+  int64_t deadline = 0;  // set by the start line
+  auto on_data = [&](std::string_view chunk) -> bool {
+    if (req.cancelled && req.cancelled->load()) {
+      cancelled = true;
+      return false;  // closes the connection: the server stops the watch
+    }
+    partial.append(chunk);
+    for (size_t nl; (nl = partial.find('\n')) != std::string::npos;) {
+      std::string line = partial.substr(0, nl);
+      partial.erase(0, nl + 1);
+      json::error_code ec;
+      json::value ev = json::parse(line, ec);
+      if (ec || !ev.is_object()) continue;
+      json::object& o = ev.as_object();
+      const json::value* t = o.if_contains("type");
+      if (t == nullptr || !t->is_string()) continue;
+      std::string_view type = t->as_string();
+      if (type == "start") {
+        if (const json::value* p = o.if_contains("path")) out["path"] = *p;
+        deadline = SteadyMs() + req.wait_ms;
+      } else if (type == "end") {
+        const json::value* r = o.if_contains("reason");
+        bool timeout = r && r->is_string() && r->as_string() == "timeout";
+        out["ended"] = !timeout;  // the watch's own time is up: not an end of the directory
+        if (r && !timeout) out["reason"] = *r;
+        return false;
+      } else if (type == "error") {
+        const json::value* c = o.if_contains("code");
+        const json::value* m = o.if_contains("message");
+        stream_error =
+            ToolError{c && c->is_string() ? std::string(c->as_string()) : "backend_error",
+                      m && m->is_string() ? std::string(m->as_string()) : ""};
+        return false;
+      } else if (type != "keepalive") {
+        events.emplace_back(std::move(o));
+        if (events.size() >= req.max_events) return false;
+      }
+    }
+    return deadline == 0 || SteadyMs() < deadline;
+  };
+  api::HttpClient c = client_;
+  c.SetTimeout(std::max<int64_t>(req.wait_ms, 1) + kArmGraceMs);
+  std::string target = "/v1/sandboxes/" + Enc(id) + "/files/watch?path=" + Enc(req.path) +
+                       "&timeout_ms=" + std::to_string(std::max<int64_t>(req.wait_ms, 1));
+  if (req.recursive) target += "&recursive=true";
+  auto r = c.Stream("GET", target, "", "application/json", on_data);
+  if (cancelled) return ToolFail("cancelled", "the request was cancelled");
+  if (!r && r.error().code() != ErrorCode::kTimeout) {
+    return ToolFail(std::string(r.error().code_name()), r.error().message());
+  }
+  if (r && r->status >= 300) return tl::unexpected<ToolError>(ErrorOfResponse(*r));
+  if (stream_error) return tl::unexpected<ToolError>(*stream_error);
+  if (!out.contains("path")) return ToolFail("backend_error", "the watch never started");
+  if (!out.contains("ended")) out["ended"] = false;
+  out["events"] = std::move(events);
+  return out;
 }
 
 ToolResult<json::object> RestBackend::Snapshot(const std::string& id,

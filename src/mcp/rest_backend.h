@@ -40,6 +40,8 @@ class RestBackend final : public ToolBackend {
   /// GET the process, follow GET .../stream?encoding=base64&replay_bytes=N, GET it again.
   ToolResult<ProcessOutput> ReadProcessOutput(const std::string& id,
                                               const OutputRequest& req) override;
+  ToolResult<boost::json::object> WatchFiles(const std::string& id,
+                                             const WatchRequest& req) override;
   ToolResult<uint64_t> WriteProcessStdin(const std::string& id, int pid,
                                          std::string_view data) override;
   ToolResult<void> CloseProcessStdin(const std::string& id, int pid) override;

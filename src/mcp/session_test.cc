@@ -159,6 +159,7 @@ TEST_F(SessionTest, ToolsHaveInputAndOutputSchemas) {
                                    "sandbox_process_kill",
                                    "sandbox_port_list",
                                    "sandbox_port_request",
+                                   "sandbox_watch_files",
                                    "sandbox_run_code",
                                    "sandbox_code_run",
                                    "sandbox_code_context_create",

@@ -248,6 +248,7 @@ json::array Tools::Definitions() {
     json::array d = BuildDefinitions();
     tools_internal::AddProcessTools(d);
     tools_internal::AddPortTools(d);
+    tools_internal::AddWatchTools(d);
     tools_internal::AddCodeTools(d);
     tools_internal::AddCodeContextTools(d);
     return d;
@@ -437,6 +438,7 @@ json::object Tools::Call(std::string_view name, const json::object& a,
   }
   if (auto r = tools_internal::CallProcessTool(name, a, b, ctx)) return std::move(*r);
   if (auto r = tools_internal::CallPortTool(name, a, b, ctx)) return std::move(*r);
+  if (auto r = tools_internal::CallWatchTool(name, a, b, ctx)) return std::move(*r);
   if (auto r = tools_internal::CallCodeTool(name, a, b, ctx)) return std::move(*r);
   if (auto r = tools_internal::CallCodeContextTool(name, a, b, ctx)) return std::move(*r);
   return ErrorResult("invalid_request", "unknown tool " + std::string(name));

@@ -40,6 +40,7 @@ class ScriptedBackend final : public ToolBackend {
   std::string stderr_text;
   int exit_code = 0;
   OutputRequest last_output;
+  WatchRequest last_watch;
   std::string proc_output;  // ReadProcessOutput answers its last tail_bytes
   uint64_t proc_received = 0;
   std::string last_stdin;
@@ -114,6 +115,24 @@ class ScriptedBackend final : public ToolBackend {
                      : proc_output;
     out.received = std::max<uint64_t>(proc_received, proc_output.size());
     return out;
+  }
+  ToolResult<json::object> WatchFiles(const std::string&, const WatchRequest& req) override {
+    last_watch = req;
+    json::object o;
+    o["path"] = req.path;
+    json::array events;
+    json::object e;
+    e["type"] = "create";
+    e["path"] = req.path + "/a.txt";
+    e["dir"] = false;
+    events.emplace_back(e);
+    json::object lost;
+    lost["type"] = "overflow";
+    lost["dropped"] = 7;
+    events.emplace_back(lost);
+    o["events"] = std::move(events);
+    o["ended"] = false;
+    return o;
   }
   ToolResult<uint64_t> WriteProcessStdin(const std::string&, int, std::string_view data) override {
     last_stdin = std::string(data);
@@ -333,6 +352,37 @@ TEST(ProcessTools, StartPassesTheRestBodyAndAnswersTheProcess) {
             "invalid_request");
   json::object list = Tools(b).Call("sandbox_process_list", Args(R"({"sandbox_id":"s"})"), {});
   EXPECT_NE(Text(list).find("process 8 exited (exit code 137)"), std::string::npos) << Text(list);
+}
+
+TEST(WatchTools, ArgumentsAtTheirBoundariesAndTheText) {
+  auto b = std::make_shared<ScriptedBackend>();
+  Tools tools(b);
+  auto call = [&](std::string_view extra) {
+    return tools.Call("sandbox_watch_files",
+                      Args(std::string(R"({"sandbox_id":"s")") + std::string(extra) + "}"), {});
+  };
+  json::object r = call("");
+  ASSERT_FALSE(IsError(r)) << Text(r);
+  EXPECT_EQ(b->last_watch.path, "/workspace");
+  EXPECT_FALSE(b->last_watch.recursive);
+  EXPECT_EQ(b->last_watch.wait_ms, 10000);  // the default
+  EXPECT_EQ(b->last_watch.max_events, 1000u);
+  EXPECT_NE(Text(r).find("2 changes under /workspace"), std::string::npos) << Text(r);
+  EXPECT_NE(Text(r).find("create /workspace/a.txt"), std::string::npos) << Text(r);
+  EXPECT_NE(Text(r).find("overflow (7 lost)"), std::string::npos) << Text(r);
+  ASSERT_FALSE(IsError(call(R"(,"path":"src","recursive":true,"wait_seconds":60,)"
+                            R"("max_events":10000)")));
+  EXPECT_EQ(b->last_watch.path, "src");
+  EXPECT_TRUE(b->last_watch.recursive);
+  EXPECT_EQ(b->last_watch.wait_ms, 60000);
+  EXPECT_EQ(b->last_watch.max_events, 10000u);
+  EXPECT_FALSE(IsError(call(R"(,"wait_seconds":0,"max_events":1)")));
+  EXPECT_EQ(b->last_watch.wait_ms, 0);
+  EXPECT_EQ(ErrorCodeOf(call(R"(,"wait_seconds":60.5)")), "invalid_request");
+  EXPECT_EQ(ErrorCodeOf(call(R"(,"max_events":10001)")), "invalid_request");
+  EXPECT_EQ(ErrorCodeOf(call(R"(,"max_events":0)")), "invalid_request");
+  EXPECT_EQ(ErrorCodeOf(call(R"(,"recursive":"yes")")), "invalid_request");
+  EXPECT_EQ(ErrorCodeOf(tools.Call("sandbox_watch_files", Args("{}"), {})), "invalid_request");
 }
 
 TEST(ProcessTools, OutputLimitsAtTheirBoundaries) {

@@ -113,6 +113,12 @@ std::optional<boost::json::object> CallCodeTool(std::string_view name,
                                                 const boost::json::object& args, ToolBackend& b,
                                                 const CallContext& ctx);
 
+/// sandbox_watch_files (tools_watch.cc).
+void AddWatchTools(boost::json::array& defs);
+std::optional<boost::json::object> CallWatchTool(std::string_view name,
+                                                 const boost::json::object& args, ToolBackend& b,
+                                                 const CallContext& ctx);
+
 /// The stateful code tools (tools_code_contexts.cc): sandbox_code_run, sandbox_code_context_*.
 void AddCodeContextTools(boost::json::array& defs);
 std::optional<boost::json::object> CallCodeContextTool(std::string_view name,

@@ -35,6 +35,12 @@ async function envd(path, { id = sbx.sandboxId, token = sbx.envdAccessToken, bod
   return { status: r.status, type: r.headers.get('content-type') || '', buf, text: buf.toString() };
 }
 
+/** Polls `done` every 50 ms for up to 10 s; returns its last answer. */
+async function until(done) {
+  for (let i = 0; i < 200 && !done(); i++) await new Promise((r) => setTimeout(r, 50));
+  return done();
+}
+
 function envelope(json, flags = 0) {
   const payload = Buffer.from(json);
   const head = Buffer.alloc(5);
@@ -214,6 +220,72 @@ test('files: write, read, list, exists, makeDir, rename, remove, getInfo', { ski
   await assert.rejects(sbx.files.getInfo('/workspace/e2b/nope.txt'), NotFoundError);
 });
 
+test('files.watchDir reports changes, recursive or not', { skip }, async () => {
+  await sbx.files.makeDir('/home/user/watched/sub');
+  const events = [];
+  const handle = await sbx.files.watchDir('/home/user/watched', (e) => events.push(e),
+    { recursive: true });
+  // Armed when watchDir returns: every change after it is reported, names relative to it.
+  await sbx.files.write('/home/user/watched/a.txt', 'one');
+  await sbx.files.makeDir('/home/user/watched/new');
+  await sbx.files.write('/home/user/watched/new/b.txt', 'two');
+  await sbx.files.rename('/home/user/watched/a.txt', '/home/user/watched/c.txt');
+  await sbx.commands.run('chmod 600 /home/user/watched/c.txt');
+  await sbx.files.remove('/home/user/watched/c.txt');
+  const seen = () => events.map((e) => `${e.type} ${e.name}`);
+  assert.ok(await until(() => seen().includes('remove c.txt')), JSON.stringify(seen()));
+  for (const want of ['create a.txt', 'create new', 'create new/b.txt', 'rename a.txt',
+    'create c.txt', 'chmod c.txt', 'remove c.txt']) {
+    assert.ok(seen().includes(want), `${want} not in ${JSON.stringify(seen())}`);
+  }
+  await handle.stop();
+
+  const flat = [];
+  const top = await sbx.files.watchDir('/workspace/watched', (e) => flat.push(e));
+  await sbx.files.write('/workspace/watched/sub/deep.txt', 'below: not reported');
+  await sbx.files.write('/workspace/watched/top.txt', 'reported');
+  assert.ok(await until(() => flat.some((e) => e.name === 'top.txt')), JSON.stringify(flat));
+  assert.ok(!flat.some((e) => e.name.includes('deep')), JSON.stringify(flat));
+  await top.stop();
+  await assert.rejects(sbx.files.watchDir('/workspace/no-such-dir', () => {}), NotFoundError);
+});
+
+test('CreateWatcher, GetWatcherEvents, RemoveWatcher (the Python SDK\'s watch) are per sandbox',
+  { skip }, async () => {
+    const unary = (method, msg, opts = {}) => envd('/filesystem.Filesystem/' + method,
+      { type: 'application/json', body: JSON.stringify(msg), ...opts });
+    await sbx.files.makeDir('/workspace/polled');
+    const made = await unary('CreateWatcher', { path: '/home/user/polled', recursive: false });
+    assert.equal(made.status, 200, made.text);
+    const watcherId = JSON.parse(made.text).watcherId;
+    assert.match(watcherId, /^w_[0-9a-f]{32}$/);
+    await sbx.files.write('/workspace/polled/p.txt', 'polled');
+    const got = [];
+    const created = () => got.some((e) => e.name === 'p.txt' && e.type === 'EVENT_TYPE_CREATE');
+    for (let i = 0; i < 100 && !created(); i++) {
+      const r = await unary('GetWatcherEvents', { watcherId });
+      assert.equal(r.status, 200, r.text);
+      got.push(...JSON.parse(r.text).events);
+      if (!created()) await new Promise((res) => setTimeout(res, 100));
+    }
+    assert.ok(created(), JSON.stringify(got));
+    // Another sandbox, with its own valid token, cannot reach this one's watcher.
+    const other = await Sandbox.create();
+    try {
+      const foreign = await unary('GetWatcherEvents', { watcherId },
+        { id: other.sandboxId, token: other.envdAccessToken });
+      assert.equal(foreign.status, 404, foreign.text);
+      assert.equal(JSON.parse(foreign.text).code, 'not_found');
+    } finally {
+      await other.kill();
+    }
+    assert.equal((await unary('RemoveWatcher', { watcherId })).status, 200);
+    const gone = await unary('GetWatcherEvents', { watcherId });
+    assert.equal(gone.status, 404);
+    assert.equal((await unary('CreateWatcher', { path: '/workspace/nope' })).status, 404);
+    assert.equal(JSON.parse((await unary('GetWatcherEvents', {})).text).code, 'invalid_argument');
+  });
+
 test('a symlink never leads a file call out of the sandbox', { skip }, async () => {
   await sbx.commands.run('ln -sf /etc /workspace/etc-link; ln -sf / /workspace/root-link');
   // A read through it is refused or shows the sandbox's own /etc, never the host's.
@@ -316,8 +388,6 @@ test('bad Connect requests get Connect errors, never hangs', { skip }, async () 
       'invalid_argument'],
     ['not an object', '/process.Process/List', 'application/json', '[1]', 400, 'invalid_argument'],
     ['unknown method', '/process.Process/Nope', 'application/json', '{}', 501, 'unimplemented'],
-    ['unknown watch call', '/filesystem.Filesystem/WatchDir', 'application/json', '{}', 501,
-      'unimplemented'],
     ['oversized', '/filesystem.Filesystem/Stat', 'application/json',
       JSON.stringify({ path: 'x'.repeat((1 << 20) + 1) }), 429, 'resource_exhausted'],
     ['unknown pid', '/process.Process/SendSignal', 'application/json',
@@ -335,8 +405,12 @@ test('bad Connect requests get Connect errors, never hangs', { skip }, async () 
     ['compressed', envelope('{}', 1)],
     ['no process', envelope('{}')],
   ];
+  streamCases.push(['no path', envelope('{}')]);
   for (const [what, body] of streamCases) {
-    const r = await envd('/process.Process/Start', { type: 'application/connect+json', body });
+    const call = what === 'no process' ? '/process.Process/Start'
+      : what === 'no path' ? '/filesystem.Filesystem/WatchDir'
+      : ['/process.Process/Start', '/filesystem.Filesystem/WatchDir'][body.length % 2];
+    const r = await envd(call, { type: 'application/connect+json', body });
     assert.equal(r.status, 200, what);
     assert.equal(r.type, 'application/connect+json', what);
     assert.equal(r.buf[0], 2, `${what}: the answer is one end-of-stream message`);

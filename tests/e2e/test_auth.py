@@ -243,6 +243,7 @@ class AuthTest(ServerTestCase):
                 ("PUT", base + "/files" + q, b"data"),
                 ("DELETE", base + "/files" + q, None),
                 ("GET", base + "/files/list?path=%2Fworkspace", None),
+                ("GET", base + "/files/watch?path=%2Fworkspace", None),
                 ("GET", base + "/files/stat" + q, None),
                 ("POST", base + "/files/mkdir", {"path": "/workspace/d"}),
                 ("POST", base + "/files/move", {"from": "/workspace/a", "to": "/workspace/b"}),

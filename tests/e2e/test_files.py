@@ -1,9 +1,55 @@
 """Over HTTP (ADR 0007): the file routes against the real server."""
 
 import hashlib
+import json
 import os
+import time
+from urllib.parse import urlencode
 
+import openapi_check
 from harness import ServerTestCase, main
+
+
+class Watch:
+    """GET /v1/sandboxes/{id}/files/watch held open; every line checked against the spec."""
+
+    def __init__(self, server, sid, **query):
+        self.path = "/v1/sandboxes/%s/files/watch?%s" % (sid, urlencode(query))
+        self.conn = server.conn(timeout=15)
+        self.conn.request("GET", self.path, headers=server._auth({}))
+        self.resp = self.conn.getresponse()
+        self.status = self.resp.status
+        self.events = []
+        if self.status != 200:
+            self.error = json.loads(self.resp.read())["error"]
+            self.conn.close()
+            return
+        assert self.resp.getheader("content-type") == "application/x-ndjson"
+        self.start = self.next()
+
+    def next(self):
+        line = self.resp.readline()
+        if not line:
+            return None
+        ev = json.loads(line)
+        openapi_check.enforce(openapi_check.check_stream_event(ev, "FileWatchEvent"))
+        if ev["type"] != "keepalive":
+            self.events.append(ev)
+        return ev
+
+    def until(self, pred, timeout=10):
+        """Reads until pred(events) holds or the stream ends; returns the events."""
+        deadline = time.monotonic() + timeout
+        while not pred(self.events) and time.monotonic() < deadline:
+            if self.next() is None:
+                break
+        return self.events
+
+    def seen(self):
+        return ["%s %s" % (e["type"], e.get("path", "")) for e in self.events]
+
+    def close(self):
+        self.conn.close()
 
 
 class FilesTest(ServerTestCase):
@@ -127,9 +173,87 @@ class FilesTest(ServerTestCase):
         self.assertError(self.server.request("GET", self.url("files/stat", path="m")), 404,
                          "not_found")
 
+    def test_f6_watch_streams_the_changes(self):
+        self.server.run(self.sid, "mkdir -p w6")
+        w = Watch(self.server, self.sid, path="w6", recursive="true")
+        try:
+            self.assertEqual(w.status, 200)
+            self.assertEqual(w.start, {"type": "start", "path": "/workspace/w6", "watches": 1})
+            # Armed: everything after is reported, whichever way it is made.
+            self.assertEqual(self.server.put_file(self.sid, "w6/a.txt", b"one").status, 200)
+            self.server.run(self.sid, "mkdir -p w6/n/m && echo x > w6/n/m/f && "
+                                      "mv w6/a.txt w6/b.txt && chmod 600 w6/b.txt && rm w6/b.txt")
+            w.until(lambda evs: "remove /workspace/w6/b.txt" in w.seen())
+            for want in ["create /workspace/w6/a.txt", "create /workspace/w6/n",
+                         "create /workspace/w6/n/m", "create /workspace/w6/n/m/f",
+                         "rename /workspace/w6/a.txt", "create /workspace/w6/b.txt",
+                         "chmod /workspace/w6/b.txt", "remove /workspace/w6/b.txt"]:
+                self.assertIn(want, w.seen())
+            self.assertTrue([e for e in w.events if e.get("path") == "/workspace/w6/n"][0]["dir"])
+            # The watched directory itself going away ends the stream.
+            self.server.run(self.sid, "rm -rf w6")
+            w.until(lambda evs: evs[-1]["type"] == "end")
+            self.assertEqual(w.events[-1], {"type": "end", "reason": "removed"})
+            self.assertIsNone(w.next())
+        finally:
+            w.close()
+        # timeout_ms ends it by itself; the default path is the workspace.
+        t = Watch(self.server, self.sid, timeout_ms="300")
+        try:
+            self.assertEqual(t.start["path"], "/workspace")
+            t.until(lambda evs: evs[-1]["type"] == "end", timeout=5)
+            self.assertEqual(t.events[-1], {"type": "end", "reason": "timeout"})
+        finally:
+            t.close()
+
+    def test_f7_watch_limits_and_bad_targets(self):
+        self.server.run(self.sid, "mkdir -p w7/d && echo f > w7/file && ln -sfn /etc w7/etc")
+
+        def status(**q):
+            w = Watch(self.server, self.sid, **q)
+            w.close()
+            return w.status, (w.error["code"] if w.status != 200 else None)
+        self.assertEqual(status(path="w7", max_queue="65536"), (200, None))
+        self.assertEqual(status(path="w7", max_queue="1"), (200, None))
+        self.assertEqual(status(path="w7", max_queue="65537"), (400, "invalid_request"))
+        self.assertEqual(status(path="w7", max_queue="0"), (400, "invalid_request"))
+        self.assertEqual(status(path="w7", timeout_ms="86400000"), (200, None))
+        self.assertEqual(status(path="w7", timeout_ms="86400001"), (400, "invalid_request"))
+        self.assertEqual(status(path="w7", recursive="maybe"), (400, "invalid_request"))
+        self.assertEqual(status(path="w7/file"), (400, "invalid_request"))
+        self.assertEqual(status(path="w7/nope"), (404, "not_found"))
+        self.assertEqual(status(path="w7/etc"), (400, "invalid_request"))  # out of /workspace
+        self.assertEqual(status(path="/etc"), (400, "invalid_request"))
+        self.assertEqual(status(path="../.."), (400, "invalid_request"))
+        # At most 64 at once per sandbox: the 64th is fine, the 65th is refused, and closing one
+        # makes room again (sandboxd notices the closed stream and ends its watch).
+        held = []
+        try:
+            for i in range(64):
+                w = Watch(self.server, self.sid, path="w7")
+                self.assertEqual(w.status, 200, i)
+                held.append(w)
+            self.assertEqual(status(path="w7"), (429, "limit_exceeded"))
+            held.pop().close()
+            deadline = time.monotonic() + 10
+            while status(path="w7")[0] != 200 and time.monotonic() < deadline:
+                time.sleep(0.2)
+            self.assertEqual(status(path="w7"), (200, None))
+        finally:
+            for w in held:
+                w.close()
+        # A symlinked directory inside the tree is never followed by a recursive watch.
+        w = Watch(self.server, self.sid, path="w7", recursive="true")
+        try:
+            self.assertEqual(w.start["watches"], 2)  # w7 and w7/d, not w7/etc
+        finally:
+            w.close()
+
     def test_unknown_sandbox(self):
         r = self.server.request("GET", "/v1/sandboxes/sb_0000000000000000/files?path=a")
         self.assertError(r, 404, "not_found")
+        w = Watch(self.server, "sb_0000000000000000")
+        self.assertEqual((w.status, w.error["code"]), (404, "not_found"))
 
 
 class FileLimitTest(ServerTestCase):

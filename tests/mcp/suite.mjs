@@ -16,7 +16,7 @@ export const TOOLS = ['sandbox_create', 'sandbox_list', 'sandbox_list_templates'
   'sandbox_rollback', 'sandbox_fork', 'sandbox_destroy', 'sandbox_process_start',
   'sandbox_process_list', 'sandbox_process_output', 'sandbox_process_stdin',
   'sandbox_process_signal', 'sandbox_process_kill', 'sandbox_port_list', 'sandbox_port_request',
-  'sandbox_run_code', 'sandbox_code_run', 'sandbox_code_context_create',
+  'sandbox_watch_files', 'sandbox_run_code', 'sandbox_code_run', 'sandbox_code_context_create',
   'sandbox_code_context_list', 'sandbox_code_context_restart', 'sandbox_code_context_delete'];
 
 export async function call(client, name, args, options) {
@@ -124,6 +124,40 @@ describe(title, { skip: skip ?? false, timeout: 600000 }, () => {
     assert.ok(!gone.sandboxes.some((s) => s.id === sb.id));
     assert.equal(errorCode(await call(client, 'sandbox_exec',
         { sandbox_id: sb.id, command: 'true' })), 'not_found');
+  });
+
+  test('sandbox_watch_files reports what a process changes; bad paths are errors', async () => {
+    const sb = ok(await call(client, 'sandbox_create', {}));
+    try {
+      ok(await call(client, 'sandbox_exec', { sandbox_id: sb.id, command: 'mkdir -p w; echo f > file' }));
+      // Armed at once, well before the process's first write.
+      ok(await call(client, 'sandbox_process_start', {
+        sandbox_id: sb.id,
+        command: 'sleep 1.5; echo hi > w/a.txt; mkdir w/sub; echo deep > w/sub/b.txt; rm w/a.txt',
+      }));
+      const r = ok(await call(client, 'sandbox_watch_files',
+          { sandbox_id: sb.id, path: 'w', recursive: true, wait_seconds: 5 }));
+      assert.equal(r.path, '/workspace/w');
+      assert.equal(r.ended, false);
+      const seen = r.events.map((e) => `${e.type} ${e.path}`);
+      for (const want of ['create /workspace/w/a.txt', 'write /workspace/w/a.txt',
+        'create /workspace/w/sub', 'create /workspace/w/sub/b.txt', 'remove /workspace/w/a.txt']) {
+        assert.ok(seen.includes(want), `${want} not in ${JSON.stringify(seen)}`);
+      }
+      assert.equal(r.events.find((e) => e.path === '/workspace/w/sub').dir, true);
+      // max_events 1 waits for the next change only; wait 0 arms, checks and returns.
+      const quiet = ok(await call(client, 'sandbox_watch_files',
+          { sandbox_id: sb.id, path: 'w', wait_seconds: 0 }));
+      assert.deepEqual(quiet.events, []);
+      assert.equal(errorCode(await call(client, 'sandbox_watch_files',
+          { sandbox_id: sb.id, path: 'missing', wait_seconds: 0 })), 'not_found');
+      assert.equal(errorCode(await call(client, 'sandbox_watch_files',
+          { sandbox_id: sb.id, path: 'file', wait_seconds: 0 })), 'invalid_request');
+      assert.equal(errorCode(await call(client, 'sandbox_watch_files',
+          { sandbox_id: sb.id, wait_seconds: 61 })), 'invalid_request');
+    } finally {
+      await call(client, 'sandbox_destroy', { sandbox_id: sb.id });
+    }
   });
 
   test('binary files round trip as base64 with an explicit encoding', async () => {

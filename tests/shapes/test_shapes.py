@@ -132,7 +132,8 @@ class AnswersTest(unittest.TestCase):
         self.assertEqual(problems, [])
 
     def test_every_stream_event_matches(self):
-        kinds = {"exec": "StreamEvent", "process": "ProcessStreamEvent", "code": "CodeStreamEvent"}
+        kinds = {"exec": "StreamEvent", "process": "ProcessStreamEvent", "code": "CodeStreamEvent",
+                 "watch": "FileWatchEvent"}
         seen = set()
         problems = []
         for s in self.lines:
@@ -145,7 +146,8 @@ class AnswersTest(unittest.TestCase):
         if not SANDBOXD_PART_SKIPPED:
             for want in [("exec", "stdout"), ("exec", "exit"), ("exec", "keepalive"),
                          ("process", "exit"), ("code", "context"), ("code", "stdout"),
-                         ("code", "stderr"), ("code", "end")]:
+                         ("code", "stderr"), ("code", "end"), ("watch", "start"),
+                         ("watch", "end")]:
                 self.assertIn(want, seen)
 
     def test_every_documented_success_answer_is_exercised(self):
@@ -184,6 +186,9 @@ MCP_TOOLS = {
     "sandbox_write_file": (("PUT", "/v1/sandboxes/{id}/files"), {"sandbox_id": "id"}, {
         "content": "the request body", "encoding": "how content is encoded in the JSON-RPC call"}),
     "sandbox_list_files": (("GET", "/v1/sandboxes/{id}/files/list"), {"sandbox_id": "id"}, {}),
+    "sandbox_watch_files": (("GET", "/v1/sandboxes/{id}/files/watch"), {"sandbox_id": "id"}, {
+        "wait_seconds": "how long the tool watches before it answers (timeout_ms underneath)",
+        "max_events": "how many changes make the tool answer early"}),
     "sandbox_snapshot": (("POST", "/v1/sandboxes/{id}/snapshots"), {"sandbox_id": "id"}, {}),
     "sandbox_rollback": (("POST", "/v1/sandboxes/{id}/rollback"), {"sandbox_id": "id"}, {}),
     "sandbox_fork": (("POST", "/v1/snapshots/{id}/fork"), {"snapshot_id": "id"}, {}),
