@@ -81,9 +81,9 @@ void FileWatchOp::Start() {
   }
   if (req_.max_queue != 0) max_queue_ = req_.max_queue;
   if (active_ >= protocol::kWatchMaxOps) {
-    FailWith(Error(ErrorCode::kLimitExceeded,
-                   "at most " + std::to_string(protocol::kWatchMaxOps) +
-                       " directory watches may run at once in a sandbox"));
+    FailWith(
+        Error(ErrorCode::kLimitExceeded, "at most " + std::to_string(protocol::kWatchMaxOps) +
+                                             " directory watches may run at once in a sandbox"));
     return;
   }
   FsContext ctx = ContextOf(daemon_);
@@ -109,9 +109,9 @@ void FileWatchOp::Start() {
   }
   if (dirs_capped_) {
     Release();
-    FailWith(Error(ErrorCode::kLimitExceeded,
-                   p->display + " has more than " + std::to_string(protocol::kWatchMaxDirs) +
-                       " directories to watch"));
+    FailWith(Error(ErrorCode::kLimitExceeded, p->display + " has more than " +
+                                                  std::to_string(protocol::kWatchMaxDirs) +
+                                                  " directories to watch"));
     return;
   }
   if (auto st = daemon_.loop().Add(inotify_.get(), EPOLLIN, [this](uint32_t) { OnReadable(); });

@@ -42,7 +42,7 @@ class FileWatchOp final : public Operation {
 
  private:
   struct Dir {
-    std::string display;  // absolute path in the sandbox
+    std::string display;    // absolute path in the sandbox
     bool moved_in = false;  // re-added by a move within the tree; its IN_MOVE_SELF is expected
   };
 

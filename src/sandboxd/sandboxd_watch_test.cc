@@ -84,9 +84,7 @@ class SandboxdWatchTest : public SandboxdTest {
     ASB_ASSIGN_OR_RETURN(w.armed, protocol::DecodeFileWatchArmed(first.payload));
     return w;
   }
-  void Put(const std::string& rel, const std::string& data) {
-    std::ofstream(Ws(rel)) << data;
-  }
+  void Put(const std::string& rel, const std::string& data) { std::ofstream(Ws(rel)) << data; }
 };
 
 TEST_F(SandboxdWatchTest, ReportsEachKindOfChangeOfDirectEntries) {
