@@ -113,6 +113,7 @@ class Interrupter:
         self.deadline = self.started + timeout_ms / 1000.0 if timeout_ms > 0 else None
         self.timed_out = False
         self._at = None
+        self.at_wall = None  # time.time() of the interrupt, to compare with message dates
         self._interrupt = interrupt
         _INTERRUPT.clear()
 
@@ -123,6 +124,7 @@ class Interrupter:
             _INTERRUPT.set()
         if _INTERRUPT.is_set() and self._at is None:
             self._at = now
+            self.at_wall = time.time()
             try:
                 self._interrupt()
             except Exception:
@@ -320,10 +322,19 @@ def run_python(cwd, cap_default):
         msg_id = kc.execute(req.get("code", ""), store_history=True, allow_stdin=False,
                             stop_on_error=False)
         status, count, idle = "ok", None, False
+        # After an interrupt the kernel may have stopped long ago while its output still waits
+        # in the iopub queue (a print flood queues ~1000 messages of 64 KiB; draining them on a
+        # loaded machine takes seconds). Reading output it sent before the interrupt is
+        # progress, not a kernel that ignores the interrupt: the 10 s grace counts from the
+        # last such message (up to 60 s in all).
+        backlog_at = None
         while not idle:
             since = guard.poll()
             alive = km.is_alive()
-            if not alive or (since is not None and since > 10):
+            stuck = since is not None and (
+                since > 60 or (since > 10 and (backlog_at is None
+                                               or time.monotonic() - backlog_at > 10)))
+            if not alive or stuck:
                 report_dead(exec_id, "the Python kernel died" if not alive
                             else "the Python kernel did not stop after an interrupt", count,
                             guard, cap)
@@ -338,6 +349,13 @@ def run_python(cwd, cap_default):
                 continue
             if msg.get("parent_header", {}).get("msg_id") != msg_id:
                 continue
+            if guard.at_wall is not None:
+                sent = msg.get("header", {}).get("date")
+                try:
+                    if sent is not None and sent.timestamp() < guard.at_wall:
+                        backlog_at = time.monotonic()
+                except Exception:
+                    pass
             kind, content = msg["msg_type"], msg["content"]
             if kind == "stream":
                 stream(exec_id, "stderr" if content.get("name") == "stderr" else "stdout",
