@@ -8,12 +8,15 @@
 //  2. MultipartBoundary never crashes; a boundary it returns is 1..70 characters.
 //  3. ParseMultipart never crashes, returns at most max_parts parts, and every part's data is a
 //     view into the body (the first line of the input, after "--", is tried as the boundary).
+//  4. GunzipBounded (gzip uploads, api/gzip.h) never returns more than its limit; a failure is
+//     invalid_argument or payload_too_large.
 #include <cstddef>
 #include <cstdint>
 #include <string>
 #include <string_view>
 
 #include "api/e2b_connect.h"
+#include "api/gzip.h"
 #include "api/multipart.h"
 #include "fuzz/fuzz_check.h"
 
@@ -55,6 +58,16 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       ASB_FUZZ_CHECK(p.data.data() >= in.data() &&
                      p.data.data() + p.data.size() <= in.data() + in.size());
     }
+  }
+
+  // 4.
+  constexpr uint64_t kMaxInflated = 64 * 1024;
+  auto inflated = asb::api::GunzipBounded(in, kMaxInflated);
+  if (inflated) {
+    ASB_FUZZ_CHECK(inflated->size() <= kMaxInflated);
+  } else {
+    const auto code = inflated.error().code();
+    ASB_FUZZ_CHECK(code == asb::ErrorCode::kInvalidArgument || code == asb::ErrorCode::kTooLarge);
   }
   return 0;
 }

@@ -28,8 +28,9 @@ namespace asb::api {
 class E2bWatchers;
 
 /// The envdVersion we report: the SDKs gate features on it, so it is no higher than what we
-/// implement (0.5.2: closeStdin; not 0.5.7's octet-stream uploads nor 0.6's file metadata).
-inline constexpr std::string_view kEnvdVersion = "0.5.2";
+/// implement (0.5.2: closeStdin; 0.5.7: octet-stream and gzip uploads; not 0.6.2's file
+/// metadata nor 0.6.3's entries in watch events).
+inline constexpr std::string_view kEnvdVersion = "0.5.7";
 
 /// One envd request, resolved: the sandbox and the tenant it belongs to.
 struct EnvdCall {

@@ -11,6 +11,7 @@
 #include "api/e2b_watchers.h"
 #include "api/errors.h"
 #include "api/file_watch_body.h"
+#include "api/gzip.h"
 #include "api/multipart.h"
 #include "api/text.h"
 #include "core/sandbox_manager.h"
@@ -293,6 +294,16 @@ Result<HttpResponse> Files(const EnvdCall& c, HttpRequest& req) {
     return Fail(Error::InvalidArgument("/files takes GET (download) or POST (upload)"));
   }
   json::array written;
+  // envd 0.5.7: `write(..., {gzip: true})` sends the file gzip-compressed. Inflated within the
+  // file size limit, so a small body cannot become a huge one in memory.
+  const std::string encoding = AsciiLower(req.Header("content-encoding"));
+  if (encoding == "gzip") {
+    ASB_ASSIGN_OR_RETURN(req.body,
+                         GunzipBounded(req.body, c.manager->config().limits.max_file_bytes));
+  } else if (!encoding.empty() && encoding != "identity") {
+    return Fail(Error::InvalidArgument("Content-Encoding " + encoding +
+                                       " is not supported (gzip or none)"));
+  }
   const std::string_view type = MediaType(req.Header("content-type"));
   if (AsciiLower(type) == "application/octet-stream") {
     if (path.empty()) return Fail(Error::InvalidArgument("path: required for a raw upload"));

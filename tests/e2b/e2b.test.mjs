@@ -198,6 +198,22 @@ test('files: write, read, list, exists, makeDir, rename, remove, getInfo', { ski
   await sbx.files.write([{ path: '/workspace/e2b/a.bin', data: bytes.buffer },
     { path: '/workspace/e2b/b.txt', data: 'bee' }]);
   assert.deepEqual(await sbx.files.read('/workspace/e2b/a.bin', { format: 'bytes' }), bytes);
+  // envd 0.5.7: raw octet-stream uploads, gzip-compressed ones, and streamed ones.
+  const big = 'compress me '.repeat(50000);
+  await sbx.files.write('/workspace/e2b/gz.txt', big, { gzip: true });
+  assert.equal(await sbx.files.read('/workspace/e2b/gz.txt'), big);
+  await sbx.files.write('/workspace/e2b/raw.txt', 'raw', { useOctetStream: true });
+  assert.equal(await sbx.files.read('/workspace/e2b/raw.txt'), 'raw');
+  const streamed = new ReadableStream({
+    start(c) {
+      c.enqueue(new TextEncoder().encode('streamed '));
+      c.enqueue(new TextEncoder().encode('upload'));
+      c.close();
+    },
+  });
+  await sbx.files.write('/workspace/e2b/streamed.txt', streamed);
+  assert.equal(await sbx.files.read('/workspace/e2b/streamed.txt'), 'streamed upload');
+  await sbx.commands.run('rm /workspace/e2b/gz.txt /workspace/e2b/raw.txt /workspace/e2b/streamed.txt');
   assert.equal(await sbx.files.read('/workspace/e2b/b.txt'), 'bee');
   const names = (await sbx.files.list('/workspace/e2b')).map((e) => e.name).sort();
   assert.deepEqual(names, ['a.bin', 'b.txt', 'hello.txt']);
@@ -417,6 +433,15 @@ test('bad Connect requests get Connect errors, never hangs', { skip }, async () 
     const end = JSON.parse(r.buf.subarray(5).toString());
     assert.ok(end.error && end.error.code, `${what}: ${r.text}`);
   }
+  // A body that says gzip and is not, and an encoding we do not speak: 400, never a write.
+  for (const enc of ['gzip', 'br']) {
+    const r = await envd('/files?path=/workspace/enc.txt', { type: 'application/octet-stream',
+      body: 'not compressed', headers: { 'Content-Encoding': enc } });
+    assert.equal(r.status, 400, `${enc}: ${r.text}`);
+    assert.equal(JSON.parse(r.text).code, 400);
+  }
+  assert.equal((await sbx.commands.run('test -e /workspace/enc.txt || echo none')).stdout,
+    'none\n');
   const wrongMethod = await envd('/process.Process/List', { method: 'GET' });
   assert.equal(wrongMethod.status, 405);
   // The server is fine after all that.
