@@ -26,6 +26,13 @@ ToolError RestBackend::ErrorOfResponse(const api::ClientResponse& r) {
           r.error_message.empty() ? r.body : r.error_message};
 }
 
+ToolError RestBackend::ErrorOfStreamLine(const json::object& line) {
+  const json::value* c = line.if_contains("code");
+  const json::value* m = line.if_contains("message");
+  return {c && c->is_string() ? std::string(c->as_string()) : "backend_error",
+          m && m->is_string() ? std::string(m->as_string()) : ""};
+}
+
 ToolResult<std::string> RestBackend::Raw(std::string_view method, const std::string& target,
                                          std::string_view body, std::string_view type) const {
   auto r = client_.Request(method, target, body, type);
@@ -89,8 +96,7 @@ ToolResult<json::object> RestBackend::Exec(const std::string& id, const json::ob
         exit = o;
         exit.erase("type");
       } else if (type == "error") {
-        stream_error = ToolError{std::string(o.at("code").as_string()),
-                                 std::string(o.at("message").as_string())};
+        stream_error = ErrorOfStreamLine(o);
       }
     }
     return true;
@@ -160,11 +166,7 @@ ToolResult<json::object> RestBackend::WatchFiles(const std::string& id, const Wa
         if (r && !timeout) out["reason"] = *r;
         return false;
       } else if (type == "error") {
-        const json::value* c = o.if_contains("code");
-        const json::value* m = o.if_contains("message");
-        stream_error =
-            ToolError{c && c->is_string() ? std::string(c->as_string()) : "backend_error",
-                      m && m->is_string() ? std::string(m->as_string()) : ""};
+        stream_error = ErrorOfStreamLine(o);
         return false;
       } else if (type != "keepalive") {
         events.emplace_back(std::move(o));

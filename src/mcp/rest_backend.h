@@ -67,6 +67,8 @@ class RestBackend final : public ToolBackend {
  private:
   // The error of a non-2xx answer: its wire code ("http_<status>" without one) and message.
   static ToolError ErrorOfResponse(const api::ClientResponse& r);
+  /// The ToolError of an NDJSON stream's {"type":"error","code","message"} line.
+  static ToolError ErrorOfStreamLine(const boost::json::object& line);
   // One request whose 2xx body is returned raw.
   ToolResult<std::string> Raw(std::string_view method, const std::string& target,
                               std::string_view body = {},

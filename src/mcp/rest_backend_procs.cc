@@ -93,11 +93,7 @@ ToolResult<ProcessOutput> RestBackend::ReadProcessOutput(const std::string& id,
       } else if (type == "exit") {
         exited = true;
       } else if (type == "error") {
-        const json::value* c = o.if_contains("code");
-        const json::value* m = o.if_contains("message");
-        stream_error =
-            ToolError{c && c->is_string() ? std::string(c->as_string()) : "backend_error",
-                      m && m->is_string() ? std::string(m->as_string()) : ""};
+        stream_error = ErrorOfStreamLine(o);
       }
     }
     return !exited && !stream_error && !col.Done(NowMs());

@@ -41,7 +41,8 @@ json::object Watch(Args& args, ToolBackend& b, const CallContext& ctx) {
     const json::value* p = o.if_contains("path");
     text += std::string(o.at("type").as_string());
     if (p && p->is_string()) text += " " + std::string(p->as_string());
-    if (const json::value* d = o.if_contains("dropped")) text += " (" + json::serialize(*d) + " lost)";
+    if (const json::value* d = o.if_contains("dropped"))
+      text += " (" + json::serialize(*d) + " lost)";
     text += "\n";
   }
   if (v->at("ended").as_bool()) text += "the directory went away; the watch ended\n";
@@ -61,13 +62,14 @@ void AddWatchTools(json::array& defs) {
   w["minimum"] = 0;
   w["maximum"] = kMaxWatchSeconds;
   p["wait_seconds"] = std::move(w);
-  p["max_events"] =
-      IntProp("Return as soon as this many changes arrived (default 1000; 1 waits for the next "
-              "change).",
-              1, kMaxWatchEvents);
+  p["max_events"] = IntProp(
+      "Return as soon as this many changes arrived (default 1000; 1 waits for the next "
+      "change).",
+      1, kMaxWatchEvents);
   json::object e;
-  e["type"] = Prop("string", "create, write, remove, rename (moved away), chmod, or overflow "
-                             "(changes were lost).");
+  e["type"] = Prop("string",
+                   "create, write, remove, rename (moved away), chmod, or overflow "
+                   "(changes were lost).");
   e["path"] = Prop("string", "");
   e["dir"] = Prop("boolean", "");
   e["dropped"] = Prop("integer", "overflow: changes lost.");
