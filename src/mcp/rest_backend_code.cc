@@ -56,9 +56,7 @@ ToolResult<json::object> RestBackend::RunCode(const std::string& id, const json:
         results.emplace_back(std::move(o));
       } else if (type == "error" && o.contains("code")) {
         // The server's own failure after the head (a kernel's error never has "code").
-        const json::value* msg = o.if_contains("message");
-        stream_error = ToolError{json::value_to<std::string>(o.at("code")),
-                                 msg && msg->is_string() ? std::string(msg->as_string()) : ""};
+        stream_error = ErrorOfStreamLine(o);
       } else if (type == "error") {
         error = std::move(o);
       } else if (type == "end") {
