@@ -4,6 +4,7 @@ API, malformed HTTP framing, and a SIGKILL of the server while commands run. Eac
 what a hostile user did and what must hold."""
 
 import json
+import os
 import socket
 import time
 
@@ -94,6 +95,41 @@ class BreakerTest(ServerTestCase):
         r = self.sh("test -L /workspace/trick/pw && echo link; cat /workspace/trick/pw; "
                     "echo; head -c 5 /etc/passwd")
         self.assertEqual(r["stdout"], "mine\nroot:")
+
+    def test_inotify_instances_are_bounded_per_sandbox_not_taken_from_the_host(self):
+        # Found by the breaker: every sandbox's user namespace is made by the server, so
+        # inotify instances opened inside one were charged to the server's user (root: 128 by
+        # default) and could be taken from the host and every other sandbox. Each sandbox now
+        # has 16 of its own (isolation/ns/mount.cc).
+        grab = ("import ctypes, os, sys, time\n"
+                "libc = ctypes.CDLL(None, use_errno=True)\n"
+                "fds = []\n"
+                "while len(fds) < 200:\n"
+                "    fd = libc.inotify_init1(0)\n"
+                "    if fd < 0:\n"
+                "        break\n"
+                "    fds.append(fd)\n"
+                "print(len(fds), ctypes.get_errno(), flush=True)\n")
+        r = self.sh("python3 -c '%s'" % grab.replace("'", "'\\''"))
+        self.assertEqual(r["exit_code"], 0, r)
+        count, err = (int(x) for x in r["stdout"].split())
+        self.assertEqual(count, 16, r)
+        self.assertEqual(err, 24)  # EMFILE
+        # While a program holds all 16, the host can still open inotify instances.
+        proc = self.server.request("POST", "/v1/sandboxes/%s/processes" % self.sid,
+                                   {"command": "python3 -c '%s'; sleep 30" % grab.replace(
+                                       "'", "'\\''")})
+        self.assertEqual(proc.status, 201, proc)
+        try:
+            time.sleep(1.5)
+            import ctypes
+            libc = ctypes.CDLL(None, use_errno=True)
+            fd = libc.inotify_init1(0)
+            self.assertGreaterEqual(fd, 0, "the host lost inotify: errno %d" % ctypes.get_errno())
+            os.close(fd)
+        finally:
+            self.server.request("DELETE", "/v1/sandboxes/%s/processes/%d" %
+                                (self.sid, proc.json()["pid"]), check=False)
 
     def test_a_fifo_does_not_hang_the_file_api(self):
         self.sh("rm -f /workspace/fifo; mkfifo /workspace/fifo")

@@ -9,6 +9,8 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
+#include <cstring>
 
 namespace asb::isolation::ns {
 
@@ -104,10 +106,50 @@ int RemountReadOnly(const char* path, unsigned long extra) {
   return 0;
 }
 
+namespace {
+
+// The sandbox's own share of inotify (inotify(7), "/proc interfaces"; user_namespaces(7):
+// since Linux 5.11 the limits are counted per user namespace and charged to every ancestor).
+// Every sandbox's user namespace is created by the server, so without these the sandboxes
+// together count against the server's user in the host namespace (root: 128 instances by
+// default), and code in one sandbox could take them all from the host and from the other
+// sandboxes. 16 instances: sandboxd's 8 directory watches (protocol::kWatchMaxOps) and as many
+// for the sandbox's own programs; 65536 watches: 8 of 8192 directories. Written from inside
+// the new user namespace (its root holds CAP_SYS_RESOURCE there), before /proc/sys goes
+// read-only. Kernels without the files (before 5.11 the limits were per real uid) skip this.
+constexpr struct {
+  const char* file;
+  const char* value;
+} kUserNsLimits[] = {{"sys/user/max_inotify_instances", "16\n"},
+                     {"sys/user/max_inotify_watches", "65536\n"}};
+
+int LimitUserNamespaceInChild(const MountPlan& p, ChildFailure* f) {
+  char path[256];
+  for (const auto& l : kUserNsLimits) {
+    int n = snprintf(path, sizeof path, "%s/%s", p.proc.c_str(), l.file);
+    if (n <= 0 || static_cast<size_t>(n) >= sizeof path)
+      return Failed(f, "limit", ENAMETOOLONG, l.file);
+    int fd = ::open(path, O_WRONLY | O_CLOEXEC);
+    if (fd < 0) {
+      if (errno == ENOENT) continue;
+      return Failed(f, "limit", errno, path);
+    }
+    ssize_t len = static_cast<ssize_t>(strlen(l.value));
+    ssize_t w = ::write(fd, l.value, static_cast<size_t>(len));
+    int err = errno;
+    ::close(fd);
+    if (w != len) return Failed(f, "limit", w < 0 ? err : EIO, path);
+  }
+  return 0;
+}
+
+}  // namespace
+
 int MountProcInChild(const MountPlan& p, ChildFailure* f) {
   if (::mount("proc", p.proc.c_str(), "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, nullptr) != 0) {
     return Failed(f, "mount proc", errno, p.proc.c_str());
   }
+  if (int rc = LimitUserNamespaceInChild(p, f); rc != 0) return rc;
   for (const auto& file : p.masked_files) {
     if (::mount("/dev/null", file.c_str(), nullptr, MS_BIND, nullptr) != 0 && errno != ENOENT) {
       return Failed(f, "mask", errno, file.c_str());
