@@ -89,7 +89,7 @@ class FileService {
   /// number of events sandboxd holds for a reader that falls behind (0: 4096; at most 65536)
   /// before it drops and counts them. The watch does not count as activity (idle timeout) and
   /// ends with the sandbox. Errors: kInvalidArgument (not a directory, max_queue),
-  /// kLimitExceeded (64 watches at once per sandbox, more than 8192 directories, the kernel's
+  /// kLimitExceeded (8 watches at once per sandbox, more than 8192 directories, the kernel's
   /// inotify limits).
   Result<std::shared_ptr<FileWatch>> WatchDirectory(const std::string& owner, const std::string& id,
                                                     const std::string& path, bool recursive,

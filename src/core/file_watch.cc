@@ -88,8 +88,7 @@ class ChannelFileWatch final : public FileWatch {
           auto e = protocol::DecodeFileWatchEvent(std::string_view(partial_).substr(0, nl));
           partial_.erase(0, nl + 1);
           if (!e) return Broken(e.error().message());
-          decoded_.push_back(FileEvent{std::move(e->type), std::move(e->path), e->dir,
-                                       e->dropped});
+          decoded_.push_back(FileEvent{std::move(e->type), std::move(e->path), e->dir, e->dropped});
         }
         if (partial_.size() > kMaxLineBytes) Broken("event line too long");
         return;
@@ -132,8 +131,7 @@ class ChannelFileWatch final : public FileWatch {
 Result<std::shared_ptr<FileWatch>> FileService::WatchDirectory(const std::string& owner,
                                                                const std::string& id,
                                                                const std::string& path,
-                                                               bool recursive,
-                                                               uint32_t max_queue) {
+                                                               bool recursive, uint32_t max_queue) {
   ASB_ASSIGN_OR_RETURN(auto e, reg_.Find(owner, id));
   ASB_ASSIGN_OR_RETURN(std::string p, NormalizeWorkspacePath(path));
   // The activity ends when this returns: an open watch is not somebody using the sandbox, so
@@ -164,9 +162,8 @@ Result<std::shared_ptr<FileWatch>> FileService::WatchDirectory(const std::string
     (void)channel->Cancel();
     return Fail(Error::Backend("watch " + p + ": " + armed.error().message()));
   }
-  return std::shared_ptr<FileWatch>(
-      std::make_shared<ChannelFileWatch>(std::move(channel), std::move(armed->path),
-                                         armed->watches));
+  return std::shared_ptr<FileWatch>(std::make_shared<ChannelFileWatch>(
+      std::move(channel), std::move(armed->path), armed->watches));
 }
 
 }  // namespace asb::core

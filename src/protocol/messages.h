@@ -201,12 +201,17 @@ struct FileMoveRequest {
 /// newer events are dropped and counted in one "overflow" event (its `dropped`).
 inline constexpr uint32_t kWatchQueueDefault = 4096;
 inline constexpr uint32_t kWatchQueueMax = 65536;
+/// ... and at most this many bytes of them (path lengths plus kWatchEventCost each), whatever
+/// max_queue says: with 4 KiB paths 65536 events would be 270 MB inside the sandbox's memory
+/// limit (found by the breaker). 8 watches of 1 MiB each bound a sandbox's queues at 8 MiB.
+inline constexpr uint64_t kWatchQueueMaxBytes = 1 << 20;
+inline constexpr uint64_t kWatchEventCost = 64;
 /// Directories one recursive watch follows; more is an ERROR limit_exceeded at the start and an
 /// "overflow" event (dropped 0: events may be missing) when later ones cannot be added.
 inline constexpr uint32_t kWatchMaxDirs = 8192;
-/// file.watch operations one sandboxd runs at once (each holds an inotify instance, of which
-/// the kernel grants 128 per user by default); more is ERROR limit_exceeded.
-inline constexpr uint32_t kWatchMaxOps = 64;
+/// file.watch operations one sandboxd runs at once (each holds an inotify instance; the
+/// sandbox's user namespace grants 16, isolation/ns/mount.cc); more is ERROR limit_exceeded.
+inline constexpr uint32_t kWatchMaxOps = 8;
 
 struct FileWatchRequest {
   std::string path;        // a directory

@@ -122,7 +122,7 @@ Status FileWriteOp::Open() {
     return {};
   }
   for (int attempt = 0; attempt < 5 && !fd_; ++attempt) {
-    std::string name = "." + path_.name.substr(0, 200) + ".asb-" + RandomHex(6);
+    std::string name = WriteTempName(path_.name);
     fd_.Reset(openat(parent_.get(), name.c_str(),
                      O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
     if (fd_) {
@@ -198,6 +198,20 @@ void FileWriteOp::Discard() {
 void FileWriteOp::OnCancel() {
   Discard();
   Operation::OnCancel();
+}
+
+std::string WriteTempName(std::string_view name) {
+  return "." + std::string(name.substr(0, 200)) + ".asb-" + RandomHex(6);
+}
+
+bool IsWriteTempName(std::string_view name) {
+  constexpr std::string_view kMark = ".asb-";
+  constexpr size_t kHex = 12;
+  if (name.size() < 1 + kMark.size() + kHex || name[0] != '.') return false;
+  std::string_view tail = name.substr(name.size() - kHex);
+  if (name.substr(name.size() - kHex - kMark.size(), kMark.size()) != kMark) return false;
+  return std::all_of(tail.begin(), tail.end(),
+                     [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); });
 }
 
 }  // namespace asb::sandboxd

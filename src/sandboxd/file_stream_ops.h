@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 
 #include "common/unique_fd.h"
 #include "protocol/messages.h"
@@ -17,6 +18,13 @@
 #include "sandboxd/operation.h"
 
 namespace asb::sandboxd {
+
+/// The name of file.write's temporary file for `name` (written, fsynced, then renamed over
+/// it): "." + the first 200 bytes of name + ".asb-" + 12 hex digits.
+std::string WriteTempName(std::string_view name);
+/// Whether `name` has that shape (file.watch leaves such files out: a write through the API
+/// is reported as the create or rename of its real name, never as a hidden temp file).
+bool IsWriteTempName(std::string_view name);
 
 class FileReadOp final : public Operation {
  public:

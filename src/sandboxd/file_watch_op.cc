@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "sandboxd/daemon.h"
+#include "sandboxd/file_stream_ops.h"
 #include "sandboxd/fs_path.h"
 
 namespace asb::sandboxd {
@@ -176,9 +177,11 @@ Status FileWatchOp::AddTree(const std::string& top, bool report, const std::stri
     if (known != dirs_.end()) {
       // Already watched: a directory moved within the tree. Its paths, and those of the
       // directories below it, move with it.
+      // (The same path again is the create event of a directory the scan of its parent
+      // already added: nothing moved, and its IN_MOVE_SELF, if one comes, means it left.)
       std::string old = known->second.display;
-      known->second.moved_in = true;
       if (old != display) {
+        known->second.moved_in = true;
         for (auto& [w, d] : dirs_) {
           if (d.display == old) {
             d.display = display;
@@ -200,6 +203,7 @@ Status FileWatchOp::AddTree(const std::string& top, bool report, const std::stri
     }
     while (dirent* e = readdir(d)) {
       if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0) continue;
+      if (IsWriteTempName(e->d_name)) continue;
       bool is_dir = e->d_type == DT_DIR;
       if (e->d_type == DT_UNKNOWN) {
         struct stat st;
@@ -263,7 +267,7 @@ void FileWatchOp::Handle(int wd, uint32_t mask, const std::string& name) {
     }
     return;  // a deleted subdirectory's removal was reported by its parent
   }
-  if (name.empty()) return;
+  if (name.empty() || IsWriteTempName(name)) return;
   std::string path = Join(it->second.display, name);  // `it` may dangle after AddTree below
   bool is_dir = (mask & IN_ISDIR) != 0;
   if (mask & IN_CREATE) {
@@ -311,7 +315,9 @@ void FileWatchOp::Push(FileWatchEvent ev) {
       return;
     }
   }
-  if (ev.type != "overflow" && queue_.size() >= max_queue_) {
+  const uint64_t cost = protocol::kWatchEventCost + ev.path.size();
+  if (ev.type != "overflow" &&
+      (queue_.size() >= max_queue_ || queued_bytes_ + cost > protocol::kWatchQueueMaxBytes)) {
     if (!queue_.empty() && queue_.back().type == "overflow") {
       ++queue_.back().dropped;
     } else {
@@ -319,6 +325,7 @@ void FileWatchOp::Push(FileWatchEvent ev) {
     }
     return;
   }
+  queued_bytes_ += cost;
   queue_.push_back(std::move(ev));
 }
 
@@ -329,6 +336,8 @@ void FileWatchOp::Pump() {
     while (pending_.size() < want && !queue_.empty()) {
       pending_ += protocol::EncodeFileWatchEvent(queue_.front());
       pending_ += '\n';
+      queued_bytes_ -=
+          std::min(queued_bytes_, protocol::kWatchEventCost + queue_.front().path.size());
       queue_.pop_front();
     }
     if (pending_.empty()) break;

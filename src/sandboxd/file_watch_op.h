@@ -10,9 +10,9 @@
 // descriptor) and its paths are rewritten; one moved out of the tree loses its watches.
 //
 // Events go out as NDJSON lines on stdout, as fast as the host's stdout window allows. While it
-// is closed they wait in a queue of `max_queue` events; beyond that newer ones are dropped and
-// counted in one "overflow" event, so a slow reader costs bounded memory and learns what it
-// missed. Repeated writes (or chmods) of one path in a row are reported once.
+// is closed they wait in a queue of `max_queue` events and at most 1 MiB; beyond that newer ones
+// are dropped and counted in one "overflow" event, so a slow reader costs bounded memory and
+// learns what it missed. Repeated writes (or chmods) of one path in a row are reported once.
 #pragma once
 
 #include <cstdint>
@@ -71,7 +71,8 @@ class FileWatchOp final : public Operation {
   std::unordered_map<int, Dir> dirs_;
   bool dirs_capped_ = false;  // an overflow was reported for a directory beyond kWatchMaxDirs
   std::deque<protocol::FileWatchEvent> queue_;
-  std::string pending_;  // encoded lines not yet sent
+  uint64_t queued_bytes_ = 0;  // kWatchEventCost + path size of each queued event
+  std::string pending_;        // encoded lines not yet sent
   uint64_t window_ = protocol::kInitialWindow;
   std::string end_reason_;
   bool counted_ = false;

@@ -100,7 +100,11 @@ TEST_F(SandboxdWatchTest, ReportsEachKindOfChangeOfDirectEntries) {
   Put("sub/deep.txt", "not reported: sub is not watched without recursive");
   ASSERT_EQ(unlink(Ws("b.txt").c_str()), 0);
   ASSERT_EQ(mkdir(Ws("newdir").c_str(), 0755), 0);
-  w->ReadUntil([&](const auto& evs) { return Has(evs, "create", Ws("newdir")); });
+  // A write through the protocol (temp file, then rename) shows as its own name only.
+  protocol::FileWriteRequest wr;
+  wr.path = "written.txt";
+  ASSERT_TRUE(protocol::WriteFile(*conn_, wr, "via file.write"));
+  w->ReadUntil([&](const auto& evs) { return Has(evs, "create", Ws("written.txt")); });
   const auto& evs = w->Settle();
   EXPECT_TRUE(Has(evs, "create", Ws("a.txt")));
   EXPECT_TRUE(Has(evs, "write", Ws("a.txt")));
@@ -108,8 +112,10 @@ TEST_F(SandboxdWatchTest, ReportsEachKindOfChangeOfDirectEntries) {
   EXPECT_TRUE(Has(evs, "rename", Ws("a.txt")));  // moved away from this name
   EXPECT_TRUE(Has(evs, "create", Ws("b.txt")));  // ... and into this one
   EXPECT_TRUE(Has(evs, "remove", Ws("b.txt")));
+  EXPECT_TRUE(Has(evs, "create", Ws("newdir")));
   for (const auto& e : evs) {
     EXPECT_EQ(e.path.find("deep.txt"), std::string::npos) << e.path;
+    EXPECT_EQ(e.path.find(".asb-"), std::string::npos) << e.path;  // file.write's temp file
     if (e.path == Ws("newdir")) {
       EXPECT_TRUE(e.dir);
     }

@@ -225,11 +225,11 @@ class FilesTest(ServerTestCase):
         self.assertEqual(status(path="w7/etc"), (400, "invalid_request"))  # out of /workspace
         self.assertEqual(status(path="/etc"), (400, "invalid_request"))
         self.assertEqual(status(path="../.."), (400, "invalid_request"))
-        # At most 64 at once per sandbox: the 64th is fine, the 65th is refused, and closing one
+        # At most 8 at once per sandbox: the 8th is fine, the 9th is refused, and closing one
         # makes room again (sandboxd notices the closed stream and ends its watch).
         held = []
         try:
-            for i in range(64):
+            for i in range(8):
                 w = Watch(self.server, self.sid, path="w7")
                 self.assertEqual(w.status, 200, i)
                 held.append(w)
