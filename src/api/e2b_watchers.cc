@@ -22,9 +22,10 @@ Error UnknownWatcher(const std::string& id) {
 
 }  // namespace
 
-void E2bWatchers::PruneLocked(int64_t now_ms) {
+void E2bWatchers::PruneLocked(int64_t now_ms, bool check_sandboxes) {
   for (auto it = entries_.begin(); it != entries_.end();) {
-    if (now_ms - it->second.last_used_ms >= kIdleMs) {
+    if (now_ms - it->second.last_used_ms >= kIdleMs ||
+        (check_sandboxes && running_ && !running_(it->second.sandbox_id))) {
       it->second.watch->Cancel();
       it = entries_.erase(it);
     } else {
@@ -33,8 +34,7 @@ void E2bWatchers::PruneLocked(int64_t now_ms) {
   }
 }
 
-E2bWatchers::Entry* E2bWatchers::FindLocked(const std::string& owner,
-                                            const std::string& sandbox_id,
+E2bWatchers::Entry* E2bWatchers::FindLocked(const std::string& owner, const std::string& sandbox_id,
                                             const std::string& watcher_id) {
   auto it = entries_.find(watcher_id);
   if (it == entries_.end() || it->second.sandbox_id != sandbox_id) return nullptr;
@@ -47,11 +47,17 @@ Result<std::string> E2bWatchers::Add(const std::string& owner, const std::string
                                      std::shared_ptr<core::FileWatch> watch) {
   std::lock_guard lock(mu_);
   int64_t now = SteadyMs();
-  PruneLocked(now);
-  if (entries_.size() >= kMaxWatchers) {
+  PruneLocked(now, /*check_sandboxes=*/true);
+  size_t owned = 0;
+  for (const auto& [id, e] : entries_) owned += e.owner == owner;
+  if (entries_.size() >= kMaxWatchers || owned >= kMaxWatchersPerOwner) {
     watch->Cancel();
-    return Fail(Error(ErrorCode::kLimitExceeded, "at most " + std::to_string(kMaxWatchers) +
-                                                     " watchers may exist at once; remove some"));
+    size_t cap = entries_.size() >= kMaxWatchers ? kMaxWatchers : kMaxWatchersPerOwner;
+    return Fail(Error(ErrorCode::kLimitExceeded,
+                      "at most " + std::to_string(cap) +
+                          (cap == kMaxWatchers ? " watchers may exist at once"
+                                               : " watchers per tenant may exist at once") +
+                          "; remove some"));
   }
   std::string id = "w_" + RandomHex(16);
   entries_.emplace(id, Entry{owner, sandbox_id, std::move(watch), now});
@@ -65,7 +71,7 @@ Result<E2bWatchers::Taken> E2bWatchers::Take(const std::string& owner,
   {
     std::lock_guard lock(mu_);
     int64_t now = SteadyMs();
-    PruneLocked(now);
+    PruneLocked(now, /*check_sandboxes=*/false);
     Entry* e = FindLocked(owner, sandbox_id, watcher_id);
     if (e == nullptr) return Fail(UnknownWatcher(watcher_id));
     e->last_used_ms = now;

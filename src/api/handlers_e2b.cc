@@ -49,7 +49,7 @@ struct Deps {
   core::SandboxManager* manager = nullptr;
   std::string secret;  // api/e2b_token.h; "" = no sandbox traffic
   int64_t keepalive_ms = 50'000;
-  std::shared_ptr<E2bWatchers> watchers = std::make_shared<E2bWatchers>();
+  std::shared_ptr<E2bWatchers> watchers;
 };
 
 int64_t NowMs() { return SystemClock::Instance().NowUnixMs(); }
@@ -389,6 +389,11 @@ void AddE2bRoutes(Router& router, ApiContext& ctx) {
   d->manager = ctx.manager;
   d->secret = ctx.e2b_secret;
   d->keepalive_ms = ctx.stream_keepalive_ms;
+  core::SandboxManager* manager = ctx.manager;
+  d->watchers = std::make_shared<E2bWatchers>([manager](const std::string& id) {
+    auto s = manager->lifecycle().Get(core::kAnyOwner, id);
+    return s && s->state == core::SandboxState::kRunning;
+  });
 
   // Sandbox traffic first: a request that carries E2b-Sandbox-Id is never a control-plane call.
   RouteOptions traffic;
