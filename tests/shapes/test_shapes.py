@@ -455,6 +455,9 @@ PYTHON_TYPES = {
         "data": "the message, as seed B's ExecEvent.data", "exit_code": "seed B's, None",
         "timed_out": "seed B's, False", "duration_ms": "seed B's, None"}, {}),
     "FileInfo": ("FileStat", {}, {"is_dir": "derived from type"}, {}),
+    "FileEvent": ("FileWatchEvent", {}, {}, {
+        "watches": "the start line's, kept on FileWatch", "reason": "the end line's, on FileWatch",
+        "code": "an error line raises", "message": "an error line raises"}),
     "SnapshotInfo": ("Snapshot", {}, {}, {}),
     "PreviewInfo": ("Preview", {}, {}, {}),
     "SandboxInfo": ("Sandbox", {}, {"raw": "the server's whole JSON"}, {}),

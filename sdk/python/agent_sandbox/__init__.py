@@ -9,8 +9,9 @@
 from .client import SandboxClient
 from .errors import NotFoundError, SandboxAPIError, SandboxConnectionError, SandboxError
 from .sandbox import Sandbox
+from .watch import FileWatch
 from .types import (Context, ErrorEvent, Execution, ExecutionError, Result,
-                    ExecEvent, ExecResult, ExitEvent, FileInfo, FileWritten,
+                    ExecEvent, ExecResult, ExitEvent, FileEvent, FileInfo, FileWritten,
                     OutputEvent, PreviewInfo, ProcessInfo, SandboxInfo, SkippedEvent,
                     SnapshotInfo, TemplateInfo)
 
@@ -21,4 +22,5 @@ __all__ = [
     "SandboxConnectionError", "ExecResult", "OutputEvent", "ExitEvent", "ErrorEvent",
     "FileInfo", "SandboxInfo", "SnapshotInfo", "TemplateInfo", "ProcessInfo", "SkippedEvent",
     "ExecEvent", "FileWritten", "PreviewInfo", "Context", "Execution", "ExecutionError", "Result",
+    "FileEvent", "FileWatch",
 ]

@@ -50,9 +50,9 @@ class Transport:
     def open(self, method, path, query=None, body=None, json_body=None, headers=None,
              timeout=None):
         """Sends one request; returns (connection, response) with the body unread when the
-        status is 2xx. Raises SandboxAPIError for error statuses, SandboxConnectionError when
-        the server cannot be reached or the client was closed. The caller closes the
-        connection."""
+        status is 2xx (response.asb_socket is the connection's socket). Raises SandboxAPIError
+        for error statuses, SandboxConnectionError when the server cannot be reached or the
+        client was closed. The caller closes the connection."""
         if self.closed:
             raise SandboxConnectionError("%s %s%s: the client is closed" % (method, self.base_url,
                                                                           path))
@@ -71,6 +71,7 @@ class Transport:
         conn = self._connect(self.timeout if timeout is None else timeout)
         try:
             conn.request(method, self._target(path, query), body=body, headers=h)
+            sock = conn.sock
             resp = conn.getresponse()
         except (OSError, http.client.HTTPException) as e:
             conn.close()
@@ -83,6 +84,9 @@ class Transport:
             finally:
                 conn.close()
             raise _api_error(resp, data)
+        # The socket, for a stream that another thread must stop (FileWatch.close shuts it
+        # down); conn.sock is already None when the answer closes the connection at its end.
+        resp.asb_socket = sock
         return conn, resp
 
     def request(self, method, path, query=None, body=None, json_body=None, headers=None,

@@ -8,6 +8,7 @@ import posixpath
 import tarfile
 import http.client
 
+from . import watch as _watch
 from .errors import NotFoundError, SandboxAPIError, SandboxConnectionError
 from .types import Context, ErrorEvent, ExecResult, Execution, ExecutionError, ExitEvent, \
     FileInfo, FileWritten, OutputEvent, PreviewInfo, ProcessInfo, Result, SandboxInfo, \
@@ -555,6 +556,48 @@ class Sandbox:
         o = self._t.json("GET", self._path("/files/list"),
                          query={"path": path, "recursive": "true" if recursive else None})
         return [FileInfo.from_json(e) for e in o.get("entries", [])]
+
+    def watch_files(self, path="/workspace", recursive=False, max_queue=None):
+        """Watches a directory for changes (GET /v1/sandboxes/{id}/files/watch, NDJSON) and
+        returns a FileWatch once the watch is armed: every change after watch_files() returns
+        is reported, so make the changes you want to see after it.
+
+        path: the directory (relative paths are under /workspace; default /workspace).
+        recursive: also watch every directory below it, and those made or moved in later.
+        max_queue: events the sandbox holds for a reader that falls behind (1..65536, default
+        4096); beyond that newer ones are dropped and reported as one "overflow" FileEvent.
+        The FileWatch is an iterator of FileEvent(type, path, dir, dropped): type "create",
+        "write", "remove", "rename", "chmod" or "overflow", path absolute in the sandbox. It
+        has path (the watched directory, absolute), watches (directories followed),
+        next_event(timeout) (None when nothing came in time), close() (ends the watch in the
+        sandbox) and is a context manager. Iteration stops when the directory is removed
+        (end_reason "removed") or after close().
+        Raises NotFoundError (no such sandbox or directory), SandboxAPIError 400 (not a
+        directory, outside /workspace, max_queue out of range), 429 (8 watches already run
+        in this sandbox, or a recursive watch of more than 8192 directories),
+        SandboxConnectionError; iterating raises SandboxAPIError when the watch fails later
+        (e.g. "backend_error": the sandbox was destroyed).
+        """
+        query = {"path": path, "recursive": "true" if recursive else None,
+                 "max_queue": None if max_queue is None else str(int(max_queue))}
+        conn, resp = self._t.open("GET", self._path("/files/watch"), query=query,
+                                  headers={"Accept": "application/x-ndjson"})
+        what = "file watch of %s in %s" % (path, self.id)
+        try:
+            first = _watch.read_line(resp, what)
+            if first is not None and first.get("type") == "error":
+                raise _watch.stream_error(first.get("code", "internal"),
+                                          first.get("message", ""),
+                                          resp.getheader("X-Request-Id"))
+            if first is None or first.get("type") != "start":
+                raise SandboxConnectionError("%s: expected the start line, got %r"
+                                             % (what, first))
+        except BaseException:
+            conn.close()
+            raise
+        timeout = self._t.timeout
+        read_timeout = None if timeout is None else max(timeout, _watch.MIN_READ_TIMEOUT)
+        return _watch.FileWatch(self.id, conn, resp, first, read_timeout)
 
     def upload_dir(self, local_dir, remote_dir="/workspace"):
         """Copies a local directory's contents into remote_dir (created if missing) as one tar

@@ -196,6 +196,26 @@ class FileInfo:
 
 
 @dataclass
+class FileEvent:
+    """One change of a watched directory (iterating the FileWatch of Sandbox.watch_files()).
+
+    type: "create" (made, or moved into the directory), "write" (contents changed; repeated
+        writes of one path in a row come as one event), "remove", "rename" (moved away from
+        path; where it went, if still watched, comes as a create), "chmod" (mode, owner or
+        times changed), or "overflow" (events were lost because the reader fell behind).
+    path: the entry, absolute in the sandbox ("/workspace/src/a.txt"); None for overflow.
+    dir: True when the entry is a directory.
+    dropped: overflow only: how many events were lost (0 when the number is unknown: the
+        kernel's own queue overflowed, or a new directory could not be watched).
+    """
+
+    type: str
+    path: Optional[str] = None
+    dir: bool = False
+    dropped: int = 0
+
+
+@dataclass
 class SnapshotInfo:
     """A snapshot of a sandbox's workspace.
 

@@ -499,6 +499,168 @@ class SdkTest(unittest.TestCase):
         with self.assertRaises(NotFoundError):
             sb.download_dir("/workspace/nope", tempfile.gettempdir() + "/asb-sdk-never")
 
+    # ---- directory watches --------------------------------------------------------------
+
+    def _until(self, w, want, seconds=10):
+        """FileEvents of w up to and including the first for which want(ev) is true; fails
+        when none comes within `seconds` or the watch ends first."""
+        seen = []
+        deadline = time.monotonic() + seconds
+        while True:
+            left = deadline - time.monotonic()
+            ev = w.next_event(timeout=max(left, 0)) if left > 0 else None
+            if ev is None:
+                self.fail("no matching event within %s s (closed=%r); saw %r"
+                          % (seconds, w.closed, seen))
+            seen.append(ev)
+            if want(ev):
+                return seen
+
+    def test_watch_files_reports_changes_after_it_returns(self):
+        from agent_sandbox import FileEvent, FileWatch
+        sb = self.sandbox()
+        self.assertEqual(sb.exec("mkdir -p /workspace/w").exit_code, 0)
+        with sb.watch_files("w") as w:  # relative: under /workspace
+            self.assertIsInstance(w, FileWatch)
+            self.assertEqual((w.path, w.watches, w.closed), ("/workspace/w", 1, False))
+            # Armed when watch_files returned: a write right after it is seen.
+            sb.write_file("w/a.txt", "one")
+            seen = self._until(w, lambda e: e.type == "create" and e.path == "/workspace/w/a.txt")
+            self.assertEqual(seen[-1], FileEvent("create", "/workspace/w/a.txt", False, 0))
+            self.assertTrue(all(isinstance(e, FileEvent) for e in seen), seen)
+            self.assertTrue(sb.exec("echo more >> /workspace/w/a.txt").ok)
+            self._until(w, lambda e: (e.type, e.path) == ("write", "/workspace/w/a.txt"))
+            # Not recursive: a new subdirectory is reported, what is made inside it is not.
+            self.assertTrue(sb.exec("mkdir /workspace/w/sub && touch /workspace/w/sub/in.txt && "
+                                    "touch /workspace/w/marker").ok)
+            seen = self._until(w, lambda e: (e.type, e.path) == ("create", "/workspace/w/marker"))
+            self.assertIn(FileEvent("create", "/workspace/w/sub", True, 0), seen)
+            self.assertEqual([e for e in seen if (e.path or "").startswith("/workspace/w/sub/")],
+                             [])
+            self.assertTrue(sb.exec("rm /workspace/w/a.txt && "
+                                    "mv /workspace/w/marker /workspace/moved").ok)
+            seen = self._until(w, lambda e: (e.type, e.path) == ("rename", "/workspace/w/marker"))
+            self.assertIn(FileEvent("remove", "/workspace/w/a.txt", False, 0), seen)  # before
+            # A quiet watch: next_event times out (keepalives, every 10 s, never surface)
+            # and the watch still works afterwards.
+            t0 = time.monotonic()
+            self.assertIsNone(w.next_event(timeout=11))
+            self.assertGreaterEqual(time.monotonic() - t0, 10.5)
+            self.assertFalse(w.closed)
+            sb.write_file("w/late.txt", "x")
+            self._until(w, lambda e: e.path == "/workspace/w/late.txt")
+        # Leaving the block closed it: iteration is over at once.
+        self.assertTrue(w.closed)
+        self.assertEqual(list(w), [])
+        self.assertIsNone(w.next_event(timeout=1))
+
+    def test_watch_files_recursive_follows_new_directories(self):
+        sb = self.sandbox()
+        self.assertEqual(sb.exec("mkdir -p /workspace/r/old").exit_code, 0)
+        with sb.watch_files("/workspace/r", recursive=True, max_queue=100) as w:
+            self.assertEqual((w.path, w.watches), ("/workspace/r", 2))
+            sb.write_file("r/old/f.txt", "in an existing subdirectory")
+            self._until(w, lambda e: (e.type, e.path) == ("create", "/workspace/r/old/f.txt"))
+            sb.write_file("r/new/deep/g.txt", "parents made by the write")
+            seen = self._until(w, lambda e: (e.type, e.path) == ("create",
+                                                                 "/workspace/r/new/deep/g.txt"))
+            self.assertIn(("create", "/workspace/r/new", True),
+                          [(e.type, e.path, e.dir) for e in seen])
+        # The same without recursive: nothing from below the directory itself.
+        with sb.watch_files("r") as w:
+            self.assertEqual(w.watches, 1)
+            sb.write_file("r/new/deep/h.txt", "not seen")
+            sb.write_file("r/top.txt", "seen")
+            seen = self._until(w, lambda e: e.path == "/workspace/r/top.txt")
+            self.assertEqual([e for e in seen if "/deep/" in (e.path or "")], [])
+
+    def test_watch_files_errors_before_the_stream(self):
+        sb = self.sandbox()
+        sb.write_file("plain.txt", "a file")
+        with self.assertRaises(NotFoundError) as cm:
+            sb.watch_files("/workspace/missing")
+        self.assertEqual((cm.exception.status_code, cm.exception.code), (404, "not_found"))
+        with self.assertRaises(SandboxAPIError) as cm:
+            sb.watch_files("plain.txt")
+        self.assertNotIsInstance(cm.exception, NotFoundError)
+        self.assertEqual((cm.exception.status_code, cm.exception.code), (400, "invalid_request"))
+        with self.assertRaises(SandboxAPIError) as cm:
+            sb.watch_files("/etc")
+        self.assertEqual((cm.exception.status_code, cm.exception.code), (400, "invalid_request"))
+        for bad in (0, 65537):
+            with self.assertRaises(SandboxAPIError) as cm:
+                sb.watch_files(max_queue=bad)
+            self.assertEqual(cm.exception.status_code, 400)
+            self.assertIn("max_queue", cm.exception.message)
+        with self.assertRaises(NotFoundError):
+            _handle(self.client(), "sb_0000000000000000").watch_files()
+
+    def test_watch_files_limit_and_close_ends_the_watch_in_the_sandbox(self):
+        sb = self.sandbox()
+        watches = []
+        self.addCleanup(lambda: [w.close() for w in watches])
+        for _ in range(8):
+            watches.append(sb.watch_files())
+        with self.assertRaises(SandboxAPIError) as cm:
+            sb.watch_files()
+        self.assertEqual((cm.exception.status_code, cm.exception.code), (429, "limit_exceeded"))
+        watches[0].close()
+        self.assertTrue(watches[0].closed)
+        self.assertIsNone(watches[0].next_event())
+        # The closed connection ends that watch in the sandbox: a new one fits (soon).
+        deadline = time.monotonic() + 10
+        while True:
+            try:
+                watches.append(sb.watch_files())
+                break
+            except SandboxAPIError as e:
+                if e.status_code != 429 or time.monotonic() > deadline:
+                    raise
+                time.sleep(0.1)
+        # close() from another thread wakes a next_event() waiting here.
+        import threading
+        w = watches[-1]
+        threading.Timer(0.5, w.close).start()
+        t0 = time.monotonic()
+        self.assertIsNone(w.next_event(timeout=20))
+        self.assertLess(time.monotonic() - t0, 10)
+        self.assertTrue(w.closed)
+
+    def test_watch_files_ends_when_the_directory_is_removed(self):
+        import threading
+        sb = self.sandbox()
+        self.assertEqual(sb.exec("mkdir -p /workspace/gone/sub").exit_code, 0)
+        w = sb.watch_files("gone", recursive=True)
+        self.addCleanup(w.close)
+        self.assertTrue(sb.exec("touch /workspace/gone/sub/f && rm -rf /workspace/gone").ok)
+        guard = threading.Timer(15, w.close)  # a lost end fails below instead of hanging
+        guard.start()
+        try:
+            events = list(w)  # ends by itself: StopIteration after the end line
+        finally:
+            guard.cancel()
+        self.assertEqual(w.end_reason, "removed", events)
+        self.assertTrue(w.closed)
+        self.assertIn(("remove", "/workspace/gone/sub", True),
+                      [(e.type, e.path, e.dir) for e in events])
+        # A sandbox destroyed under a watch: the iteration ends (an error, or the end of an
+        # unmounted workspace), it never hangs.
+        sb2 = self.sandbox()
+        w2 = sb2.watch_files()
+        self.addCleanup(w2.close)
+        sb2.destroy()
+        guard = threading.Timer(30, w2.close)
+        guard.start()
+        try:
+            list(w2)
+            outcome = w2.end_reason
+        except (SandboxAPIError, SandboxConnectionError) as e:
+            outcome = e
+        finally:
+            guard.cancel()
+        self.assertTrue(w2.closed)
+        self.assertIsNotNone(outcome, "the guard had to close it")
+
     # ---- snapshots ----------------------------------------------------------------------
 
     def test_snapshot_rollback_fork(self):

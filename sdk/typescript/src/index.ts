@@ -21,6 +21,7 @@ export {
   type StreamProcessOptions,
   type WaitProcessOptions,
 } from "./process.js";
+export { FileWatch, type WatchFilesOptions } from "./watch.js";
 export {
   Result,
   type Chart,
@@ -35,6 +36,7 @@ export type {
   ExecOptions,
   ExecResult,
   ExitInfo,
+  FileEvent,
   FileInfo,
   ForkOptions,
   OutputChunk,

@@ -23,7 +23,8 @@ import {
   type SnapshotInfo,
   type WriteResult,
 } from "./types.js";
-import { SandboxConnectionError } from "./errors.js";
+import { SandboxConnectionError, StreamError } from "./errors.js";
+import { FileWatch, type WatchFilesOptions } from "./watch.js";
 import {
   contextId,
   contextInfo,
@@ -552,6 +553,62 @@ export class Session {
       query: { path, recursive: options.recursive ? "true" : undefined },
     });
     return (o.entries ?? []).map(fileInfo);
+  }
+
+  /**
+   * Watches a directory for changes (GET .../files/watch?path=&recursive=&max_queue=, NDJSON)
+   * and resolves with a FileWatch once the watch is armed: every change after watchFiles()
+   * resolves is reported, so make the changes you want to see after it. path: the directory
+   * (relative paths are under /workspace; default /workspace). options.recursive: also every
+   * directory below it, and those made or moved in later; options.maxQueue: events the
+   * sandbox holds for a reader that falls behind (1..65536, default 4096; beyond that one
+   * {type:"overflow", dropped} says how many were lost); options.signal: closes the watch when
+   * aborted. The FileWatch has path (absolute), watches (directories followed), is an
+   * AsyncIterable of FileEvent ({type:"create"|"write"|"remove"|"rename"|"chmod", path, dir}
+   * or {type:"overflow", dropped}) that ends when the directory is removed (endReason
+   * "removed") or on close(), and has nextEvent(timeoutMs) (null when nothing came in time).
+   * Rejects with NotFoundError (no such sandbox or directory), SandboxAPIError 400 (not a
+   * directory, outside /workspace, maxQueue out of range), 429 (8 watches already run in
+   * this sandbox, or a recursive watch of more than 8192 directories),
+   * SandboxConnectionError, or options.signal's reason; the iteration later rejects with
+   * StreamError when the watch fails (e.g. code "backend_error": the sandbox was destroyed).
+   */
+  async watchFiles(path = "/workspace", options: WatchFilesOptions = {}): Promise<FileWatch> {
+    const outer = options.signal;
+    outer?.throwIfAborted();
+    const abort = new AbortController();
+    const onAbort = () => abort.abort(outer?.reason);
+    outer?.addEventListener("abort", onAbort, { once: true });
+    const unlisten = () => outer?.removeEventListener("abort", onAbort);
+    let objects: AsyncGenerator<unknown> | undefined;
+    try {
+      const res = await this.#t.send("GET", await this.#path("/files/watch"), {
+        query: {
+          path,
+          recursive: options.recursive ? "true" : undefined,
+          max_queue: options.maxQueue,
+        },
+        accept: "application/x-ndjson",
+        signal: abort.signal,
+      });
+      objects = ndjsonObjects(res, `file watch of ${path}`, abort.signal);
+      // eslint-disable-next-line @typescript-eslint/no-explicit-any
+      const first: IteratorResult<any> = await objects.next();
+      if (!first.done && first.value.type === "error") {
+        throw new StreamError(first.value.code ?? "internal", first.value.message ?? "");
+      }
+      if (first.done || first.value.type !== "start") {
+        throw new SandboxConnectionError(
+          `file watch of ${path}: expected the start line, got ${JSON.stringify(first.value)}`,
+        );
+      }
+      return new FileWatch(first.value, objects, abort, unlisten);
+    } catch (e) {
+      unlisten();
+      abort.abort();
+      await objects?.return(undefined).catch(() => {});
+      throw e;
+    }
   }
 
   /**

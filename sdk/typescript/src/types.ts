@@ -146,6 +146,17 @@ export interface FileInfo {
   linkTarget?: string;
 }
 
+/** A change of a directory watched with Session.watchFiles(). type: "create" (made, or moved
+ * into the directory), "write" (contents changed; repeated writes of one path in a row come as
+ * one event), "remove", "rename" (moved away from path; where it went, if still watched, comes
+ * as a create), "chmod" (mode, owner or times changed); path is absolute in the sandbox
+ * ("/workspace/src/a.txt"), dir whether the entry is a directory. "overflow": events were lost
+ * because the reader fell behind; dropped is how many (0 when unknown: the kernel's own queue
+ * overflowed, or a new directory could not be watched). */
+export type FileEvent =
+  | { type: "create" | "write" | "remove" | "rename" | "chmod"; path: string; dir: boolean }
+  | { type: "overflow"; dropped: number };
+
 /** The answer of writeFile: the absolute path, size in bytes and mode as octal text, and seed
  * B's FileInfo fields as the server sends them (name, type "file", modified_at RFC 3339). */
 export interface WriteResult {

@@ -22,6 +22,7 @@ import {
   StreamError,
   ProcessHandle,
   Result,
+  FileWatch,
 } from "../dist/index.js";
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
@@ -589,6 +590,179 @@ test("uploadDir / downloadDir", async () => {
     await fs.rm(src, { recursive: true, force: true });
     await fs.rm(dst, { recursive: true, force: true });
   }
+});
+
+// ---- directory watches -------------------------------------------------------------------
+
+/** A ready session destroyed when the test ends, not only in after(): the server runs at most
+ * 20 sandboxes at once, and the whole suite makes more. */
+async function ownSession(t, opts) {
+  const s = await session(opts).ready();
+  t.after(() => s.destroy({ missingOk: true }).catch(() => {}));
+  return s;
+}
+
+/** Events of `w` up to and including the first for which want(ev) is true; fails when none
+ * comes within `ms` or the watch ends first. */
+async function until(w, want, ms = 10_000) {
+  const seen = [];
+  const deadline = Date.now() + ms;
+  for (;;) {
+    const left = deadline - Date.now();
+    const ev = left > 0 ? await w.nextEvent(left) : null;
+    assert.ok(ev, `no matching event within ${ms} ms (closed ${w.closed}): ${JSON.stringify(seen)}`);
+    seen.push(ev);
+    if (want(ev)) return seen;
+  }
+}
+
+test("watchFiles: armed when it resolves, changes of its directory, not below it", T60, async (t) => {
+  const s = await ownSession(t);
+  assert.equal((await s.exec("mkdir -p /workspace/w")).exitCode, 0);
+  const w = await s.watchFiles("w"); // relative: under /workspace
+  try {
+    assert.ok(w instanceof FileWatch);
+    assert.deepEqual([w.path, w.watches, w.closed], ["/workspace/w", 1, false]);
+    await s.writeFile("w/a.txt", "one"); // right after: the watch is armed
+    let seen = await until(w, (e) => e.type === "create" && e.path === "/workspace/w/a.txt");
+    assert.deepEqual(seen.at(-1), { type: "create", path: "/workspace/w/a.txt", dir: false });
+    assert.ok((await s.exec("echo more >> /workspace/w/a.txt")).ok);
+    await until(w, (e) => e.type === "write" && e.path === "/workspace/w/a.txt");
+    // Not recursive: the new subdirectory is reported, what is made inside it is not.
+    await s.exec("mkdir /workspace/w/sub && touch /workspace/w/sub/in.txt /workspace/w/marker");
+    seen = await until(w, (e) => e.type === "create" && e.path === "/workspace/w/marker");
+    assert.ok(seen.some((e) => e.type === "create" && e.path === "/workspace/w/sub" && e.dir));
+    assert.deepEqual(seen.filter((e) => e.path?.startsWith("/workspace/w/sub/")), []);
+    await s.exec("rm /workspace/w/a.txt && mv /workspace/w/marker /workspace/moved");
+    seen = await until(w, (e) => e.type === "rename" && e.path === "/workspace/w/marker");
+    assert.ok(seen.some((e) => e.type === "remove" && e.path === "/workspace/w/a.txt"));
+    // nextEvent times out without losing the watch; the event still comes to the next call.
+    assert.equal(await w.nextEvent(200), null);
+    await s.writeFile("w/late.txt", "x");
+    await until(w, (e) => e.path === "/workspace/w/late.txt");
+  } finally {
+    await w.close();
+  }
+  assert.equal(w.closed, true);
+  assert.equal(await w.nextEvent(1000), null);
+  for await (const ev of w) assert.fail(`after close: ${JSON.stringify(ev)}`);
+});
+
+test("watchFiles: recursive follows new directories; a for-await loop and break", T60, async (t) => {
+  const s = await ownSession(t);
+  await s.exec("mkdir -p /workspace/r/old");
+  const w = await s.watchFiles("/workspace/r", { recursive: true, maxQueue: 100 });
+  assert.deepEqual([w.path, w.watches], ["/workspace/r", 2]);
+  const timer = setTimeout(() => w.close(), 15_000); // a lost event fails instead of hanging
+  const seen = [];
+  try {
+    await s.writeFile("r/new/deep/g.txt", "parents made by the write");
+    for await (const ev of w) {
+      seen.push(ev);
+      if (ev.type === "create" && ev.path === "/workspace/r/new/deep/g.txt") break;
+    }
+  } finally {
+    clearTimeout(timer);
+  }
+  assert.equal(seen.at(-1)?.path, "/workspace/r/new/deep/g.txt", JSON.stringify(seen));
+  assert.ok(seen.some((e) => e.type === "create" && e.path === "/workspace/r/new" && e.dir));
+  assert.equal(w.closed, true); // break closed it
+  const flat = await s.watchFiles("r");
+  try {
+    assert.equal(flat.watches, 1);
+    await s.writeFile("r/new/deep/h.txt", "not seen");
+    await s.writeFile("r/top.txt", "seen");
+    const got = await until(flat, (e) => e.path === "/workspace/r/top.txt");
+    assert.deepEqual(got.filter((e) => e.path?.includes("/deep/")), []);
+  } finally {
+    await flat.close();
+  }
+});
+
+test("watchFiles: errors before the stream, the 8-watch limit, close frees one", T60, async (t) => {
+  const s = await ownSession(t);
+  await s.writeFile("plain.txt", "a file");
+  await assert.rejects(
+    s.watchFiles("/workspace/missing"),
+    (e) => e instanceof NotFoundError && e.statusCode === 404 && e.code === "not_found",
+  );
+  await assert.rejects(
+    s.watchFiles("plain.txt"),
+    (e) => e instanceof SandboxAPIError && !(e instanceof NotFoundError) &&
+      e.statusCode === 400 && e.code === "invalid_request",
+  );
+  await assert.rejects(s.watchFiles("/etc"), (e) => e.statusCode === 400);
+  await assert.rejects(
+    s.watchFiles("/workspace", { maxQueue: 65537 }),
+    (e) => e.statusCode === 400 && e.message.includes("max_queue"),
+  );
+  const gone = await client.get(s.id);
+  const watches = [];
+  try {
+    for (let i = 0; i < 8; i++) watches.push(await s.watchFiles());
+    await assert.rejects(
+      s.watchFiles(),
+      (e) => e instanceof SandboxAPIError && e.statusCode === 429 && e.code === "limit_exceeded",
+    );
+    await watches[0].close();
+    // The closed connection ends that watch in the sandbox: a new one fits (soon).
+    const deadline = Date.now() + 10_000;
+    for (;;) {
+      try {
+        watches.push(await s.watchFiles());
+        break;
+      } catch (e) {
+        if (e.statusCode !== 429 || Date.now() > deadline) throw e;
+        await new Promise((r) => setTimeout(r, 100));
+      }
+    }
+    // An aborted signal closes the watch: a waiting nextEvent() rejects with its reason.
+    await watches.at(-1).close();
+    const aborting = await s.watchFiles("/workspace", { signal: AbortSignal.timeout(300) });
+    watches.push(aborting);
+    await assert.rejects(aborting.nextEvent(20_000), (e) => e.name === "TimeoutError");
+  } finally {
+    await Promise.all(watches.map((w) => w.close()));
+  }
+  await gone.destroy();
+  await assert.rejects(s.watchFiles(), NotFoundError);
+});
+
+test("watchFiles: removing the directory ends the iteration; a destroyed sandbox too", T60, async (t) => {
+  const s = await ownSession(t);
+  await s.exec("mkdir -p /workspace/gone/sub");
+  const w = await s.watchFiles("gone", { recursive: true });
+  const timer = setTimeout(() => w.close(), 15_000);
+  const events = [];
+  try {
+    await s.exec("touch /workspace/gone/sub/f && rm -rf /workspace/gone");
+    for await (const ev of w) events.push(ev); // ends by itself after the end line
+  } finally {
+    clearTimeout(timer);
+  }
+  assert.equal(w.endReason, "removed", JSON.stringify(events));
+  assert.equal(w.closed, true);
+  assert.ok(events.some((e) => e.type === "remove" && e.path === "/workspace/gone/sub" && e.dir));
+
+  const s2 = await ownSession(t);
+  const w2 = await s2.watchFiles();
+  const guard = setTimeout(() => w2.close(), 30_000);
+  let outcome;
+  try {
+    await s2.destroy();
+    for await (const _ of w2);
+    outcome = w2.endReason;
+  } catch (e) {
+    outcome = e;
+  } finally {
+    clearTimeout(guard);
+  }
+  assert.ok(
+    outcome instanceof StreamError || outcome instanceof SandboxConnectionError ||
+      typeof outcome === "string",
+    String(outcome),
+  );
+  assert.equal(w2.closed, true);
 });
 
 test("snapshot, rollback, fork", async () => {
