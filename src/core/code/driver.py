@@ -279,6 +279,31 @@ def __asb_setup():
 
     ip.events.register("post_run_cell", post_run_cell)
 
+    # A print flood must not outrun the driver: the kernel's iopub socket queues every message
+    # it cannot send yet, and a loop printing 64 KiB lines grew that queue until the kernel
+    # was OOM-killed (status "dead") on a loaded machine. The driver keeps at most 1 MiB of an
+    # execution's output (kDefaultCodeOutputBytes); the kernel passes on 2 MiB, enough for the
+    # driver to see and report the cut, and drops the rest itself.
+    limit = 2 << 20
+    sent = {"n": 0}
+
+    def capped(write):
+        def capped_write(text):
+            if sent["n"] >= limit:
+                return len(text)
+            sent["n"] += len(text)
+            return write(text)
+        return capped_write
+
+    for name in ("stdout", "stderr"):
+        stream = getattr(sys, name, None)
+        if stream is not None and hasattr(stream, "write"):
+            try:
+                stream.write = capped(stream.write)
+            except (AttributeError, TypeError):
+                pass
+    ip.events.register("pre_run_cell", lambda *_args: sent.update(n=0))
+
 __asb_setup()
 del __asb_setup
 '''
