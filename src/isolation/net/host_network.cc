@@ -415,9 +415,14 @@ Status HostNetwork::Detach(const std::string& id, uint32_t slot) {
   s += "add element bridge " + t + " ports { \"" + veth + "\" . " + *addr + " }\n";
   s += "delete element bridge " + t + " ports { \"" + veth + "\" . " + *addr + " }\n";
   ASB_TRY_CTX(RunTool({nft_, "-f", "-"}, s), "network detach");
-  // The veth normally died with the sandbox's namespace.
+  // The veth normally died with the sandbox's namespace. The kernel tears a namespace down
+  // after its last process is gone, so the device can vanish between the check and the
+  // delete (seen once in CI as a 502 on DELETE: "Cannot find device"): gone is success.
   if (RunTool({ip_, "link", "show", "dev", veth})) {
-    ASB_TRY_CTX(RunTool({ip_, "link", "del", veth}), "network detach");
+    auto del = RunTool({ip_, "link", "del", veth});
+    if (!del && RunTool({ip_, "link", "show", "dev", veth})) {
+      return Fail(del.error().WithContext("network detach"));
+    }
   }
   return {};
 }
