@@ -61,8 +61,8 @@ class Watch:
                         self.creates += 1
                         self.seen.setdefault(ev["path"], time.perf_counter())
                     self.cond.notify_all()
-        except (OSError, ValueError):
-            pass
+        except (OSError, ValueError, AttributeError):
+            pass  # close() of the connection while a line was being read
 
     def wait(self, pred, timeout=60):
         with self.cond:
