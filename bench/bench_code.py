@@ -21,18 +21,8 @@ import sys
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "e2e"))
+from figures import row  # noqa: E402
 from harness import TEMPLATES, Server, missing_prerequisite  # noqa: E402
-
-
-def pct(values, p):
-    s = sorted(values)
-    return s[min(len(s) - 1, int(round(p / 100.0 * (len(s) - 1))))]
-
-
-def row(name, ours, yard, yard_name):
-    o50, y50 = pct(ours, 50), pct(yard, 50)
-    print("%-34s p50 %8.1f ms  p99 %8.1f ms | %-22s p50 %8.1f ms  p99 %8.1f ms | ratio %.2fx"
-          % (name, o50, pct(ours, 99), yard_name, y50, pct(yard, 99), o50 / y50), flush=True)
 
 
 def timed(fn):

@@ -23,12 +23,8 @@ import threading
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "e2e"))
+from figures import pct  # noqa: E402
 from harness import Server, missing_prerequisite  # noqa: E402
-
-
-def pct(values, p):
-    s = sorted(values)
-    return s[min(len(s) - 1, int(round(p / 100.0 * (len(s) - 1))))]
 
 
 def row(name, values, unit="ms", backend=None):

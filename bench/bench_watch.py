@@ -22,18 +22,8 @@ import time
 from urllib.parse import quote
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "e2e"))
+from figures import row  # noqa: E402
 from harness import Server, missing_prerequisite  # noqa: E402
-
-
-def pct(values, p):
-    s = sorted(values)
-    return s[min(len(s) - 1, int(round(p / 100.0 * (len(s) - 1))))]
-
-
-def row(name, ours, yard, yard_name):
-    o50, y50 = pct(ours, 50), pct(yard, 50)
-    print("%-22s p50 %8.1f ms  p99 %8.1f ms | %-24s p50 %8.1f ms  p99 %8.1f ms | ratio %.2fx"
-          % (name, o50, pct(ours, 99), yard_name, y50, pct(yard, 99), o50 / y50), flush=True)
 
 
 class Watch:
@@ -102,7 +92,7 @@ def main():
                                  (sid, quote(path)), check=False).status != 200:
                 time.sleep(0.02)
             yard.append((time.perf_counter() - t0) * 1000)
-        row("change seen", ours, yard, "poll files/stat 20 ms")
+        row("change seen", ours, yard, "poll files/stat 20 ms", 22, 24)
 
         ours, yard = [], []
         make = "mkdir -p %s && cd %s && seq 5000 | xargs touch"
@@ -116,7 +106,7 @@ def main():
             t0 = time.perf_counter()
             assert server.run(sid, make % ("q%d" % i, "q%d" % i))["exit_code"] == 0
             yard.append((time.perf_counter() - t0) * 1000)
-        row("5,000 creates", ours, yard, "the command, unwatched")
+        row("5,000 creates", ours, yard, "the command, unwatched", 22, 24)
         w.close()
     finally:
         server.close()
