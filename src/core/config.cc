@@ -61,6 +61,9 @@ Status ManagerConfig::Validate() const {
   }
   ASB_TRY(CheckRange("timeout_seconds", l.min_timeout_seconds, l.default_timeout_seconds,
                      l.max_timeout_seconds));
+  if (l.paused_timeout_seconds < 1) {
+    return Fail(Error::InvalidArgument("paused_timeout_seconds must be at least 1"));
+  }
   if (!(l.max_cpus > 0) || !std::isfinite(l.max_cpus)) {
     return Fail(Error::InvalidArgument("max_cpus (" + Num(l.max_cpus) + ") must be > 0"));
   }

@@ -26,6 +26,9 @@ struct Limits {
   int64_t min_timeout_seconds = 1;
   int64_t default_timeout_seconds = 900;
   int64_t max_timeout_seconds = 86400;
+  /// How long a paused sandbox is kept, from its pause; then the reaper destroys it. A paused
+  /// sandbox on the ns backend still holds its memory on the host.
+  int64_t paused_timeout_seconds = 86400;
 
   /// CPU bandwidth in cores; must be > 0. max_cpus defaults to the host's CPU count
   /// (DefaultMaxCpus()).

@@ -16,9 +16,9 @@ namespace asb::core {
 namespace {
 
 constexpr std::pair<SandboxState, std::string_view> kStateNames[] = {
-    {SandboxState::kCreating, "creating"}, {SandboxState::kRunning, "running"},
-    {SandboxState::kStopping, "stopping"}, {SandboxState::kDestroyed, "destroyed"},
-    {SandboxState::kError, "error"},
+    {SandboxState::kCreating, "creating"},   {SandboxState::kRunning, "running"},
+    {SandboxState::kPaused, "paused"},       {SandboxState::kStopping, "stopping"},
+    {SandboxState::kDestroyed, "destroyed"}, {SandboxState::kError, "error"},
 };
 
 }  // namespace
@@ -125,6 +125,11 @@ Result<SandboxInfo> SandboxLifecycle::CreateWith(const std::string& owner, const
     return Fail(Error::InvalidArgument("network_policy needs network: true"));
   }
 
+  if (req.auto_pause && !reg_.backend.Capabilities().pause) {
+    return Fail(Error::InvalidArgument("auto_pause: the " + std::string(reg_.backend.name()) +
+                                       " backend cannot pause sandboxes on this host"));
+  }
+  info.auto_pause = req.auto_pause;
   info.template_name = tmpl.name;
   info.env = tmpl.manifest.env;  // the template's environment; the request's own wins
   for (const auto& [k, v] : req.env) info.env[k] = v;

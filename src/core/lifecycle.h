@@ -7,8 +7,15 @@
 // State machine (stored as lower-case names):
 //
 //   creating --backend Create ok--> running --Destroy/reaper--> stopping --> destroyed
-//      |                                                          ^
-//      +--backend Create failed--> error --Destroy/reaper---------+
+//      |                            |    ^                        ^  ^
+//      |                Pause/auto_pause  Resume                  |  |
+//      |                            v    |                        |  |
+//      |                            paused --Destroy/reaper-------+  |
+//      +--backend Create failed--> error --Destroy/reaper------------+
+//
+// Pause and Resume write their state after the side effect (the freeze, the thaw): a crash in
+// between leaves a record whose state the sandbox no longer has, and Recover, which adopts
+// running and paused records alike, then pauses or resumes the sandbox to match its record.
 //
 // Each transition is written to the store before the side effect (e.g. "stopping" before
 // Backend::Destroy) and after it ("destroyed"), so that Recover() can finish whatever a crash
@@ -80,6 +87,20 @@ class SandboxLifecycle {
   /// not running.
   Result<SandboxInfo> SetTimeout(const std::string& owner, const std::string& id, int64_t seconds);
 
+  /// Pauses running sandbox `id` (Backend::Pause; ADR 0024): every process stops where it is,
+  /// keeping memory, files, connections and network. Until Resume, only Get, List, Resume and
+  /// Destroy act on it (exec, files, processes, snapshots and usage answer kConflict); its TTL
+  /// and idle timeout stop, and it is destroyed paused_timeout_seconds after the pause
+  /// (expires_at shows when). It keeps its quota slot. Errors: kNotFound, kConflict (not
+  /// running, e.g. already paused), kUnavailable (its backend cannot pause), kTimeout (a
+  /// process would not stop; the sandbox was left running), kBackend.
+  Result<SandboxInfo> Pause(const std::string& owner, const std::string& id);
+  /// Lets paused sandbox `id` continue where it stopped. Its TTL starts again from now:
+  /// `timeout_seconds` when given (checked and clamped as SetTimeout does), else the TTL it last
+  /// had. Errors: kNotFound, kConflict (not paused), kInvalidArgument, kBackend.
+  Result<SandboxInfo> Resume(const std::string& owner, const std::string& id,
+                             std::optional<int64_t> timeout_seconds = std::nullopt);
+
   /// Reconciles the store with the backend. Records in running state are
   /// adopted (Backend::Adopt) keeping their expires_at; those whose sandbox is gone (kNotFound)
   /// become destroyed; those that still fail to adopt after about a second of retries for
@@ -89,8 +110,9 @@ class SandboxLifecycle {
   /// store failures; backend failures for single sandboxes are logged and retried.
   Status Recover();
   /// One reaper pass: destroys every sandbox whose expires_at passed or whose idle timeout
-  /// passed with no operation in progress, and retries stuck "stopping" ones. Returns how many
-  /// were destroyed.
+  /// passed with no operation in progress (pauses it instead when it was made with auto_pause),
+  /// destroys paused ones whose paused_timeout_seconds passed, and retries stuck "stopping"
+  /// ones. Returns how many were destroyed.
   int ReapOnce();
 
   /// The isolation backend's short name ("ns").
@@ -108,6 +130,7 @@ class SandboxLifecycle {
     int64_t recovered_adopted = 0;
     int64_t recovered_dropped = 0;
     int64_t orphans_destroyed = 0;
+    int64_t auto_paused = 0;
   };
   MaintenanceCounts Counts() const;
 
@@ -117,12 +140,18 @@ class SandboxLifecycle {
   bool RetryAdopt(Entry& e);
   /// Destroy's transition for a caller that holds e.op_mu; `why` is logged. Errors: as Destroy.
   Status DestroyLocked(Entry& e, std::string_view why);
+  /// After adopting e's sandbox: pauses or thaws it to match its record (a paused one that
+  /// cannot be paused again becomes running). Caller holds e.op_mu.
+  void MatchPauseToRecord(Entry& e);
+  /// Pause's transition for a caller that holds e.op_mu (lifecycle_pause.cc).
+  Result<SandboxInfo> PauseLocked(Entry& e, std::string_view why);
 
   SandboxRegistry& reg_;
   std::atomic<int64_t> reaped_total_{0};
   std::atomic<int64_t> adopted_total_{0};
   std::atomic<int64_t> dropped_total_{0};
   std::atomic<int64_t> orphans_total_{0};
+  std::atomic<int64_t> auto_paused_total_{0};
 };
 
 }  // namespace asb::core

@@ -1,4 +1,5 @@
 // SandboxLifecycle: reconciliation at start (Recover) and the TTL/idle reaper (lifecycle.h).
+#include <algorithm>
 #include <chrono>
 #include <set>
 #include <thread>
@@ -33,6 +34,34 @@ constexpr int kAdoptRetryPasses = 30;
 
 }  // namespace
 
+void SandboxLifecycle::MatchPauseToRecord(Entry& e) {
+  if (!reg_.backend.Capabilities().pause) return;
+  const SandboxInfo info = e.Snapshot();
+  if (info.state != SandboxState::kPaused) {
+    // A crash between a freeze and its record (or a thaw and its record) is undone here.
+    if (Status st = reg_.backend.Resume(info.id); !st) {
+      spdlog::warn("sandbox_id={} thaw after restart: {}", info.id, st.error().ToString());
+    }
+    return;
+  }
+  if (Status st = reg_.backend.Pause(info.id); !st) {
+    // It runs, so the record says so: its TTL restarts from now.
+    spdlog::warn("sandbox_id={} could not be paused again after restart, left running: {}", info.id,
+                 st.error().ToString());
+    SandboxInfo running = info;
+    running.state = SandboxState::kRunning;
+    running.paused_at_ms = 0;
+    running.expires_at_ms =
+        reg_.clock.NowUnixMs() + std::max<int64_t>(info.timeout_seconds, 1) * 1000;
+    if (reg_.store.UpdateSandbox(ToRecord(running))) {
+      std::lock_guard l(e.info_mu);
+      e.info.state = running.state;
+      e.info.paused_at_ms = 0;
+      e.info.expires_at_ms = running.expires_at_ms;
+    }
+  }
+}
+
 bool SandboxLifecycle::RetryAdopt(Entry& e) {
   const SandboxInfo info = e.Snapshot();
   if (info.state != SandboxState::kError || e.adopt_retries_left <= 0) return false;
@@ -43,6 +72,8 @@ bool SandboxLifecycle::RetryAdopt(Entry& e) {
       std::lock_guard l(e.info_mu);
       e.sandbox = *sb;
     }
+    // Adopt leaves a frozen sandbox frozen; the record now says running, and so must it.
+    if (reg_.backend.Capabilities().pause) (void)reg_.backend.Resume(info.id);
     if (!reg_.WriteState(e, SandboxState::kRunning)) return false;
     (void)reg_.ReserveSlot(e, /*force=*/true);
     e.adopt_retries_left = 0;
@@ -70,7 +101,8 @@ Status SandboxLifecycle::Recover() {
     std::lock_guard op(entry->op_mu);
     m.Insert(entry);
     switch (info.state) {
-      case SandboxState::kRunning: {
+      case SandboxState::kRunning:
+      case SandboxState::kPaused: {
         // A backend whose sandboxes end with the server: the record's sandbox is gone.
         auto sb = m.backend.Capabilities().adopt
                       ? AdoptPatiently(m.backend, info.id)
@@ -84,7 +116,9 @@ Status SandboxLifecycle::Recover() {
           (void)m.ReserveSlot(*entry, /*force=*/true);
           live.insert(info.id);
           ++adopted;
-          spdlog::info("sandbox_id={} adopted (expires_at={})", info.id, info.expires_at_ms);
+          MatchPauseToRecord(*entry);
+          spdlog::info("sandbox_id={} adopted {} (expires_at={})", info.id,
+                       SandboxStateName(entry->Snapshot().state), info.expires_at_ms);
         } else if (sb.error().code() == ErrorCode::kNotFound) {
           // Its sandbox is gone: drop the record (destroy also clears any remnant we own).
           Status st = DestroyLocked(*entry, "gone after restart");
@@ -149,8 +183,8 @@ Status SandboxLifecycle::Recover() {
 }
 
 SandboxLifecycle::MaintenanceCounts SandboxLifecycle::Counts() const {
-  return {reaped_total_.load(), adopted_total_.load(), dropped_total_.load(),
-          orphans_total_.load()};
+  return {reaped_total_.load(), adopted_total_.load(), dropped_total_.load(), orphans_total_.load(),
+          auto_paused_total_.load()};
 }
 
 int SandboxLifecycle::ReapOnce() {
@@ -161,6 +195,9 @@ int SandboxLifecycle::ReapOnce() {
     const SandboxInfo info = e->Snapshot();
     std::string why;
     switch (info.state) {
+      case SandboxState::kPaused:
+        if (info.expires_at_ms <= now) why = "paused longer than paused_timeout_seconds";
+        break;
       case SandboxState::kRunning:
       case SandboxState::kError:
         if (info.expires_at_ms <= now) {
@@ -196,6 +233,19 @@ int SandboxLifecycle::ReapOnce() {
         (e->active_ops.load() != 0 ||
          now_info.last_activity_at_ms + now_info.idle_timeout_seconds * 1000 > now)) {
       continue;
+    }
+    if (now_info.state == SandboxState::kPaused && now_info.expires_at_ms > now) continue;
+    if (info.state == SandboxState::kPaused && now_info.state != SandboxState::kPaused) continue;
+    if (now_info.state == SandboxState::kRunning && now_info.auto_pause &&
+        (why == "ttl expired" || why == "idle timeout")) {
+      // E2B's autoPause: the timeout pauses it. One that cannot be paused ends as its TTL says.
+      auto paused = PauseLocked(*e, "auto-pause: " + why);
+      if (paused) {
+        ++auto_paused_total_;
+        continue;
+      }
+      spdlog::warn("sandbox_id={} auto-pause failed, destroying it: {}", now_info.id,
+                   paused.error().ToString());
     }
     if (DestroyLocked(*e, why)) {
       ++reaped;

@@ -1,7 +1,8 @@
 // The manager over the real ns backend, the real sandboxd and the base template (CTest label
 // "privileged"): create, TTL reaping (a 1 s TTL is gone within about 2 s with its processes,
 // mounts, cgroups and files) and restart (a restart adopts running sandboxes with their original
-// expires_at, drops records whose sandbox is gone, destroys orphans). Skips with the reason
+// expires_at, drops records whose sandbox is gone, destroys orphans), and pause (a cgroup
+// freeze that stops every process, across a restart too). Skips with the reason
 // when not root, or sandboxd or the template is missing.
 //
 // Inputs: env ASB_SANDBOXD (default <build>/bin/sandboxd), env ASB_TEST_TEMPLATES (default
@@ -12,6 +13,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -254,6 +256,70 @@ TEST_F(ManagerNsTest, RestartAdoptsRunningDropsGoneAndDestroysOrphans) {  // L6
   ASSERT_TRUE(owned);
   EXPECT_EQ(*owned, std::vector<std::string>{keep->id});
   ASSERT_TRUE(manager_->lifecycle().Destroy("alice", keep->id));
+}
+
+// The ticks a background process wrote, one per line (nanoseconds since the epoch).
+std::vector<int64_t> Ticks(const std::string& text) {
+  std::vector<int64_t> out;
+  std::istringstream in(text);
+  int64_t t;
+  while (in >> t) out.push_back(t);
+  return out;
+}
+
+int64_t LongestGapMs(const std::vector<int64_t>& ticks) {
+  int64_t gap = 0;
+  for (size_t i = 1; i < ticks.size(); ++i)
+    gap = std::max(gap, (ticks[i] - ticks[i - 1]) / 1'000'000);
+  return gap;
+}
+
+// ADR 0024: a pause stops every process of the sandbox where it is and a resume lets it go
+// on (a clock-writing loop has a hole as long as the pause, and keeps writing after); a restart
+// keeps it paused and still reaches its sandboxd after the resume; a paused sandbox is
+// destroyed without a trace.
+TEST_F(ManagerNsTest, PauseFreezesEveryProcessAcrossARestartAndResumeContinues) {
+  if (!backend_->Capabilities().pause) GTEST_SKIP() << "no cgroup freezer on this host";
+  auto a = manager_->lifecycle().Create("alice", {});
+  ASSERT_TRUE(a) << a.error().ToString();
+  const int pid = HostPid(a->id);
+  ProcessOptions loop;
+  loop.command = "while :; do date +%s%N >> /workspace/ticks; sleep 0.02; done";
+  auto proc = manager_->processes().StartProcess("alice", a->id, loop);
+  ASSERT_TRUE(proc) << proc.error().ToString();
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+
+  auto p = manager_->lifecycle().Pause("alice", a->id);
+  ASSERT_TRUE(p) << p.error().ToString();
+  EXPECT_EQ(p->state, SandboxState::kPaused);
+  EXPECT_TRUE(ProcessAlive(pid));
+  std::this_thread::sleep_for(std::chrono::milliseconds(600));
+  Restart();  // the server goes away and comes back while it is paused
+  auto after = manager_->lifecycle().Get("alice", a->id);
+  ASSERT_TRUE(after) << after.error().ToString();
+  EXPECT_EQ(after->state, SandboxState::kPaused);
+  std::this_thread::sleep_for(std::chrono::milliseconds(600));
+  auto read_paused = manager_->files().ReadFile("alice", a->id, "ticks");
+  ASSERT_FALSE(read_paused);
+  EXPECT_EQ(read_paused.error().code(), ErrorCode::kConflict);
+
+  auto r = manager_->lifecycle().Resume("alice", a->id);
+  ASSERT_TRUE(r) << r.error().ToString();
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  auto ticks = manager_->files().ReadFile("alice", a->id, "ticks");  // re-dialled sandboxd
+  ASSERT_TRUE(ticks) << ticks.error().ToString();
+  const std::vector<int64_t> t = Ticks(*ticks);
+  ASSERT_GE(t.size(), 10u);
+  EXPECT_GE(LongestGapMs(t), 1100) << "the loop ran while paused";
+  // And it goes on after the resume: ticks within the last 300 ms.
+  EXPECT_GE(t.back(), SystemClock::Instance().NowUnixMs() * 1'000'000 - 400'000'000LL);
+
+  ASSERT_TRUE(manager_->lifecycle().Pause("alice", a->id));
+  ASSERT_TRUE(manager_->lifecycle().Destroy("alice", a->id));
+  EXPECT_FALSE(ProcessAlive(pid));
+  EXPECT_EQ(MountsUnder(dir_ + "/sandboxes/" + a->id), 0);
+  EXPECT_EQ(CgroupDirsOf(cgroup_name_, a->id), 0);
+  EXPECT_FALSE(fs::exists(dir_ + "/sandboxes/" + a->id));
 }
 
 }  // namespace

@@ -99,10 +99,22 @@ Status SandboxRegistry::WriteState(Entry& e, SandboxState s, std::string_view er
   return {};
 }
 
+namespace {
+
+// kConflict for an operation on a sandbox that does not run; a paused one says how to go on.
+Error NotRunning(const std::string& id, SandboxState state) {
+  if (state == SandboxState::kPaused) {
+    return Error::Conflict("sandbox " + id + " is paused: resume it first");
+  }
+  return Error::Conflict("sandbox " + id + " is " + std::string(SandboxStateName(state)) +
+                         ", not running");
+}
+
+}  // namespace
+
 Status SandboxRegistry::RequireRunning(const SandboxInfo& info) {
   if (info.state == SandboxState::kRunning) return {};
-  return Fail(Error::Conflict("sandbox " + info.id + " is " +
-                              std::string(SandboxStateName(info.state)) + ", not running"));
+  return Fail(NotRunning(info.id, info.state));
 }
 
 // ---- activity -------------------------------------------------------------------------------
@@ -126,8 +138,7 @@ Result<SandboxRegistry::Active> SandboxRegistry::BeginActivity(const std::shared
   {
     std::lock_guard l(e->info_mu);
     if (e->info.state != SandboxState::kRunning || !e->sandbox) {
-      return Fail(Error::Conflict("sandbox " + e->info.id + " is " +
-                                  std::string(SandboxStateName(e->info.state)) + ", not running"));
+      return Fail(NotRunning(e->info.id, e->info.state));
     }
     a.sandbox = e->sandbox;
   }

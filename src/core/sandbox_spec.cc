@@ -25,6 +25,8 @@ std::string EncodeSpecJson(const SandboxInfo& info) {
   o["env"] = std::move(env);
   o["default_workdir"] = info.default_workdir;
   o["default_user"] = info.default_user;
+  if (info.auto_pause) o["auto_pause"] = true;
+  if (info.paused_at_ms != 0) o["paused_at_ms"] = info.paused_at_ms;
   if (!info.metadata.empty()) {
     json::object md;
     for (const auto& [k, v] : info.metadata) md[k] = v;
@@ -55,6 +57,10 @@ void DecodeSpecJson(std::string_view text, SandboxInfo* info) {
   num("workspace_mb", &info->workspace_mb);
   num("tmp_size_mb", &info->tmp_size_mb);
   num("timeout_seconds", &info->timeout_seconds);
+  num("paused_at_ms", &info->paused_at_ms);
+  if (const json::value* x = o.if_contains("auto_pause"); x && x->is_bool()) {
+    info->auto_pause = x->get_bool();
+  }
   if (const json::value* x = o.if_contains("network"); x && x->is_bool()) {
     info->network = x->get_bool();
   }

@@ -26,9 +26,11 @@ using NetworkPolicy = isolation::net::NetworkPolicy;
 /// The owner that sees every sandbox.
 inline constexpr char kAnyOwner[] = "";
 
-enum class SandboxState { kCreating, kRunning, kStopping, kDestroyed, kError };
+/// A sandbox's state (lifecycle.h draws the machine). kPaused: every process stopped where it
+/// was (SandboxLifecycle::Pause), memory and files kept; only Resume and Destroy act on it.
+enum class SandboxState { kCreating, kRunning, kPaused, kStopping, kDestroyed, kError };
 
-/// "creating", "running", "stopping", "destroyed", "error".
+/// "creating", "running", "paused", "stopping", "destroyed", "error".
 std::string_view SandboxStateName(SandboxState s);
 /// Parses a name from SandboxStateName; nullopt for anything else.
 std::optional<SandboxState> ParseSandboxState(std::string_view name);
@@ -54,6 +56,10 @@ struct CreateRequest {
   /// The caller's labels (E2B's sandbox metadata; docs/e2b.md): at most kMaxMetadataEntries,
   /// keys 1..kMaxMetadataKeyBytes and values up to kMaxMetadataValueBytes, without NUL.
   std::map<std::string, std::string> metadata{};
+  /// When its TTL or idle timeout passes, pause the sandbox instead of destroying it (E2B's
+  /// autoPause); it is then kept paused for paused_timeout_seconds. Needs a backend that can
+  /// pause (kInvalidArgument otherwise).
+  bool auto_pause = false;
 };
 
 /// Limits of CreateRequest::metadata.
@@ -87,6 +93,10 @@ struct SandboxInfo {
   int64_t timeout_seconds = 0;       // the TTL last set (create or SetTimeout)
   int64_t idle_timeout_seconds = 0;  // 0 = none
   int64_t last_activity_at_ms = 0;
+  /// When it was paused; 0 unless state is paused. While paused, expires_at_ms is when the
+  /// reaper destroys it (paused_at_ms + paused_timeout_seconds).
+  int64_t paused_at_ms = 0;
+  bool auto_pause = false;  // CreateRequest::auto_pause
   std::optional<std::string> source_snapshot_id{};
   std::string backend{};                          // Backend::name(), e.g. "ns"
   std::map<std::string, std::string> metadata{};  // CreateRequest::metadata; forks keep it

@@ -146,8 +146,54 @@ BEGIN
 END;
 )sql";
 
-constexpr std::array<std::string_view, 6> kMigrations = {
-    kM1Sandboxes, kM2Snapshots, kM3KeysEvents, kM4IdempotencyKeys, kMExecSessions, kMPreviewTokens};
+// ADR 0024: the state "paused". SQLite cannot alter a CHECK constraint, so the table is made
+// anew, filled, and renamed over the old one (https://sqlite.org/lang_altertable.html, "Making
+// Other Kinds Of Table Schema Changes"); ApplyMigrations runs it with foreign keys off, so the
+// drop cascades into nothing, and checks them before it commits. The indexes and the triggers
+// on sandboxes go with the old table and are made again, unchanged.
+constexpr std::string_view kMPausedState = R"sql(
+CREATE TABLE sandboxes_v7 (
+  id                   TEXT PRIMARY KEY NOT NULL,
+  owner                TEXT NOT NULL,
+  template             TEXT NOT NULL,
+  spec_json            TEXT NOT NULL DEFAULT '{}',
+  state                TEXT NOT NULL
+                       CHECK (state IN ('creating','running','paused','stopping','destroyed',
+                                        'error')),
+  error_message        TEXT NOT NULL DEFAULT '',
+  created_at           INTEGER NOT NULL,
+  updated_at           INTEGER NOT NULL,
+  expires_at           INTEGER NOT NULL,
+  idle_timeout_seconds INTEGER NOT NULL DEFAULT 0 CHECK (idle_timeout_seconds >= 0),
+  last_activity_at     INTEGER NOT NULL,
+  source_snapshot_id   TEXT,
+  backend              TEXT NOT NULL
+);
+INSERT INTO sandboxes_v7 (id, owner, template, spec_json, state, error_message, created_at,
+                          updated_at, expires_at, idle_timeout_seconds, last_activity_at,
+                          source_snapshot_id, backend)
+  SELECT id, owner, template, spec_json, state, error_message, created_at, updated_at,
+         expires_at, idle_timeout_seconds, last_activity_at, source_snapshot_id, backend
+  FROM sandboxes;
+DROP TABLE sandboxes;
+ALTER TABLE sandboxes_v7 RENAME TO sandboxes;
+CREATE INDEX sandboxes_by_owner_state ON sandboxes(owner, state);
+CREATE INDEX sandboxes_by_state ON sandboxes(state);
+CREATE TRIGGER exec_sessions_end AFTER UPDATE OF state ON sandboxes
+  WHEN NEW.state IN ('destroyed', 'error')
+BEGIN
+  DELETE FROM exec_sessions WHERE sandbox_id = NEW.id;
+END;
+CREATE TRIGGER preview_tokens_die_with_sandbox AFTER UPDATE OF state ON sandboxes
+WHEN NEW.state = 'destroyed'
+BEGIN
+  DELETE FROM preview_tokens WHERE sandbox_id = NEW.id;
+END;
+)sql";
+
+constexpr std::array<std::string_view, 7> kMigrations = {
+    kM1Sandboxes,   kM2Snapshots,    kM3KeysEvents, kM4IdempotencyKeys,
+    kMExecSessions, kMPreviewTokens, kMPausedState};
 }  // namespace
 
 std::span<const std::string_view> SchemaMigrations() { return kMigrations; }

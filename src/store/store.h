@@ -25,8 +25,8 @@ namespace asb::store {
 std::span<const std::string_view> SchemaMigrations();
 
 /// One row of the `sandboxes` table. `state` is the manager's state name ("creating",
-/// "running", "stopping", "destroyed", "error"); the table's CHECK constraint rejects others.
-/// `spec_json` holds what the sandbox was created with (cpus, memory_mb, pids_limit,
+/// "running", "paused", "stopping", "destroyed", "error"); the table's CHECK constraint rejects
+/// others. `spec_json` holds what the sandbox was created with (cpus, memory_mb, pids_limit,
 /// workspace_mb, tmp_size_mb, network, env, timeout_seconds, ...) as a JSON object owned by
 /// core/; the store does not look inside.
 struct SandboxRecord {

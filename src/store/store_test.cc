@@ -6,6 +6,8 @@
 
 #include <filesystem>
 
+#include "store/migrations.h"
+
 namespace asb::store {
 namespace {
 
@@ -84,7 +86,7 @@ TEST(StoreTest, MissingRowsAndBadStatesAreErrors) {
   EXPECT_EQ(s.InsertSandbox(r).error().code(), ErrorCode::kConflict);
   r.state = "running";
   ASSERT_TRUE(s.InsertSandbox(r));
-  EXPECT_EQ(s.SetSandboxState(r.id, "paused", "", 2).error().code(), ErrorCode::kConflict);
+  EXPECT_EQ(s.SetSandboxState(r.id, "frozen", "", 2).error().code(), ErrorCode::kConflict);
   EXPECT_EQ(s.GetSandbox(r.id)->state, "running");
 }
 
@@ -146,6 +148,53 @@ TEST(StoreTest, FileDatabasePersistsAcrossReopen) {
     EXPECT_EQ(got->owner, "alice");
     EXPECT_EQ(got->updated_at_ms, 6);
   }
+  std::filesystem::remove_all(dir);
+}
+
+// Migration 7 (the state "paused") rebuilds the sandboxes table. A database made by the
+// previous version keeps every row, in sandboxes and in the tables that reference it (the drop
+// of the old table must not cascade), and the triggers on sandboxes still fire.
+TEST(StoreTest, PausedStateMigrationKeepsRowsAndTriggers) {
+  char tmpl[] = "/tmp/asb_store_mig.XXXXXX";
+  ASSERT_NE(::mkdtemp(tmpl), nullptr);
+  const std::string dir = tmpl;
+  const std::string path = dir + "/agent-sandbox.db";
+  {
+    auto db = Db::Open(path);
+    ASSERT_TRUE(db) << db.error().ToString();
+    auto v = ApplyMigrations(*db, SchemaMigrations().first(6), 1);
+    ASSERT_TRUE(v) << v.error().ToString();
+    ASSERT_TRUE(db->Exec(
+        "INSERT INTO sandboxes (id, owner, template, state, created_at, updated_at, expires_at, "
+        "last_activity_at, backend) VALUES ('sb_a', 'alice', 'base', 'running', 1, 1, 9, 1, 'ns'),"
+        " ('sb_b', 'bob', 'base', 'running', 2, 2, 9, 2, 'ns');"
+        "INSERT INTO exec_sessions VALUES ('alice', 's1', 'sb_a', 3);"
+        "INSERT INTO preview_tokens VALUES ('pt_1', 'h1', 'sb_b', 8080, 'bob', '', 3, 99);"));
+    // The old CHECK refuses "paused".
+    EXPECT_FALSE(db->Exec("UPDATE sandboxes SET state = 'paused' WHERE id = 'sb_a'"));
+  }
+  auto st = Store::Open(path, 10);
+  ASSERT_TRUE(st) << st.error().ToString();
+  Store& s = **st;
+  EXPECT_EQ(*s.SchemaVersion(), 7);
+  auto count = [&](const char* sql) {
+    auto q = s.db().Prepare(sql);
+    EXPECT_TRUE(q && *q->Step());
+    return q ? q->ColumnInt(0) : -1;
+  };
+  EXPECT_EQ(count("SELECT COUNT(*) FROM sandboxes"), 2);
+  EXPECT_EQ(count("SELECT COUNT(*) FROM exec_sessions"), 1);
+  EXPECT_EQ(count("SELECT COUNT(*) FROM preview_tokens"), 1);
+  ASSERT_TRUE(s.SetSandboxState("sb_a", "paused", "", 11));
+  EXPECT_EQ(s.GetSandbox("sb_a")->state, "paused");
+  EXPECT_FALSE(s.SetSandboxState("sb_a", "napping", "", 12));
+  // The triggers came back with the new table; the foreign keys are on again.
+  ASSERT_TRUE(s.SetSandboxState("sb_a", "destroyed", "", 13));
+  EXPECT_EQ(count("SELECT COUNT(*) FROM exec_sessions"), 0);
+  ASSERT_TRUE(s.SetSandboxState("sb_b", "destroyed", "", 14));
+  EXPECT_EQ(count("SELECT COUNT(*) FROM preview_tokens"), 0);
+  EXPECT_EQ(count("PRAGMA foreign_keys"), 1);
+  EXPECT_FALSE(s.db().Exec("INSERT INTO exec_sessions VALUES ('alice', 's2', 'sb_zz', 3)"));
   std::filesystem::remove_all(dir);
 }
 

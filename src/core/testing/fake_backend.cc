@@ -41,6 +41,7 @@ isolation::BackendCapabilities FakeBackend::Capabilities() const {
   isolation::BackendCapabilities c;
   c.adopt = true;
   c.workspace_images = options_.workspace_images;
+  c.pause = true;
   return c;
 }
 
@@ -98,6 +99,7 @@ Status FakeBackend::Destroy(const std::string& id) {
       running_.erase(it);
     }
     owned_.erase(id);
+    paused_.erase(id);
   }
   if (victim) victim->Kill();
   return {};
@@ -161,13 +163,39 @@ Status FakeBackend::UpdateNetwork(const std::string& id,
 }
 
 Status FakeBackend::Pause(const std::string& id) {
-  (void)id;
-  return Fail(isolation::NotCapable(name(), "pause"));
+  std::lock_guard l(mu_);
+  calls_.push_back("pause " + id);
+  if (running_.count(id) == 0) return Fail(Error::NotFound("fake: sandbox " + id + " not running"));
+  if (fail_pause_) return Fail(*fail_pause_);
+  paused_.insert(id);
+  return {};
 }
 
 Status FakeBackend::Resume(const std::string& id) {
-  (void)id;
-  return Fail(isolation::NotCapable(name(), "pause"));
+  std::lock_guard l(mu_);
+  calls_.push_back("resume " + id);
+  if (running_.count(id) == 0) return Fail(Error::NotFound("fake: sandbox " + id + " not running"));
+  paused_.erase(id);
+  return {};
+}
+
+void FakeBackend::FailPause(std::optional<Error> error) {
+  std::lock_guard l(mu_);
+  fail_pause_ = std::move(error);
+}
+
+void FakeBackend::SetPaused(const std::string& id, bool paused) {
+  std::lock_guard l(mu_);
+  if (paused) {
+    paused_.insert(id);
+  } else {
+    paused_.erase(id);
+  }
+}
+
+bool FakeBackend::IsPaused(const std::string& id) const {
+  std::lock_guard l(mu_);
+  return paused_.count(id) != 0;
 }
 
 Result<isolation::MemorySnapshotInfo> FakeBackend::SnapshotMemory(const std::string& id,

@@ -10,8 +10,10 @@
 // Capabilities: adopt always; workspace images when FakeBackendOptions::workspace_images is
 // set: images are real files in a temp dir (fake_workspace_image.h), and the operations keep the
 // contract of backend.h (a staged image beside the workspace, a swap that renames the unpacked
-// tree onto <tmpdir>/ws, where sandboxd's next file operation finds it). No network, ports,
-// pause or memory snapshots: those answer kUnavailable.
+// tree onto <tmpdir>/ws, where sandboxd's next file operation finds it). Pause and Resume only
+// mark the sandbox (IsPaused); its sandboxd keeps running (core refuses operations on a paused
+// sandbox before they reach it). No network, ports or memory snapshots: those answer
+// kUnavailable.
 #pragma once
 
 #include <sys/types.h>
@@ -64,10 +66,13 @@ class FakeBackend final : public isolation::Backend {
   Result<bool> SwapStagedWorkspace(const std::string& id) override;
   Status DropStagedWorkspace(const std::string& id) override;
 
-  // Not capable: kUnavailable.
-  Status UpdateNetwork(const std::string& id, const isolation::net::NetworkPolicy& policy) override;
+  /// Marks running sandbox `id` paused / not paused. Errors: kNotFound (not running), the
+  /// FailPause error.
   Status Pause(const std::string& id) override;
   Status Resume(const std::string& id) override;
+
+  // Not capable: kUnavailable.
+  Status UpdateNetwork(const std::string& id, const isolation::net::NetworkPolicy& policy) override;
   Result<isolation::MemorySnapshotInfo> SnapshotMemory(const std::string& id,
                                                        const std::string& dest) override;
 
@@ -84,13 +89,19 @@ class FakeBackend final : public isolation::Backend {
   void AddLeftover(const std::string& id);
   /// The sandbox dies on its own (its processes are gone; resources remain owned).
   void Crash(const std::string& id);
+  /// While set, Pause fails with this error (the sandbox stays as it was).
+  void FailPause(std::optional<Error> error);
+  /// Sets the paused mark directly (a crash between a freeze and its record).
+  void SetPaused(const std::string& id, bool paused);
+  bool IsPaused(const std::string& id) const;
   /// Sets the OOM kill counter Usage() reports for `id`.
   void SetOomKills(const std::string& id, uint64_t n);
   /// Called inside Create before it succeeds or fails (e.g. to block it in a test).
   void SetCreateHook(std::function<void(const isolation::SandboxSpec&)> hook);
 
-  /// Every call so far as "create <id>", "adopt <id>", "destroy <id>", "list", and for the
-  /// image operations "copy <id>", "stage <id>", "swap <id>", "drop <id>".
+  /// Every call so far as "create <id>", "adopt <id>", "destroy <id>", "list", "pause <id>",
+  /// "resume <id>", and for the image operations "copy <id>", "stage <id>", "swap <id>", "drop
+  /// <id>".
   std::vector<std::string> calls() const;
   /// How many calls equal `call`.
   int CountCalls(const std::string& call) const;
@@ -114,6 +125,8 @@ class FakeBackend final : public isolation::Backend {
   std::map<std::string, isolation::SandboxSpec> specs_;
   std::optional<std::pair<Error, bool>> fail_create_;
   std::optional<Error> fail_destroy_;
+  std::optional<Error> fail_pause_;
+  std::set<std::string> paused_;
   std::function<void(const isolation::SandboxSpec&)> create_hook_;
 };
 

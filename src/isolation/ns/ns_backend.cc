@@ -28,6 +28,7 @@
 #include "common/ids.h"
 #include "common/unique_fd.h"
 #include "isolation/ns/cgroup.h"
+#include "isolation/ns/cgroup_freeze.h"
 #include "isolation/ns/contain.h"
 #include "isolation/ns/files.h"
 #include "isolation/ns/idmap.h"
@@ -145,17 +146,31 @@ BackendCapabilities NsBackend::Capabilities() const {
   c.workspace_images = true;
   c.network = opts_.network != nullptr;  // the server was given a host network
   c.tcp_connect = true;
-  return c;  // pause (a cgroup freeze) and memory snapshots: not yet
+  c.pause = CanFreeze(layout_);  // a cgroup freeze (cgroup_freeze.h); memory snapshots: not yet
+  return c;
 }
 
 Status NsBackend::Pause(const std::string& id) {
-  (void)id;
-  return Fail(NotCapable(name(), "pause"));
+  if (!Capabilities().pause) return Fail(NotCapable(name(), "pause"));
+  if (!IsValidId(id, "sb_")) return Fail(Error::NotFound("no sandbox " + id));
+  auto lock = IdLock(id);
+  std::lock_guard guard(*lock);
+  const CgroupPaths cgroups = CgroupPathsFor(layout_, opts_.cgroup_name, id);
+  if (!AnyCgroupExists(cgroups)) return Fail(Error::NotFound("sandbox " + id + " is not running"));
+  return FreezeCgroups(cgroups, kFreezeTimeoutMs).map_error([&](Error e) {
+    return std::move(e).WithContext("pause " + id);
+  });
 }
 
 Status NsBackend::Resume(const std::string& id) {
-  (void)id;
-  return Fail(NotCapable(name(), "pause"));
+  if (!Capabilities().pause) return Fail(NotCapable(name(), "pause"));
+  if (!IsValidId(id, "sb_")) return Fail(Error::NotFound("no sandbox " + id));
+  auto lock = IdLock(id);
+  std::lock_guard guard(*lock);
+  const CgroupPaths cgroups = CgroupPathsFor(layout_, opts_.cgroup_name, id);
+  if (!AnyCgroupExists(cgroups)) return Fail(Error::NotFound("sandbox " + id + " is not running"));
+  return ThawCgroups(cgroups).map_error(
+      [&](Error e) { return std::move(e).WithContext("resume " + id); });
 }
 
 Result<MemorySnapshotInfo> NsBackend::SnapshotMemory(const std::string& id,
@@ -433,7 +448,16 @@ Result<std::shared_ptr<Sandbox>> NsBackend::Adopt(const std::string& id) {
     (void)::ioctl(ws.get(), FITHAW, 0);  // EINVAL when it is not frozen
   }
   ::unlink(l.next_tmp.c_str());  // a staging clone cut short (the complete one is kept)
-  ASB_ASSIGN_OR_RETURN(auto conn, protocol::Connection::Dial(l.sock, opts_.start_timeout_ms));
+  // A paused sandbox's sandboxd cannot answer the handshake: thaw it for the handshake and
+  // leave it frozen again, as it was found (the manager decides whether it stays paused).
+  const CgroupPaths cgroups = CgroupPathsFor(layout_, opts_.cgroup_name, id);
+  const bool was_frozen = CgroupsFrozen(cgroups);
+  if (was_frozen) ASB_TRY_CTX(ThawCgroups(cgroups), "adopt " + id);
+  auto dialed = protocol::Connection::Dial(l.sock, opts_.start_timeout_ms);
+  // A failure to freeze again is not the adoption's: the manager pauses a paused record again
+  // right after adopting it and reports a failure there.
+  if (was_frozen) (void)FreezeCgroups(cgroups, kFreezeTimeoutMs);
+  ASB_ASSIGN_OR_RETURN(auto conn, std::move(dialed));
   // A networked sandbox keeps its network: this process's resolver learns its policy again
   // (addresses it resolved before stay admitted).
   if (auto text = ReadSmallFile(l.network); text && opts_.network) {
@@ -441,8 +465,7 @@ Result<std::shared_ptr<Sandbox>> NsBackend::Adopt(const std::string& id) {
     ASB_TRY_CTX(opts_.network->Update(id, st->slot, st->pid, policy, /*forget_resolved=*/false),
                 "adopt " + id);
   }
-  return std::make_shared<NsSandbox>(id, std::move(conn), st->pid,
-                                     CgroupPathsFor(layout_, opts_.cgroup_name, id), l.ws);
+  return std::make_shared<NsSandbox>(id, std::move(conn), st->pid, cgroups, l.ws);
 }
 
 Status NsBackend::Destroy(const std::string& id) {
@@ -462,7 +485,11 @@ Status NsBackend::DestroyLocked(const std::string& id) {
   };
   // 1. Every process: the whole cgroup, and PID 1 of the pid namespace (which takes the
   //    namespace with it) if it is still the process we started (start time matches).
-  if (AnyCgroupExists(cgroups)) keep_first(KillCgroupProcesses(cgroups));
+  if (AnyCgroupExists(cgroups)) {
+    keep_first(KillCgroupProcesses(cgroups));
+    // A paused sandbox: frozen v1 tasks take their SIGKILL only once thawed (v2 ones at once).
+    keep_first(ThawCgroups(cgroups));
+  }
   if (auto text = ReadSmallFile(l.state)) {
     if (auto st = DecodeSandboxState(*text)) {
       // pidfd first, start time second: if the pid was reused in between, the times differ.

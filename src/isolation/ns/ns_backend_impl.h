@@ -82,7 +82,9 @@ class NsBackend final : public Backend {
   Result<bool> SwapStagedWorkspace(const std::string& id) override;
   Status DropStagedWorkspace(const std::string& id) override;
   Status UpdateNetwork(const std::string& id, const net::NetworkPolicy& policy) override;
-  // No pause or memory snapshots (yet): kUnavailable.
+  // Pause and Resume freeze and thaw the sandbox's cgroups (cgroup_freeze.h); they wait up to
+  // kFreezeTimeoutMs for every task to stop. No memory snapshots (yet): kUnavailable.
+  static constexpr int64_t kFreezeTimeoutMs = 5000;
   Status Pause(const std::string& id) override;
   Status Resume(const std::string& id) override;
   Result<MemorySnapshotInfo> SnapshotMemory(const std::string& id,

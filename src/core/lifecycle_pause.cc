@@ -1,0 +1,114 @@
+// SandboxLifecycle: pause and resume (lifecycle.h; ADR 0024). The reaper's auto-pause and the
+// recovery of paused sandboxes are in lifecycle_recovery.cc.
+#include <algorithm>
+
+#include "common/log.h"
+#include "core/lifecycle.h"
+#include "core/sandbox_record.h"
+#include "core/sandbox_registry.h"
+#include "core/sandbox_resources.h"
+#include "store/store.h"
+
+namespace asb::core {
+
+namespace {
+
+// A backend's failure as the caller sees it: a sandbox the backend no longer finds, or a write
+// it refused, is the host's trouble (kBackend); "cannot" and "not in time" keep their codes.
+Error BackendFailure(Error e, const std::string& what) {
+  const ErrorCode c = e.code();
+  if (c != ErrorCode::kUnavailable && c != ErrorCode::kTimeout) e = std::move(e).WithCode(ErrorCode::kBackend);
+  return std::move(e).WithContext(what);
+}
+
+}  // namespace
+
+Result<SandboxInfo> SandboxLifecycle::Pause(const std::string& owner, const std::string& id) {
+  ASB_ASSIGN_OR_RETURN(auto e, reg_.Find(owner, id));
+  std::lock_guard op(e->op_mu);
+  return PauseLocked(*e, "requested");
+}
+
+Result<SandboxInfo> SandboxLifecycle::PauseLocked(Entry& e, std::string_view why) {
+  const SandboxInfo info = e.Snapshot();
+  if (info.state == SandboxState::kPaused) {
+    return Fail(Error::Conflict("sandbox " + info.id + " is already paused"));
+  }
+  ASB_TRY(SandboxRegistry::RequireRunning(info));
+  if (!reg_.backend.Capabilities().pause) {
+    return Fail(Error::Unavailable("the " + std::string(reg_.backend.name()) +
+                                   " backend cannot pause sandboxes on this host"));
+  }
+  // The side effect first, then the record (lifecycle.h): a crash in between leaves a running
+  // record of a frozen sandbox, which Recover thaws.
+  if (Status st = reg_.backend.Pause(info.id); !st) {
+    return Fail(BackendFailure(std::move(st).error(), "pause sandbox " + info.id));
+  }
+  const int64_t now = reg_.clock.NowUnixMs();
+  SandboxInfo paused = info;
+  paused.state = SandboxState::kPaused;
+  paused.paused_at_ms = now;
+  paused.expires_at_ms = now + reg_.cfg.limits.paused_timeout_seconds * 1000;
+  paused.updated_at_ms = now;
+  if (Status st = reg_.store.UpdateSandbox(ToRecord(paused)); !st) {
+    (void)reg_.backend.Resume(info.id);  // the record still says running, and so must it
+    return Fail(std::move(st).error().WithContext("pause sandbox " + info.id));
+  }
+  {
+    std::lock_guard l(e.info_mu);
+    e.info.state = paused.state;
+    e.info.paused_at_ms = paused.paused_at_ms;
+    e.info.expires_at_ms = paused.expires_at_ms;
+    e.info.updated_at_ms = now;
+  }
+  spdlog::info("sandbox_id={} paused ({})", info.id, why);
+  return e.Snapshot();
+}
+
+Result<SandboxInfo> SandboxLifecycle::Resume(const std::string& owner, const std::string& id,
+                                             std::optional<int64_t> timeout_seconds) {
+  const Limits& lim = reg_.cfg.limits;
+  if (timeout_seconds && *timeout_seconds < lim.min_timeout_seconds) {
+    return Fail(RangeError("timeout_seconds", lim.min_timeout_seconds, lim.max_timeout_seconds,
+                           *timeout_seconds));
+  }
+  ASB_ASSIGN_OR_RETURN(auto entry, reg_.Find(owner, id));
+  Entry& e = *entry;
+  std::lock_guard op(e.op_mu);
+  const SandboxInfo info = e.Snapshot();
+  if (info.state != SandboxState::kPaused) {
+    return Fail(Error::Conflict("sandbox " + info.id + " is " +
+                                std::string(SandboxStateName(info.state)) + ", not paused"));
+  }
+  int64_t seconds = timeout_seconds.value_or(info.timeout_seconds);
+  if (seconds < lim.min_timeout_seconds) seconds = lim.default_timeout_seconds;
+  seconds = std::min(seconds, lim.max_timeout_seconds);
+  if (Status st = reg_.backend.Resume(info.id); !st) {
+    return Fail(BackendFailure(std::move(st).error(), "resume sandbox " + info.id));
+  }
+  const int64_t now = reg_.clock.NowUnixMs();
+  SandboxInfo running = info;
+  running.state = SandboxState::kRunning;
+  running.paused_at_ms = 0;
+  running.timeout_seconds = seconds;
+  running.expires_at_ms = now + seconds * 1000;
+  running.last_activity_at_ms = now;
+  running.updated_at_ms = now;
+  if (Status st = reg_.store.UpdateSandbox(ToRecord(running)); !st) {
+    (void)reg_.backend.Pause(info.id);  // the record still says paused, and so must it
+    return Fail(std::move(st).error().WithContext("resume sandbox " + info.id));
+  }
+  {
+    std::lock_guard l(e.info_mu);
+    e.info.state = running.state;
+    e.info.paused_at_ms = 0;
+    e.info.timeout_seconds = seconds;
+    e.info.expires_at_ms = running.expires_at_ms;
+    e.info.last_activity_at_ms = now;
+    e.info.updated_at_ms = now;
+  }
+  spdlog::info("sandbox_id={} resumed (ttl {} s)", info.id, seconds);
+  return e.Snapshot();
+}
+
+}  // namespace asb::core
