@@ -68,6 +68,9 @@ std::vector<Setting> MakeSettings() {
           [](ServeConfig& c, int64_t n) { c.manager.limits.default_timeout_seconds = n; }));
   add("MAX_TIMEOUT_SECONDS", "max-timeout-seconds", "longest sandbox TTL",
       Int(1, kBig, [](ServeConfig& c, int64_t n) { c.manager.limits.max_timeout_seconds = n; }));
+  add("PAUSED_TIMEOUT_SECONDS", "paused-timeout-seconds",
+      "how long a paused sandbox is kept before it is destroyed (default 86400)",
+      Int(1, kBig, [](ServeConfig& c, int64_t n) { c.manager.limits.paused_timeout_seconds = n; }));
   add("DEFAULT_CPUS", "default-cpus", "default CPU cores per sandbox",
       Dec(0.01, 1024, [](ServeConfig& c, double d) { c.manager.limits.default_cpus = d; }));
   add("MAX_CPUS", "max-cpus", "most CPU cores per sandbox (default: the host's CPUs)",

@@ -4,8 +4,9 @@
 //   control plane  POST /sandboxes, POST /v2/sandboxes, GET /sandboxes, GET /v2/sandboxes,
 //                  GET|DELETE /sandboxes/{id}, POST /sandboxes/{id}/timeout,
 //                  POST /sandboxes/{id}/connect and /v2/sandboxes/{id}/connect,
-//                  GET /sandboxes/{id}/metrics (one sample taken now), and
-//                  POST /sandboxes/{id}/pause (501: not supported yet).
+//                  GET /sandboxes/{id}/metrics (one sample taken now),
+//                  POST /sandboxes/{id}/pause and /resume (ADR 0024: the sandbox's processes
+//                  stop where they are, memory kept; connect and resume continue it).
 //                  The API key (X-API-KEY) goes through the auth layer like every /v1 call:
 //                  tenancy, scopes, rate limits, quotas and audit hold. Errors are E2B's
 //                  {"code": <HTTP status>, "message"}; an empty success is 204.
@@ -102,6 +103,11 @@ json::object SandboxJson(const Deps& d, const core::SandboxInfo& s) {
   return o;
 }
 
+// E2B's two states: a paused sandbox is "paused", every other visible one "running".
+std::string_view E2bState(const core::SandboxInfo& s) {
+  return s.state == core::SandboxState::kPaused ? "paused" : "running";
+}
+
 // ListedSandbox and SandboxDetail.
 json::object ListedJson(const core::SandboxInfo& s) {
   json::object o;
@@ -115,8 +121,12 @@ json::object ListedJson(const core::SandboxInfo& s) {
   o["memoryMB"] = s.memory_mb;
   o["diskSizeMB"] = s.workspace_mb;
   o["metadata"] = MetadataJson(s);
-  o["state"] = "running";
+  o["state"] = E2bState(s);
   o["envdVersion"] = kEnvdVersion;
+  json::object lifecycle;
+  lifecycle["onTimeout"] = s.auto_pause ? "pause" : "kill";
+  lifecycle["autoResume"] = false;
+  o["lifecycle"] = std::move(lifecycle);
   return o;
 }
 
@@ -134,9 +144,23 @@ Result<HttpResponse> Create(const Deps& d, HttpRequest& req) {
     if (!net->is_bool()) return Fail(Error::InvalidArgument("allow_internet_access: a boolean"));
     cr.network = net->as_bool();
   }
+  if (const json::value* p = FieldOf(body, "autoPause")) {
+    if (!p->is_bool()) return Fail(Error::InvalidArgument("autoPause: a boolean"));
+    cr.auto_pause = p->as_bool();
+  }
   // What would change a sandbox's behaviour and we cannot honour is refused, never ignored.
-  if (const json::value* p = FieldOf(body, "autoPause"); p && p->is_bool() && p->as_bool()) {
-    return Fail(Error::InvalidArgument("autoPause: pausing sandboxes is not supported yet"));
+  if (const json::value* m = FieldOf(body, "autoPauseMemory"); m && m->is_bool() && !m->as_bool()) {
+    return Fail(Error::InvalidArgument(
+        "autoPauseMemory: false is not supported: a pause here always keeps the memory "
+        "(docs/e2b.md)"));
+  }
+  if (const json::value* r = FieldOf(body, "autoResume"); r && r->is_object()) {
+    const json::value* on = FieldOf(r->as_object(), "enabled");
+    if (on && on->is_bool() && on->as_bool()) {
+      return Fail(Error::InvalidArgument(
+          "autoResume: resuming on traffic is not supported; resume with Sandbox.connect() "
+          "(docs/e2b.md)"));
+    }
   }
   if (const json::value* v = FieldOf(body, "volumeMounts");
       v && v->is_array() && !v->as_array().empty()) {
@@ -153,10 +177,11 @@ Result<HttpResponse> Create(const Deps& d, HttpRequest& req) {
   return r;
 }
 
+// The caller's sandbox as E2B sees one: running or paused (others are not found).
 Result<core::SandboxInfo> CallersSandbox(const Deps& d, const HttpRequest& req) {
   ASB_ASSIGN_OR_RETURN(std::string id, SandboxIdParam(req));
   ASB_ASSIGN_OR_RETURN(core::SandboxInfo s, d.manager->lifecycle().Get(OwnerOf(req), id));
-  if (s.state != core::SandboxState::kRunning) {
+  if (s.state != core::SandboxState::kRunning && s.state != core::SandboxState::kPaused) {
     return Fail(Error::NotFound("sandbox " + s.id + " is not running"));
   }
   return s;
@@ -185,10 +210,24 @@ Result<HttpResponse> List(const Deps& d, HttpRequest& req, bool paged) {
   if (const std::string* md = req.Query("metadata")) {
     ASB_ASSIGN_OR_RETURN(want, MetadataQuery(*md));
   }
-  bool running = true;
+  // ?state=running,paused (the SDK joins the values with commas). Without it, /v2 lists both
+  // and the older /sandboxes running ones only, as E2B's API does.
+  bool want_running = true, want_paused = paged;
   if (const std::string* st = req.Query("state")) {
-    // Only running sandboxes exist here: a filter without "running" matches none.
-    running = st->find("running") != std::string::npos;
+    want_running = want_paused = false;
+    std::string_view rest = *st;
+    while (!rest.empty()) {
+      const size_t comma = rest.find(',');
+      const std::string_view one = rest.substr(0, comma);
+      rest = comma == std::string_view::npos ? std::string_view() : rest.substr(comma + 1);
+      if (one == "running") {
+        want_running = true;
+      } else if (one == "paused") {
+        want_paused = true;
+      } else if (!one.empty()) {
+        return Fail(Error::InvalidArgument("state: running, paused or both (comma-separated)"));
+      }
+    }
   }
   int64_t limit = kDefaultPageSize;
   if (const std::string* l = req.Query("limit")) {
@@ -209,7 +248,9 @@ Result<HttpResponse> List(const Deps& d, HttpRequest& req, bool paged) {
       if (s.id == *after) skipping = false;
       continue;
     }
-    if (!running || s.state != core::SandboxState::kRunning) continue;
+    const bool shown = (want_running && s.state == core::SandboxState::kRunning) ||
+                       (want_paused && s.state == core::SandboxState::kPaused);
+    if (!shown) continue;
     bool match = true;
     for (const auto& [k, v] : want) {
       auto it = s.metadata.find(k);
@@ -227,10 +268,31 @@ Result<HttpResponse> List(const Deps& d, HttpRequest& req, bool paged) {
   return r;
 }
 
+// E2B resumes a paused sandbox with a TTL of 300 s when the request names none.
+constexpr int64_t kResumeTimeoutDefault = 300;
+
+// Resumes paused sandbox `s` (connect and resume): 201 with the Sandbox. `memory: false` asks
+// for a cold boot from the disk alone, which a freeze-based pause cannot give: refused.
+Result<HttpResponse> ResumePaused(const Deps& d, HttpRequest& req, const json::object& body,
+                                  const core::SandboxInfo& s, std::optional<int64_t> timeout) {
+  if (const json::value* m = FieldOf(body, "memory"); m && m->is_bool() && !m->as_bool()) {
+    return Fail(Error::InvalidArgument(
+        "memory: false (resume by a reboot) is not supported: a paused sandbox here continues "
+        "from its memory (docs/e2b.md)"));
+  }
+  ASB_ASSIGN_OR_RETURN(
+      core::SandboxInfo resumed,
+      d.manager->lifecycle().Resume(OwnerOf(req), s.id, timeout.value_or(kResumeTimeoutDefault)));
+  HttpResponse r = JsonResponse(201, json::serialize(SandboxJson(d, resumed)));
+  r.sandbox_id = s.id;
+  return r;
+}
+
 Result<HttpResponse> Connect(const Deps& d, HttpRequest& req) {
   ASB_ASSIGN_OR_RETURN(json::object body, JsonObject(req.body));
   ASB_ASSIGN_OR_RETURN(auto timeout, Seconds(body, "timeout"));
   ASB_ASSIGN_OR_RETURN(core::SandboxInfo s, CallersSandbox(d, req));
+  if (s.state == core::SandboxState::kPaused) return ResumePaused(d, req, body, s, timeout);
   // Connecting only ever extends a sandbox's life (E2B's rule): a shorter timeout is ignored.
   if (timeout && NowMs() + *timeout * 1000 > s.expires_at_ms) {
     ASB_ASSIGN_OR_RETURN(s, d.manager->lifecycle().SetTimeout(OwnerOf(req), s.id, *timeout));
@@ -246,6 +308,11 @@ constexpr int64_t kCpuSampleMs = 200;
 
 Result<HttpResponse> Metrics(const Deps& d, HttpRequest& req) {
   ASB_ASSIGN_OR_RETURN(core::SandboxInfo s, CallersSandbox(d, req));
+  if (s.state == core::SandboxState::kPaused) {  // nothing runs, nothing to sample
+    HttpResponse r = JsonResponse(200, "[]");
+    r.sandbox_id = s.id;
+    return r;
+  }
   core::SandboxLifecycle& life = d.manager->lifecycle();
   ASB_ASSIGN_OR_RETURN(core::SandboxUsageInfo a, life.Usage(OwnerOf(req), s.id));
   const auto t0 = std::chrono::steady_clock::now();
@@ -340,6 +407,10 @@ HttpResponse Traffic(const Deps& d, HttpRequest& req) {
     return r;
   }
   if (!running) {
+    if (s && s->state == core::SandboxState::kPaused) {
+      return TrafficError(req, Error::Unavailable("sandbox " + id +
+                                                  " is paused: resume it with Sandbox.connect()"));
+    }
     return TrafficError(req, Error::Unavailable("sandbox " + id + " is not running"));
   }
   if (port != kEnvdPort && port != kCodeInterpreterPort) {
@@ -392,7 +463,8 @@ void AddE2bRoutes(Router& router, ApiContext& ctx) {
   core::SandboxManager* manager = ctx.manager;
   d->watchers = std::make_shared<E2bWatchers>([manager](const std::string& id) {
     auto s = manager->lifecycle().Get(core::kAnyOwner, id);
-    return s && s->state == core::SandboxState::kRunning;
+    return s &&
+           (s->state == core::SandboxState::kRunning || s->state == core::SandboxState::kPaused);
   });
 
   // Sandbox traffic first: a request that carries E2b-Sandbox-Id is never a control-plane call.
@@ -460,10 +532,31 @@ void AddE2bRoutes(Router& router, ApiContext& ctx) {
   auto connect = E2bWrap([d](HttpRequest& req) { return Connect(*d, req); });
   router.Add("POST", "/sandboxes/{id}/connect", connect);
   router.Add("POST", "/v2/sandboxes/{id}/connect", connect);
-  router.Add("POST", "/sandboxes/{id}/pause",
+  router.Add(
+      "POST", "/sandboxes/{id}/pause", E2bWrap([d](HttpRequest& req) -> Result<HttpResponse> {
+        ASB_ASSIGN_OR_RETURN(json::object body, JsonObject(req.body));
+        if (const json::value* m = FieldOf(body, "memory"); m && m->is_bool() && !m->as_bool()) {
+          return Fail(Error::InvalidArgument(
+              "memory: false (a pause that keeps only the files) is not supported: a "
+              "pause here always keeps the memory (docs/e2b.md)"));
+        }
+        ASB_ASSIGN_OR_RETURN(core::SandboxInfo s, CallersSandbox(*d, req));
+        // Already paused: 409, which the SDK's pause() answers as false.
+        ASB_TRY(d->manager->lifecycle().Pause(OwnerOf(req), s.id));
+        HttpResponse r = NoContent();
+        r.sandbox_id = s.id;
+        return r;
+      }));
+  // The older resume: 201 with the Sandbox; 409 when it is not paused.
+  router.Add("POST", "/sandboxes/{id}/resume",
              E2bWrap([d](HttpRequest& req) -> Result<HttpResponse> {
-               ASB_TRY(CallersSandbox(*d, req));
-               return E2bHttpError(501, "pausing a sandbox is not supported yet (docs/e2b.md)");
+               ASB_ASSIGN_OR_RETURN(json::object body, JsonObject(req.body));
+               ASB_ASSIGN_OR_RETURN(auto timeout, Seconds(body, "timeout"));
+               ASB_ASSIGN_OR_RETURN(core::SandboxInfo s, CallersSandbox(*d, req));
+               if (s.state != core::SandboxState::kPaused) {
+                 return Fail(Error::Conflict("sandbox " + s.id + " is already running"));
+               }
+               return ResumePaused(*d, req, body, s, timeout);
              }));
   router.Add("GET", "/sandboxes/{id}/metrics",
              E2bWrap([d](HttpRequest& req) { return Metrics(*d, req); }));

@@ -47,8 +47,9 @@ json::object Check(bool ok, std::string detail) {
 void AddObserveRoutes(Router& router, AuthLayer& auth) {
   router.Add("GET", "/metrics", [&auth](HttpRequest&) {
     Metrics::Gauges g;
-    for (auto s : {core::SandboxState::kCreating, core::SandboxState::kRunning,
-                   core::SandboxState::kStopping, core::SandboxState::kError}) {
+    for (auto s :
+         {core::SandboxState::kCreating, core::SandboxState::kRunning, core::SandboxState::kPaused,
+          core::SandboxState::kStopping, core::SandboxState::kError}) {
       g.sandboxes_by_state[std::string(core::SandboxStateName(s))] = 0;
     }
     for (const auto& [state, n] : auth.manager().lifecycle().CountByState()) {
@@ -57,6 +58,7 @@ void AddObserveRoutes(Router& router, AuthLayer& auth) {
     }
     core::SandboxLifecycle::MaintenanceCounts c = auth.manager().lifecycle().Counts();
     g.sandboxes_reaped_total = c.reaped;
+    g.sandboxes_auto_paused_total = c.auto_paused;
     g.recovery = {{"adopted", c.recovered_adopted},
                   {"dropped", c.recovered_dropped},
                   {"orphan_destroyed", c.orphans_destroyed}};

@@ -8,6 +8,10 @@
 //   GET    /v1/sandboxes/{id}          inspect      200 sandbox
 //   DELETE /v1/sandboxes/{id}          destroy      204
 //   POST   /v1/sandboxes/{id}/timeout  set the TTL  200 sandbox
+//   POST   /v1/sandboxes/{id}/pause    pause        200 sandbox (status "paused"; ADR 0024)
+//   POST   /v1/sandboxes/{id}/resume   resume       200 sandbox; body {"timeout_seconds"}
+//                                                   optional: the TTL from now (default: its
+//                                                   last TTL)
 #include <boost/json.hpp>
 #include <limits>
 
@@ -53,6 +57,8 @@ Result<core::CreateRequest> ParseCreate(std::string_view text) {
   if (env) req.env = std::move(*env);
   ASB_ASSIGN_OR_RETURN(auto network, body.Bool("network"));
   if (network) req.network = *network;
+  ASB_ASSIGN_OR_RETURN(auto auto_pause, body.Bool("auto_pause"));
+  if (auto_pause) req.auto_pause = *auto_pause;
   ASB_ASSIGN_OR_RETURN(auto policy, body.ObjectJson("network_policy"));
   if (policy) {
     auto p = isolation::net::PolicyFromJson(*policy);
@@ -87,6 +93,12 @@ json::object SandboxJson(const core::SandboxInfo& s) {
   o["expires_at"] = FormatRfc3339(s.expires_at_ms);
   o["timeout_seconds"] = s.timeout_seconds;
   o["idle_timeout_seconds"] = s.idle_timeout_seconds;
+  o["auto_pause"] = s.auto_pause;
+  if (s.paused_at_ms != 0) {
+    o["paused_at"] = FormatRfc3339(s.paused_at_ms);
+  } else {
+    o["paused_at"] = nullptr;
+  }
   if (s.source_snapshot_id) {
     o["source_snapshot_id"] = *s.source_snapshot_id;
   } else {
@@ -148,6 +160,25 @@ void AddSandboxRoutes(Router& router, ApiContext& ctx) {
                ASB_TRY(body.Finish());
                if (!secs) return Fail(Error::InvalidArgument("timeout_seconds: required"));
                ASB_ASSIGN_OR_RETURN(core::SandboxInfo s, m->SetTimeout(OwnerOf(req), id, *secs));
+               return SandboxResponse(200, s);
+             }));
+
+  router.Add("POST", "/v1/sandboxes/{id}/pause",
+             Wrap([m](HttpRequest& req) -> Result<HttpResponse> {
+               ASB_ASSIGN_OR_RETURN(std::string id, SandboxIdParam(req));
+               ASB_ASSIGN_OR_RETURN(JsonBody body, JsonBody::Parse(req.body));
+               ASB_TRY(body.Finish());  // no fields; an unknown one is refused, not ignored
+               ASB_ASSIGN_OR_RETURN(core::SandboxInfo s, m->Pause(OwnerOf(req), id));
+               return SandboxResponse(200, s);
+             }));
+
+  router.Add("POST", "/v1/sandboxes/{id}/resume",
+             Wrap([m](HttpRequest& req) -> Result<HttpResponse> {
+               ASB_ASSIGN_OR_RETURN(std::string id, SandboxIdParam(req));
+               ASB_ASSIGN_OR_RETURN(JsonBody body, JsonBody::Parse(req.body));
+               ASB_ASSIGN_OR_RETURN(auto secs, body.Integer("timeout_seconds", kMinInt, kMaxInt));
+               ASB_TRY(body.Finish());
+               ASB_ASSIGN_OR_RETURN(core::SandboxInfo s, m->Resume(OwnerOf(req), id, secs));
                return SandboxResponse(200, s);
              }));
 }

@@ -151,6 +151,13 @@ std::string Metrics::Render(const Gauges& g) const {
            "Sandboxes destroyed by the reaper (TTL or idle timeout) since start.", "counter");
     out += "asb_sandboxes_reaped_total " + std::to_string(g.sandboxes_reaped_total) + "\n";
   }
+  if (g.sandboxes_auto_paused_total >= 0) {
+    Header(out, "asb_sandboxes_auto_paused_total",
+           "Sandboxes made with auto_pause that their TTL or idle timeout paused, since start.",
+           "counter");
+    out +=
+        "asb_sandboxes_auto_paused_total " + std::to_string(g.sandboxes_auto_paused_total) + "\n";
+  }
   if (!g.recovery.empty()) {
     Header(out, "asb_recovery_sandboxes_total",
            "What start-up recovery did with the sandboxes of an earlier server process.",

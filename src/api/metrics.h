@@ -39,6 +39,7 @@ class Metrics {
   struct Gauges {
     std::map<std::string, int64_t> sandboxes_by_state;  // every state name, zeros included
     int64_t sandboxes_reaped_total = -1;                // -1: unknown (not rendered)
+    int64_t sandboxes_auto_paused_total = -1;           // -1: unknown (not rendered)
     /// Recover() outcomes ("adopted", "dropped", "orphan_destroyed") since start.
     std::map<std::string, int64_t> recovery;
   };
