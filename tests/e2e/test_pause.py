@@ -1,0 +1,165 @@
+"""Pause and resume over HTTP (ADR 0024): a paused sandbox's processes stop where they are and
+go on after the resume; what needs it running answers 409 with the way on; its TTL stops and
+the paused timeout applies; auto_pause pauses at the TTL instead of destroying; destroying a
+paused sandbox leaves nothing. The restart of a server with a paused sandbox is tested in
+src/core/manager_ns_test.cc."""
+
+import time
+import unittest
+
+from harness import ServerTestCase, main, parse_time, sandbox_leftovers
+
+
+def ticks(text):
+    return [int(x) for x in text.split()]
+
+
+def longest_gap_s(values):
+    return max((b - a for a, b in zip(values, values[1:])), default=0) / 1e9
+
+
+class PauseTest(ServerTestCase):
+    SERVER_ENV = {"AGENT_SANDBOX_PAUSED_TIMEOUT_SECONDS": "3600"}
+
+    def pause(self, sid, body=None):
+        return self.server.request("POST", "/v1/sandboxes/%s/pause" % sid, body, check=False)
+
+    def resume(self, sid, body=None):
+        return self.server.request("POST", "/v1/sandboxes/%s/resume" % sid, body, check=False)
+
+    def test_processes_stop_while_paused_and_go_on_after(self):
+        s = self.create(timeout_seconds=120)
+        sid = s["id"]
+        self.assertIs(s["auto_pause"], False)
+        self.assertIsNone(s["paused_at"])
+        self.server.put_file(sid, "kept.txt", b"before the pause\n")
+        r = self.server.request("POST", "/v1/sandboxes/%s/processes" % sid, {
+            "command": "while :; do date +%s%N >> /workspace/ticks; sleep 0.02; done"})
+        self.assertEqual(r.status, 201, r)
+        time.sleep(0.3)
+
+        before = time.time()
+        p = self.pause(sid)
+        self.assertEqual(p.status, 200, p)
+        got = p.json()
+        self.assertEqual(got["status"], "paused")
+        self.assertAlmostEqual(parse_time(got["paused_at"]), before, delta=5)
+        # The paused timeout replaces the TTL while paused.
+        self.assertAlmostEqual(parse_time(got["expires_at"]), before + 3600, delta=10)
+        listed = {x["id"]: x for x in self.server.request("GET", "/v1/sandboxes").json()[
+            "sandboxes"]}
+        self.assertEqual(listed[sid]["status"], "paused")
+
+        # Everything that needs it running says how to go on; pause twice is a conflict.
+        for r in (self.server.request("POST", "/v1/sandboxes/%s/exec" % sid,
+                                      {"command": "true"}, check=False),
+                  self.server.request("GET", "/v1/sandboxes/%s/files?path=kept.txt" % sid,
+                                      check=False),
+                  self.server.request("GET", "/v1/sandboxes/%s/processes" % sid, check=False)):
+            self.assertError(r, 409, "conflict")
+            self.assertIn("paused: resume it first", r.json()["error"]["message"])
+        self.assertError(self.pause(sid), 409, "conflict")
+        self.assertIn("already paused", self.pause(sid).json()["error"]["message"])
+        self.assertError(self.server.request("POST", "/v1/sandboxes/%s/timeout" % sid,
+                                             {"timeout_seconds": 60}, check=False),
+                         409, "conflict")
+        time.sleep(1.2)
+
+        r = self.resume(sid, {"timeout_seconds": 300})
+        self.assertEqual(r.status, 200, r)
+        got = r.json()
+        self.assertEqual(got["status"], "running")
+        self.assertIsNone(got["paused_at"])
+        self.assertEqual(got["timeout_seconds"], 300)
+        self.assertAlmostEqual(parse_time(got["expires_at"]), time.time() + 300, delta=10)
+        self.assertError(self.resume(sid), 409, "conflict")
+        time.sleep(0.3)
+        t = ticks(self.server.get_file(sid, "ticks").body.decode())
+        self.assertGreaterEqual(len(t), 10)
+        self.assertGreaterEqual(longest_gap_s(t), 1.1, "the loop ran while paused")
+        self.assertGreater(t[-1] / 1e9, time.time() - 1, "the loop did not go on after resume")
+        self.assertEqual(self.server.get_file(sid, "kept.txt").body, b"before the pause\n")
+        self.assertEqual(self.server.run(sid, "echo alive")["stdout"], "alive\n")
+
+    def test_bad_requests(self):
+        s = self.create()
+        sid = s["id"]
+        self.assertError(self.pause(sid, {"memory": False}), 400, "invalid_request")
+        self.assertError(self.resume(sid), 409, "conflict")  # running: nothing to resume
+        self.assertEqual(self.pause(sid, {}).status, 200)
+        self.assertError(self.resume(sid, {"timeout_seconds": "soon"}), 400, "invalid_request")
+        self.assertError(self.resume(sid, {"timeout_seconds": 0}), 400, "invalid_request")
+        self.assertError(self.resume(sid, {"ttl": 5}), 400, "invalid_request")
+        self.assertEqual(self.server.request("GET", "/v1/sandboxes/" + sid).json()["status"],
+                         "paused")
+        for bad in ("sb_123", "sb_0123456789abcdef"):
+            self.assertError(self.pause(bad), 404, "not_found")
+            self.assertError(self.resume(bad), 404, "not_found")
+        self.assertError(self.server.request("POST", "/v1/sandboxes", {"auto_pause": "yes"},
+                                             check=False), 400, "invalid_request")
+
+    def test_destroying_a_paused_sandbox_leaves_nothing(self):
+        s = self.create()
+        sid = s["id"]
+        self.server.request("POST", "/v1/sandboxes/%s/processes" % sid,
+                            {"command": "sleep 1000"})
+        self.assertEqual(self.pause(sid).status, 200)
+        d = self.server.request("DELETE", "/v1/sandboxes/" + sid)
+        self.assertEqual(d.status, 204, d)
+        for _ in range(30):
+            left = sandbox_leftovers(self.server, sid)
+            if not left:
+                break
+            time.sleep(0.1)
+        self.assertEqual(left, [])
+
+    def test_auto_pause_pauses_at_the_ttl_and_keeps_the_workspace(self):
+        s = self.create(timeout_seconds=1, auto_pause=True)
+        sid = s["id"]
+        self.assertIs(s["auto_pause"], True)
+        self.server.put_file(sid, "note.txt", b"still here\n")
+        deadline = time.time() + 8
+        state = None
+        while time.time() < deadline:
+            state = self.server.request("GET", "/v1/sandboxes/" + sid).json()["status"]
+            if state == "paused":
+                break
+            time.sleep(0.1)
+        self.assertEqual(state, "paused", "auto_pause did not pause at the TTL")
+        metrics = self.server.request("GET", "/metrics").body.decode()
+        self.assertRegex(metrics, r"\nasb_sandboxes_auto_paused_total [1-9]")
+        self.assertRegex(metrics, r'\nasb_sandboxes\{state="paused"\} [1-9]')
+        r = self.resume(sid, {"timeout_seconds": 60})
+        self.assertEqual(r.status, 200, r)
+        self.assertEqual(self.server.get_file(sid, "note.txt").body, b"still here\n")
+
+
+class PausedTimeoutTest(ServerTestCase):
+    SERVER_ENV = {"AGENT_SANDBOX_PAUSED_TIMEOUT_SECONDS": "2"}
+
+    def test_a_paused_sandbox_is_destroyed_at_the_paused_timeout(self):
+        s = self.create(timeout_seconds=600)
+        sid = s["id"]
+        p = self.server.request("POST", "/v1/sandboxes/%s/pause" % sid)
+        self.assertEqual(p.status, 200, p)
+        paused_at = time.time()
+        deadline = paused_at + 8
+        while time.time() < deadline:
+            if self.server.request("GET", "/v1/sandboxes/" + sid, check=False).status == 404:
+                break
+            time.sleep(0.1)
+        gone_after = time.time() - paused_at
+        self.assertEqual(self.server.request("GET", "/v1/sandboxes/" + sid,
+                                             check=False).status, 404)
+        self.assertGreaterEqual(gone_after, 1.5)
+        self.assertLess(gone_after, 6)
+        for _ in range(30):
+            left = sandbox_leftovers(self.server, sid)
+            if not left:
+                break
+            time.sleep(0.1)
+        self.assertEqual(left, [])
+
+
+if __name__ == "__main__":
+    main()
