@@ -342,6 +342,71 @@ test('list, connect, setTimeout and kill through the control plane', { skip }, a
   assert.equal(v1.status, 404);
 });
 
+test('pause, list by state, connect resumes; autoPause pauses at the timeout', { skip },
+  async () => {
+    const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+    const s = await Sandbox.create({ timeoutMs: 120_000, metadata: { suite: 'pause' } });
+    try {
+      await s.files.write('kept.txt', 'kept');
+      await s.commands.run('while :; do date +%s%N >> /home/user/ticks; sleep 0.02; done',
+        { background: true });
+      await sleep(300);
+      assert.equal(await s.pause(), true);
+      assert.equal(await s.pause(), false);  // already paused: the SDK's false
+      const info = await s.getInfo();
+      assert.equal(info.state, 'paused');
+      assert.deepEqual(info.lifecycle, { onTimeout: 'kill', autoResume: false });
+      assert.equal(await s.isRunning(), false);
+      await assert.rejects(s.commands.run('true'));
+      const ids = async (state) => (await Sandbox.list({ query: { metadata: { suite: 'pause' },
+        ...(state ? { state } : {}) } }).nextItems()).map((x) => x.sandboxId);
+      assert.deepEqual(await ids(['paused']), [s.sandboxId]);
+      assert.deepEqual(await ids(['running']), []);
+      assert.deepEqual(await ids(), [s.sandboxId]);  // both by default
+      const v1 = await server.rest('GET', '/v1/sandboxes/' + s.sandboxId, undefined, keyA);
+      assert.equal(v1.json.status, 'paused');
+      await sleep(1200);
+
+      const back = await Sandbox.connect(s.sandboxId, { timeoutMs: 200_000 });
+      const running = await back.getInfo();
+      assert.equal(running.state, 'running');
+      assert.ok(Math.abs(running.endAt.getTime() - (Date.now() + 200_000)) < 20_000,
+        String(running.endAt));
+      await sleep(300);
+      const ticks = (await back.files.read('ticks')).trim().split('\n').map(Number);
+      let gap = 0;
+      for (let i = 1; i < ticks.length; i++) gap = Math.max(gap, ticks[i] - ticks[i - 1]);
+      assert.ok(gap / 1e9 >= 1.1, `the loop ran while paused (longest gap ${gap / 1e9} s)`);
+      assert.ok(ticks.at(-1) / 1e6 > Date.now() - 1000, 'the loop did not go on');
+      assert.equal(await back.files.read('kept.txt'), 'kept');
+      // Connecting to a running sandbox does not resume anything and keeps it running.
+      assert.equal((await (await Sandbox.connect(s.sandboxId)).commands.run('echo on')).stdout,
+        'on\n');
+      // What a freeze cannot give is refused, not silently downgraded.
+      await assert.rejects(back.pause({ keepMemory: false }), /memory/);
+    } finally {
+      await s.kill();
+    }
+    await assert.rejects(Sandbox.create({ lifecycle: { onTimeout: 'pause', autoResume: true } }),
+      /autoResume/);
+
+    const auto = await Sandbox.create({ timeoutMs: 1000, lifecycle: { onTimeout: 'pause' } });
+    try {
+      assert.equal((await auto.getInfo()).lifecycle.onTimeout, 'pause');
+      await auto.files.write('note.txt', 'still here');
+      let state = 'running';
+      for (let i = 0; i < 80 && state !== 'paused'; i++) {
+        await sleep(100);
+        state = (await auto.getInfo()).state;
+      }
+      assert.equal(state, 'paused', 'autoPause did not pause at the timeout');
+      const resumed = await Sandbox.connect(auto.sandboxId, { timeoutMs: 60_000 });
+      assert.equal(await resumed.files.read('note.txt'), 'still here');
+    } finally {
+      await auto.kill();
+    }
+  });
+
 test('two keys see none of each other\'s sandboxes', { skip }, async () => {
   useKey(keyB);
   try {
@@ -352,9 +417,11 @@ test('two keys see none of each other\'s sandboxes', { skip }, async () => {
       if (!ok) throw new NotFoundError('not found');
     }), NotFoundError);
     await assert.rejects(Sandbox.getInfo(sbx.sandboxId), NotFoundError);
+    await assert.rejects(Sandbox.pause(sbx.sandboxId), NotFoundError);
   } finally {
     useKey(keyA);
   }
+  assert.equal((await sbx.getInfo()).state, 'running');  // B's pause reached nothing
   // The sandbox traffic needs this sandbox's token: none, another's, or a forged one opens nothing.
   const other = await Sandbox.create();
   try {
