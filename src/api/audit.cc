@@ -55,6 +55,8 @@ constexpr Name kNames[] = {
     {"POST", "/v1/sandboxes", "sandbox.create"},
     {"DELETE", "/v1/sandboxes/{id}", "sandbox.destroy"},
     {"POST", "/v1/sandboxes/{id}/timeout", "sandbox.timeout"},
+    {"POST", "/v1/sandboxes/{id}/pause", "sandbox.pause"},
+    {"POST", "/v1/sandboxes/{id}/resume", "sandbox.resume"},
     {"POST", "/v1/sandboxes/{id}/exec", "exec"},
     {"POST", "/v1/sandboxes/{id}/exec/stream", "exec.stream"},
     {"POST", "/v1/sandboxes/{id}/processes", "process.start"},
@@ -85,6 +87,10 @@ constexpr Name kNames[] = {
     {"POST", "/v2/sandboxes", "sandbox.create"},
     {"DELETE", "/sandboxes/{id}", "sandbox.destroy"},
     {"POST", "/sandboxes/{id}/timeout", "sandbox.timeout"},
+    {"POST", "/sandboxes/{id}/pause", "sandbox.pause"},
+    {"POST", "/sandboxes/{id}/resume", "sandbox.resume"},
+    {"POST", "/sandboxes/{id}/connect", "sandbox.connect"},
+    {"POST", "/v2/sandboxes/{id}/connect", "sandbox.connect"},
 };
 
 }  // namespace

@@ -10,6 +10,8 @@
 //   exec -it ID -- CMD                          an interactive terminal (exec_tty.h)
 //   rm ID...                                    destroys sandboxes
 //   timeout ID SECONDS                          sets a new TTL from now
+//   pause ID...                                 pauses sandboxes (ADR 0024): prints each id
+//   resume [--timeout S] ID...                  resumes them: prints each id and new expires_at
 //   exec -d [--tag T] [--stdin] [--tty] ID -- CMD   starts a background process, prints its pid
 //   ps [--json] ID                              the sandbox's background processes
 //   attach [--replay BYTES] ID PID              follows a process's output; exits with its code
@@ -72,6 +74,7 @@ struct CreateFlags {
   std::optional<int64_t> memory_mb, pids_limit, workspace_mb, timeout, idle_timeout;
   std::vector<std::string> env;
   bool network = false;
+  bool auto_pause = false;
   bool json = false;
   std::string idempotency_key;
 };
@@ -92,6 +95,7 @@ int Create(const CreateFlags& f) {
   if (f.workspace_mb) body["workspace_mb"] = *f.workspace_mb;
   if (f.timeout) body["timeout_seconds"] = *f.timeout;
   if (f.idle_timeout) body["idle_timeout_seconds"] = *f.idle_timeout;
+  if (f.auto_pause) body["auto_pause"] = true;
   if (f.network) body["network"] = true;
   if (!f.env.empty()) {
     auto env = ParseEnvAssignments(f.env);
@@ -177,6 +181,30 @@ int SetTimeout(const std::string& id, int64_t seconds) {
   if (!v) return Fails(v.error());
   std::cout << Str(v->as_object(), "expires_at") << "\n";
   return 0;
+}
+
+// pause / resume: one call per id, going on past a failure (as rm does); exit 125 if any failed.
+int PauseOrResume(const std::vector<std::string>& ids, bool pause, std::optional<int64_t> timeout) {
+  int rc = 0;
+  for (const std::string& id : ids) {
+    json::object body;
+    if (timeout) body["timeout_seconds"] = *timeout;
+    auto r =
+        Call("POST", "/v1/sandboxes/" + api::PercentEncode(id) + (pause ? "/pause" : "/resume"),
+             json::serialize(body));
+    if (!r) {
+      rc = ReportError(r.error().WithContext(id));
+      continue;
+    }
+    if (pause) {
+      std::cout << id << "\n";
+      continue;
+    }
+    auto v = ParseJson(r->body);
+    if (!v) return Fails(v.error());
+    std::cout << id << " " << Str(v->as_object(), "expires_at") << "\n";
+  }
+  return rc;
 }
 
 // ---- NDJSON output streams (exec --stream, attach) -----------------------------------------
@@ -417,6 +445,8 @@ void RegisterClientCommands(CLI::App& app) {
     sub->add_option("--idle-timeout", f->idle_timeout,
                     "Destroy it after this many seconds without activity");
     sub->add_flag("--network", f->network, "Outbound network through the server (ADR 0013)");
+    sub->add_flag("--auto-pause", f->auto_pause,
+                  "Pause it instead of destroying it when its TTL or idle timeout passes");
     sub->add_option("-e,--env", f->env, "K=V for every command (repeatable)");
     sub->add_flag("--json", f->json, "Print the sandbox as JSON");
     SetAction(sub, [f] { return Create(*f); });
@@ -468,6 +498,22 @@ void RegisterClientCommands(CLI::App& app) {
     sub->add_option("id", *id, "Sandbox id")->required();
     sub->add_option("seconds", *secs, "Seconds from now")->required();
     SetAction(sub, [id, secs] { return SetTimeout(*id, *secs); });
+  }
+  {
+    auto ids = std::make_shared<std::vector<std::string>>();
+    CLI::App* sub = app.add_subcommand(
+        "pause", "Pause sandboxes: their processes stop where they are, memory kept" + env_note);
+    sub->add_option("ids", *ids, "Sandbox ids")->required();
+    SetAction(sub, [ids] { return PauseOrResume(*ids, true, std::nullopt); });
+  }
+  {
+    auto ids = std::make_shared<std::vector<std::string>>();
+    auto secs = std::make_shared<std::optional<int64_t>>();
+    CLI::App* sub = app.add_subcommand(
+        "resume", "Resume paused sandboxes; their TTL starts again from now" + env_note);
+    sub->add_option("--timeout", *secs, "TTL in seconds from now (default: the last TTL)");
+    sub->add_option("ids", *ids, "Sandbox ids")->required();
+    SetAction(sub, [ids, secs] { return PauseOrResume(*ids, false, *secs); });
   }
   {
     auto id = std::make_shared<std::string>();

@@ -7,8 +7,8 @@
 //   net ID                          GET /v1/sandboxes/{id}/network (the egress policy, JSON)
 //   net ID --allow R... --deny R... [--bandwidth-kbit N] [--burst-kbit N]
 //                                   PUT: replaces the whole policy
-// The server has no pause/resume routes, so there are no such verbs. --json prints the
-// server's answer.
+// Pause and resume (a whole running sandbox, not its workspace) are client_verbs.cc's. --json
+// prints the server's answer.
 #include <boost/json.hpp>
 #include <cstdio>
 #include <iostream>

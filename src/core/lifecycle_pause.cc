@@ -17,7 +17,8 @@ namespace {
 // it refused, is the host's trouble (kBackend); "cannot" and "not in time" keep their codes.
 Error BackendFailure(Error e, const std::string& what) {
   const ErrorCode c = e.code();
-  if (c != ErrorCode::kUnavailable && c != ErrorCode::kTimeout) e = std::move(e).WithCode(ErrorCode::kBackend);
+  if (c != ErrorCode::kUnavailable && c != ErrorCode::kTimeout)
+    e = std::move(e).WithCode(ErrorCode::kBackend);
   return std::move(e).WithContext(what);
 }
 

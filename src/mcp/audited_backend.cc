@@ -102,6 +102,21 @@ ToolResult<void> AuditedBackend::Destroy(const std::string& id) {
   return r;
 }
 
+ToolResult<json::object> AuditedBackend::Pause(const std::string& id) {
+  int64_t m = mono_ms_(), u = now_ms_();
+  auto r = base_->Pause(id);
+  Record("sandbox.pause", "", id, m, u, ErrorOf(r));
+  return r;
+}
+
+ToolResult<json::object> AuditedBackend::Resume(const std::string& id,
+                                                std::optional<int64_t> timeout_seconds) {
+  int64_t m = mono_ms_(), u = now_ms_();
+  auto r = base_->Resume(id, timeout_seconds);
+  Record("sandbox.resume", "", id, m, u, ErrorOf(r));
+  return r;
+}
+
 ToolResult<json::object> AuditedBackend::StartProcess(const std::string& id,
                                                       const json::object& body) {
   int64_t m = mono_ms_(), u = now_ms_();

@@ -52,6 +52,9 @@ class AuditedBackend final : public ToolBackend {
   ToolResult<boost::json::object> Fork(const std::string& snapshot_id,
                                        const boost::json::object& body) override;
   ToolResult<void> Destroy(const std::string& id) override;
+  ToolResult<boost::json::object> Pause(const std::string& id) override;
+  ToolResult<boost::json::object> Resume(const std::string& id,
+                                         std::optional<int64_t> timeout_seconds) override;
 
   /// process.start (target: the command line), process.stdin / process.close_stdin /
   /// process.signal / process.kill (target: the pid), as the REST routes are audited.

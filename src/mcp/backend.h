@@ -143,6 +143,12 @@ class ToolBackend {
   virtual ToolResult<boost::json::object> Fork(const std::string& snapshot_id,
                                                const boost::json::object& body) = 0;
   virtual ToolResult<void> Destroy(const std::string& id) = 0;
+  /// Pauses running sandbox `id` (ADR 0024); the Sandbox object, status "paused".
+  virtual ToolResult<boost::json::object> Pause(const std::string& id) = 0;
+  /// Resumes paused sandbox `id`, its TTL `timeout_seconds` from now (absent: its last); the
+  /// Sandbox object, status "running".
+  virtual ToolResult<boost::json::object> Resume(const std::string& id,
+                                                 std::optional<int64_t> timeout_seconds) = 0;
 
   // ---- background processes (ADR 0011; REST /v1/sandboxes/{id}/processes) -----------------
 

@@ -293,6 +293,21 @@ ToolResult<json::object> ManagerBackend::Fork(const std::string& snapshot_id,
   return api::SandboxJson(*s);
 }
 
+ToolResult<json::object> ManagerBackend::Pause(const std::string& id) {
+  if (auto c = CheckId(id, "sb_", "sandbox " + id); !c) return tl::unexpected<ToolError>(c.error());
+  auto s = m_.lifecycle().Pause(caller_.owner, id);
+  if (!s) return FromError(s.error());
+  return api::SandboxJson(*s);
+}
+
+ToolResult<json::object> ManagerBackend::Resume(const std::string& id,
+                                                std::optional<int64_t> timeout_seconds) {
+  if (auto c = CheckId(id, "sb_", "sandbox " + id); !c) return tl::unexpected<ToolError>(c.error());
+  auto s = m_.lifecycle().Resume(caller_.owner, id, timeout_seconds);
+  if (!s) return FromError(s.error());
+  return api::SandboxJson(*s);
+}
+
 ToolResult<void> ManagerBackend::Destroy(const std::string& id) {
   if (auto c = CheckId(id, "sb_", "sandbox " + id); !c) return tl::unexpected<ToolError>(c.error());
   if (auto st = m_.lifecycle().Destroy(caller_.owner, id); !st) return FromError(st.error());

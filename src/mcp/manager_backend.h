@@ -52,6 +52,9 @@ class ManagerBackend final : public ToolBackend {
   ToolResult<boost::json::object> Fork(const std::string& snapshot_id,
                                        const boost::json::object& body) override;
   ToolResult<void> Destroy(const std::string& id) override;
+  ToolResult<boost::json::object> Pause(const std::string& id) override;
+  ToolResult<boost::json::object> Resume(const std::string& id,
+                                         std::optional<int64_t> timeout_seconds) override;
 
   // Processes and ports (manager_backend_procs.cc): the REST routes' parsers and shapes.
   ToolResult<boost::json::object> StartProcess(const std::string& id,

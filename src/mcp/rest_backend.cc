@@ -212,6 +212,17 @@ ToolResult<json::object> RestBackend::Fork(const std::string& snapshot_id,
   return Json("POST", "/v1/snapshots/" + Enc(snapshot_id) + "/fork", json::serialize(body));
 }
 
+ToolResult<json::object> RestBackend::Pause(const std::string& id) {
+  return Json("POST", "/v1/sandboxes/" + Enc(id) + "/pause", "{}");
+}
+
+ToolResult<json::object> RestBackend::Resume(const std::string& id,
+                                             std::optional<int64_t> timeout_seconds) {
+  json::object body;
+  if (timeout_seconds) body["timeout_seconds"] = *timeout_seconds;
+  return Json("POST", "/v1/sandboxes/" + Enc(id) + "/resume", json::serialize(body));
+}
+
 ToolResult<void> RestBackend::Destroy(const std::string& id) {
   auto r = Raw("DELETE", "/v1/sandboxes/" + Enc(id));
   if (!r) return tl::unexpected<ToolError>(r.error());

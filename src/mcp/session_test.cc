@@ -151,6 +151,8 @@ TEST_F(SessionTest, ToolsHaveInputAndOutputSchemas) {
                                    "sandbox_rollback",
                                    "sandbox_fork",
                                    "sandbox_destroy",
+                                   "sandbox_pause",
+                                   "sandbox_resume",
                                    "sandbox_process_start",
                                    "sandbox_process_list",
                                    "sandbox_process_output",

@@ -37,7 +37,7 @@ json::object SandboxSchema() {
   p["id"] = Prop("string", "Sandbox id (sb_...).");
   p["status"] = Prop("string", "");
   p["status"].as_object()["enum"] =
-      json::array{"creating", "running", "stopping", "destroyed", "error"};
+      json::array{"creating", "running", "paused", "stopping", "destroyed", "error"};
   p["template"] = Prop("string", "");
   p["cpus"] = Prop("number", "");
   p["memory_mb"] = Prop("integer", "");
@@ -193,6 +193,22 @@ json::array BuildDefinitions() {
                             "Destroy a sandbox and everything in it. Do this when done.",
                             ObjectSchema(std::move(p), {"sandbox_id"}),
                             ObjectSchema(std::move(o), {"id", "destroyed"})));
+  }
+  {
+    json::object p;
+    p["sandbox_id"] = Prop("string", "");
+    tools.emplace_back(
+        Tool("sandbox_pause", "Pause",
+             "Pause a sandbox: every process stops where it is, memory and files kept, until "
+             "sandbox_resume. Nothing runs in it meanwhile (commands and file calls are refused).",
+             ObjectSchema(std::move(p), {"sandbox_id"}), SandboxSchema()));
+  }
+  {
+    json::object p;
+    p["sandbox_id"] = Prop("string", "");
+    p["timeout_seconds"] = Prop("integer", "Lifetime from now; default: the one it last had.");
+    tools.emplace_back(Tool("sandbox_resume", "Resume", "Resume a paused sandbox where it stopped.",
+                            ObjectSchema(std::move(p), {"sandbox_id"}), SandboxSchema()));
   }
   return tools;
 }
@@ -435,6 +451,20 @@ json::object Tools::Call(std::string_view name, const json::object& a,
     s["id"] = *id;
     s["destroyed"] = true;
     return OkResult(std::move(s), "destroyed");
+  }
+  if (name == "sandbox_pause" || name == "sandbox_resume") {
+    const json::string* id = need("sandbox_id");
+    if (!id) return bad;
+    std::optional<int64_t> timeout;
+    if (const json::value* t = a.if_contains("timeout_seconds"); t && name == "sandbox_resume") {
+      if (!t->is_int64()) {
+        return ErrorResult("invalid_request", "timeout_seconds: must be an integer");
+      }
+      timeout = t->as_int64();
+    }
+    auto v = name == "sandbox_pause" ? b.Pause(str(id)) : b.Resume(str(id), timeout);
+    if (!v) return fail(v.error());
+    return OkResult(std::move(*v), name == "sandbox_pause" ? "paused" : "resumed");
   }
   if (auto r = tools_internal::CallProcessTool(name, a, b, ctx)) return std::move(*r);
   if (auto r = tools_internal::CallPortTool(name, a, b, ctx)) return std::move(*r);

@@ -17,7 +17,7 @@ import tempfile
 import time
 import unittest
 
-from harness import BIN, TEMPLATES, ServerTestCase, main
+from harness import BIN, TEMPLATES, ServerTestCase, main, parse_time
 
 
 class CliTest(ServerTestCase):
@@ -326,6 +326,30 @@ class CliTest(ServerTestCase):
         self._created.append(created["id"])
         self.assertEqual(created["idle_timeout_seconds"], 123)
         self.server.request("DELETE", "/v1/snapshots/" + snap_id, check=False)
+
+    def test_pause_and_resume_verbs(self):
+        made = self.cli("create", "--auto-pause", "--json")
+        self.assertEqual(made.returncode, 0, made.stderr)
+        created = json.loads(made.stdout)
+        sid = created["id"]
+        self._created.append(sid)
+        self.assertIs(created["auto_pause"], True)
+        p = self.cli("pause", sid)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertEqual(p.stdout.decode().strip(), sid)
+        # A command on a paused sandbox is the server's 409: one line, exit 125.
+        e = self.cli("exec", sid, "--", "true")
+        self.assertEqual(e.returncode, 125, e.stdout)
+        self.assertIn(b"paused: resume it first", e.stderr)
+        again = self.cli("pause", sid)
+        self.assertEqual(again.returncode, 125)
+        self.assertIn(b"already paused", again.stderr)
+        r = self.cli("resume", "--timeout", "300", sid)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        got_id, expires = r.stdout.decode().split()
+        self.assertEqual(got_id, sid)
+        self.assertAlmostEqual(parse_time(expires), time.time() + 300, delta=15)
+        self.assertEqual(self.sh(sid, "echo back"), "back\n")
 
     def test_create_with_an_idempotency_key_is_retry_safe(self):
         key = "cli-retry-%d" % os.getpid()

@@ -13,7 +13,8 @@ import { Server, missingPrerequisite } from './harness.mjs';
 export const skip = missingPrerequisite();
 export const TOOLS = ['sandbox_create', 'sandbox_list', 'sandbox_list_templates', 'sandbox_exec',
   'sandbox_read_file', 'sandbox_write_file', 'sandbox_list_files', 'sandbox_snapshot',
-  'sandbox_rollback', 'sandbox_fork', 'sandbox_destroy', 'sandbox_process_start',
+  'sandbox_rollback', 'sandbox_fork', 'sandbox_destroy', 'sandbox_pause', 'sandbox_resume',
+  'sandbox_process_start',
   'sandbox_process_list', 'sandbox_process_output', 'sandbox_process_stdin',
   'sandbox_process_signal', 'sandbox_process_kill', 'sandbox_port_list', 'sandbox_port_request',
   'sandbox_watch_files', 'sandbox_run_code', 'sandbox_code_run', 'sandbox_code_context_create',
@@ -114,6 +115,17 @@ describe(title, { skip: skip ?? false, timeout: 600000 }, () => {
         { sandbox_id: fork.id, path: 'hello.txt' })).content, 'version one\n');
     const files = ok(await call(client, 'sandbox_list_files', { sandbox_id: sb.id }));
     assert.ok(files.entries.some((f) => f.path === '/workspace/hello.txt'), JSON.stringify(files));
+    // Pause and resume (ADR 0024): nothing runs in between, and it goes on after.
+    assert.equal(ok(await call(client, 'sandbox_pause', { sandbox_id: fork.id })).status, 'paused');
+    assert.equal(errorCode(await call(client, 'sandbox_exec',
+        { sandbox_id: fork.id, command: 'true' })), 'conflict');
+    assert.equal(errorCode(await call(client, 'sandbox_pause', { sandbox_id: fork.id })),
+        'conflict');
+    const resumed = ok(await call(client, 'sandbox_resume',
+        { sandbox_id: fork.id, timeout_seconds: 120 }));
+    assert.equal(resumed.status, 'running');
+    assert.equal(ok(await call(client, 'sandbox_exec',
+        { sandbox_id: fork.id, command: 'echo back' })).stdout, 'back\n');
     const list = ok(await call(client, 'sandbox_list', {}));
     const ids = list.sandboxes.map((s) => s.id);
     assert.ok(ids.includes(sb.id) && ids.includes(fork.id));

@@ -42,7 +42,8 @@ Status FreezeCgroups(const CgroupPaths& paths, int64_t timeout_ms) {
   }
   ASB_TRY(WriteControlFile(use_v2 ? v2 : v1, use_v2 ? "1" : "FROZEN"));
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
-  for (auto pause = std::chrono::microseconds(200);; pause = std::min(pause * 2, decltype(pause)(20'000))) {
+  for (auto pause = std::chrono::microseconds(200);;
+       pause = std::min(pause * 2, decltype(pause)(20'000))) {
     if (use_v2 ? V2Frozen(paths) : V1State(paths, "FROZEN")) return {};
     if (std::chrono::steady_clock::now() >= deadline) break;
     std::this_thread::sleep_for(pause);
@@ -51,7 +52,8 @@ Status FreezeCgroups(const CgroupPaths& paths, int64_t timeout_ms) {
   // runs on. Thaw it again and say why.
   (void)ThawCgroups(paths);
   return Fail(Error::Timeout("the sandbox's processes did not all stop within " +
-                             std::to_string(timeout_ms) + " ms (one may be in an uninterruptible "
+                             std::to_string(timeout_ms) +
+                             " ms (one may be in an uninterruptible "
                              "wait); it was left running"));
 }
 
