@@ -4,14 +4,30 @@ the paused timeout applies; auto_pause pauses at the TTL instead of destroying; 
 paused sandbox leaves nothing. The restart of a server with a paused sandbox is tested in
 src/core/manager_ns_test.cc."""
 
+import os
+import threading
 import time
 import unittest
 
-from harness import ServerTestCase, main, parse_time, sandbox_leftovers
+from harness import ServerTestCase, main, parse_time, sandbox_leftovers, sandbox_pids
 
 
 def ticks(text):
     return [int(x) for x in text.split()]
+
+
+def cpu_seconds(sid):
+    """CPU time (user + system) of every live process of the sandbox, as the host counts it."""
+    tick = os.sysconf("SC_CLK_TCK")
+    total = 0
+    for pid in sandbox_pids(sid):
+        try:
+            with open("/proc/%d/stat" % pid) as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+            total += int(fields[11]) + int(fields[12])
+        except (OSError, IndexError, ValueError):
+            pass
+    return total / tick
 
 
 def longest_gap_s(values):
@@ -81,6 +97,68 @@ class PauseTest(ServerTestCase):
         self.assertEqual(self.server.get_file(sid, "kept.txt").body, b"before the pause\n")
         self.assertEqual(self.server.run(sid, "echo alive")["stdout"], "alive\n")
 
+    def test_a_spinning_forking_sandbox_is_frozen_whole(self):
+        # Hostile code does not stop for a pause: two CPU spinners and a loop that forks as
+        # fast as it can (bounded by the pids limit) are all frozen, and run again after.
+        s = self.create(pids_limit=64)
+        sid = s["id"]
+        for command in ("while :; do :; done", "while :; do :; done",
+                        "while :; do (true &) 2>/dev/null; done"):
+            r = self.server.request("POST", "/v1/sandboxes/%s/processes" % sid,
+                                    {"command": command})
+            self.assertEqual(r.status, 201, r)
+        time.sleep(0.5)
+        p = self.pause(sid)
+        self.assertEqual(p.status, 200, p)
+        time.sleep(0.2)
+        a = cpu_seconds(sid)
+        time.sleep(1.0)
+        frozen = cpu_seconds(sid) - a
+        self.assertLess(frozen, 0.05, "the sandbox used %.2f s of CPU while paused" % frozen)
+        self.assertEqual(self.resume(sid).status, 200)
+        a = cpu_seconds(sid)
+        time.sleep(1.0)
+        self.assertGreater(cpu_seconds(sid) - a, 0.3, "its processes did not run again")
+        self.assertEqual(self.server.run(sid, "echo alive")["stdout"], "alive\n")
+
+    def test_a_command_running_across_a_pause_finishes_with_all_its_output(self):
+        s = self.create()
+        sid = s["id"]
+        out = {}
+
+        def run():
+            out["r"] = self.server.exec(sid, {"command": "echo before; sleep 0.5; echo after"}).json()
+
+        t = threading.Thread(target=run)
+        t.start()
+        time.sleep(0.2)
+        self.assertEqual(self.pause(sid).status, 200)
+        time.sleep(1.0)
+        self.assertTrue(t.is_alive(), "the command finished while its sandbox was paused")
+        self.assertEqual(self.resume(sid).status, 200)
+        t.join(30)
+        self.assertFalse(t.is_alive())
+        self.assertEqual(out["r"]["stdout"], "before\nafter\n")
+        self.assertEqual(out["r"]["exit_code"], 0)
+
+    def test_destroying_a_paused_sandbox_ends_a_command_waiting_on_it(self):
+        s = self.create()
+        sid = s["id"]
+        out = {}
+
+        def run():
+            out["r"] = self.server.request("POST", "/v1/sandboxes/%s/exec" % sid,
+                                           {"command": "sleep 30"}, check=False, timeout=60)
+
+        t = threading.Thread(target=run)
+        t.start()
+        time.sleep(0.3)
+        self.assertEqual(self.pause(sid).status, 200)
+        self.assertEqual(self.server.request("DELETE", "/v1/sandboxes/" + sid).status, 204)
+        t.join(20)
+        self.assertFalse(t.is_alive(), "the exec hung on a destroyed paused sandbox")
+        self.assertNotEqual(out["r"].status, 200, out["r"])
+
     def test_bad_requests(self):
         s = self.create()
         sid = s["id"]
@@ -92,6 +170,11 @@ class PauseTest(ServerTestCase):
         self.assertError(self.resume(sid, {"ttl": 5}), 400, "invalid_request")
         self.assertEqual(self.server.request("GET", "/v1/sandboxes/" + sid).json()["status"],
                          "paused")
+        for method, route, body in (("POST", "snapshots", {}), ("GET", "contexts", None),
+                                    ("GET", "files/watch?path=.", None)):
+            r = self.server.request(method, "/v1/sandboxes/%s/%s" % (sid, route), body,
+                                    check=False)
+            self.assertError(r, 409, "conflict")
         for bad in ("sb_123", "sb_0123456789abcdef"):
             self.assertError(self.pause(bad), 404, "not_found")
             self.assertError(self.resume(bad), 404, "not_found")
