@@ -51,6 +51,7 @@ struct Deps {
   std::string secret;  // api/e2b_token.h; "" = no sandbox traffic
   int64_t keepalive_ms = 50'000;
   std::shared_ptr<E2bWatchers> watchers;
+  std::string domain;  // the preview domain: sandbox.getHost(port) is <port>-<id>.<domain>
 };
 
 int64_t NowMs() { return SystemClock::Instance().NowUnixMs(); }
@@ -100,6 +101,7 @@ json::object SandboxJson(const Deps& d, const core::SandboxInfo& s) {
   o["envdVersion"] = kEnvdVersion;
   o["envdAccessToken"] = E2bAccessToken(d.secret, s.id);
   o["trafficAccessToken"] = o["envdAccessToken"];
+  o["domain"] = d.domain;
   return o;
 }
 
@@ -414,10 +416,12 @@ HttpResponse Traffic(const Deps& d, HttpRequest& req) {
     return TrafficError(req, Error::Unavailable("sandbox " + id + " is not running"));
   }
   if (port != kEnvdPort && port != kCodeInterpreterPort) {
-    return TrafficError(req, Error::NotFound("port " + std::to_string(port) +
-                                             ": reach a sandbox's own servers through "
-                                             "/v1/sandboxes/{id}/ports/{port} or a preview URL "
-                                             "(docs/e2b.md)"));
+    return TrafficError(req,
+                        Error::NotFound("port " + std::to_string(port) +
+                                        ": reach a sandbox's own servers at sandbox.getHost(port) "
+                                        "with the E2B-Traffic-Access-Token header, through "
+                                        "/v1/sandboxes/{id}/ports/{port}, or a preview URL "
+                                        "(docs/e2b.md)"));
   }
   EnvdCall call;
   call.manager = d.manager;
@@ -460,6 +464,7 @@ void AddE2bRoutes(Router& router, ApiContext& ctx) {
   d->manager = ctx.manager;
   d->secret = ctx.e2b_secret;
   d->keepalive_ms = ctx.stream_keepalive_ms;
+  d->domain = ctx.preview.domain;
   core::SandboxManager* manager = ctx.manager;
   d->watchers = std::make_shared<E2bWatchers>([manager](const std::string& id) {
     auto s = manager->lifecycle().Get(core::kAnyOwner, id);
@@ -507,6 +512,7 @@ void AddE2bRoutes(Router& router, ApiContext& ctx) {
                ASB_ASSIGN_OR_RETURN(core::SandboxInfo s, CallersSandbox(*d, req));
                json::object o = ListedJson(s);
                o["envdAccessToken"] = E2bAccessToken(d->secret, s.id);
+               o["domain"] = d->domain;
                HttpResponse r = JsonResponse(200, json::serialize(o));
                r.sandbox_id = s.id;
                return r;

@@ -6,9 +6,13 @@
 //   any    <port>-sb-<hex>.<preview domain>/<path>   the app on that port (a host route)
 // The first three are API routes (a key with the exec scope, the sandbox's tenant). The host
 // route takes no API key: a preview token, from the query (answered by a redirect that sets
-// the cookie) or from the cookie, bound to exactly that sandbox and port.
+// the cookie) or from the cookie, bound to exactly that sandbox and port. E2B's SDKs name the
+// same hosts with the id as it is ("3000-sb_<hex>.<domain>", sandbox.getHost(3000)) and open
+// them with the sandbox's traffic access token in E2B-Traffic-Access-Token (docs/e2b.md; the
+// envdAccessToken of api/e2b_token.h, which opens every port of that one sandbox).
 #include <boost/json.hpp>
 
+#include "api/e2b_token.h"
 #include "api/handlers.h"
 #include "api/json_body.h"
 #include "api/text.h"
@@ -34,6 +38,7 @@ struct Deps {
   store::Store* store = nullptr;
   PreviewOptions preview;
   PortProxyOptions proxy;
+  std::string e2b_secret;  // "" = E2B's traffic token opens nothing
 };
 
 int64_t NowMs() { return SystemClock::Instance().NowUnixMs(); }
@@ -139,6 +144,17 @@ Result<HttpResponse> Serve(const Deps& d, HttpRequest& req) {
     up.cookie = RemoveCookie(h->second, kPreviewCookie, &from_cookie);
   }
   up.forwarded_proto = d.preview.scheme;
+  // E2B's header, checked first and never passed on to the app.
+  if (auto h = req.headers.find("e2b-traffic-access-token"); h != req.headers.end()) {
+    const std::string token = h->second;
+    req.headers.erase(h);
+    if (!CheckE2bAccessToken(d.e2b_secret, id, token)) {
+      return Fail(Error::Unauthenticated(kBadToken));
+    }
+    auto s = d.sandboxes->Get(core::kAnyOwner, id);
+    if (!s) return Fail(Error::Unauthenticated(kBadToken));  // a token outlives no sandbox
+    return ProxyToPort(*d.network, s->owner, id, port, req, up, d.proxy);
+  }
   const std::optional<std::string>& raw = from_query ? from_query : from_cookie;
   if (!raw) {
     return Fail(
@@ -181,6 +197,7 @@ void AddPreviewRoutes(Router& router, ApiContext& ctx) {
   d->preview = ctx.preview;
   d->proxy.budget = ctx.proxy_budget;
   d->proxy.timeout_ms = ctx.proxy_timeout_ms;
+  d->e2b_secret = ctx.e2b_secret;
   router.Add("POST", "/v1/sandboxes/{id}/previews",
              Wrap([d](HttpRequest& req) { return Create(*d, req); }));
   router.Add("GET", "/v1/sandboxes/{id}/previews",
@@ -196,7 +213,10 @@ void AddPreviewRoutes(Router& router, ApiContext& ctx) {
       "{port}-{id}." + domain,
       [domain](std::string_view h, const std::map<std::string, std::string>&,
                std::map<std::string, std::string>* params) {
-        std::optional<PreviewHost> p = ParsePreviewHost(h, domain);
+        // E2B's getHost() keeps the id's underscore ("3000-sb_<hex>"): the same host.
+        std::string name(h);
+        if (size_t at = name.find("-sb_"); at != std::string::npos && at <= 5) name[at + 3] = '-';
+        std::optional<PreviewHost> p = ParsePreviewHost(name, domain);
         if (!p) return false;
         (*params)["id"] = p->sandbox_id;
         (*params)["port"] = p->port;

@@ -244,8 +244,11 @@ awaitable<ProxyRelayResult> RelayProxy(beast::tcp_stream& client, beast::flat_bu
             timed_out(ec) ? std::string("answer cut at ") + late() : "answer cut: " + ec.message();
         co_return out;
       }
-      res.body().data = chunk.data();
       res.body().size = chunk.size() - rp->get().body().size;
+      // No bytes (a read that only saw the upstream's end, or only framing): no data pointer.
+      // A chunked answer would otherwise get a zero-size chunk, which is its terminator, and
+      // then the terminator again (found with an HTTP/1.0 app whose body ends at close).
+      res.body().data = res.body().size != 0 ? chunk.data() : nullptr;
       res.body().more = !rp->is_done();
     } else {
       res.body().data = nullptr;

@@ -376,6 +376,41 @@ TEST_F(ProxyRelayTest, HeadersAreRewrittenAndTheConnectionKeptAlive) {
   EXPECT_EQ(h.find("secret"), std::string::npos) << h;
 }
 
+// An HTTP/1.0 app's body ends when it closes (Python's BaseHTTPRequestHandler): the answer is
+// rechunked with exactly one last chunk. It once got a zero-size chunk and then the last chunk
+// again, which a keep-alive client (Node's http) read as the head of a next answer.
+TEST_F(ProxyRelayTest, ACloseDelimitedBodyEndsWithOneLastChunk) {
+  Start();
+  Upstream up([](int fd) {
+    ReadHead(fd);
+    SendAll(fd, "HTTP/1.0 200 OK\r\nServer: BaseHTTP\r\n\r\nhello ");
+    std::this_thread::sleep_for(50ms);
+    SendAll(fd, "world");
+  });
+  int c = ConnectTo(server_->port());
+  ASSERT_TRUE(SendAll(
+      c, "GET " + Target(up, "/") + " HTTP/1.1\r\nHost: api.test\r\nConnection: close\r\n\r\n"));
+  std::string all = ReadAll(c);
+  close(c);
+  const size_t body_at = all.find("\r\n\r\n");
+  ASSERT_NE(body_at, std::string::npos) << all;
+  EXPECT_NE(all.find("Transfer-Encoding: chunked"), std::string::npos) << all;
+  std::string body = all.substr(body_at + 4), data;
+  // Decode the chunks; after the last one nothing may follow.
+  for (;;) {
+    const size_t eol = body.find("\r\n");
+    ASSERT_NE(eol, std::string::npos) << body;
+    const size_t n = std::stoul(body.substr(0, eol), nullptr, 16);
+    if (n == 0) {
+      EXPECT_EQ(body.substr(eol), "\r\n\r\n") << "after the last chunk: " << body;
+      break;
+    }
+    data += body.substr(eol + 2, n);
+    body = body.substr(eol + 2 + n + 2);
+  }
+  EXPECT_EQ(data, "hello world");
+}
+
 TEST_F(ProxyRelayTest, AWebSocketUpgradeBecomesAByteRelay) {
   Start(/*timeout_ms=*/500);  // the deadline covers the exchange up to the 101, not the relay
   Upstream up([&](int fd) {

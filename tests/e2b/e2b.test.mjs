@@ -462,6 +462,66 @@ test('the <port>-<id>.<domain> host form reaches envd, for E2B\'s ports only', {
   assert.equal(await get(`8000-${sbx.sandboxId.replace('_', '-')}.${domain}`, token), 401);
 });
 
+test('sandbox.getHost(port) reaches a server in the sandbox with the traffic token', { skip },
+  async () => {
+    const port = new URL(server.url).port;
+    const s = await Sandbox.create();
+    try {
+      await s.files.write('site/index.html', 'hello from the sandbox');
+      await s.commands.run('cd /workspace/site && python3 -m http.server 8000 --bind 127.0.0.1',
+        { background: true });
+      const host = s.getHost(8000);
+      assert.equal(host, `8000-${s.sandboxId}.localhost:${port}`);  // the server's domain
+      const get = (headers = {}) => new Promise((resolve, reject) => {
+        http.get({ host: '127.0.0.1', port, path: '/index.html', headers: { Host: host, ...headers } },
+          (res) => {
+            let body = '';
+            res.on('data', (c) => { body += c; });
+            res.on('end', () => resolve({ status: res.statusCode, body }));
+          }).on('error', reject);
+      });
+      let r = { status: 0 };
+      for (let i = 0; i < 100 && r.status !== 200; i++) {
+        r = await get({ 'E2B-Traffic-Access-Token': s.trafficAccessToken });
+        if (r.status !== 200) await new Promise((res) => setTimeout(res, 100));
+      }
+      assert.equal(r.status, 200, JSON.stringify(r));
+      assert.equal(r.body, 'hello from the sandbox');
+      // The token opens the host and goes no further: the app never sees it.
+      await s.files.write('echo.py', [
+        'import http.server as h',
+        'class H(h.BaseHTTPRequestHandler):',
+        '    def do_GET(self):',
+        '        b = str(self.headers).encode()',
+        '        self.send_response(200); self.end_headers(); self.wfile.write(b)',
+        "h.HTTPServer(('127.0.0.1', 8001), H).serve_forever()"].join('\n'));
+      await s.commands.run('python3 /workspace/echo.py', { background: true });
+      const echoHost = s.getHost(8001);
+      let seen = { status: 0 };
+      for (let i = 0; i < 100 && seen.status !== 200; i++) {
+        seen = await new Promise((resolve, reject) => {
+          http.get({ host: '127.0.0.1', port, path: '/', headers: { Host: echoHost,
+            'E2B-Traffic-Access-Token': s.trafficAccessToken } }, (res) => {
+            let body = '';
+            res.on('data', (c) => { body += c; });
+            res.on('end', () => resolve({ status: res.statusCode, body }));
+          }).on('error', reject);
+        });
+        if (seen.status !== 200) await new Promise((res) => setTimeout(res, 100));
+      }
+      assert.equal(seen.status, 200, JSON.stringify(seen));
+      assert.ok(!seen.body.includes(s.trafficAccessToken), seen.body);
+      assert.ok(!/e2b-traffic-access-token/i.test(seen.body), seen.body);
+      // Without a token, with another sandbox's, or a forged one: nothing.
+      assert.equal((await get()).status, 401);
+      assert.equal((await get({ 'E2B-Traffic-Access-Token': sbx.trafficAccessToken })).status, 401);
+      assert.equal((await get({ 'E2B-Traffic-Access-Token': 'e2bt_' + '0'.repeat(64) })).status,
+        401);
+    } finally {
+      await s.kill();
+    }
+  });
+
 test('bad Connect requests get Connect errors, never hangs', { skip }, async () => {
   const cases = [
     // [what, path, content type, body, HTTP status, Connect code]
