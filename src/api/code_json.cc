@@ -82,6 +82,8 @@ Result<core::CodeRequest> ParseCodeRequest(std::string_view text) {
   ASB_ASSIGN_OR_RETURN(auto cap, body.Integer("max_output_bytes", 1,
                                               static_cast<int64_t>(core::kDefaultCodeOutputBytes)));
   if (cap) r.max_output_bytes = static_cast<uint64_t>(*cap);
+  ASB_ASSIGN_OR_RETURN(auto env, body.StringMap("env"));
+  if (env) r.env = std::move(*env);
   ASB_TRY(body.Finish());
   return r;
 }

@@ -146,12 +146,8 @@ Result<HttpResponse> Serve(const EnvdCall& c, HttpRequest& req) {
     cr.code = *text;
     ASB_ASSIGN_OR_RETURN(cr.context_id, StringOf(body, "context_id"));
     ASB_ASSIGN_OR_RETURN(cr.language, StringOf(body, "language"));
-    if (const json::value* env = body.if_contains("env_vars");
-        env && env->is_object() && !env->as_object().empty()) {
-      return Fail(Error::InvalidArgument(
-          "env_vars: per-execution environment variables are not supported; set envs on "
-          "Sandbox.create (docs/e2b.md)"));
-    }
+    // runCode's envs: for this execution only (core::CodeRequest::env).
+    ASB_ASSIGN_OR_RETURN(cr.env, StringMapOf(body, "env_vars"));
     ASB_ASSIGN_OR_RETURN(auto ex, code.Start(c.owner, c.sandbox_id, cr));
     HttpResponse r;
     r.status = 200;

@@ -121,13 +121,19 @@ DriverLine ParseDriverLine(std::string_view line) {
 }
 
 std::string EncodeExecuteRequest(std::string_view exec_id, std::string_view code,
-                                 int64_t timeout_ms, uint64_t max_output_bytes) {
+                                 int64_t timeout_ms, uint64_t max_output_bytes,
+                                 const std::map<std::string, std::string>& env) {
   json::object o;
   o["op"] = "execute";
   o["id"] = exec_id;
   o["code"] = code;
   o["timeout_ms"] = timeout_ms;
   o["max_output_bytes"] = max_output_bytes;
+  if (!env.empty()) {
+    json::object e;
+    for (const auto& [k, v] : env) e[k] = v;
+    o["env"] = std::move(e);
+  }
   return json::serialize(o) + "\n";
 }
 

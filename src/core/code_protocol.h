@@ -29,9 +29,11 @@ struct DriverLine {
 /// Decodes one line (without its newline).
 DriverLine ParseDriverLine(std::string_view line);
 
-/// The execute request line for a driver, newline included. timeout_ms 0 = none.
+/// The execute request line for a driver, newline included. timeout_ms 0 = none. `env` (only
+/// sent when not empty) is set for this execution and restored after it.
 std::string EncodeExecuteRequest(std::string_view exec_id, std::string_view code,
-                                 int64_t timeout_ms, uint64_t max_output_bytes);
+                                 int64_t timeout_ms, uint64_t max_output_bytes,
+                                 const std::map<std::string, std::string>& env = {});
 
 /// A driver's source as the first stdin line its bootstrap reads: a JSON string and "\n".
 std::string EncodeDriverSource(std::string_view source);

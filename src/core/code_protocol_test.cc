@@ -74,6 +74,10 @@ TEST(CodeProtocolTest, RequestsRoundTrip) {
   EXPECT_EQ(o.at("op").as_string(), "execute");
   EXPECT_EQ(o.at("code").as_string(), "print(\"hi\")\n\x01");
   EXPECT_EQ(o.at("timeout_ms").as_int64(), 2000);
+  EXPECT_EQ(o.if_contains("env"), nullptr);  // none: not sent
+  boost::json::object with_env =
+      boost::json::parse(EncodeExecuteRequest("e1", "", 0, 1, {{"A", "x\ny"}})).as_object();
+  EXPECT_EQ(with_env.at("env").as_object().at("A").as_string(), "x\ny");
   std::string src = EncodeDriverSource("a\nb");
   EXPECT_EQ(src, "\"a\\nb\"\n");
 }

@@ -2,6 +2,7 @@
 #include "core/code_service.h"
 
 #include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <cmath>
 #include <thread>
@@ -9,10 +10,36 @@
 #include "common/ids.h"
 #include "core/code_protocol.h"
 #include "core/paths.h"
+#include "core/sandbox_record.h"
 
 namespace asb::core {
 
 namespace {
+
+// CodeRequest::env's rules (code_types.h). Bash takes shell names only: they are exported.
+Status CheckCodeEnv(const std::map<std::string, std::string>& env, const std::string& language) {
+  ASB_TRY(ValidateEnv(env, "env"));
+  uint64_t bytes = 0;
+  for (const auto& [k, v] : env) {
+    bytes += k.size() + v.size();
+    if (language == "bash") {
+      const bool name = !k.empty() && !std::isdigit(static_cast<unsigned char>(k[0])) &&
+                        std::all_of(k.begin(), k.end(), [](char c) {
+                          return std::isalnum(static_cast<unsigned char>(c)) || c == '_';
+                        });
+      if (!name) {
+        return Fail(Error::InvalidArgument("env: '" + k.substr(0, 64) +
+                                           "' is not a bash variable name (letters, digits and "
+                                           "_, not starting with a digit)"));
+      }
+    }
+  }
+  if (bytes > kMaxCodeEnvBytes) {
+    return Fail(Error::InvalidArgument("env: at most " + std::to_string(kMaxCodeEnvBytes) +
+                                       " bytes of keys and values, got " + std::to_string(bytes)));
+  }
+  return {};
+}
 
 constexpr std::string_view kTagPrefix = "code:";
 // The driver's stdout carries JSON lines; one longer than this (a huge image) is dropped.
@@ -630,6 +657,7 @@ Result<std::unique_ptr<CodeExecution>> CodeService::Start(const std::string& own
     return Fail(
         Error::Conflict("code context " + ctx.id + " is dead (its kernel exited); restart it"));
   }
+  ASB_TRY(CheckCodeEnv(req.env, ctx.language));
   ASB_ASSIGN_OR_RETURN(std::shared_ptr<void> busy, MarkBusy(id, ctx.id));
   // With stdin: the flow-control acknowledgements go on the attachment's own channel, which
   // never blocks (EventStream::TryWrite), so the I/O thread can send them.
@@ -646,7 +674,8 @@ Result<std::unique_ptr<CodeExecution>> CodeService::Start(const std::string& own
   ex->started_ms_ = NowMs();
   const int64_t timeout_ms = std::max<int64_t>(1, std::llround(seconds * 1000));
   ex->guard_ms_ = ex->started_ms_ + timeout_ms + kGuardGraceMs;
-  std::string line = EncodeExecuteRequest(ex->exec_id_, req.code, timeout_ms, req.max_output_bytes);
+  std::string line =
+      EncodeExecuteRequest(ex->exec_id_, req.code, timeout_ms, req.max_output_bytes, req.env);
   if (Status s = WriteAll(procs_, owner, id, ctx.pid, line); !s) {
     ex->ended_ = true;  // nothing runs: no interrupt on the way out
     return Fail(s.error());

@@ -15,6 +15,8 @@ inline constexpr uint64_t kMaxCodeBytes = 512 * 1024;
 /// Default and largest stdout+stderr kept of one execution, bytes; past it the output is cut
 /// and the end says truncated.
 inline constexpr uint64_t kDefaultCodeOutputBytes = 1 << 20;
+/// Largest environment of one execution (CodeRequest::env): keys and values together, bytes.
+inline constexpr uint64_t kMaxCodeEnvBytes = 64 * 1024;
 /// Running code contexts per sandbox.
 inline constexpr int kMaxCodeContexts = 16;
 
@@ -45,6 +47,11 @@ struct CodeRequest {
   std::optional<std::string> language{};    // used (and checked) when context_id is absent
   std::optional<double> timeout_seconds{};  // > 0; absent: the exec default; clamped to max
   uint64_t max_output_bytes = kDefaultCodeOutputBytes;  // [1, kDefaultCodeOutputBytes]
+  /// Environment variables set for this execution only, then put back as they were (E2B's
+  /// runCode envs): os.environ in Python, process.env in JavaScript, exported variables in
+  /// bash. Keys non-empty without '=' or NUL (bash: shell names), values without NUL, at most
+  /// kMaxCodeEnvBytes in all.
+  std::map<std::string, std::string> env{};
 };
 
 /// One display or the value of the last expression: its MIME bundle.

@@ -614,6 +614,12 @@ test('@e2b/code-interpreter: runCode with results, errors, logs and contexts', {
       assert.equal((await sandbox.runCode('y', { context: ctx })).error.name, 'NameError');
       await sandbox.removeCodeContext(ctx);
       assert.ok(!(await sandbox.listCodeContexts()).some((c) => c.id === ctx.id));
+      // envs of one run: set for it, gone after it.
+      const withEnv = await sandbox.runCode('import os; os.environ["RUN_ONLY"]',
+        { envs: { RUN_ONLY: 'just this once' } });
+      assert.equal(withEnv.text, "'just this once'");
+      assert.equal((await sandbox.runCode('import os; os.environ.get("RUN_ONLY")')).text,
+        undefined);
     } finally {
       await sandbox.kill();
     }

@@ -292,6 +292,72 @@ class BashContexts(CodeCase):
         self.assertEqual([(c["language"], c["default"]) for c in listed], [("bash", True)])
 
 
+class PerExecutionEnv(CodeCase):
+    """env of one execution (E2B's runCode envs): set for it, put back after it, in each
+    language; values are data, never code; the limit holds at its boundary."""
+
+    TRICKY = "two words; $(touch /tmp/pwned) `id` 'q' \"d\" \\ \n end"
+
+    def test_python(self):
+        sid = self.sandbox("python")
+        self.run_code(sid, "import os; os.environ['KEEP'] = 'before'")
+        r = self.run_code(sid, "import os, subprocess\n"
+                               "print(os.environ['KEEP'], os.environ['NEW'])\n"
+                               "print(subprocess.run(['sh', '-c', 'echo $NEW'], "
+                               "capture_output=True, text=True).stdout, end='')",
+                          env={"KEEP": "during", "NEW": "fresh"})
+        self.assertEqual(r["stdout"], "during fresh\nfresh\n", r)
+        r = self.run_code(sid, "print(os.environ['KEEP'], os.environ.get('NEW'))")
+        self.assertEqual(r["stdout"], "before None\n", r)
+        r = self.run_code(sid, "print(repr(os.environ['T']))", env={"T": self.TRICKY})
+        self.assertEqual(r["stdout"], repr(self.TRICKY) + "\n", r)
+        # The execution count and the user's namespace do not see the bookkeeping.
+        r = self.run_code(sid, "print(sorted(k for k in globals() if 'asb' in k))")
+        self.assertEqual(r["stdout"], "[]\n", r)
+        # Set even for an execution that fails or times out, and put back after it.
+        r = self.run_code(sid, "import time; time.sleep(30)", env={"KEEP": "x"}, timeout=1)
+        self.assertEqual(r["status"], "timeout", r)
+        self.assertEqual(self.run_code(sid, "print(os.environ['KEEP'])")["stdout"], "before\n")
+
+    def test_javascript(self):
+        sid = self.sandbox("node")
+        r = self.run_code(sid, "process.env.JS_ONE", env={"JS_ONE": "1"})
+        self.assertEqual(r["results"][0]["data"]["text/plain"], "'1'", r)
+        r = self.run_code(sid, "String(process.env.JS_ONE)")
+        self.assertEqual(r["results"][0]["data"]["text/plain"], "'undefined'", r)
+
+    def test_bash(self):
+        sid = self.sandbox("base")
+        self.run_code(sid, "export KEEP=before; LOCAL=mine", language="bash")
+        r = self.run_code(sid, "echo \"$KEEP|$NEW|$LOCAL\"; sh -c 'echo $NEW'", language="bash",
+                          env={"KEEP": "during", "NEW": "fresh", "LOCAL": "over"})
+        self.assertEqual(r["stdout"], "during|fresh|over\nfresh\n", r)
+        r = self.run_code(sid, "echo \"$KEEP|${NEW-unset}|$LOCAL\"; sh -c 'echo ${KEEP}'",
+                          language="bash")
+        self.assertEqual(r["stdout"], "before|unset|mine\nbefore\n", r)
+        r = self.run_code(sid, "printf '%s' \"$T\"", language="bash", env={"T": self.TRICKY})
+        self.assertEqual(r["stdout"], self.TRICKY, r)
+        self.assertEqual(self.run_code(sid, "ls /tmp/pwned 2>&1 || echo none",
+                                       language="bash")["stdout"].strip()[-4:], "none")
+        r = self.server.request("POST", "/v1/sandboxes/%s/code" % sid,
+                                {"code": "true", "language": "bash", "env": {"1BAD": "x"}},
+                                check=False)
+        self.assertError(r, 400, "invalid_request")
+
+    def test_limits(self):
+        sid = self.sandbox("base")
+        # Keys and values: 65536 bytes pass, one more fails.
+        at = {"K": "v" * (65536 - 1)}
+        self.assertEqual(self.run_code(sid, "echo ${#K}", language="bash", env=at)["stdout"],
+                         "65535\n")
+        over = {"K": "v" * 65536}
+        for env in (over, {"": "x"}, {"A=B": "x"}, {"A": 1}, []):
+            r = self.server.request("POST", "/v1/sandboxes/%s/code" % sid,
+                                    {"code": "true", "language": "bash", "env": env},
+                                    check=False)
+            self.assertError(r, 400, "invalid_request")
+
+
 class HostileCode(CodeCase):
     """Code in a context is hostile: it floods, forges the driver's protocol, and hoards
     contexts. Each attempt leaves the server answering and the context (or a restart) usable."""

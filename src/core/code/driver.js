@@ -135,6 +135,13 @@ async function execute(req) {
   const started = Date.now();
   current = {id, left: Number(req.max_output_bytes || capDefault), truncated: false};
   count += 1;
+  // This execution's environment, put back as it was when it ends.
+  const env = req.env && typeof req.env === 'object' ? req.env : {};
+  const saved = new Map();
+  for (const [k, v] of Object.entries(env)) {
+    saved.set(k, Object.prototype.hasOwnProperty.call(process.env, k) ? process.env[k] : undefined);
+    process.env[k] = String(v);
+  }
   let status = 'ok';
   let timedOut = false;
   const options = {filename: 'cell' + count + '.js', breakOnSigint: true, displayErrors: false};
@@ -166,6 +173,10 @@ async function execute(req) {
       status = 'error';
     }
     emit(errorEvent(id, e));
+  }
+  for (const [k, v] of saved) {
+    if (v === undefined) delete process.env[k];
+    else process.env[k] = v;
   }
   const truncated = current.truncated;
   current = null;

@@ -1,7 +1,8 @@
 # agent-sandbox code-context driver for Python and bash (ADR 0019). sandboxd runs it in the
 # sandbox as a background process; the server (core/code_service.cc) writes one request per line
 # on its stdin and reads events, one JSON object per line, from its stdout:
-#   in:  {"op": "execute", "id": "...", "code": "...", "timeout_ms": N, "max_output_bytes": N}
+#   in:  {"op": "execute", "id": "...", "code": "...", "timeout_ms": N, "max_output_bytes": N,
+#         "env"?: {name: value}}    (env: set for this execution only, then put back)
 #   out: {"type": "ready", "language": ..., "pid": N}                        once, at start
 #        {"type": "stdout"|"stderr", "id", "data"}
 #        {"type": "result", "id", "is_main_result", "data": {mime: value}, "chart"?}
@@ -21,6 +22,7 @@ import json
 import os
 import queue
 import re
+import shlex
 import signal
 import subprocess
 import sys
@@ -340,9 +342,37 @@ def run_python(cwd, cap_default):
     if reply["content"].get("status") != "ok":
         fatal("the Python kernel's start-up code failed: %s" % reply["content"].get("evalue"))
 
+    def run_silent(code):
+        # Code of ours in the kernel: no output, no history, no execution count. Its reply is
+        # found by its id among the shell replies (those of earlier cells are never read).
+        msg_id = kc.execute(code, silent=True, store_history=False)
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            try:
+                reply = kc.get_shell_msg(timeout=1)
+            except Exception:
+                if not km.is_alive():
+                    return False
+                continue
+            if reply.get("parent_header", {}).get("msg_id") == msg_id:
+                return reply["content"].get("status") == "ok"
+        return False
+
     def execute(req):
         exec_id = req.get("id")
         cap = OutputCap(int(req.get("max_output_bytes") or cap_default))
+        env = req.get("env") or {}
+        # This execution's environment: set in the kernel's os.environ (which commands it runs
+        # inherit), the previous values kept on the os module, out of the user's namespace.
+        if env and not run_silent(
+                "(lambda o, e: (setattr(o, '_asb_env_saved', {k: o.environ.get(k) for k in e}),"
+                " o.environ.update(e)))(__import__('os'), __import__('json').loads(%r))"
+                % json.dumps(env)):
+            emit({"type": "error", "id": exec_id, "name": "EnvironmentError",
+                  "value": "the execution's env could not be set in the kernel", "traceback": []})
+            emit({"type": "end", "id": exec_id, "status": "error", "execution_count": None,
+                  "duration_ms": 0, "timed_out": False, "truncated": False})
+            return
         guard = Interrupter(int(req.get("timeout_ms") or 0), km.interrupt_kernel)
         msg_id = kc.execute(req.get("code", ""), store_history=True, allow_stdin=False,
                             stop_on_error=False)
@@ -404,6 +434,10 @@ def run_python(cwd, cap_default):
                 idle = True
         if guard.timed_out:
             status = "timeout"
+        if env:
+            run_silent("(lambda o: [o.environ.pop(k, None) if v is None else "
+                       "o.environ.__setitem__(k, v) for k, v in "
+                       "getattr(o, '_asb_env_saved', {}).items()])(__import__('os'))")
         emit({"type": "end", "id": exec_id, "status": status, "execution_count": count,
               "duration_ms": guard.duration_ms(), "timed_out": guard.timed_out,
               "truncated": cap.truncated})
@@ -441,8 +475,18 @@ def run_bash(cwd, cap_default):
         with open(cell, "w") as f:
             f.write(req.get("code", ""))
             f.write("\n")
-        command = ("__asb_run %s; __asb_rc=$?; printf '\\n%s %%d\\n' $__asb_rc; "
-                   "printf '\\n%s\\n' >&2\n") % (cell, marker.decode(), marker.decode())
+        # This execution's environment (names checked by the server): exported around the cell,
+        # then the variables are put back as `declare -p` saw them (or unset).
+        env = req.get("env") or {}
+        names = " ".join(env)
+        pre = post = ""
+        if env:
+            pre = "__asb_env_saved=$(declare -p %s 2>/dev/null); export %s; " % (
+                names, " ".join("%s=%s" % (k, shlex.quote(v)) for k, v in env.items()))
+            post = 'unset %s; eval "$__asb_env_saved"; unset __asb_env_saved; ' % names
+        command = ("%s__asb_run %s; __asb_rc=$?; %sprintf '\\n%s %%d\\n' $__asb_rc; "
+                   "printf '\\n%s\\n' >&2\n") % (pre, cell, post, marker.decode(),
+                                                   marker.decode())
         try:
             shell.stdin.write(command.encode())
             shell.stdin.flush()
