@@ -209,6 +209,9 @@ TEST_F(ShapesTest, SandboxesNetworkPreviewsAndErrors) {
   EXPECT_EQ(Call("GET", "/v1/sandboxes/" + id).status, 200);
   EXPECT_EQ(Call("POST", "/v1/sandboxes/" + id + "/timeout", R"({"timeout_seconds":900})").status,
             200);
+  EXPECT_EQ(Call("POST", "/v1/sandboxes/" + id + "/pause").status, 200);
+  EXPECT_EQ(Call("POST", "/v1/sandboxes/" + id + "/resume", R"({"timeout_seconds":900})").status,
+            200);
   // Without network the policy routes refuse; with it GET answers the policy (the same
   // NetworkPolicy shape PUT answers where a backend applies it).
   EXPECT_EQ(Call("GET", "/v1/sandboxes/" + id + "/network").status, 400);

@@ -484,6 +484,7 @@ TYPESCRIPT_TYPES = {
     "CreateOptions": ("CreateSandbox", {}, {"idempotency_key": "the Idempotency-Key header"}, {
         "network_policy": "set later with setNetworkPolicy()"}),
     "ForkOptions": ("Fork", {}, {}, {}),
+    "ResumeOptions": ("ResumeSandbox", {}, {}, {}),
     "ExecOptions": ("ExecRequest", {"args": "argv", "cwd": "workdir"}, {}, {
         "command": "exec()'s first argument", "timeout": "timeoutSeconds is the SDK's name",
         "encoding": "the SDK always asks for text"}),

@@ -63,20 +63,23 @@ class SandboxClient:
 
     def create(self, template=None, cpus=None, memory_mb=None, pids_limit=None,
                workspace_mb=None, timeout_seconds=None, idle_timeout_seconds=None, env=None,
-               network=None, idempotency_key=None, image=None, read_only_rootfs=None):
+               network=None, idempotency_key=None, image=None, read_only_rootfs=None,
+               auto_pause=None):
         """Creates and starts a sandbox (POST /v1/sandboxes); returns its Sandbox handle.
 
         template: name (default "base"); cpus: cores (float); memory_mb, workspace_mb: MiB;
         pids_limit: process cap; timeout_seconds: time to live; idle_timeout_seconds; env:
-        dict of variables for every command; network: bool. Omitted values take the server's
-        defaults. idempotency_key: 1-255 printable ASCII characters sent as Idempotency-Key, so
-        a retry after a cut-off create returns the same sandbox instead of making a second one
-        (the same key with other arguments: SandboxAPIError 409 conflict).
+        dict of variables for every command; network: bool; auto_pause: True pauses the
+        sandbox when its TTL or idle timeout passes instead of destroying it (resume() lets it
+        go on; the server destroys it after its paused timeout). Omitted values take the
+        server's defaults. idempotency_key: 1-255 printable ASCII characters sent as
+        Idempotency-Key, so a retry after a cut-off create returns the same sandbox instead of
+        making a second one (the same key with other arguments: SandboxAPIError 409 conflict).
         Seed B's names: image, an alias of template (both with different values: ValueError);
         read_only_rootfs: True is what every sandbox has (the template's root is read-only);
         False answers SandboxAPIError 400, as this server cannot give a writable root.
-        Raises SandboxAPIError 400 (invalid_request: out of range, unknown template),
-        429 (limit_exceeded), SandboxConnectionError.
+        Raises SandboxAPIError 400 (invalid_request: out of range, unknown template, auto_pause
+        on a backend that cannot pause), 429 (limit_exceeded), SandboxConnectionError.
         """
         if template is not None and image is not None and template != image:
             raise ValueError("template=%r and image=%r: both given with different values "
@@ -85,7 +88,8 @@ class SandboxClient:
             ("template", template if template is not None else image), ("cpus", cpus),
             ("memory_mb", memory_mb), ("pids_limit", pids_limit), ("workspace_mb", workspace_mb),
             ("timeout_seconds", timeout_seconds), ("idle_timeout_seconds", idle_timeout_seconds),
-            ("env", env), ("network", network), ("read_only_rootfs", read_only_rootfs))
+            ("env", env), ("network", network), ("read_only_rootfs", read_only_rootfs),
+            ("auto_pause", auto_pause))
             if v is not None}
         headers = {"Idempotency-Key": idempotency_key} if idempotency_key is not None else None
         return Sandbox(self, self._transport.json("POST", "/v1/sandboxes", json_body=body,

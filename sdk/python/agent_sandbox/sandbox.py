@@ -104,7 +104,8 @@ class Sandbox:
 
     @property
     def status(self):
-        """The status last seen: "running", "creating", "stopping", "error", ... (refresh())."""
+        """The status last seen: "running", "paused", "creating", "stopping", "error", ...
+        (refresh())."""
         return self.info.status
 
     @property
@@ -114,7 +115,8 @@ class Sandbox:
 
     @property
     def expires_at(self):
-        """When the TTL ends, RFC 3339 UTC text, as last seen (set_timeout() moves it)."""
+        """When the TTL ends, RFC 3339 UTC text, as last seen (set_timeout() and resume() move
+        it; while paused, when the paused sandbox is destroyed)."""
         return self.info.expires_at
 
     @property
@@ -357,16 +359,13 @@ class Sandbox:
         Code interpreter (`context` given, or any on_* callback): the code runs in a stateful
         kernel (POST /v1/sandboxes/{id}/code) whose variables persist between calls, and
         returns an Execution (results with every MIME type, charts, error, ...); the same as
-        execute_code(), see there for the arguments. `env` is not supported in this form.
+        execute_code(), see there for the arguments (`env` holds for that one run).
         """
         if context is not None or on_stdout or on_stderr or on_result or on_error:
-            if env:
-                raise ValueError("run_code: env is not supported with a code context (set it in "
-                                 "the code, e.g. os.environ)")
             return self.execute_code(code, language=language, context=context, timeout=timeout,
                                      on_stdout=on_stdout, on_stderr=on_stderr,
                                      on_result=on_result, on_error=on_error,
-                                     max_output_bytes=max_output_bytes)
+                                     max_output_bytes=max_output_bytes, env=env)
         if max_output_bytes is not None:
             raise ValueError("run_code: max_output_bytes needs a context (or use exec())")
         if language is None:
@@ -380,7 +379,8 @@ class Sandbox:
     # ---- code interpreter (ADR 0019) ------------------------------------------------------
 
     def execute_code(self, code, language=None, context=None, timeout=None, on_stdout=None,
-                     on_stderr=None, on_result=None, on_error=None, max_output_bytes=None):
+                     on_stderr=None, on_result=None, on_error=None, max_output_bytes=None,
+                     env=None):
         """Runs code in a stateful code context (POST /v1/sandboxes/{id}/code); always the code
         interpreter, even without a context (then the sandbox's default context of `language`,
         created on first use, runs it).
@@ -389,7 +389,10 @@ class Sandbox:
         (Python needs the `python` template, JavaScript the `node` one); None: the context's
         language, or python. context: a Context or its id. timeout: seconds; on expiry the code
         is interrupted (status "timeout", timed_out True) and the context survives.
-        max_output_bytes: cap on stdout+stderr kept (default and maximum 1 MiB).
+        max_output_bytes: cap on stdout+stderr kept (default and maximum 1 MiB). env: dict of
+        environment variables for this run only, put back after it (os.environ in Python,
+        process.env in JavaScript, exported variables in bash, which takes shell names only; at
+        most 64 KiB of keys and values, else SandboxAPIError 400).
         on_stdout(str), on_stderr(str), on_result(Result), on_error(ExecutionError): called as
         the events arrive; with any of them the NDJSON route /code/stream is used.
         Returns Execution (an error in the code is Execution.error, not an exception).
@@ -406,6 +409,8 @@ class Sandbox:
             body["timeout"] = timeout
         if max_output_bytes is not None:
             body["max_output_bytes"] = int(max_output_bytes)
+        if env:
+            body["env"] = dict(env)
         # The answer comes when the code ends: wait at least its own timeout.
         wait = self._t.timeout if timeout is None else max(self._t.timeout, timeout + 60)
         if not (on_stdout or on_stderr or on_result or on_error):
@@ -726,6 +731,30 @@ class Sandbox:
         Raises SandboxAPIError 400 for a value out of range."""
         self.info = SandboxInfo.from_json(self._t.json(
             "POST", self._path("/timeout"), json_body={"timeout_seconds": int(timeout_seconds)}))
+        return self
+
+    def pause(self):
+        """Pauses the sandbox (POST /v1/sandboxes/{id}/pause): every process stops where it is,
+        memory and files are kept, and its TTL stops; while paused, expires_at is when the
+        server destroys it (its --paused-timeout-seconds). Stores the new SandboxInfo (status
+        "paused", paused_at set) and returns this handle, as set_timeout() does.
+        Commands, files and processes of a paused sandbox raise SandboxAPIError 409 conflict
+        until resume(). Raises SandboxAPIError 409 conflict when it is not running (e.g.
+        already paused), 503 when the server's backend cannot pause; NotFoundError."""
+        self.info = SandboxInfo.from_json(self._t.json("POST", self._path("/pause"),
+                                                       json_body={}))
+        return self
+
+    def resume(self, timeout_seconds=None):
+        """Resumes a paused sandbox (POST /v1/sandboxes/{id}/resume): its processes go on where
+        they stopped. timeout_seconds: its new time to live from now (int); None keeps its
+        last TTL (timeout_seconds), counted from now. Stores the new SandboxInfo (status
+        "running", the new expires_at) and returns this handle, as set_timeout() does.
+        Raises SandboxAPIError 409 conflict when it is not paused, 400 for a timeout out of
+        range; NotFoundError."""
+        body = {} if timeout_seconds is None else {"timeout_seconds": int(timeout_seconds)}
+        self.info = SandboxInfo.from_json(self._t.json("POST", self._path("/resume"),
+                                                       json_body=body))
         return self
 
     def destroy(self, missing_ok=False):

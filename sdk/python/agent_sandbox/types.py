@@ -278,7 +278,10 @@ class PreviewInfo:
 @dataclass
 class SandboxInfo:
     """The server's view of a sandbox (GET /v1/sandboxes/{id}); times are RFC 3339 UTC text,
-    cpus in cores, memory_mb and workspace_mb in MiB, timeouts in seconds."""
+    cpus in cores, memory_mb and workspace_mb in MiB, timeouts in seconds. status is
+    "creating", "running", "paused", "stopping", "destroyed" or "error"; while it is "paused",
+    expires_at is when the paused sandbox is destroyed (the server's --paused-timeout-seconds
+    after paused_at)."""
 
     id: str
     status: str
@@ -299,6 +302,8 @@ class SandboxInfo:
     idle_timeout_seconds: int = 0
     source_snapshot_id: Optional[str] = None
     error_message: Optional[str] = None
+    auto_pause: bool = False  # its TTL or idle timeout pauses it instead of destroying it
+    paused_at: Optional[str] = None  # when it was paused; None unless status is "paused"
     raw: Dict = field(default_factory=dict, repr=False)
 
     @classmethod

@@ -90,6 +90,69 @@ class SdkTest(unittest.TestCase):
         with self.assertRaises(NotFoundError):
             sb.destroy()
 
+    def test_pause_and_resume(self):
+        sb = self.sandbox(timeout_seconds=120)
+        self.assertEqual((sb.auto_pause, sb.paused_at), (False, None))
+        sb.write_file("kept.txt", "kept")
+        proc = sb.start_process("sleep 600")
+        before = time.time()
+        self.assertIs(sb.pause(), sb)
+        self.assertEqual(sb.status, "paused")
+        self.assertAlmostEqual(harness.parse_time(sb.paused_at), before, delta=5)
+        # While paused, expires_at is when the paused sandbox is destroyed (default one day).
+        self.assertAlmostEqual(harness.parse_time(sb.expires_at), before + 86400, delta=60)
+        self.assertEqual(self.client().get(sb.id).status, "paused")
+        for call in (lambda: sb.exec("true"), lambda: sb.read_text("kept.txt"),
+                     sb.list_processes):
+            with self.assertRaises(SandboxAPIError) as cm:
+                call()
+            e = cm.exception
+            self.assertEqual((e.status_code, e.code), (409, "conflict"))
+            self.assertNotIsInstance(e, NotFoundError)
+            self.assertIn("paused: resume it first", e.message)
+        with self.assertRaises(SandboxAPIError) as cm:
+            sb.pause()
+        self.assertEqual((cm.exception.status_code, cm.exception.code), (409, "conflict"))
+        self.assertIn("already paused", cm.exception.message)
+
+        before = time.time()
+        self.assertIs(sb.resume(), sb)  # its last TTL (120 s), from now
+        self.assertEqual((sb.status, sb.paused_at), ("running", None))
+        self.assertAlmostEqual(harness.parse_time(sb.expires_at), before + 120, delta=30)
+        self.assertEqual(sb.exec("cat kept.txt").stdout, "kept")
+        self.assertEqual(sb.get_process(proc.pid).state, "running")  # kept across the pause
+        with self.assertRaises(SandboxAPIError) as cm:
+            sb.resume()  # running: nothing to resume
+        self.assertEqual((cm.exception.status_code, cm.exception.code), (409, "conflict"))
+
+        sb.pause()
+        before = time.time()
+        sb.resume(timeout_seconds=900)
+        self.assertEqual(sb.refresh().status, "running")
+        self.assertAlmostEqual(harness.parse_time(sb.expires_at), before + 900, delta=30)
+        self.assertEqual(sb.timeout_seconds, 900)
+        self.assertTrue(sb.exec("true").ok)
+        sb.pause()
+        with self.assertRaises(SandboxAPIError) as cm:
+            sb.resume(timeout_seconds=0)
+        self.assertEqual(cm.exception.status_code, 400)
+        self.assertEqual(sb.refresh().status, "paused")
+        sb.destroy()  # a paused sandbox can be destroyed
+
+    def test_auto_pause_pauses_at_the_ttl(self):
+        sb = self.sandbox(auto_pause=True, timeout_seconds=2)
+        self.assertIs(sb.auto_pause, True)
+        self.assertIs(self.client().get(sb.id).auto_pause, True)
+        self.assertIs(self.sandbox().auto_pause, False)
+        deadline = time.time() + 30
+        while sb.refresh().status == "running" and time.time() < deadline:
+            time.sleep(0.5)
+        self.assertEqual(sb.status, "paused")  # not destroyed
+        self.assertIsNotNone(sb.paused_at)
+        sb.resume(timeout_seconds=300)
+        self.assertEqual((sb.status, sb.auto_pause), ("running", True))
+        self.assertTrue(sb.exec("true").ok)
+
     def test_context_manager_destroys_and_tolerates_404(self):
         c = self.client()
         with c.create() as sb:
@@ -290,6 +353,11 @@ class SdkTest(unittest.TestCase):
         self.assertEqual(r.results[0].formats(), ["text"])
         r = sb.run_code("print('hi'); import sys; print('e', file=sys.stderr)", context=a)
         self.assertEqual((r.stdout, r.stderr, r.text), ("hi\n", "e\n", None))
+        # env of one run: set for it, put back after it.
+        r = sb.run_code("import os; os.environ['ONE_RUN']", context=a, env={"ONE_RUN": "yes"})
+        self.assertEqual(r.text, "'yes'")
+        r = sb.run_code("os.environ.get('ONE_RUN', 'gone')", context=a)
+        self.assertEqual(r.text, "'gone'")
         r = sb.run_code("x", context=b)  # b never saw x
         self.assertEqual((r.status, r.error.name), ("error", "NameError"))
         self.assertEqual(sorted(c.id for c in sb.list_code_contexts()), sorted([a.id, b.id]))

@@ -29,6 +29,10 @@ export interface RunCodeOptions {
   timeout?: number;
   /** Cap on stdout+stderr kept (default and maximum 1 MiB). */
   maxOutputBytes?: number;
+  /** Environment variables for this run only, put back as they were after it (os.environ in
+   * Python, process.env in JavaScript, exported variables in bash, which takes shell names
+   * only); at most 64 KiB of keys and values (a 400 past it). */
+  env?: Record<string, string>;
   /** Called with each piece of stdout as it arrives (uses the NDJSON stream). */
   onStdout?: (data: string) => void;
   /** Called with each piece of stderr as it arrives (uses the NDJSON stream). */

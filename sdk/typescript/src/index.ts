@@ -44,6 +44,7 @@ export type {
   ProcessEvent,
   ProcessExit,
   ProcessInfo,
+  ResumeOptions,
   SandboxInfo,
   SnapshotInfo,
   StartProcessOptions,

@@ -45,7 +45,8 @@ export class Sandbox {
   /**
    * Creates and starts a sandbox (POST /v1/sandboxes). Returns the Session at once; the
    * creation runs in the background and its error (SandboxAPIError 400 invalid_request,
-   * 429 limit_exceeded, ...) rejects the session's first call or `await session.ready()`.
+   * e.g. autoPause on a backend that cannot pause; 429 limit_exceeded, ...) rejects the
+   * session's first call or `await session.ready()`.
    */
   create(options: CreateOptions = {}): Session {
     if (
@@ -70,6 +71,7 @@ export class Sandbox {
       ["env", "env"],
       ["network", "network"],
       ["readOnlyRootfs", "read_only_rootfs"],
+      ["autoPause", "auto_pause"],
     ];
     for (const [k, wire] of map) if (options[k] !== undefined) body[wire] = options[k];
     if (body.template === undefined && options.image !== undefined) body.template = options.image;

@@ -18,6 +18,7 @@ import {
   type ProcessEvent,
   type ProcessExit,
   type ProcessInfo,
+  type ResumeOptions,
   type StartProcessOptions,
   type SandboxInfo,
   type SnapshotInfo,
@@ -135,8 +136,8 @@ export class Session {
     return this.#info;
   }
 
-  /** The status last seen ("running", ...; seed B's Sandbox.status), undefined while the
-   * sandbox is being created. refresh() re-reads it. */
+  /** The status last seen ("running", "paused", ...; seed B's Sandbox.status), undefined
+   * while the sandbox is being created. refresh() re-reads it. */
   get status(): string | undefined {
     return this.#info?.status;
   }
@@ -147,7 +148,8 @@ export class Session {
     return this.#info?.image;
   }
 
-  /** When the TTL ends, RFC 3339 UTC text, as last seen (seed B's Sandbox.expires_at). */
+  /** When the TTL ends, RFC 3339 UTC text, as last seen (seed B's Sandbox.expires_at);
+   * while paused, when the paused sandbox is destroyed. */
   get expiresAt(): string | undefined {
     return this.#info?.expiresAt;
   }
@@ -398,7 +400,7 @@ export class Session {
    * Code interpreter (options.context given, a Context or its id, or any on* callback): the
    * code runs in a stateful kernel and resolves with an Execution; see executeCode() for the
    * options
-   * (timeout, maxOutputBytes, onStdout/onStderr/onResult/onError).
+   * (timeout, maxOutputBytes, env, onStdout/onStderr/onResult/onError).
    */
   runCode(
     code: string,
@@ -459,6 +461,7 @@ export class Session {
     if (language !== undefined) body.language = language;
     if (options.timeout !== undefined) body.timeout = options.timeout;
     if (options.maxOutputBytes !== undefined) body.max_output_bytes = options.maxOutputBytes;
+    if (options.env !== undefined) body.env = options.env;
     if (!(options.onStdout || options.onStderr || options.onResult || options.onError)) {
       return executionOf(await this.#t.json("POST", await this.#path("/code"), { json: body }));
     }
@@ -753,6 +756,37 @@ export class Session {
       await this.#t.json("POST", await this.#path("/timeout"), {
         json: { timeout_seconds: Math.round(seconds) },
       }),
+    );
+    return this.#info;
+  }
+
+  /**
+   * Pauses the sandbox (POST .../pause): every process stops where it is, memory and files
+   * are kept, and its TTL stops; while paused, expiresAt is when the server destroys it (its
+   * --paused-timeout-seconds). Resolves with the new SandboxInfo (status "paused", pausedAt
+   * set). Commands, files and processes of a paused sandbox reject with SandboxAPIError 409
+   * conflict until resume(). Rejects with SandboxAPIError 409 conflict when it is not running
+   * (e.g. already paused), 503 when the server's backend cannot pause; NotFoundError.
+   */
+  async pause(): Promise<SandboxInfo> {
+    this.#info = sandboxInfo(await this.#t.json("POST", await this.#path("/pause"), { json: {} }));
+    return this.#info;
+  }
+
+  /**
+   * Resumes a paused sandbox (POST .../resume): its processes go on where they stopped.
+   * options.timeoutSeconds: the new time to live from now; omitted, its last TTL
+   * (timeoutSeconds) from now. Resolves with the new SandboxInfo (status "running", the new
+   * expiresAt). Rejects with SandboxAPIError 409 conflict when it is not paused, 400 for a
+   * timeout out of range; NotFoundError.
+   */
+  async resume(options: ResumeOptions = {}): Promise<SandboxInfo> {
+    const body: Record<string, unknown> = {};
+    if (options.timeoutSeconds !== undefined) {
+      body.timeout_seconds = Math.round(options.timeoutSeconds);
+    }
+    this.#info = sandboxInfo(
+      await this.#t.json("POST", await this.#path("/resume"), { json: body }),
     );
     return this.#info;
   }

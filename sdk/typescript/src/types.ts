@@ -4,6 +4,7 @@
  * workspaceMb in MiB; timeouts in seconds. */
 export interface SandboxInfo {
   id: string;
+  /** "creating", "running", "paused", "stopping", "destroyed" or "error". */
   status: string;
   template: string;
   /** Seed B's name for template (the same value). */
@@ -20,10 +21,16 @@ export interface SandboxInfo {
   /** User of commands that name none: the template's USER ("sandbox" or "root"). */
   defaultUser: string;
   createdAt: string;
+  /** When the TTL ends; while paused, when the paused sandbox is destroyed (the server's
+   * --paused-timeout-seconds after pausedAt). */
   expiresAt: string;
   timeoutSeconds: number;
   idleTimeoutSeconds: number;
   sourceSnapshotId: string | null;
+  /** Its TTL or idle timeout pauses it instead of destroying it (CreateOptions.autoPause). */
+  autoPause: boolean;
+  /** When it was paused; null unless status is "paused". */
+  pausedAt: string | null;
   errorMessage?: string;
   /** The server's JSON as it came (snake_case; seed B's Sandbox.data). */
   raw: Record<string, unknown>;
@@ -57,10 +64,22 @@ export interface CreateOptions {
   /** Network access (default false). */
   network?: boolean;
   /**
+   * Pause the sandbox instead of destroying it when its TTL or idle timeout passes (default
+   * false); resume() lets it go on, and the server destroys it after its paused timeout.
+   * SandboxAPIError 400 when the server's backend cannot pause.
+   */
+  autoPause?: boolean;
+  /**
    * Sent as Idempotency-Key (1-255 printable ASCII): a retry with the same key returns the same
    * sandbox instead of making a second one; the key with other options is 409 conflict.
    */
   idempotencyKey?: string;
+}
+
+/** Options of Session.resume(). */
+export interface ResumeOptions {
+  /** The new time to live in seconds, from now; omitted: its last TTL (timeoutSeconds). */
+  timeoutSeconds?: number;
 }
 
 /** Options of Sandbox.fork(): overrides of the source sandbox's settings. */
@@ -280,6 +299,8 @@ export function sandboxInfo(o: any): SandboxInfo {
     timeoutSeconds: o.timeout_seconds,
     idleTimeoutSeconds: o.idle_timeout_seconds,
     sourceSnapshotId: o.source_snapshot_id ?? null,
+    autoPause: o.auto_pause ?? false,
+    pausedAt: o.paused_at ?? null,
     raw: { ...o },
   };
   if (o.error_message) info.errorMessage = o.error_message;

@@ -64,6 +64,79 @@ test("create, get, list, setTimeout, destroy", async () => {
   await s.destroy({ missingOk: true });
 });
 
+test("pause and resume: 409 while paused, state kept, resume's timeoutSeconds", async () => {
+  const s = await session({ timeoutSeconds: 120 }).ready();
+  assert.deepEqual([s.info.autoPause, s.info.pausedAt], [false, null]);
+  await s.writeFile("kept.txt", "kept");
+  const proc = await s.startProcess("sleep 600");
+  let before = Date.now();
+  const paused = await s.pause();
+  assert.equal(paused.status, "paused");
+  assert.equal(s.status, "paused");
+  assert.ok(Math.abs(Date.parse(paused.pausedAt) - before) < 5_000, paused.pausedAt);
+  // While paused, expiresAt is when the paused sandbox is destroyed (default one day).
+  assert.ok(Math.abs(Date.parse(s.expiresAt) - (before + 86_400_000)) < 60_000, s.expiresAt);
+  assert.equal((await client.get(s.id)).status, "paused");
+  const isPausedConflict = (e) =>
+    e instanceof SandboxAPIError &&
+    !(e instanceof NotFoundError) &&
+    e.statusCode === 409 &&
+    e.code === "conflict" &&
+    /paused: resume it first/.test(e.message);
+  await assert.rejects(s.exec("true"), isPausedConflict);
+  await assert.rejects(s.readText("kept.txt"), isPausedConflict);
+  await assert.rejects(s.listProcesses(), isPausedConflict);
+  await assert.rejects(
+    s.pause(),
+    (e) => e instanceof SandboxAPIError && e.statusCode === 409 && /already paused/.test(e.message),
+  );
+
+  before = Date.now();
+  const resumed = await s.resume(); // its last TTL (120 s), from now
+  assert.deepEqual([resumed.status, resumed.pausedAt, s.status], ["running", null, "running"]);
+  assert.ok(Math.abs(Date.parse(s.expiresAt) - (before + 120_000)) < 30_000, s.expiresAt);
+  assert.equal((await s.exec("cat kept.txt")).stdout, "kept");
+  assert.equal((await s.getProcess(proc.pid)).state, "running"); // kept across the pause
+  await assert.rejects(
+    s.resume(),
+    (e) => e instanceof SandboxAPIError && e.statusCode === 409 && e.code === "conflict",
+  );
+
+  await s.pause();
+  before = Date.now();
+  const info = await s.resume({ timeoutSeconds: 900 });
+  assert.equal((await s.refresh()).status, "running");
+  assert.ok(Math.abs(Date.parse(info.expiresAt) - (before + 900_000)) < 30_000, info.expiresAt);
+  assert.equal(info.timeoutSeconds, 900);
+  assert.ok((await s.exec("true")).ok);
+  await s.pause();
+  await assert.rejects(
+    s.resume({ timeoutSeconds: 0 }),
+    (e) => e instanceof SandboxAPIError && e.statusCode === 400,
+  );
+  assert.equal((await s.refresh()).status, "paused");
+  await s.destroy(); // a paused sandbox can be destroyed
+});
+
+test("autoPause: round-trips and pauses at the TTL instead of destroying", { timeout: 60_000 }, async () => {
+  const s = await session({ autoPause: true, timeoutSeconds: 2 }).ready();
+  assert.equal(s.info.autoPause, true);
+  assert.equal((await client.get(s.id)).info.autoPause, true);
+  const plain = await session().ready();
+  assert.equal(plain.info.autoPause, false);
+  await plain.destroy(); // the suite's sandboxes stay until after(): keep under the server's limit
+  const deadline = Date.now() + 30_000;
+  while ((await s.refresh()).status === "running" && Date.now() < deadline) {
+    await new Promise((r) => setTimeout(r, 500));
+  }
+  assert.equal(s.status, "paused"); // not destroyed
+  assert.ok(s.info.pausedAt);
+  const info = await s.resume({ timeoutSeconds: 300 });
+  assert.deepEqual([info.status, info.autoPause], ["running", true]);
+  assert.ok((await s.exec("true")).ok);
+  await s.destroy();
+});
+
 test("seed B's names: health, image, readOnlyRootfs, listSandboxes, status/image/data", async () => {
   const h = await client.health();
   assert.deepEqual([h.status, h.backend], ["ok", "ns"]);
@@ -423,6 +496,12 @@ test("code contexts: state persists across calls, contexts are isolated", T180, 
   assert.deepEqual([r.status, r.text, r.executionCount, r.contextId, r.error], ["ok", "42", 3, a.id, null]);
   assert.ok(r.results[0] instanceof Result);
   assert.equal(r.results[0].isMainResult, true);
+  // env of one run: set for it, put back after it.
+  const withEnv = await s.runCode("import os; os.environ['ONE_RUN']", undefined,
+    { context: a, env: { ONE_RUN: "yes" } });
+  assert.equal(withEnv.text, "'yes'");
+  assert.equal((await s.runCode("os.environ.get('ONE_RUN', 'gone')", undefined, { context: a })).text,
+    "'gone'");
   const rb = await s.runCode("x", "python", { context: b });
   assert.deepEqual([rb.status, rb.error.name], ["error", "NameError"]);
   assert.deepEqual((await s.listCodeContexts()).map((c) => c.id).sort(), [a.id, b.id].sort());
