@@ -8,6 +8,7 @@
 //   GET    /v1/sandboxes/{id}          inspect      200 sandbox
 //   DELETE /v1/sandboxes/{id}          destroy      204
 //   POST   /v1/sandboxes/{id}/timeout  set the TTL  200 sandbox
+//   GET    /v1/backends                the isolation backends: availability, capabilities
 //   POST   /v1/sandboxes/{id}/pause    pause        200 sandbox (status "paused"; ADR 0024)
 //   POST   /v1/sandboxes/{id}/resume   resume       200 sandbox; body {"timeout_seconds"}
 //                                                   optional: the TTL from now (default: its
@@ -161,6 +162,30 @@ void AddSandboxRoutes(Router& router, ApiContext& ctx) {
                if (!secs) return Fail(Error::InvalidArgument("timeout_seconds: required"));
                ASB_ASSIGN_OR_RETURN(core::SandboxInfo s, m->SetTimeout(OwnerOf(req), id, *secs));
                return SandboxResponse(200, s);
+             }));
+
+  router.Add("GET", "/v1/backends", Wrap([m](HttpRequest&) -> Result<HttpResponse> {
+               json::array list;
+               std::string default_name;
+               for (const core::BackendInfo& b : m->Backends()) {
+                 json::object o;
+                 o["name"] = b.name;
+                 o["available"] = b.available;
+                 if (b.available) {
+                   o["reason"] = nullptr;
+                 } else {
+                   o["reason"] = b.reason;
+                 }
+                 json::object caps;
+                 for (const auto& [k, v] : b.capabilities) caps[k] = v;
+                 o["capabilities"] = std::move(caps);
+                 if (b.is_default) default_name = b.name;
+                 list.emplace_back(std::move(o));
+               }
+               json::object out;
+               out["default"] = default_name;
+               out["backends"] = std::move(list);
+               return JsonResponse(200, json::serialize(out));
              }));
 
   router.Add("POST", "/v1/sandboxes/{id}/pause",

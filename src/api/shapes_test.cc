@@ -177,6 +177,7 @@ TEST_F(ShapesTest, ServiceAndKeys) {
   EXPECT_EQ(Call("GET", "/openapi.json").status, 200);
   EXPECT_EQ(Call("GET", "/metrics").status, 200);
   EXPECT_EQ(Call("GET", "/v1/templates").status, 200);
+  EXPECT_EQ(Call("GET", "/v1/backends").status, 200);
   EXPECT_EQ(Call("GET", "/v1/templates/base").status, 200);
   EXPECT_EQ(Call("GET", "/v1/templates/nope").status, 404);
   EXPECT_EQ(Call("GET", "/v1/sandboxes", "", "", /*with_key=*/false).status, 401);

@@ -257,6 +257,25 @@ std::string_view SandboxLifecycle::BackendName() const { return reg_.backend.nam
 
 Status SandboxLifecycle::ProbeBackend() { return reg_.backend.Probe(); }
 
+std::vector<BackendInfo> SandboxLifecycle::Backends() {
+  BackendInfo b;
+  b.name = std::string(reg_.backend.name());
+  b.is_default = true;
+  if (Status st = reg_.backend.Probe(); st) {
+    b.available = true;
+  } else {
+    b.reason = st.error().ClientSafeMessage();
+  }
+  const isolation::BackendCapabilities c = reg_.backend.Capabilities();
+  b.capabilities = {{"adopt", c.adopt},
+                    {"pause", c.pause},
+                    {"workspace_images", c.workspace_images},
+                    {"network", c.network},
+                    {"tcp_connect", c.tcp_connect},
+                    {"memory_snapshot", c.memory_snapshot}};
+  return {std::move(b)};
+}
+
 std::map<SandboxState, int64_t> SandboxLifecycle::CountByState() {
   std::map<SandboxState, int64_t> out;
   for (const auto& e : reg_.AllEntries()) {

@@ -121,6 +121,9 @@ class SandboxLifecycle {
   /// reason.
   Status ProbeBackend();
 
+  /// The server's backends (one today: the one it was started with), probed now.
+  std::vector<BackendInfo> Backends();
+
   /// Counts for metrics: sandboxes per state (live ones only).
   std::map<SandboxState, int64_t> CountByState();
   /// Counts for metrics since this service was made: sandboxes the reaper destroyed (TTL,

@@ -102,6 +102,18 @@ struct SandboxInfo {
   std::map<std::string, std::string> metadata{};  // CreateRequest::metadata; forks keep it
 };
 
+/// An isolation backend as the API lists it (GET /v1/backends): whether the host can run it now
+/// and what it can do beyond create, exec, files and destroy.
+struct BackendInfo {
+  std::string name{};  // what a sandbox's `backend` says: "ns"
+  bool available = false;
+  std::string reason{};  // why not, when unavailable (safe to show a client)
+  bool is_default = false;
+  /// "adopt" (sandboxes outlive the server), "pause", "workspace_images" (O(1) snapshot images),
+  /// "network", "tcp_connect" (exposed ports), "memory_snapshot".
+  std::map<std::string, bool> capabilities{};
+};
+
 /// What a running sandbox uses now (its cgroups and workspace), as the API shows it.
 struct SandboxUsageInfo {
   int64_t sampled_at_ms = 0;        // Unix epoch milliseconds

@@ -159,6 +159,19 @@ class PauseTest(ServerTestCase):
         self.assertFalse(t.is_alive(), "the exec hung on a destroyed paused sandbox")
         self.assertNotEqual(out["r"].status, 200, out["r"])
 
+    def test_backends_say_the_ns_backend_can_pause(self):
+        r = self.server.request("GET", "/v1/backends")
+        self.assertEqual(r.status, 200, r)
+        got = r.json()
+        self.assertEqual(got["default"], "ns")
+        ns = [b for b in got["backends"] if b["name"] == "ns"]
+        self.assertEqual(len(ns), 1, got)
+        self.assertIs(ns[0]["available"], True)
+        self.assertIsNone(ns[0]["reason"])
+        self.assertIs(ns[0]["capabilities"]["pause"], True)
+        self.assertIs(ns[0]["capabilities"]["adopt"], True)
+        self.assertIs(ns[0]["capabilities"]["memory_snapshot"], False)
+
     def test_bad_requests(self):
         s = self.create()
         sid = s["id"]
