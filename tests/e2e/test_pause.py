@@ -30,6 +30,16 @@ def cpu_seconds(sid):
     return total / tick
 
 
+def leftovers_after_a_while(server, sid):
+    """What of sandbox `sid` is still on the host after up to 3 s (a destroy's last steps)."""
+    for _ in range(30):
+        left = sandbox_leftovers(server, sid)
+        if not left:
+            break
+        time.sleep(0.1)
+    return left
+
+
 def longest_gap_s(values):
     return max((b - a for a, b in zip(values, values[1:])), default=0) / 1e9
 
@@ -202,12 +212,7 @@ class PauseTest(ServerTestCase):
         self.assertEqual(self.pause(sid).status, 200)
         d = self.server.request("DELETE", "/v1/sandboxes/" + sid)
         self.assertEqual(d.status, 204, d)
-        for _ in range(30):
-            left = sandbox_leftovers(self.server, sid)
-            if not left:
-                break
-            time.sleep(0.1)
-        self.assertEqual(left, [])
+        self.assertEqual(leftovers_after_a_while(self.server, sid), [])
 
     def test_auto_pause_pauses_at_the_ttl_and_keeps_the_workspace(self):
         s = self.create(timeout_seconds=1, auto_pause=True)
@@ -249,12 +254,7 @@ class PausedTimeoutTest(ServerTestCase):
                                              check=False).status, 404)
         self.assertGreaterEqual(gone_after, 1.5)
         self.assertLess(gone_after, 6)
-        for _ in range(30):
-            left = sandbox_leftovers(self.server, sid)
-            if not left:
-                break
-            time.sleep(0.1)
-        self.assertEqual(left, [])
+        self.assertEqual(leftovers_after_a_while(self.server, sid), [])
 
 
 if __name__ == "__main__":

@@ -150,28 +150,21 @@ BackendCapabilities NsBackend::Capabilities() const {
   return c;
 }
 
-Status NsBackend::Pause(const std::string& id) {
+Status NsBackend::SetFrozen(const std::string& id, bool frozen) {
+  const std::string what = frozen ? "pause " : "resume ";
   if (!Capabilities().pause) return Fail(NotCapable(name(), "pause"));
   if (!IsValidId(id, "sb_")) return Fail(Error::NotFound("no sandbox " + id));
   auto lock = IdLock(id);
   std::lock_guard guard(*lock);
   const CgroupPaths cgroups = CgroupPathsFor(layout_, opts_.cgroup_name, id);
   if (!AnyCgroupExists(cgroups)) return Fail(Error::NotFound("sandbox " + id + " is not running"));
-  return FreezeCgroups(cgroups, kFreezeTimeoutMs).map_error([&](Error e) {
-    return std::move(e).WithContext("pause " + id);
-  });
+  Status st = frozen ? FreezeCgroups(cgroups, kFreezeTimeoutMs) : ThawCgroups(cgroups);
+  return st.map_error([&](Error e) { return std::move(e).WithContext(what + id); });
 }
 
-Status NsBackend::Resume(const std::string& id) {
-  if (!Capabilities().pause) return Fail(NotCapable(name(), "pause"));
-  if (!IsValidId(id, "sb_")) return Fail(Error::NotFound("no sandbox " + id));
-  auto lock = IdLock(id);
-  std::lock_guard guard(*lock);
-  const CgroupPaths cgroups = CgroupPathsFor(layout_, opts_.cgroup_name, id);
-  if (!AnyCgroupExists(cgroups)) return Fail(Error::NotFound("sandbox " + id + " is not running"));
-  return ThawCgroups(cgroups).map_error(
-      [&](Error e) { return std::move(e).WithContext("resume " + id); });
-}
+Status NsBackend::Pause(const std::string& id) { return SetFrozen(id, true); }
+
+Status NsBackend::Resume(const std::string& id) { return SetFrozen(id, false); }
 
 Result<MemorySnapshotInfo> NsBackend::SnapshotMemory(const std::string& id,
                                                      const std::string& dest) {

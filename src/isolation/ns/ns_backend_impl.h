@@ -91,6 +91,8 @@ class NsBackend final : public Backend {
                                             const std::string& dest) override;
 
  private:
+  // Pause (frozen) and Resume: the freezer of sandbox `id`'s cgroups, under its IdLock.
+  Status SetFrozen(const std::string& id, bool frozen);
   // The sandbox's slot from state.json, else from the uid registry; nullopt if neither has it.
   std::optional<uint32_t> SlotOf(const std::string& id, const Layout& l);
   std::shared_ptr<std::mutex> IdLock(const std::string& id) {
