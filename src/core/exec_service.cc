@@ -147,7 +147,8 @@ Result<ExecStream> ExecService::StartExec(const std::string& owner, const std::s
   ASB_ASSIGN_OR_RETURN(
       protocol::ExecRequest req,
       BuildExecRequest(reg_.cfg.limits, opts, DefaultsOf(*e), ExecDelivery::kStreamed));
-  ASB_ASSIGN_OR_RETURN(SandboxRegistry::Active act, reg_.BeginActivity(e));
+  ASB_ASSIGN_OR_RETURN(SandboxRegistry::Active act,
+                       reg_.BeginActivity(e, SandboxRegistry::Activity::kStream));
   ASB_ASSIGN_OR_RETURN(auto conn, reg_.ConnectionFor(*e, act));
   const LimitHits before = HitsOf(*act.sandbox);
   ASB_ASSIGN_OR_RETURN(auto channel,

@@ -51,7 +51,8 @@ Result<FileReadStream> FileService::OpenFileRead(const std::string& owner, const
                                                  const std::string& path) {
   ASB_ASSIGN_OR_RETURN(auto e, reg_.Find(owner, id));
   ASB_ASSIGN_OR_RETURN(std::string p, NormalizeWorkspacePath(path));
-  ASB_ASSIGN_OR_RETURN(SandboxRegistry::Active act, reg_.BeginActivity(e));
+  ASB_ASSIGN_OR_RETURN(SandboxRegistry::Active act,
+                       reg_.BeginActivity(e, SandboxRegistry::Activity::kStream));
   ASB_ASSIGN_OR_RETURN(auto conn, reg_.ConnectionFor(*e, act));
   protocol::FileReadRequest req;
   req.path = p;
@@ -127,7 +128,8 @@ Result<FileWriteStream> FileService::OpenFileWrite(const std::string& owner, con
   ASB_ASSIGN_OR_RETURN(std::string p, NormalizeWorkspacePath(path));
   ASB_TRY(CheckMode(mode));
   if (size_hint) ASB_TRY(CheckFileSize(*size_hint, reg_.cfg.limits.max_file_bytes));
-  ASB_ASSIGN_OR_RETURN(SandboxRegistry::Active act, reg_.BeginActivity(e));
+  ASB_ASSIGN_OR_RETURN(SandboxRegistry::Active act,
+                       reg_.BeginActivity(e, SandboxRegistry::Activity::kStream));
   ASB_ASSIGN_OR_RETURN(auto conn, reg_.ConnectionFor(*e, act));
   const auto req = WriteRequestFor(std::move(p), mode, reg_.cfg.limits.max_file_bytes);
   ASB_ASSIGN_OR_RETURN(auto channel,

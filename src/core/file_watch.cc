@@ -136,7 +136,8 @@ Result<std::shared_ptr<FileWatch>> FileService::WatchDirectory(const std::string
   ASB_ASSIGN_OR_RETURN(std::string p, NormalizeWorkspacePath(path));
   // The activity ends when this returns: an open watch is not somebody using the sandbox, so
   // it neither holds off the idle timeout nor keeps the sandbox alive.
-  ASB_ASSIGN_OR_RETURN(SandboxRegistry::Active act, reg_.BeginActivity(e));
+  ASB_ASSIGN_OR_RETURN(SandboxRegistry::Active act,
+                       reg_.BeginActivity(e, SandboxRegistry::Activity::kStream));
   ASB_ASSIGN_OR_RETURN(auto conn, reg_.ConnectionFor(*e, act));
   protocol::FileWatchRequest req;
   req.path = p;

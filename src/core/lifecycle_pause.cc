@@ -1,6 +1,8 @@
 // SandboxLifecycle: pause and resume (lifecycle.h; ADR 0024). The reaper's auto-pause and the
 // recovery of paused sandboxes are in lifecycle_recovery.cc.
 #include <algorithm>
+#include <chrono>
+#include <thread>
 
 #include "common/log.h"
 #include "core/lifecycle.h"
@@ -22,6 +24,27 @@ Error BackendFailure(Error e, const std::string& what) {
   return std::move(e).WithContext(what);
 }
 
+// How long a pause waits for calls in flight (SandboxRegistry::Activity::kCall) to finish.
+// A call frozen mid-answer would hold its server thread, and its tenant's request slot, for as
+// long as the sandbox stays paused (found by a breaker: 496 of 512 blocking threads held by five
+// tenants' paused sandboxes).
+constexpr auto kPauseDrain = std::chrono::seconds(2);
+
+// Sets e.pausing (new calls are refused) and waits for the calls in flight to finish. Returns
+// false, with the flag cleared again, when some did not within kPauseDrain.
+bool DrainCalls(Entry& e) {
+  e.pausing.store(true);
+  const auto deadline = std::chrono::steady_clock::now() + kPauseDrain;
+  while (e.calls_in_flight.load() != 0) {
+    if (std::chrono::steady_clock::now() >= deadline) {
+      e.pausing.store(false);
+      return false;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+  return true;
+}
+
 }  // namespace
 
 Result<SandboxInfo> SandboxLifecycle::Pause(const std::string& owner, const std::string& id) {
@@ -40,6 +63,18 @@ Result<SandboxInfo> SandboxLifecycle::PauseLocked(Entry& e, std::string_view why
     return Fail(Error::Unavailable("the " + std::string(reg_.backend.name()) +
                                    " backend cannot pause sandboxes on this host"));
   }
+  if (!DrainCalls(e)) {
+    return Fail(Error::Conflict(
+        "sandbox " + info.id +
+        " is busy: calls still wait for it (file operations or commands "
+        "run to completion); a pause waits 2 s for them, retry when they end (streams and "
+        "background processes do not hold a pause back)"));
+  }
+  // From here new calls are refused until the record says paused (or the pause failed).
+  struct ClearPausing {
+    Entry& e;
+    ~ClearPausing() { e.pausing.store(false); }
+  } clear{e};
   // The side effect first, then the record (lifecycle.h): a crash in between leaves a running
   // record of a frozen sandbox, which Recover thaws.
   if (Status st = reg_.backend.Pause(info.id); !st) {

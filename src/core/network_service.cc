@@ -51,7 +51,8 @@ Result<PortConnection> NetworkService::ConnectPort(const std::string& owner, con
   if (!reg_.backend.Capabilities().tcp_connect) {
     return Fail(isolation::NotCapable(reg_.backend.name(), "ports"));
   }
-  ASB_ASSIGN_OR_RETURN(SandboxRegistry::Active a, reg_.BeginActivity(e));
+  ASB_ASSIGN_OR_RETURN(SandboxRegistry::Active a,
+                       reg_.BeginActivity(e, SandboxRegistry::Activity::kStream));
   ASB_ASSIGN_OR_RETURN(int fd, a.sandbox->ConnectTcp(static_cast<uint16_t>(port), 5000));
   return PortConnection{fd, a.mark};
 }

@@ -128,7 +128,8 @@ Result<ProcessAttach> ProcessService::AttachProcess(const std::string& owner, co
                                                     int pid, uint64_t replay_bytes, bool stdin) {
   ASB_ASSIGN_OR_RETURN(auto e, reg_.Find(owner, id));
   ASB_TRY(CheckPid(pid));
-  ASB_ASSIGN_OR_RETURN(SandboxRegistry::Active act, reg_.BeginActivity(e));
+  ASB_ASSIGN_OR_RETURN(SandboxRegistry::Active act,
+                       reg_.BeginActivity(e, SandboxRegistry::Activity::kStream));
   ASB_ASSIGN_OR_RETURN(auto conn, reg_.ConnectionFor(*e, act));
   ASB_ASSIGN_OR_RETURN(auto channel,
                        reg_.Checked(*e, act,

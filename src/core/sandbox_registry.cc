@@ -12,16 +12,18 @@ namespace {
 
 /// Ends an activity: decrements the in-flight count and touches last_activity.
 struct ActivityMark {
-  ActivityMark(std::shared_ptr<Entry> e, std::function<void(Entry&)> touch)
-      : entry(std::move(e)), touch(std::move(touch)) {
+  ActivityMark(std::shared_ptr<Entry> e, std::function<void(Entry&)> touch, bool call)
+      : entry(std::move(e)), touch(std::move(touch)), call(call) {
     entry->active_ops.fetch_add(1);
   }
   ~ActivityMark() {
     touch(*entry);
+    if (call) entry->calls_in_flight.fetch_sub(1);
     entry->active_ops.fetch_sub(1);
   }
   std::shared_ptr<Entry> entry;
   std::function<void(Entry&)> touch;
+  bool call;
 };
 
 }  // namespace
@@ -133,7 +135,8 @@ void SandboxRegistry::Touch(Entry& e) {
   }
 }
 
-Result<SandboxRegistry::Active> SandboxRegistry::BeginActivity(const std::shared_ptr<Entry>& e) {
+Result<SandboxRegistry::Active> SandboxRegistry::BeginActivity(const std::shared_ptr<Entry>& e,
+                                                               Activity kind) {
   Active a;
   {
     std::lock_guard l(e->info_mu);
@@ -142,7 +145,18 @@ Result<SandboxRegistry::Active> SandboxRegistry::BeginActivity(const std::shared
     }
     a.sandbox = e->sandbox;
   }
-  auto mark = std::make_shared<ActivityMark>(e, [this](Entry& en) { Touch(en); });
+  const bool call = kind == Activity::kCall;
+  if (call) {
+    // Counted first, then the flag read: a pause that set the flag before this sees the count
+    // (and waits), or this sees the flag (and refuses). Both orders are seq_cst.
+    e->calls_in_flight.fetch_add(1);
+    if (e->pausing.load()) {
+      e->calls_in_flight.fetch_sub(1);
+      return Fail(NotRunning(e->Snapshot().id, SandboxState::kPaused));
+    }
+  }
+  auto mark = std::make_shared<ActivityMark>(
+      e, [this](Entry& en) { Touch(en); }, call);
   Touch(*e);
   a.mark = std::move(mark);
   return a;

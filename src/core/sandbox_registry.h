@@ -48,6 +48,10 @@ struct Entry {
   /// op_mu). Its PID 1 may be a zombie that the host's init has not reaped yet.
   int adopt_retries_left = 0;
   std::atomic<int> active_ops{0};  // execs/file ops in flight
+  /// Of those, the calls that wait for sandboxd's answer (Activity::kCall), and whether a
+  /// pause is waiting for them to drain (then new calls are refused; lifecycle_pause.cc).
+  std::atomic<int> calls_in_flight{0};
+  std::atomic<bool> pausing{false};
 
   SandboxInfo Snapshot() const {
     std::lock_guard l(info_mu);
@@ -98,7 +102,11 @@ class SandboxRegistry {
     std::shared_ptr<isolation::Sandbox> sandbox;
     std::shared_ptr<void> mark;  // releasing it ends the activity and touches last_activity
   };
-  Result<Active> BeginActivity(const std::shared_ptr<Entry>& e);
+  /// kCall: a request that waits for sandboxd's answer on a server thread (a file operation, a
+  /// command run to completion); a pause waits for these to finish rather than freeze them
+  /// mid-answer. kStream: a stream, attachment or connection that may stall across a pause.
+  enum class Activity { kCall, kStream };
+  Result<Active> BeginActivity(const std::shared_ptr<Entry>& e, Activity kind = Activity::kCall);
   /// Sets last_activity to now (memory and store).
   void Touch(Entry& e);
 

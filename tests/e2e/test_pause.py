@@ -131,13 +131,13 @@ class PauseTest(ServerTestCase):
         self.assertGreater(cpu_seconds(sid) - a, 0.3, "its processes did not run again")
         self.assertEqual(self.server.run(sid, "echo alive")["stdout"], "alive\n")
 
-    def test_a_command_running_across_a_pause_finishes_with_all_its_output(self):
+    def test_a_streamed_command_across_a_pause_finishes_with_all_its_output(self):
         s = self.create()
         sid = s["id"]
         out = {}
 
         def run():
-            out["r"] = self.server.exec(sid, {"command": "echo before; sleep 0.5; echo after"}).json()
+            out["r"] = self.server.stream(sid, {"command": "echo before; sleep 0.5; echo after"})
 
         t = threading.Thread(target=run)
         t.start()
@@ -148,17 +148,76 @@ class PauseTest(ServerTestCase):
         self.assertEqual(self.resume(sid).status, 200)
         t.join(30)
         self.assertFalse(t.is_alive())
-        self.assertEqual(out["r"]["stdout"], "before\nafter\n")
-        self.assertEqual(out["r"]["exit_code"], 0)
+        _, status, events = out["r"]
+        self.assertEqual(status, 200)
+        text = "".join(e.get("data", "") for e in events if e["type"] == "stdout")
+        self.assertEqual(text, "before\nafter\n")
+        self.assertEqual(events[-1]["type"], "exit")
 
-    def test_destroying_a_paused_sandbox_ends_a_command_waiting_on_it(self):
+    def test_calls_in_flight_are_never_frozen_mid_answer(self):
+        # A command run to completion that outlasts the pause's 2 s wait makes the pause a 409
+        # (busy), and the command finishes untouched; calls arriving during a pause's wait are
+        # refused, so no request ever waits on a frozen sandbox.
         s = self.create()
         sid = s["id"]
         out = {}
 
         def run():
-            out["r"] = self.server.request("POST", "/v1/sandboxes/%s/exec" % sid,
-                                           {"command": "sleep 30"}, check=False, timeout=60)
+            out["r"] = self.server.exec(sid, {"command": "sleep 4; echo done"}).json()
+
+        t = threading.Thread(target=run)
+        t.start()
+        time.sleep(0.3)
+        t0 = time.time()
+        p = self.pause(sid)
+        self.assertError(p, 409, "conflict")
+        self.assertIn("busy", p.json()["error"]["message"])
+        self.assertLess(time.time() - t0, 4)
+        t.join(30)
+        self.assertEqual(out["r"]["stdout"], "done\n")
+        # A flood of short calls: the pause waits for those in flight, refuses new ones with 409,
+        # and nothing is left hanging once it is paused.
+        stop = threading.Event()
+        hung = []
+
+        def flood():
+            while not stop.is_set():
+                t1 = time.time()
+                r = self.server.request("GET", "/v1/sandboxes/%s/files/list?path=." % sid,
+                                        check=False, timeout=30)
+                if time.time() - t1 > 5:
+                    hung.append(r.status)
+
+        threads = [threading.Thread(target=flood) for _ in range(8)]
+        for th in threads:
+            th.start()
+        time.sleep(0.3)
+        p = self.pause(sid)
+        self.assertEqual(p.status, 200, p)
+        time.sleep(2)
+        stop.set()
+        try:
+            for th in threads:
+                th.join(10)
+            # Still paused: a call frozen mid-answer would still be waiting here.
+            self.assertEqual([th.is_alive() for th in threads], [False] * len(threads),
+                             "calls wait on the frozen sandbox")
+            self.assertEqual(hung, [], "calls waited on the frozen sandbox")
+        finally:
+            self.assertEqual(self.resume(sid).status, 200)
+            for th in threads:
+                th.join(30)
+
+    def test_destroying_a_paused_sandbox_ends_a_stream_waiting_on_it(self):
+        s = self.create()
+        sid = s["id"]
+        out = {}
+
+        def run():
+            try:
+                out["r"] = self.server.stream(sid, {"command": "sleep 30"}, timeout=60)
+            except Exception as e:  # the stream cut off by the destroy is an answer too
+                out["r"] = e
 
         t = threading.Thread(target=run)
         t.start()
@@ -166,8 +225,11 @@ class PauseTest(ServerTestCase):
         self.assertEqual(self.pause(sid).status, 200)
         self.assertEqual(self.server.request("DELETE", "/v1/sandboxes/" + sid).status, 204)
         t.join(20)
-        self.assertFalse(t.is_alive(), "the exec hung on a destroyed paused sandbox")
-        self.assertNotEqual(out["r"].status, 200, out["r"])
+        self.assertFalse(t.is_alive(), "the stream hung on a destroyed paused sandbox")
+        r = out["r"]
+        if not isinstance(r, Exception):
+            _, status, events = r
+            self.assertNotEqual(events[-1:][0]["type"] if events else None, "exit", events)
 
     def test_backends_say_the_ns_backend_can_pause(self):
         r = self.server.request("GET", "/v1/backends")
