@@ -14,6 +14,9 @@ namespace {
 std::string Quote(std::string_view s) { return "'" + std::string(s) + "'"; }
 
 constexpr int64_t kBig = std::numeric_limits<int64_t>::max() / 4;
+// Lifetimes in seconds: a hundred years at most, so that now + seconds * 1000 (milliseconds)
+// can never overflow (a breaker's --paused-timeout-seconds of 2^61 expired a sandbox at once).
+constexpr int64_t kMaxLifetimeSeconds = 100LL * 365 * 24 * 3600;
 
 using Apply = std::function<Status(ServeConfig&, std::string_view)>;
 
@@ -64,13 +67,15 @@ std::vector<Setting> MakeSettings() {
   add("MAX_SANDBOXES", "max-sandboxes", "sandboxes at once",
       Int(1, 100000, [](ServeConfig& c, int64_t n) { c.manager.limits.max_sandboxes = n; }));
   add("DEFAULT_TIMEOUT_SECONDS", "default-timeout-seconds", "default sandbox TTL",
-      Int(1, kBig,
+      Int(1, kMaxLifetimeSeconds,
           [](ServeConfig& c, int64_t n) { c.manager.limits.default_timeout_seconds = n; }));
   add("MAX_TIMEOUT_SECONDS", "max-timeout-seconds", "longest sandbox TTL",
-      Int(1, kBig, [](ServeConfig& c, int64_t n) { c.manager.limits.max_timeout_seconds = n; }));
+      Int(1, kMaxLifetimeSeconds,
+          [](ServeConfig& c, int64_t n) { c.manager.limits.max_timeout_seconds = n; }));
   add("PAUSED_TIMEOUT_SECONDS", "paused-timeout-seconds",
       "how long a paused sandbox is kept before it is destroyed (default 86400)",
-      Int(1, kBig, [](ServeConfig& c, int64_t n) { c.manager.limits.paused_timeout_seconds = n; }));
+      Int(1, kMaxLifetimeSeconds,
+          [](ServeConfig& c, int64_t n) { c.manager.limits.paused_timeout_seconds = n; }));
   add("DEFAULT_CPUS", "default-cpus", "default CPU cores per sandbox",
       Dec(0.01, 1024, [](ServeConfig& c, double d) { c.manager.limits.default_cpus = d; }));
   add("MAX_CPUS", "max-cpus", "most CPU cores per sandbox (default: the host's CPUs)",
@@ -90,10 +95,10 @@ std::vector<Setting> MakeSettings() {
   add("TMP_SIZE_MB", "tmp-size-mb", "size of each sandbox's /tmp, MiB",
       Int(1, kBig, [](ServeConfig& c, int64_t n) { c.manager.limits.tmp_size_mb = n; }));
   add("DEFAULT_EXEC_TIMEOUT_SECONDS", "default-exec-timeout-seconds", "default command timeout",
-      Int(1, kBig,
+      Int(1, kMaxLifetimeSeconds,
           [](ServeConfig& c, int64_t n) { c.manager.limits.default_exec_timeout_seconds = n; }));
   add("MAX_EXEC_TIMEOUT_SECONDS", "max-exec-timeout-seconds", "longest command timeout",
-      Int(1, kBig,
+      Int(1, kMaxLifetimeSeconds,
           [](ServeConfig& c, int64_t n) { c.manager.limits.max_exec_timeout_seconds = n; }));
   add("MAX_EXEC_OUTPUT_BYTES", "max-exec-output-bytes", "most output kept per command, bytes",
       Int(1, kBig, [](ServeConfig& c, int64_t n) {

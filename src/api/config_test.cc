@@ -41,6 +41,24 @@ TEST(ServeConfigTest, SnapshotLimitsComeFromTheEnvironmentIntoManagerConfig) {
   }
 }
 
+// Lifetimes are at most a hundred years (3153600000 s): at the bound they pass, one over they
+// fail at start-up, since now + seconds * 1000 ms must not overflow (found by a breaker: a
+// --paused-timeout-seconds of 2^61 expired a paused sandbox at once).
+TEST(ServeConfigTest, LifetimesAreBoundedSoMillisecondsCannotOverflow) {
+  for (const char* name :
+       {"AGENT_SANDBOX_PAUSED_TIMEOUT_SECONDS", "AGENT_SANDBOX_MAX_TIMEOUT_SECONDS",
+        "AGENT_SANDBOX_MAX_EXEC_TIMEOUT_SECONDS"}) {
+    ServeConfig ok;
+    EXPECT_TRUE(Apply(ok, {{name, "3153600000"}})) << name;
+    ServeConfig over;
+    EXPECT_FALSE(Apply(over, {{name, "3153600001"}})) << name;
+    EXPECT_FALSE(Apply(over, {{name, "2305843009213693951"}})) << name;
+  }
+  ServeConfig cfg;
+  ASSERT_TRUE(Apply(cfg, {{"AGENT_SANDBOX_PAUSED_TIMEOUT_SECONDS", "60"}}));
+  EXPECT_EQ(cfg.manager.limits.paused_timeout_seconds, 60);
+}
+
 TEST(ServeConfigTest, WorkspacePoolIsNoneOrXfs) {
   ServeConfig cfg;
   EXPECT_EQ(cfg.workspace_pool, "none");

@@ -82,4 +82,20 @@ bool CheckE2bAccessToken(std::string_view secret, std::string_view sandbox_id,
   return token.size() == want.size() && CRYPTO_memcmp(token.data(), want.data(), want.size()) == 0;
 }
 
+namespace {
+// The traffic token is the MAC of another message than any sandbox id ("sb_<hex>" has no '/').
+std::string TrafficMessage(std::string_view sandbox_id) {
+  return std::string(sandbox_id) + "/traffic";
+}
+}  // namespace
+
+std::string E2bTrafficToken(std::string_view secret, std::string_view sandbox_id) {
+  return E2bAccessToken(secret, TrafficMessage(sandbox_id));
+}
+
+bool CheckE2bTrafficToken(std::string_view secret, std::string_view sandbox_id,
+                          std::string_view token) {
+  return CheckE2bAccessToken(secret, TrafficMessage(sandbox_id), token);
+}
+
 }  // namespace asb::api

@@ -29,4 +29,13 @@ std::string E2bAccessToken(std::string_view secret, std::string_view sandbox_id)
 bool CheckE2bAccessToken(std::string_view secret, std::string_view sandbox_id,
                          std::string_view token);
 
+/// The traffic access token of `sandbox_id` (create's trafficAccessToken): it opens the
+/// sandbox's own servers (its ports through preview hosts, sandbox.getHost(port), and the code
+/// interpreter's port 49999) but not envd, which takes only the access token above. E2B keeps
+/// the two apart for the same reason: a URL handed to a browser must not run commands.
+std::string E2bTrafficToken(std::string_view secret, std::string_view sandbox_id);
+/// Whether `token` is the traffic token of `sandbox_id` (constant-time compare).
+bool CheckE2bTrafficToken(std::string_view secret, std::string_view sandbox_id,
+                          std::string_view token);
+
 }  // namespace asb::api

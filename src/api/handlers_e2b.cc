@@ -71,11 +71,17 @@ std::string OurTemplate(std::string_view e2b) {
   return std::string(e2b);
 }
 
+// Seconds above this are "as long as allowed": the manager clamps to max_timeout_seconds, and
+// now + seconds * 1000 stays far inside int64 milliseconds.
+constexpr int64_t kSecondsCap = 100LL * 365 * 24 * 3600;
+
 Result<std::optional<int64_t>> Seconds(const json::object& o, std::string_view name) {
   const json::value* v = FieldOf(o, name);
   if (v == nullptr) return std::optional<int64_t>();
-  if (v->is_int64() && v->as_int64() > 0) return std::optional<int64_t>(v->as_int64());
-  if (v->is_uint64()) return std::optional<int64_t>(INT64_MAX);  // clamped by the manager
+  if (v->is_int64() && v->as_int64() > 0) {
+    return std::optional<int64_t>(std::min(v->as_int64(), kSecondsCap));
+  }
+  if (v->is_uint64()) return std::optional<int64_t>(kSecondsCap);
   return Fail(
       Error::InvalidArgument(std::string(name) + ": must be a whole number of seconds > 0"));
 }
@@ -100,7 +106,7 @@ json::object SandboxJson(const Deps& d, const core::SandboxInfo& s) {
   o["clientID"] = "agent-sandbox";
   o["envdVersion"] = kEnvdVersion;
   o["envdAccessToken"] = E2bAccessToken(d.secret, s.id);
-  o["trafficAccessToken"] = o["envdAccessToken"];
+  o["trafficAccessToken"] = E2bTrafficToken(d.secret, s.id);
   o["domain"] = d.domain;
   return o;
 }
@@ -140,6 +146,11 @@ Result<HttpResponse> Create(const Deps& d, HttpRequest& req) {
     cr.template_name = OurTemplate(t->as_string());
   }
   ASB_ASSIGN_OR_RETURN(cr.timeout_seconds, Seconds(body, "timeout"));
+  // E2B's timeout past our longest is the longest, as setTimeout and connect treat it.
+  if (cr.timeout_seconds) {
+    cr.timeout_seconds =
+        std::min(*cr.timeout_seconds, d.manager->config().limits.max_timeout_seconds);
+  }
   ASB_ASSIGN_OR_RETURN(cr.env, StringMapOf(body, "envVars"));
   ASB_ASSIGN_OR_RETURN(cr.metadata, StringMapOf(body, "metadata"));
   if (const json::value* net = FieldOf(body, "allow_internet_access")) {
@@ -151,14 +162,20 @@ Result<HttpResponse> Create(const Deps& d, HttpRequest& req) {
     cr.auto_pause = p->as_bool();
   }
   // What would change a sandbox's behaviour and we cannot honour is refused, never ignored.
-  if (const json::value* m = FieldOf(body, "autoPauseMemory"); m && m->is_bool() && !m->as_bool()) {
+  if (const json::value* m = FieldOf(body, "autoPauseMemory"); m && !m->is_bool()) {
+    return Fail(Error::InvalidArgument("autoPauseMemory: a boolean"));
+  }
+  if (const json::value* m = FieldOf(body, "autoPauseMemory"); m && !m->as_bool()) {
     return Fail(Error::InvalidArgument(
         "autoPauseMemory: false is not supported: a pause here always keeps the memory "
         "(docs/e2b.md)"));
   }
-  if (const json::value* r = FieldOf(body, "autoResume"); r && r->is_object()) {
-    const json::value* on = FieldOf(r->as_object(), "enabled");
-    if (on && on->is_bool() && on->as_bool()) {
+  if (const json::value* r = FieldOf(body, "autoResume")) {
+    const json::value* on = r->is_object() ? FieldOf(r->as_object(), "enabled") : nullptr;
+    if (!r->is_object() || (on != nullptr && !on->is_bool())) {
+      return Fail(Error::InvalidArgument("autoResume: {\"enabled\": <boolean>}"));
+    }
+    if (on != nullptr && on->as_bool()) {
       return Fail(Error::InvalidArgument(
           "autoResume: resuming on traffic is not supported; resume with Sandbox.connect() "
           "(docs/e2b.md)"));
@@ -277,10 +294,11 @@ constexpr int64_t kResumeTimeoutDefault = 300;
 // for a cold boot from the disk alone, which a freeze-based pause cannot give: refused.
 Result<HttpResponse> ResumePaused(const Deps& d, HttpRequest& req, const json::object& body,
                                   const core::SandboxInfo& s, std::optional<int64_t> timeout) {
-  if (const json::value* m = FieldOf(body, "memory"); m && m->is_bool() && !m->as_bool()) {
-    return Fail(Error::InvalidArgument(
-        "memory: false (resume by a reboot) is not supported: a paused sandbox here continues "
-        "from its memory (docs/e2b.md)"));
+  if (const json::value* m = FieldOf(body, "memory"); m && (!m->is_bool() || !m->as_bool())) {
+    return Fail(
+        Error::InvalidArgument("memory: only true (or absent): a resume by a reboot is not "
+                               "supported; a paused sandbox here continues "
+                               "from its memory (docs/e2b.md)"));
   }
   ASB_ASSIGN_OR_RETURN(
       core::SandboxInfo resumed,
@@ -296,6 +314,7 @@ Result<HttpResponse> Connect(const Deps& d, HttpRequest& req) {
   ASB_ASSIGN_OR_RETURN(core::SandboxInfo s, CallersSandbox(d, req));
   if (s.state == core::SandboxState::kPaused) return ResumePaused(d, req, body, s, timeout);
   // Connecting only ever extends a sandbox's life (E2B's rule): a shorter timeout is ignored.
+  if (timeout) timeout = std::min(*timeout, d.manager->config().limits.max_timeout_seconds);
   if (timeout && NowMs() + *timeout * 1000 > s.expires_at_ms) {
     ASB_ASSIGN_OR_RETURN(s, d.manager->lifecycle().SetTimeout(OwnerOf(req), s.id, *timeout));
   }
@@ -391,11 +410,16 @@ HttpResponse Traffic(const Deps& d, HttpRequest& req) {
     return TrafficError(req, Error::Unavailable("E2B sandbox traffic is not enabled"));
   }
   // The token first: without it a caller learns nothing, not even whether the sandbox exists.
-  // @e2b/code-interpreter sends the token as E2B-Traffic-Access-Token on its /contexts calls
-  // (create answers it as trafficAccessToken too): either header opens the sandbox.
-  std::string_view token = req.Header("x-access-token");
-  if (token.empty()) token = req.Header("e2b-traffic-access-token");
-  if (!IsValidId(id, "sb_") || !CheckE2bAccessToken(d.secret, id, token)) {
+  // envd takes only the envdAccessToken (X-Access-Token). The code interpreter (port 49999) is
+  // one of the sandbox's own servers: @e2b/code-interpreter sends the trafficAccessToken as
+  // E2B-Traffic-Access-Token on its /contexts calls, and either token opens it.
+  const std::string_view access = req.Header("x-access-token");
+  const std::string_view traffic = req.Header("e2b-traffic-access-token");
+  const bool token_ok =
+      IsValidId(id, "sb_") &&
+      (CheckE2bAccessToken(d.secret, id, access) ||
+       (port == kCodeInterpreterPort && CheckE2bTrafficToken(d.secret, id, traffic)));
+  if (!token_ok) {
     return TrafficError(
         req, Error::Unauthenticated("invalid or missing X-Access-Token for this sandbox (the "
                                     "envdAccessToken that create and connect answered)"));
@@ -541,10 +565,11 @@ void AddE2bRoutes(Router& router, ApiContext& ctx) {
   router.Add(
       "POST", "/sandboxes/{id}/pause", E2bWrap([d](HttpRequest& req) -> Result<HttpResponse> {
         ASB_ASSIGN_OR_RETURN(json::object body, JsonObject(req.body));
-        if (const json::value* m = FieldOf(body, "memory"); m && m->is_bool() && !m->as_bool()) {
-          return Fail(Error::InvalidArgument(
-              "memory: false (a pause that keeps only the files) is not supported: a "
-              "pause here always keeps the memory (docs/e2b.md)"));
+        if (const json::value* m = FieldOf(body, "memory"); m && (!m->is_bool() || !m->as_bool())) {
+          return Fail(
+              Error::InvalidArgument("memory: only true (or absent): a pause that keeps only the "
+                                     "files is not supported; a "
+                                     "pause here always keeps the memory (docs/e2b.md)"));
         }
         ASB_ASSIGN_OR_RETURN(core::SandboxInfo s, CallersSandbox(*d, req));
         // Already paused: 409, which the SDK's pause() answers as false.

@@ -9,7 +9,8 @@
 // the cookie) or from the cookie, bound to exactly that sandbox and port. E2B's SDKs name the
 // same hosts with the id as it is ("3000-sb_<hex>.<domain>", sandbox.getHost(3000)) and open
 // them with the sandbox's traffic access token in E2B-Traffic-Access-Token (docs/e2b.md; the
-// envdAccessToken of api/e2b_token.h, which opens every port of that one sandbox).
+// trafficAccessToken of api/e2b_token.h, which opens every port of that one sandbox but not
+// envd).
 #include <boost/json.hpp>
 
 #include "api/e2b_token.h"
@@ -144,11 +145,13 @@ Result<HttpResponse> Serve(const Deps& d, HttpRequest& req) {
     up.cookie = RemoveCookie(h->second, kPreviewCookie, &from_cookie);
   }
   up.forwarded_proto = d.preview.scheme;
-  // E2B's header, checked first and never passed on to the app.
+  // E2B's headers never reach the app: the traffic token opens this host; envd's access token
+  // (X-Access-Token) does not, but it is a secret the app must not see either.
+  req.headers.erase("x-access-token");
   if (auto h = req.headers.find("e2b-traffic-access-token"); h != req.headers.end()) {
     const std::string token = h->second;
     req.headers.erase(h);
-    if (!CheckE2bAccessToken(d.e2b_secret, id, token)) {
+    if (!CheckE2bTrafficToken(d.e2b_secret, id, token)) {
       return Fail(Error::Unauthenticated(kBadToken));
     }
     auto s = d.sandboxes->Get(core::kAnyOwner, id);

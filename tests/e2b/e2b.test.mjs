@@ -384,6 +384,27 @@ test('pause, list by state, connect resumes; autoPause pauses at the timeout', {
         'on\n');
       // What a freeze cannot give is refused, not silently downgraded.
       await assert.rejects(back.pause({ keepMemory: false }), /memory/);
+      // Raw bodies: a timeout past our longest is the longest (not an overflow that changes
+      // nothing), and E2B's options of the wrong type are 400s in E2B's error shape.
+      const api = async (method, p, body) => {
+        const r = await fetch(server.url + p, { method, headers: { 'X-API-KEY': keyA,
+          'Content-Type': 'application/json' }, body: body === undefined ? undefined : body });
+        return { status: r.status, json: await r.json().catch(() => null) };
+      };
+      const endBefore = (await back.getInfo()).endAt.getTime();
+      const far = await api('POST', `/v2/sandboxes/${s.sandboxId}/connect`,
+        '{"timeout": 9223372036854775807}');
+      assert.equal(far.status, 200, JSON.stringify(far));
+      assert.ok((await back.getInfo()).endAt.getTime() > endBefore, 'connect did not extend it');
+      for (const [p, body] of [[`/sandboxes/${s.sandboxId}/pause`, '{"memory": "no"}'],
+        [`/sandboxes/${s.sandboxId}/pause`, '{"memory": 0}'],
+        ['/v2/sandboxes', '{"templateID": "base", "autoResume": true}'],
+        ['/v2/sandboxes', '{"templateID": "base", "autoResume": {"enabled": "true"}}'],
+        ['/v2/sandboxes', '{"templateID": "base", "autoPauseMemory": "false"}']]) {
+        const r = await api('POST', p, body);
+        assert.equal(r.status, 400, `${p} ${body}: ${JSON.stringify(r)}`);
+        assert.equal(r.json.code, 400);
+      }
     } finally {
       await s.kill();
     }
@@ -501,7 +522,8 @@ test('sandbox.getHost(port) reaches a server in the sandbox with the traffic tok
       for (let i = 0; i < 100 && seen.status !== 200; i++) {
         seen = await new Promise((resolve, reject) => {
           http.get({ host: '127.0.0.1', port, path: '/', headers: { Host: echoHost,
-            'E2B-Traffic-Access-Token': s.trafficAccessToken } }, (res) => {
+            'E2B-Traffic-Access-Token': s.trafficAccessToken,
+            'X-Access-Token': s.envdAccessToken } }, (res) => {
             let body = '';
             res.on('data', (c) => { body += c; });
             res.on('end', () => resolve({ status: res.statusCode, body }));
@@ -511,7 +533,15 @@ test('sandbox.getHost(port) reaches a server in the sandbox with the traffic tok
       }
       assert.equal(seen.status, 200, JSON.stringify(seen));
       assert.ok(!seen.body.includes(s.trafficAccessToken), seen.body);
-      assert.ok(!/e2b-traffic-access-token/i.test(seen.body), seen.body);
+      assert.ok(!/e2b-traffic-access-token|x-access-token/i.test(seen.body), seen.body);
+      // The two tokens do different jobs: the traffic token never opens envd, and envd's
+      // access token never opens the sandbox's ports.
+      assert.notEqual(s.trafficAccessToken, s.envdAccessToken);
+      const envdWithTraffic = await envd('/filesystem.Filesystem/ListDir', { id: s.sandboxId,
+        token: null, type: 'application/json', body: JSON.stringify({ path: '/workspace' }),
+        headers: { 'E2B-Traffic-Access-Token': s.trafficAccessToken } });
+      assert.equal(envdWithTraffic.status, 401, envdWithTraffic.text);
+      assert.equal((await get({ 'E2B-Traffic-Access-Token': s.envdAccessToken })).status, 401);
       // Without a token, with another sandbox's, or a forged one: nothing.
       assert.equal((await get()).status, 401);
       assert.equal((await get({ 'E2B-Traffic-Access-Token': sbx.trafficAccessToken })).status, 401);
