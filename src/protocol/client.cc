@@ -155,7 +155,7 @@ class Core : public std::enable_shared_from_this<Core> {
       std::lock_guard<std::mutex> w(write_mu_);
       {
         std::lock_guard<std::mutex> l(mu_);
-        if (!alive_) return Fail(Error::Backend(std::string(kLost) + ": " + end_reason_));
+        if (!alive_) return Fail(end_error_);
         if (ids_exhausted_) return Fail(Error::LimitExceeded("protocol: channel ids exhausted"));
         uint32_t id = next_id_;
         next_id_ += 2;
@@ -177,14 +177,18 @@ class Core : public std::enable_shared_from_this<Core> {
   /// the reader thread returns. Idempotent: the first reason wins.
   void End(const Error& cause, bool closing) {
     std::map<uint32_t, std::shared_ptr<ChannelState>> chans;
+    // A failed host call (recv, send) keeps its mark, so that its errno text reaches logs but
+    // never a client (ADR 0016); a protocol error of sandboxd's is client text as before.
     Error reason = closing ? Error::Cancelled("sandbox connection closed")
-                           : Error(ErrorCode::kBackend, std::string(kLost) + ": " + cause.message(),
-                                   cause.sys_errno());
+                   : cause.from_host_call()
+                       ? Error(cause).WithCode(ErrorCode::kBackend).WithContext(kLost)
+                       : Error(ErrorCode::kBackend, std::string(kLost) + ": " + cause.message(),
+                               cause.sys_errno());
     {
       std::lock_guard<std::mutex> l(mu_);
       if (!alive_) return;
       alive_ = false;
-      end_reason_ = closing ? "closed by the host" : cause.message();
+      end_error_ = closing ? Error::Backend(std::string(kLost) + ": closed by the host") : reason;
       chans.swap(channels_);
     }
     ::shutdown(fd_.get(), SHUT_RDWR);
@@ -311,7 +315,7 @@ class Core : public std::enable_shared_from_this<Core> {
   std::mutex write_mu_;
   std::mutex mu_;
   std::atomic<bool> alive_{true};
-  std::string end_reason_;
+  Error end_error_ = Error::Backend(kLost);  // what Open answers once the connection ended
   std::map<uint32_t, std::shared_ptr<ChannelState>> channels_;
   uint32_t next_id_ = 1;
   bool ids_exhausted_ = false;
