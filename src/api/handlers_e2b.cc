@@ -232,7 +232,7 @@ Result<HttpResponse> List(const Deps& d, HttpRequest& req, bool paged) {
   // ?state=running,paused (the SDK joins the values with commas). Without it, /v2 lists both
   // and the older /sandboxes running ones only, as E2B's API does.
   bool want_running = true, want_paused = paged;
-  if (const std::string* st = req.Query("state")) {
+  if (const std::string* st = req.Query("state"); st != nullptr && !st->empty()) {
     want_running = want_paused = false;
     std::string_view rest = *st;
     while (!rest.empty()) {

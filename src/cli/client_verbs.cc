@@ -184,7 +184,9 @@ int SetTimeout(const std::string& id, int64_t seconds) {
 }
 
 // pause / resume: one call per id, going on past a failure (as rm does); exit 125 if any failed.
-int PauseOrResume(const std::vector<std::string>& ids, bool pause, std::optional<int64_t> timeout) {
+// --json prints each sandbox's JSON as the server answered it, instead of the id line.
+int PauseOrResume(const std::vector<std::string>& ids, bool pause, std::optional<int64_t> timeout,
+                  bool as_json) {
   int rc = 0;
   for (const std::string& id : ids) {
     json::object body;
@@ -196,13 +198,16 @@ int PauseOrResume(const std::vector<std::string>& ids, bool pause, std::optional
       rc = ReportError(r.error().WithContext(id));
       continue;
     }
-    if (pause) {
-      std::cout << id << "\n";
-      continue;
-    }
     auto v = ParseJson(r->body);
     if (!v) return Fails(v.error());
-    std::cout << id << " " << Str(v->as_object(), "expires_at") << "\n";
+    if (as_json) {
+      Pretty(std::cout, *v);
+      std::cout << "\n";
+    } else if (pause) {
+      std::cout << id << "\n";
+    } else {
+      std::cout << id << " " << Str(v->as_object(), "expires_at") << "\n";
+    }
   }
   return rc;
 }
@@ -503,8 +508,10 @@ void RegisterClientCommands(CLI::App& app) {
     auto ids = std::make_shared<std::vector<std::string>>();
     CLI::App* sub = app.add_subcommand(
         "pause", "Pause sandboxes: their processes stop where they are, memory kept" + env_note);
+    auto as_json = std::make_shared<bool>(false);
+    sub->add_flag("--json", *as_json, "Print each sandbox as JSON");
     sub->add_option("ids", *ids, "Sandbox ids")->required();
-    SetAction(sub, [ids] { return PauseOrResume(*ids, true, std::nullopt); });
+    SetAction(sub, [ids, as_json] { return PauseOrResume(*ids, true, std::nullopt, *as_json); });
   }
   {
     auto ids = std::make_shared<std::vector<std::string>>();
@@ -512,8 +519,10 @@ void RegisterClientCommands(CLI::App& app) {
     CLI::App* sub = app.add_subcommand(
         "resume", "Resume paused sandboxes; their TTL starts again from now" + env_note);
     sub->add_option("--timeout", *secs, "TTL in seconds from now (default: the last TTL)");
+    auto as_json = std::make_shared<bool>(false);
+    sub->add_flag("--json", *as_json, "Print each sandbox as JSON");
     sub->add_option("ids", *ids, "Sandbox ids")->required();
-    SetAction(sub, [ids, secs] { return PauseOrResume(*ids, false, *secs); });
+    SetAction(sub, [ids, secs, as_json] { return PauseOrResume(*ids, false, *secs, *as_json); });
   }
   {
     auto id = std::make_shared<std::string>();

@@ -396,6 +396,10 @@ test('pause, list by state, connect resumes; autoPause pauses at the timeout', {
         '{"timeout": 9223372036854775807}');
       assert.equal(far.status, 200, JSON.stringify(far));
       assert.ok((await back.getInfo()).endAt.getTime() > endBefore, 'connect did not extend it');
+      // An empty ?state= is no filter (both states), not a filter that matches nothing.
+      const listed = await api('GET',
+        `/v2/sandboxes?state=&metadata=${encodeURIComponent('suite=pause')}`);
+      assert.deepEqual(listed.json.map((x) => x.sandboxID), [s.sandboxId]);
       for (const [p, body] of [[`/sandboxes/${s.sandboxId}/pause`, '{"memory": "no"}'],
         [`/sandboxes/${s.sandboxId}/pause`, '{"memory": 0}'],
         ['/v2/sandboxes', '{"templateID": "base", "autoResume": true}'],

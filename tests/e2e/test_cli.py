@@ -350,6 +350,12 @@ class CliTest(ServerTestCase):
         self.assertEqual(got_id, sid)
         self.assertAlmostEqual(parse_time(expires), time.time() + 300, delta=15)
         self.assertEqual(self.sh(sid, "echo back"), "back\n")
+        j = self.cli("pause", "--json", sid)
+        self.assertEqual(j.returncode, 0, j.stderr)
+        self.assertEqual(json.loads(j.stdout)["status"], "paused")
+        j = self.cli("resume", "--json", sid)
+        self.assertEqual(j.returncode, 0, j.stderr)
+        self.assertEqual(json.loads(j.stdout)["status"], "running")
 
     def test_create_with_an_idempotency_key_is_retry_safe(self):
         key = "cli-retry-%d" % os.getpid()
