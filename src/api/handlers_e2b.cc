@@ -86,6 +86,18 @@ Result<std::optional<int64_t>> Seconds(const json::object& o, std::string_view n
       Error::InvalidArgument(std::string(name) + ": must be a whole number of seconds > 0"));
 }
 
+// E2B's memory switches (pause/connect/resume `memory`, create's `autoPauseMemory`): a pause here
+// is a freeze, so it always keeps the memory; false (a files-only pause, a reboot on resume) or a
+// value of another type is refused, never ignored. `what` says what false would have asked for.
+Status RequireMemoryKept(const json::object& body, std::string_view field, std::string_view what) {
+  const json::value* m = FieldOf(body, field);
+  if (m == nullptr || (m->is_bool() && m->as_bool())) return {};
+  return Fail(Error::InvalidArgument(std::string(field) +
+                                     ": only true (or absent): " + std::string(what) +
+                                     " is not supported; a pause here always keeps the memory "
+                                     "(docs/e2b.md)"));
+}
+
 json::object MetadataJson(const core::SandboxInfo& s) {
   json::object md;
   for (const auto& [k, v] : s.metadata) md[k] = v;
@@ -162,14 +174,7 @@ Result<HttpResponse> Create(const Deps& d, HttpRequest& req) {
     cr.auto_pause = p->as_bool();
   }
   // What would change a sandbox's behaviour and we cannot honour is refused, never ignored.
-  if (const json::value* m = FieldOf(body, "autoPauseMemory"); m && !m->is_bool()) {
-    return Fail(Error::InvalidArgument("autoPauseMemory: a boolean"));
-  }
-  if (const json::value* m = FieldOf(body, "autoPauseMemory"); m && !m->as_bool()) {
-    return Fail(Error::InvalidArgument(
-        "autoPauseMemory: false is not supported: a pause here always keeps the memory "
-        "(docs/e2b.md)"));
-  }
+  ASB_TRY(RequireMemoryKept(body, "autoPauseMemory", "an auto-pause that keeps only the files"));
   if (const json::value* r = FieldOf(body, "autoResume")) {
     const json::value* on = r->is_object() ? FieldOf(r->as_object(), "enabled") : nullptr;
     if (!r->is_object() || (on != nullptr && !on->is_bool())) {
@@ -294,12 +299,7 @@ constexpr int64_t kResumeTimeoutDefault = 300;
 // for a cold boot from the disk alone, which a freeze-based pause cannot give: refused.
 Result<HttpResponse> ResumePaused(const Deps& d, HttpRequest& req, const json::object& body,
                                   const core::SandboxInfo& s, std::optional<int64_t> timeout) {
-  if (const json::value* m = FieldOf(body, "memory"); m && (!m->is_bool() || !m->as_bool())) {
-    return Fail(
-        Error::InvalidArgument("memory: only true (or absent): a resume by a reboot is not "
-                               "supported; a paused sandbox here continues "
-                               "from its memory (docs/e2b.md)"));
-  }
+  ASB_TRY(RequireMemoryKept(body, "memory", "a resume by a reboot"));
   ASB_ASSIGN_OR_RETURN(
       core::SandboxInfo resumed,
       d.manager->lifecycle().Resume(OwnerOf(req), s.id, timeout.value_or(kResumeTimeoutDefault)));
@@ -562,22 +562,17 @@ void AddE2bRoutes(Router& router, ApiContext& ctx) {
   auto connect = E2bWrap([d](HttpRequest& req) { return Connect(*d, req); });
   router.Add("POST", "/sandboxes/{id}/connect", connect);
   router.Add("POST", "/v2/sandboxes/{id}/connect", connect);
-  router.Add(
-      "POST", "/sandboxes/{id}/pause", E2bWrap([d](HttpRequest& req) -> Result<HttpResponse> {
-        ASB_ASSIGN_OR_RETURN(json::object body, JsonObject(req.body));
-        if (const json::value* m = FieldOf(body, "memory"); m && (!m->is_bool() || !m->as_bool())) {
-          return Fail(
-              Error::InvalidArgument("memory: only true (or absent): a pause that keeps only the "
-                                     "files is not supported; a "
-                                     "pause here always keeps the memory (docs/e2b.md)"));
-        }
-        ASB_ASSIGN_OR_RETURN(core::SandboxInfo s, CallersSandbox(*d, req));
-        // Already paused: 409, which the SDK's pause() answers as false.
-        ASB_TRY(d->manager->lifecycle().Pause(OwnerOf(req), s.id));
-        HttpResponse r = NoContent();
-        r.sandbox_id = s.id;
-        return r;
-      }));
+  router.Add("POST", "/sandboxes/{id}/pause",
+             E2bWrap([d](HttpRequest& req) -> Result<HttpResponse> {
+               ASB_ASSIGN_OR_RETURN(json::object body, JsonObject(req.body));
+               ASB_TRY(RequireMemoryKept(body, "memory", "a pause that keeps only the files"));
+               ASB_ASSIGN_OR_RETURN(core::SandboxInfo s, CallersSandbox(*d, req));
+               // Already paused: 409, which the SDK's pause() answers as false.
+               ASB_TRY(d->manager->lifecycle().Pause(OwnerOf(req), s.id));
+               HttpResponse r = NoContent();
+               r.sandbox_id = s.id;
+               return r;
+             }));
   // The older resume: 201 with the Sandbox; 409 when it is not paused.
   router.Add("POST", "/sandboxes/{id}/resume",
              E2bWrap([d](HttpRequest& req) -> Result<HttpResponse> {

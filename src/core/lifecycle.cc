@@ -243,13 +243,7 @@ Result<SandboxInfo> SandboxLifecycle::SetTimeout(const std::string& owner, const
   info.timeout_seconds = seconds;
   info.expires_at_ms = expires;
   info.updated_at_ms = now;
-  ASB_TRY_CTX(reg_.store.UpdateSandbox(ToRecord(info)), "set timeout of sandbox " + id);
-  {
-    std::lock_guard l(e->info_mu);
-    e->info.timeout_seconds = seconds;
-    e->info.expires_at_ms = expires;
-    e->info.updated_at_ms = now;
-  }
+  ASB_TRY_CTX(reg_.WriteLifecycle(*e, info), "set timeout of sandbox " + id);
   return e->Snapshot();
 }
 

@@ -6,10 +6,8 @@
 
 #include "common/log.h"
 #include "core/lifecycle.h"
-#include "core/sandbox_record.h"
 #include "core/sandbox_registry.h"
 #include "core/sandbox_resources.h"
-#include "store/store.h"
 
 namespace asb::core {
 
@@ -86,16 +84,9 @@ Result<SandboxInfo> SandboxLifecycle::PauseLocked(Entry& e, std::string_view why
   paused.paused_at_ms = now;
   paused.expires_at_ms = now + reg_.cfg.limits.paused_timeout_seconds * 1000;
   paused.updated_at_ms = now;
-  if (Status st = reg_.store.UpdateSandbox(ToRecord(paused)); !st) {
+  if (Status st = reg_.WriteLifecycle(e, paused); !st) {
     (void)reg_.backend.Resume(info.id);  // the record still says running, and so must it
     return Fail(std::move(st).error().WithContext("pause sandbox " + info.id));
-  }
-  {
-    std::lock_guard l(e.info_mu);
-    e.info.state = paused.state;
-    e.info.paused_at_ms = paused.paused_at_ms;
-    e.info.expires_at_ms = paused.expires_at_ms;
-    e.info.updated_at_ms = now;
   }
   spdlog::info("sandbox_id={} paused ({})", info.id, why);
   return e.Snapshot();
@@ -130,18 +121,9 @@ Result<SandboxInfo> SandboxLifecycle::Resume(const std::string& owner, const std
   running.expires_at_ms = now + seconds * 1000;
   running.last_activity_at_ms = now;
   running.updated_at_ms = now;
-  if (Status st = reg_.store.UpdateSandbox(ToRecord(running)); !st) {
+  if (Status st = reg_.WriteLifecycle(e, running); !st) {
     (void)reg_.backend.Pause(info.id);  // the record still says paused, and so must it
     return Fail(std::move(st).error().WithContext("resume sandbox " + info.id));
-  }
-  {
-    std::lock_guard l(e.info_mu);
-    e.info.state = running.state;
-    e.info.paused_at_ms = 0;
-    e.info.timeout_seconds = seconds;
-    e.info.expires_at_ms = running.expires_at_ms;
-    e.info.last_activity_at_ms = now;
-    e.info.updated_at_ms = now;
   }
   spdlog::info("sandbox_id={} resumed (ttl {} s)", info.id, seconds);
   return e.Snapshot();

@@ -53,11 +53,8 @@ void SandboxLifecycle::MatchPauseToRecord(Entry& e) {
     running.paused_at_ms = 0;
     running.expires_at_ms =
         reg_.clock.NowUnixMs() + std::max<int64_t>(info.timeout_seconds, 1) * 1000;
-    if (reg_.store.UpdateSandbox(ToRecord(running))) {
-      std::lock_guard l(e.info_mu);
-      e.info.state = running.state;
-      e.info.paused_at_ms = 0;
-      e.info.expires_at_ms = running.expires_at_ms;
+    if (Status st = reg_.WriteLifecycle(e, running); !st) {
+      spdlog::warn("sandbox_id={} record after restart: {}", info.id, st.error().ToString());
     }
   }
 }

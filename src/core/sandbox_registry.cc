@@ -2,8 +2,11 @@
 // (sandbox_registry.h).
 #include "core/sandbox_registry.h"
 
+#include <algorithm>
+
 #include "common/ids.h"
 #include "common/log.h"
+#include "core/sandbox_record.h"
 #include "store/store.h"
 
 namespace asb::core {
@@ -101,6 +104,18 @@ Status SandboxRegistry::WriteState(Entry& e, SandboxState s, std::string_view er
   return {};
 }
 
+Status SandboxRegistry::WriteLifecycle(Entry& e, const SandboxInfo& next) {
+  ASB_TRY(store.UpdateSandbox(ToRecord(next)));
+  std::lock_guard l(e.info_mu);
+  e.info.state = next.state;
+  e.info.paused_at_ms = next.paused_at_ms;
+  e.info.timeout_seconds = next.timeout_seconds;
+  e.info.expires_at_ms = next.expires_at_ms;
+  e.info.last_activity_at_ms = std::max(e.info.last_activity_at_ms, next.last_activity_at_ms);
+  e.info.updated_at_ms = next.updated_at_ms;
+  return {};
+}
+
 namespace {
 
 // kConflict for an operation on a sandbox that does not run; a paused one says how to go on.
@@ -152,7 +167,7 @@ Result<SandboxRegistry::Active> SandboxRegistry::BeginActivity(const std::shared
     e->calls_in_flight.fetch_add(1);
     if (e->pausing.load()) {
       e->calls_in_flight.fetch_sub(1);
-      return Fail(NotRunning(e->Snapshot().id, SandboxState::kPaused));
+      return Fail(NotRunning(a.sandbox->id(), SandboxState::kPaused));
     }
   }
   auto mark = std::make_shared<ActivityMark>(
