@@ -178,11 +178,38 @@ Router AuthLayer::Wrap(const Router& inner) {
   Router out;
   for (const Route& r : inner.routes()) {
     Handler h = [this, route = r](HttpRequest& req) { return Handle(route, req); };
-    if (r.host) {
-      out.AddHost(r.pattern, r.host, std::move(h), r.options);
-    } else {
-      out.Add(r.method, r.pattern, std::move(h), r.options);
+    RouteOptions options = r.options;
+    // The key is checked from the head, before the server reads the body (router.h, HeadGate):
+    // a caller without a valid key cannot make the server hold its body. Routes that check a
+    // token of their own keep their own gate.
+    if (!options_.insecure_no_auth && !IsPublic(r.pattern) && !r.options.token_auth) {
+      options.gate = [this, method = r.method,
+                      pattern = r.pattern](const HttpRequest& req) -> std::optional<HttpResponse> {
+        const int64_t start = clock_.MonotonicMs();
+        auto pr = Authenticate(req);
+        if (pr) return std::nullopt;
+        HttpResponse out = Refusal(pr.error(), req);
+        metrics_.ObserveHttp(method, pattern, out.status, Seconds(clock_.MonotonicMs() - start));
+        return out;
+      };
     }
+    if (r.host) {
+      out.AddHost(r.pattern, r.host, std::move(h), std::move(options));
+    } else {
+      out.Add(r.method, r.pattern, std::move(h), std::move(options));
+    }
+  }
+  return out;
+}
+
+HttpResponse AuthLayer::Refusal(const Error& e, const HttpRequest& req) {
+  bool missing = e.code() == ErrorCode::kUnauthenticated && e.message() == "missing API key";
+  metrics_.CountAuth(e.code() != ErrorCode::kUnauthenticated ? "error"
+                     : missing                               ? "missing"
+                                                             : "invalid");
+  HttpResponse out = ErrorResponse(e, req.request_id);
+  if (e.code() == ErrorCode::kUnauthenticated) {
+    out.headers.emplace_back("WWW-Authenticate", "Bearer");
   }
   return out;
 }
@@ -268,15 +295,7 @@ HttpResponse AuthLayer::Handle(const Route& route, HttpRequest& req) {
   if (options_.insecure_no_auth) {
     p.admin = true;
   } else if (auto pr = Authenticate(req); !pr) {
-    bool missing = pr.error().code() == ErrorCode::kUnauthenticated &&
-                   pr.error().message() == "missing API key";
-    metrics_.CountAuth(pr.error().code() != ErrorCode::kUnauthenticated ? "error"
-                       : missing                                        ? "missing"
-                                                                        : "invalid");
-    HttpResponse out = ErrorResponse(pr.error(), req.request_id);
-    if (pr.error().code() == ErrorCode::kUnauthenticated) {
-      out.headers.emplace_back("WWW-Authenticate", "Bearer");
-    }
+    HttpResponse out = Refusal(pr.error(), req);
     observe_http(out.status, start);
     return out;  // no key: nothing to audit
   } else {

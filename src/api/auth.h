@@ -126,7 +126,9 @@ class AuthLayer {
   /// Adds the auth layer's routes: /v1/keys (+ /admin/keys aliases), /v1/events,
   /// /v1/sandboxes/{id}/events, /metrics, /readyz, /ready and /health.
   void AddRoutes(Router& router);
-  /// A router whose every route runs behind the steps of the file comment.
+  /// A router whose every route runs behind the steps of the file comment. Step 2 runs twice
+  /// for a request with a body: once as the route's HeadGate (router.h), before the server
+  /// reads the body, and again in the handler.
   Router Wrap(const Router& inner);
 
   /// The principal of `req`. Errors: kUnauthenticated (no key: message "missing API key";
@@ -156,6 +158,9 @@ class AuthLayer {
 
  private:
   HttpResponse Handle(const Route& route, HttpRequest& req);
+  /// The answer to a request whose key failed Authenticate (401 with WWW-Authenticate, or the
+  /// lookup's error), counted in the auth metrics.
+  HttpResponse Refusal(const Error& e, const HttpRequest& req);
 
   AuthOptions options_;
   store::Store& store_;

@@ -59,6 +59,10 @@ void PutCodeEnd(const core::CodeEnd& e, json::object& o) {
   o["duration_ms"] = e.duration_ms;
   o["timed_out"] = e.timed_out;
   o["truncated"] = e.truncated;
+  json::array cut;
+  for (const std::string& name : e.truncated_outputs) cut.emplace_back(name);
+  o["truncated_outputs"] = std::move(cut);
+  o["dropped_results"] = e.dropped_results;
   if (e.exit_code) o["exit_code"] = *e.exit_code;
 }
 

@@ -207,6 +207,10 @@ std::vector<Setting> MakeSettings() {
   add("PROXY_BUFFER_MB", "proxy-buffer-mb",
       "relay buffers of all ports-proxy exchanges, MiB (default 64: 341 at once; then 503)",
       Int(1, 1 << 20, [](ServeConfig& c, int64_t n) { c.proxy_buffer_mb = n; }));
+  add("BODY_BUFFER_MB", "body-buffer-mb",
+      "request bodies held in memory at once, all connections together, MiB (default 512; a "
+      "body past it: 503 with Retry-After)",
+      Int(1, 1 << 20, [](ServeConfig& c, int64_t n) { c.body_buffer_mb = n; }));
   add("PREVIEW_DOMAIN", "preview-domain",
       "domain of preview hosts <port>-<sandbox>.DOMAIN[:port] (default localhost:<port>)",
       [](ServeConfig& c, std::string_view v) -> Status {

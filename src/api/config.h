@@ -47,6 +47,9 @@ struct ServeConfig {
   /// memory of all exchanges together, MiB (192 KiB each; one more waits 1 s, then 503).
   int64_t proxy_timeout_seconds = 300;
   int64_t proxy_buffer_mb = 64;
+  /// Request bodies held in memory at once, all connections together, MiB
+  /// (api::ServerOptions::body_budget): a body is leased before it is read; past this, 503.
+  int64_t body_buffer_mb = 512;
   /// Preview URLs of exposed ports (api/preview.h, ADR 0015): the domain their hosts sit
   /// under ("" = "localhost:<port>", which browsers resolve to this machine), the scheme
   /// clients reach it by, and the longest ttl_seconds a preview token may have.

@@ -10,6 +10,7 @@
 #include "api/e2b_envd.h"
 #include "api/e2b_watchers.h"
 #include "api/errors.h"
+#include "api/file_read_body.h"
 #include "api/file_watch_body.h"
 #include "api/gzip.h"
 #include "api/multipart.h"
@@ -282,12 +283,19 @@ Result<HttpResponse> Files(const EnvdCall& c, HttpRequest& req) {
   const std::string path = qpath != nullptr ? E2bPath(*qpath) : "";
   if (req.method == "GET") {
     if (path.empty()) return Fail(Error::InvalidArgument("path: required"));
-    ASB_ASSIGN_OR_RETURN(std::string data, files.ReadFile(c.owner, c.sandbox_id, path));
     HttpResponse r;
     r.status = 200;
     r.content_type = "application/octet-stream";
-    r.body = std::move(data);
     r.sandbox_id = c.sandbox_id;
+    // Large files stream from the sandbox (file_read_body.h): never held whole here.
+    ASB_ASSIGN_OR_RETURN(core::FileStat st, files.StatFile(c.owner, c.sandbox_id, path));
+    if (st.type == "file" && st.size > kWholeFileMaxBytes) {
+      ASB_ASSIGN_OR_RETURN(core::FileReadStream rs,
+                           files.OpenFileRead(c.owner, c.sandbox_id, path));
+      r.stream = std::make_shared<FileReadBody>(std::move(rs));
+      return r;
+    }
+    ASB_ASSIGN_OR_RETURN(r.body, files.ReadFile(c.owner, c.sandbox_id, path));
     return r;
   }
   if (req.method != "POST") {

@@ -31,8 +31,9 @@ bool CheckE2bAccessToken(std::string_view secret, std::string_view sandbox_id,
 
 /// The traffic access token of `sandbox_id` (create's trafficAccessToken): it opens the
 /// sandbox's own servers (its ports through preview hosts, sandbox.getHost(port), and the code
-/// interpreter's port 49999) but not envd, which takes only the access token above. E2B keeps
-/// the two apart for the same reason: a URL handed to a browser must not run commands.
+/// interpreter's context calls on port 49999) but not envd, which takes only the access token
+/// above, nor the interpreter's code runs (/execute needs the access token too; ADR 0015). E2B
+/// keeps the two apart for the same reason: a URL handed to a browser must not run commands.
 std::string E2bTrafficToken(std::string_view secret, std::string_view sandbox_id);
 /// Whether `token` is the traffic token of `sandbox_id` (constant-time compare).
 bool CheckE2bTrafficToken(std::string_view secret, std::string_view sandbox_id,

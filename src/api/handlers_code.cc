@@ -9,18 +9,21 @@
 //   POST   /v1/sandboxes/{id}/code/stream                200 application/x-ndjson
 // A context is {"id", "language", "cwd", "pid", "state": "running"|"dead", "default",
 // "created_at"}. The code body is {"code", "context_id"?, "language"?, "timeout"? (seconds;
-// alias timeout_seconds), "max_output_bytes"? (stdout+stderr, at most 1 MiB, the default)}.
+// alias timeout_seconds), "max_output_bytes"? (stdout+stderr+results share it; at most 1 MiB, the
+// default)}.
 // The execution is {"context_id", "language", "stdout", "stderr", "results": [result...],
 // "error": {"name", "value", "traceback": [...]} | null, "status": "ok"|"error"|"timeout"|
-// "dead", "execution_count", "duration_ms", "timed_out", "truncated", "exit_code"? (bash)}.
+// "dead", "execution_count", "duration_ms", "timed_out", "truncated", "truncated_outputs"
+// (["results", "stderr", "stdout"]: which lost something), "dropped_results", "exit_code"?
+// (bash)}.
 // Without context_id and language, a Node template's sandbox runs javascript, others python. A
 // result is {"is_main_result", "data": {mime: value}, "chart"?}. The stream's lines are
 // {"type": "context", "context_id", "language"} first, then {"type": "stdout"|"stderr",
 // "data"}, {"type": "result", ...result}, {"type": "error", "name", "value", "traceback"},
 // keepalives, and last {"type": "end", "status", "execution_count", "duration_ms",
-// "timed_out", "truncated", "exit_code"?}. A stream that fails after its head ends with the
-// shared error line {"type": "error", "code", "message"} (it has "code", a kernel's error
-// never does).
+// "timed_out", "truncated", "truncated_outputs", "dropped_results", "exit_code"?}. A stream
+// that fails after its head ends with the shared error line {"type": "error", "code",
+// "message"} (it has "code", a kernel's error never does).
 #include <boost/json.hpp>
 #include <chrono>
 

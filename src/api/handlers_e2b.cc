@@ -398,32 +398,50 @@ HttpResponse TrafficError(const HttpRequest& req, const Error& e) {
   return IsConnectPath(req.path) ? ConnectUnaryError(e) : E2bHttpError(e);
 }
 
-HttpResponse Traffic(const Deps& d, HttpRequest& req) {
+// The sandbox port a traffic request is for: E2b-Sandbox-Port or the preview host's, else envd.
+Result<int64_t> TrafficPort(const HttpRequest& req) {
+  if (const std::string& p = req.Param("port"); !p.empty()) return ParsePort(p);
+  return kEnvdPort;
+}
+
+// Whether the traffic token alone may make this call on the code interpreter's port: its
+// context management (/contexts...), which @e2b/code-interpreter sends with the traffic token
+// only. Running code (POST /execute) needs the envd token as in E2B, where runCode sends both:
+// a token handed to a browser in a getHost() URL must never run commands (ADR 0015).
+bool TrafficTokenOpens(const HttpRequest& req) {
+  return req.path == "/contexts" || req.path.rfind("/contexts/", 0) == 0;
+}
+
+// The token check of sandbox traffic, from the head alone: it is the route's HeadGate too, so
+// that nobody without a token makes the server read a body (ADR 0014, round 3). Without a valid
+// token a caller learns nothing, not even whether the sandbox exists. envd takes only the
+// envdAccessToken (X-Access-Token); the code interpreter (port 49999) takes it for everything
+// and the trafficAccessToken (E2B-Traffic-Access-Token) for its contexts (TrafficTokenOpens).
+std::optional<HttpResponse> TrafficRefusal(const Deps& d, const HttpRequest& req) {
   const std::string& id = req.Param("id");
-  int64_t port = kEnvdPort;
-  if (const std::string& p = req.Param("port"); !p.empty()) {
-    auto parsed = ParsePort(p);
-    if (!parsed) return TrafficError(req, parsed.error());
-    port = *parsed;
-  }
+  auto port = TrafficPort(req);
+  if (!port) return TrafficError(req, port.error());
   if (d.secret.empty()) {
     return TrafficError(req, Error::Unavailable("E2B sandbox traffic is not enabled"));
   }
-  // The token first: without it a caller learns nothing, not even whether the sandbox exists.
-  // envd takes only the envdAccessToken (X-Access-Token). The code interpreter (port 49999) is
-  // one of the sandbox's own servers: @e2b/code-interpreter sends the trafficAccessToken as
-  // E2B-Traffic-Access-Token on its /contexts calls, and either token opens it.
   const std::string_view access = req.Header("x-access-token");
   const std::string_view traffic = req.Header("e2b-traffic-access-token");
   const bool token_ok =
-      IsValidId(id, "sb_") &&
-      (CheckE2bAccessToken(d.secret, id, access) ||
-       (port == kCodeInterpreterPort && CheckE2bTrafficToken(d.secret, id, traffic)));
+      IsValidId(id, "sb_") && (CheckE2bAccessToken(d.secret, id, access) ||
+                               (*port == kCodeInterpreterPort && TrafficTokenOpens(req) &&
+                                CheckE2bTrafficToken(d.secret, id, traffic)));
   if (!token_ok) {
     return TrafficError(
         req, Error::Unauthenticated("invalid or missing X-Access-Token for this sandbox (the "
                                     "envdAccessToken that create and connect answered)"));
   }
+  return std::nullopt;
+}
+
+HttpResponse Traffic(const Deps& d, HttpRequest& req) {
+  if (auto refused = TrafficRefusal(d, req)) return std::move(*refused);
+  const std::string& id = req.Param("id");
+  const int64_t port = *TrafficPort(req);
   auto s = d.manager->lifecycle().Get(core::kAnyOwner, id);
   const bool running = s && s->state == core::SandboxState::kRunning;
   if (req.path == "/health" && req.method == "GET" && port == kEnvdPort) {
@@ -500,6 +518,7 @@ void AddE2bRoutes(Router& router, ApiContext& ctx) {
   RouteOptions traffic;
   traffic.token_auth = true;  // X-Access-Token, checked in Traffic()
   traffic.file_body = true;   // uploads up to max_file_bytes
+  traffic.gate = [d](const HttpRequest& req) { return TrafficRefusal(*d, req); };
   const std::string domain = ctx.preview.domain;
   router.AddHost(
       "e2b-sandbox-traffic",

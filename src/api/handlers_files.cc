@@ -18,6 +18,7 @@
 #include <optional>
 
 #include "api/config.h"
+#include "api/file_read_body.h"
 #include "api/file_watch_body.h"
 #include "api/handlers.h"
 #include "api/json_body.h"
@@ -32,57 +33,8 @@ namespace json = boost::json;
 
 namespace {
 
-// Files up to this size are read whole and answered with a Content-Length; larger ones stream.
-constexpr uint64_t kWholeFileMax = 1 << 20;
 // The longest timeout_ms of a watch, milliseconds (a day; without one it runs until closed).
 constexpr int64_t kMaxWatchTimeoutMs = 24 * 3600 * 1000;
-// Bytes handed to the server per Poll(), so one write stays bounded.
-constexpr size_t kMaxPollBytes = 1 << 20;
-
-// The body of a large file download: the output of the file's read stream, as it comes
-// (flow control reaches sandboxd: a slow client holds up only its own stream). A failure after
-// the head was sent aborts the connection (StreamBody::Chunk::abort).
-class FileReadBody final : public StreamBody {
- public:
-  explicit FileReadBody(core::FileReadStream rs) : rs_(std::move(rs)) {}
-  ~FileReadBody() override {
-    if (!done_) (void)rs_.events->Cancel();
-    rs_.events->SetNotify(nullptr);
-  }
-  Chunk Poll() override {
-    Chunk out;
-    while (!done_ && out.data.size() < kMaxPollBytes) {
-      std::optional<core::StreamEvent> ev = rs_.events->TryNext();
-      if (!ev) break;
-      switch (ev->kind) {
-        case core::StreamEvent::Kind::kOutput:
-          out.data += ev->data;
-          break;
-        case core::StreamEvent::Kind::kDone:
-          done_ = true;
-          out.done = true;
-          break;
-        case core::StreamEvent::Kind::kError:
-          done_ = true;
-          out.abort = true;
-          break;
-        default:
-          break;
-      }
-    }
-    return out;
-  }
-  void SetNotify(std::function<void()> notify) override {
-    rs_.events->SetNotify(std::move(notify));
-  }
-  void Cancel() override {
-    if (!done_) (void)rs_.events->Cancel();
-  }
-
- private:
-  core::FileReadStream rs_;
-  bool done_ = false;
-};
 
 }  // namespace
 
@@ -147,7 +99,7 @@ void AddFileRoutes(Router& router, ApiContext& ctx) {
                r.status = 200;
                r.content_type = "application/octet-stream";
                r.sandbox_id = id;
-               if (st.type != "file" || st.size <= kWholeFileMax) {
+               if (st.type != "file" || st.size <= kWholeFileMaxBytes) {
                  // Small files (and the errors for directories and the like) the simple way.
                  ASB_ASSIGN_OR_RETURN(r.body, m->ReadFile(OwnerOf(req), id, path));
                  return r;

@@ -33,6 +33,10 @@ constexpr char kBadToken[] =
     "invalid, expired or revoked preview token for this host; ask for a new preview URL "
     "(POST /v1/sandboxes/{id}/previews)";
 
+// Cookies of this host's name that one request may make the server look up: a browser sends
+// few; a client sending hundreds would make each request hundreds of database lookups.
+constexpr size_t kMaxPreviewCookieTries = 8;
+
 struct Deps {
   core::SandboxLifecycle* sandboxes = nullptr;
   core::NetworkService* network = nullptr;
@@ -138,11 +142,14 @@ Result<HttpResponse> Serve(const Deps& d, HttpRequest& req) {
   ASB_ASSIGN_OR_RETURN(std::string id, SandboxIdParam(req));
   ASB_ASSIGN_OR_RETURN(int64_t port, ParsePort(req.Param("port")));
   // The token leaves the request here, whatever happens next: the app never sees it.
-  std::optional<std::string> from_query, from_cookie;
+  std::optional<std::string> from_query;
+  std::vector<std::string> from_cookies;  // this host's cookie, and any shadowing it
+  const bool secure = d.preview.scheme == "https";
+  const std::string cookie_name = PreviewCookieName(id, port, secure);
   UpstreamRequest up;
   up.target = RemoveQueryParam(req.target, kPreviewTokenParam, &from_query);
   if (auto h = req.headers.find("cookie"); h != req.headers.end()) {
-    up.cookie = RemoveCookie(h->second, kPreviewCookie, &from_cookie);
+    up.cookie = RemovePreviewCookies(h->second, cookie_name, &from_cookies);
   }
   up.forwarded_proto = d.preview.scheme;
   // E2B's headers never reach the app: the traffic token opens this host; envd's access token
@@ -158,19 +165,31 @@ Result<HttpResponse> Serve(const Deps& d, HttpRequest& req) {
     if (!s) return Fail(Error::Unauthenticated(kBadToken));  // a token outlives no sandbox
     return ProxyToPort(*d.network, s->owner, id, port, req, up, d.proxy);
   }
-  const std::optional<std::string>& raw = from_query ? from_query : from_cookie;
-  if (!raw) {
+  if (!from_query && from_cookies.empty()) {
     return Fail(
         Error::Unauthenticated("this preview host needs a preview token: open the url that POST "
                                "/v1/sandboxes/{id}/previews answered"));
   }
+  // The query's token, else the first cookie whose token is valid for this host: a cookie that
+  // another host's app set for the whole preview domain never hides a valid one (ADR 0014, round
+  // 3).
+  std::vector<std::string> tries =
+      from_query ? std::vector<std::string>{*from_query} : std::move(from_cookies);
+  if (tries.size() > kMaxPreviewCookieTries) tries.resize(kMaxPreviewCookieTries);
   ASB_ASSIGN_OR_RETURN(store::PreviewTokenStore tokens, Tokens(d));
   const int64_t now = NowMs();
-  auto rec = tokens.Resolve(*raw, now);
-  if (!rec && rec.error().code() != ErrorCode::kNotFound) return Fail(rec.error());
-  if (!rec || rec->sandbox_id != id || rec->port != port) {
-    return Fail(Error::Unauthenticated(kBadToken));
+  std::optional<store::PreviewTokenRecord> rec;
+  const std::string* raw = nullptr;
+  for (const std::string& t : tries) {
+    auto r = tokens.Resolve(t, now);
+    if (!r && r.error().code() != ErrorCode::kNotFound) return Fail(r.error());
+    if (r && r->sandbox_id == id && r->port == port) {
+      rec = std::move(*r);
+      raw = &t;
+      break;
+    }
   }
+  if (!rec) return Fail(Error::Unauthenticated(kBadToken));
   if (from_query && (req.method == "GET" || req.method == "HEAD")) {
     // The same URL without the token, which the cookie carries from now on: the token leaves
     // the address bar, the history and every Referer.
@@ -178,9 +197,9 @@ Result<HttpResponse> Serve(const Deps& d, HttpRequest& req) {
     r.status = 302;
     r.content_type.clear();
     r.headers.emplace_back("Location", up.target);
-    r.headers.emplace_back("Set-Cookie",
-                           PreviewSetCookie(*raw, (rec->expires_at_ms - now + 999) / 1000,
-                                            d.preview.scheme == "https"));
+    r.headers.emplace_back(
+        "Set-Cookie",
+        PreviewSetCookie(cookie_name, *raw, (rec->expires_at_ms - now + 999) / 1000, secure));
     r.headers.emplace_back("Cache-Control", "no-store");
     r.headers.emplace_back("Referrer-Policy", "no-referrer");
     r.sandbox_id = id;

@@ -131,16 +131,29 @@ std::string RemoveQueryParam(std::string_view target, std::string_view name,
   return out;
 }
 
-std::string RemoveCookie(std::string_view header, std::string_view name,
-                         std::optional<std::string>* value) {
+std::string PreviewCookieName(std::string_view sandbox_id, int64_t port, bool secure) {
+  std::string name = secure ? "__Host-" : "";
+  name += kPreviewCookiePrefix;
+  name += std::to_string(port) + "_" + std::string(sandbox_id);
+  return name;
+}
+
+std::string RemovePreviewCookies(std::string_view header, std::string_view own_name,
+                                 std::vector<std::string>* candidates) {
+  constexpr std::string_view kHostPrefix = "__Host-";
   std::string kept;
   for (std::string_view part : Split(header, ';')) {
     part = Trim(part);
     if (part.empty()) continue;
-    size_t eq = part.find('=');
-    if (Trim(part.substr(0, eq)) == name) {
-      *value = std::string(eq == std::string_view::npos ? std::string_view()
-                                                        : Trim(part.substr(eq + 1)));
+    const size_t eq = part.find('=');
+    const std::string_view name = Trim(part.substr(0, eq));
+    std::string_view bare = name;
+    if (bare.rfind(kHostPrefix, 0) == 0) bare.remove_prefix(kHostPrefix.size());
+    if (bare.rfind(kPreviewCookiePrefix, 0) == 0 || name == kLegacyPreviewCookie) {
+      if (name == own_name || name == kLegacyPreviewCookie) {
+        candidates->emplace_back(eq == std::string_view::npos ? std::string_view()
+                                                              : Trim(part.substr(eq + 1)));
+      }
       continue;
     }
     if (!kept.empty()) kept += "; ";
@@ -149,8 +162,9 @@ std::string RemoveCookie(std::string_view header, std::string_view name,
   return kept;
 }
 
-std::string PreviewSetCookie(std::string_view token, int64_t max_age_seconds, bool secure) {
-  std::string c = std::string(kPreviewCookie) + "=" + std::string(token) +
+std::string PreviewSetCookie(std::string_view name, std::string_view token, int64_t max_age_seconds,
+                             bool secure) {
+  std::string c = std::string(name) + "=" + std::string(token) +
                   "; Path=/; Max-Age=" + std::to_string(max_age_seconds) +
                   "; HttpOnly; SameSite=Lax";
   if (secure) c += "; Secure";

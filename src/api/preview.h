@@ -16,14 +16,18 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "common/result.h"
 
 namespace asb::api {
 
-/// The query parameter of a preview URL's first request, and the cookie that replaces it.
+/// The query parameter of a preview URL's first request.
 inline constexpr std::string_view kPreviewTokenParam = "_asb_preview_token";
-inline constexpr std::string_view kPreviewCookie = "_asb_preview_token";
+/// The one cookie name of every preview host before 2026-12-05; still read (PreviewCookieName).
+inline constexpr std::string_view kLegacyPreviewCookie = "_asb_preview_token";
+/// What the names of preview cookies start with ("__Host-" before it under https).
+inline constexpr std::string_view kPreviewCookiePrefix = "_asb_pv_";
 
 /// The longest a preview token's ttl_seconds may be by default (--preview-max-ttl-seconds), and
 /// what a request without ttl_seconds gets (at most the maximum).
@@ -75,13 +79,26 @@ Status ValidatePreviewDomain(std::string_view domain);
 std::string RemoveQueryParam(std::string_view target, std::string_view name,
                              std::optional<std::string>* value);
 
-/// A Cookie header's value without the cookie `name` ("a=1; b=2"; "" when nothing is left).
-/// `*value` gets its value (the last one), or stays nullopt.
-std::string RemoveCookie(std::string_view header, std::string_view name,
-                         std::optional<std::string>* value);
+/// The name of the cookie that carries a preview host's token: "_asb_pv_<port>_<sandbox id>",
+/// and under https "__Host-" before it, a prefix browsers accept only on a host-only, Secure,
+/// Path=/ cookie. The name carries the host, and a sibling preview host (another tenant's app
+/// under the same --preview-domain) can set a cookie of that name for the whole domain only
+/// over http; there the server tries each candidate (RemovePreviewCookies). ADR 0014, round 3:
+/// one name for every host let any app shadow every other host's cookie.
+std::string PreviewCookieName(std::string_view sandbox_id, int64_t port, bool secure);
 
-/// The Set-Cookie value that carries `token` on a preview host: host-only (no Domain), Path=/,
-/// Max-Age `max_age_seconds`, HttpOnly, SameSite=Lax, and Secure when `secure`.
-std::string PreviewSetCookie(std::string_view token, int64_t max_age_seconds, bool secure);
+/// A Cookie header's value without any preview cookie: every cookie whose name starts with
+/// kPreviewCookiePrefix (with or without "__Host-") or is kLegacyPreviewCookie, so that no
+/// preview token, this host's or one tossed in from another, reaches an app ("" when nothing is
+/// left). `*candidates` gets, in header order, the values of the cookies this host may take a
+/// token from: those named `own_name` and the legacy name.
+std::string RemovePreviewCookies(std::string_view header, std::string_view own_name,
+                                 std::vector<std::string>* candidates);
+
+/// The Set-Cookie value that carries `token` on a preview host as cookie `name`
+/// (PreviewCookieName): host-only (no Domain), Path=/, Max-Age `max_age_seconds`, HttpOnly,
+/// SameSite=Lax, and Secure when `secure`.
+std::string PreviewSetCookie(std::string_view name, std::string_view token, int64_t max_age_seconds,
+                             bool secure);
 
 }  // namespace asb::api

@@ -96,26 +96,44 @@ TEST(PreviewTokenTransportTest, TheTokenLeavesTheQueryAndNothingElseDoes) {
   }
 }
 
-TEST(PreviewTokenTransportTest, TheTokenLeavesTheCookieHeaderAndTheAppsCookiesStay) {
-  std::optional<std::string> v;
-  EXPECT_EQ(RemoveCookie("a=1; _asb_preview_token=asbp_x; b=2", kPreviewCookie, &v), "a=1; b=2");
-  EXPECT_EQ(v, "asbp_x");
-  v.reset();
-  EXPECT_EQ(RemoveCookie("_asb_preview_token=t", kPreviewCookie, &v), "");
-  EXPECT_EQ(v, "t");
-  v.reset();
-  EXPECT_EQ(RemoveCookie("session=abc;theme=dark", kPreviewCookie, &v), "session=abc; theme=dark");
-  EXPECT_FALSE(v);
-  EXPECT_EQ(RemoveCookie("x_asb_preview_token=1", kPreviewCookie, &v), "x_asb_preview_token=1");
-  EXPECT_FALSE(v);
-  EXPECT_EQ(RemoveCookie("", kPreviewCookie, &v), "");
+TEST(PreviewTokenTransportTest, EveryPreviewCookieLeavesTheHeaderAndTheAppsCookiesStay) {
+  const std::string own = PreviewCookieName("sb_0123456789abcdef", 8000, false);
+  EXPECT_EQ(own, "_asb_pv_8000_sb_0123456789abcdef");
+  std::vector<std::string> v;
+  EXPECT_EQ(RemovePreviewCookies("a=1; " + own + "=asbp_x; b=2", own, &v), "a=1; b=2");
+  EXPECT_EQ(v, std::vector<std::string>{"asbp_x"});
+  v.clear();
+  EXPECT_EQ(RemovePreviewCookies(own + "=t", own, &v), "");
+  EXPECT_EQ(v, std::vector<std::string>{"t"});
+  v.clear();
+  EXPECT_EQ(RemovePreviewCookies("session=abc;theme=dark", own, &v), "session=abc; theme=dark");
+  EXPECT_TRUE(v.empty());
+  EXPECT_EQ(RemovePreviewCookies("x_asb_pv_1=1", own, &v), "x_asb_pv_1=1");
+  EXPECT_TRUE(v.empty());
+  EXPECT_EQ(RemovePreviewCookies("", own, &v), "");
+  // Another host's cookie is removed but never taken; the legacy name is still a candidate.
+  EXPECT_EQ(RemovePreviewCookies("_asb_pv_9000_sb_ffffffffffffffff=other; "
+                                 "__Host-_asb_pv_1_sb_x=y; _asb_preview_token=old",
+                                 own, &v),
+            "");
+  EXPECT_EQ(v, std::vector<std::string>{"old"});
 }
 
-TEST(PreviewTokenTransportTest, TheCookieIsHostOnlyHttpOnlyAndLax) {
-  EXPECT_EQ(PreviewSetCookie("asbp_1", 3600, false),
-            "_asb_preview_token=asbp_1; Path=/; Max-Age=3600; HttpOnly; SameSite=Lax");
-  EXPECT_EQ(PreviewSetCookie("asbp_1", 5, true),
-            "_asb_preview_token=asbp_1; Path=/; Max-Age=5; HttpOnly; SameSite=Lax; Secure");
+TEST(PreviewTokenTransportTest, ShadowingCookiesAreAllCandidatesInHeaderOrder) {
+  // The attack of ADR 0014, round 3 (the tossed cookie): another tenant's app set a junk cookie of
+  // this host's name for the whole preview domain; the browser sends both. Both are tried, so the
+  // valid one still opens the host.
+  const std::string own = PreviewCookieName("sb_0123456789abcdef", 8000, false);
+  std::vector<std::string> v;
+  EXPECT_EQ(RemovePreviewCookies(own + "=junk; app=1; " + own + "=asbp_good", own, &v), "app=1");
+  EXPECT_EQ(v, (std::vector<std::string>{"junk", "asbp_good"}));
+}
+
+TEST(PreviewTokenTransportTest, TheCookieIsHostOnlyHttpOnlyAndLaxAndHostPrefixedUnderHttps) {
+  EXPECT_EQ(PreviewSetCookie(PreviewCookieName("sb_1", 80, false), "asbp_1", 3600, false),
+            "_asb_pv_80_sb_1=asbp_1; Path=/; Max-Age=3600; HttpOnly; SameSite=Lax");
+  EXPECT_EQ(PreviewSetCookie(PreviewCookieName("sb_1", 80, true), "asbp_1", 5, true),
+            "__Host-_asb_pv_80_sb_1=asbp_1; Path=/; Max-Age=5; HttpOnly; SameSite=Lax; Secure");
 }
 
 }  // namespace

@@ -28,7 +28,7 @@ void Router::Add(std::string method, std::string pattern, Handler handler, Route
   r.segments = Split(pattern);
   r.pattern = std::move(pattern);
   r.handler = std::move(handler);
-  r.options = options;
+  r.options = std::move(options);
   routes_.push_back(std::move(r));
 }
 
@@ -37,7 +37,7 @@ void Router::AddHost(std::string name, HostMatcher match, Handler handler, Route
   r.method = "*";
   r.pattern = std::move(name);
   r.handler = std::move(handler);
-  r.options = options;
+  r.options = std::move(options);
   r.host = std::move(match);
   routes_.push_back(std::move(r));
 }

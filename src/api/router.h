@@ -8,6 +8,7 @@
 #pragma once
 
 #include <functional>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -15,6 +16,14 @@
 #include "api/http_types.h"
 
 namespace asb::api {
+
+/// A check of a request's head alone (method, path, headers, route params), run by the server
+/// before it reads a single byte of the request's body: an answer refuses the request, and the
+/// server sends it and closes the connection (the unread body cannot be skipped). std::nullopt
+/// admits the request. The auth layer's key check and E2B's token check are gates, so that
+/// nobody without a key or token can make the server buffer a body (ADR 0014, round 3). May
+/// block (it looks up keys): the server runs it on the blocking pool.
+using HeadGate = std::function<std::optional<HttpResponse>(const HttpRequest&)>;
 
 /// How the server treats a route's request body and handler.
 struct RouteOptions {
@@ -33,6 +42,8 @@ struct RouteOptions {
   /// HttpResponse::proxy has the server relay it (api/proxy_relay.h); with any other answer the
   /// unread body ends the connection.
   bool stream_body = false;
+  /// Checked before the body is read (see HeadGate); unset: none.
+  HeadGate gate;
 };
 
 /// Whether a request belongs to a host route, by its Host header (`host`, "" = none) or other

@@ -109,17 +109,29 @@ Router WithSeedAErrorShape(const Router& inner) {
       out.Add(r.method, r.pattern, r.handler, r.options);
       continue;
     }
+    auto reshape = [](HttpResponse& resp) {
+      std::string code, message;
+      if (resp.status >= 400 && !resp.stream && OurError(resp.body, &code, &message)) {
+        resp.body = SeedAErrorJson(code, message);
+      }
+    };
+    RouteOptions options = r.options;
+    if (options.gate) {  // a refusal before the body (the key check) in seed A's shape too
+      options.gate = [gate = options.gate,
+                      reshape](const HttpRequest& req) -> std::optional<HttpResponse> {
+        std::optional<HttpResponse> resp = gate(req);
+        if (resp) reshape(*resp);
+        return resp;
+      };
+    }
     out.Add(
         r.method, r.pattern,
-        [handler = r.handler](HttpRequest& req) {
+        [handler = r.handler, reshape](HttpRequest& req) {
           HttpResponse resp = handler(req);
-          std::string code, message;
-          if (resp.status >= 400 && !resp.stream && OurError(resp.body, &code, &message)) {
-            resp.body = SeedAErrorJson(code, message);
-          }
+          reshape(resp);
           return resp;
         },
-        r.options);
+        std::move(options));
   }
   return out;
 }

@@ -294,6 +294,84 @@ awaitable<HttpResponse> HttpServer::Impl::RunHandler(const Route& route, HttpReq
       use_awaitable);
 }
 
+awaitable<std::optional<HttpResponse>> HttpServer::Impl::RunGate(const HeadGate& gate,
+                                                                 const HttpRequest& req) {
+  auto call = [&gate, &req]() -> std::optional<HttpResponse> {
+    try {
+      return gate(req);
+    } catch (const std::exception& e) {
+      return ErrorResponse(Error::Internal(std::string("gate threw: ") + e.what()), req.request_id);
+    }
+  };
+  co_return co_await net::async_initiate<decltype(use_awaitable),
+                                         void(std::optional<HttpResponse>)>(
+      [this, &call](auto handler) {
+        auto shared = std::make_shared<decltype(handler)>(std::move(handler));
+        auto work = net::make_work_guard(net::get_associated_executor(*shared));
+        pool.Submit([shared, work, call]() mutable {
+          std::optional<HttpResponse> r = call();
+          auto ex = net::get_associated_executor(*shared);
+          net::post(ex, [shared, r = std::move(r)]() mutable { (*shared)(std::move(r)); });
+          work.reset();
+        });
+      },
+      use_awaitable);
+}
+
+awaitable<std::optional<HttpResponse>> HttpServer::Impl::ReadBody(
+    beast::tcp_stream& stream, beast::flat_buffer& buffer,
+    http::request_parser<http::string_body>& parser, size_t limit,
+    std::vector<std::unique_ptr<BufferBudget::Lease>>& leases, std::string* gone) {
+  // A chunked body is leased a step at a time as it grows; one with a Content-Length at once.
+  constexpr uint64_t kLeaseStep = 1 << 20;
+  uint64_t leased = 0;
+  auto lease = [&](uint64_t bytes) {
+    if (!options.body_budget) return true;
+    auto l = options.body_budget->Acquire(bytes, 0);
+    if (!l) return false;
+    leased += bytes;
+    leases.push_back(std::move(l));
+    return true;
+  };
+  auto too_large = [limit] {
+    return ErrorResponse(413, "payload_too_large",
+                         "request body too large (limit " + std::to_string(limit) + " bytes)");
+  };
+  auto over_budget = [this] {
+    spdlog::warn("request bodies held in memory reached --body-buffer-mb ({} MiB); refusing one",
+                 options.body_budget->capacity() >> 20);
+    HttpResponse r = ErrorResponse(
+        503, "unavailable", "the server holds as many request bodies as it may; retry later");
+    r.headers.emplace_back("Retry-After", "1");
+    return r;
+  };
+  const boost::optional<uint64_t> length = parser.content_length();
+  if (length && *length > limit) co_return too_large();
+  if (length && !lease(*length)) co_return over_budget();
+  parser.body_limit(limit);  // enforced for chunked bodies
+  const auto& head = parser.get();
+  if (head[http::field::expect] == "100-continue") {
+    http::response<http::empty_body> cont{http::status::continue_, 11};
+    stream.expires_after(std::chrono::seconds(options.write_timeout_s));
+    co_await http::async_write(stream, cont, kTuple);
+  }
+  stream.expires_after(std::chrono::seconds(options.body_timeout_s));
+  while (!parser.is_done()) {
+    auto [bec, bn] = co_await http::async_read_some(stream, buffer, parser, kTuple);
+    if (bec == http::error::body_limit) co_return too_large();
+    if (bec) {
+      *gone = bec.message();
+      co_return std::nullopt;
+    }
+    // What the body holds now, with the string's spare room (it grows by doubling).
+    const uint64_t held = parser.get().body().capacity();
+    while (!length && held > leased) {
+      if (!lease(kLeaseStep)) co_return over_budget();
+    }
+  }
+  co_return std::nullopt;
+}
+
 awaitable<void> HttpServer::Impl::Session(tcp::socket socket,
                                           std::shared_ptr<SessionHandle> handle) {
   beast::tcp_stream stream(std::move(socket));
@@ -378,33 +456,48 @@ awaitable<void> HttpServer::Impl::Session(tcp::socket socket,
                  log_method, log_route, LogField(sandbox_id, 64));
     bool keep_alive = head.keep_alive() && !stopping;
     std::optional<HttpResponse> early;
+    // Refusals before the body is read end the connection: the unread body cannot be skipped.
+    auto refuse = [&](HttpResponse r) {
+      early = std::move(r);
+      keep_alive = false;
+      linger = linger || !parser.is_done();
+    };
     size_t limit = match.route && match.route->options.file_body ? options.max_file_body_bytes
                                                                  : options.max_json_body_bytes;
-    if (parser.content_length() && *parser.content_length() > limit) {
-      early = ErrorResponse(413, "payload_too_large",
-                            "request body too large (limit " + std::to_string(limit) + " bytes)");
-      keep_alive = false;
-      linger = true;
-    } else if (!parser.is_done() && match.route && match.route->options.stream_body) {
+    // Request bodies leased from options.body_budget: held until this request's answer is out.
+    std::vector<std::unique_ptr<BufferBudget::Lease>> body_leases;
+    // RFC 9112 section 3.2: a server answers 400 to an HTTP/1.1 request without a Host header
+    // and to any request with more than one (which of two would route it: the API or an app?).
+    const size_t hosts = head.count(http::field::host);
+    if (hosts > 1 || (hosts == 0 && head.version() >= 11)) {
+      refuse(ErrorResponse(
+          400, "invalid_request",
+          hosts > 1 ? "more than one Host header" : "missing Host header (HTTP/1.1 requires one)"));
+    } else if (!parser.is_done() && !match.route) {
+      // Nothing would read it: answered without taking a byte of it.
+      refuse(Router::NotFoundResponse(match, req.method, req.path));
+    } else if (parser.content_length() && *parser.content_length() > limit) {
+      refuse(ErrorResponse(413, "payload_too_large",
+                           "request body too large (limit " + std::to_string(limit) + " bytes)"));
+    } else if (!parser.is_done() && match.route->options.stream_body) {
       parser.body_limit(limit);  // the body is the proxy relay's to read
     } else if (!parser.is_done()) {
-      parser.body_limit(limit);  // enforced for chunked bodies
-      if (head[http::field::expect] == "100-continue") {
-        http::response<http::empty_body> cont{http::status::continue_, 11};
-        stream.expires_after(std::chrono::seconds(options.write_timeout_s));
-        co_await http::async_write(stream, cont, kTuple);
+      // Who is asking, from the head alone, before a byte of the body is held.
+      if (const HeadGate& gate = match.route->options.gate; gate) {
+        if (std::optional<HttpResponse> refused = co_await RunGate(gate, req)) {
+          refuse(std::move(*refused));
+        }
       }
-      stream.expires_after(std::chrono::seconds(options.body_timeout_s));
-      auto [bec, bn] = co_await http::async_read(stream, buffer, parser, kTuple);
-      if (bec == http::error::body_limit) {
-        early = ErrorResponse(413, "payload_too_large",
-                              "request body too large (limit " + std::to_string(limit) + " bytes)");
-        keep_alive = false;
-        linger = true;
-      } else if (bec) {
-        spdlog::info("http out request_id={} status=- ms={} (client went away: {})", req.request_id,
-                     NowMs() - start, bec.message());
-        break;
+      if (!early) {
+        std::string gone;
+        std::optional<HttpResponse> refused =
+            co_await ReadBody(stream, buffer, parser, limit, body_leases, &gone);
+        if (!gone.empty()) {
+          spdlog::info("http out request_id={} status=- ms={} (client went away: {})",
+                       req.request_id, NowMs() - start, gone);
+          break;
+        }
+        if (refused) refuse(std::move(*refused));
       }
     }
     stream.expires_never();

@@ -6,6 +6,10 @@
 // Behaviour:
 //  - keep-alive; header limit max_header_bytes (431 above it); body limit 1 MiB for JSON routes
 //    and max_file_body_bytes for file uploads (413 above it); "Expect: 100-continue" honoured.
+//  - exactly one Host header (RFC 9112 section 3.2): none in an HTTP/1.1 request, or more than
+//    one in any request, is 400.
+//  - before a body is read: the route's HeadGate (router.h: the key or token check), then a
+//    lease of the body's bytes from body_budget; either refusal is answered without reading it.
 //  - timeouts apply to I/O only: idle_timeout_s between requests, head_timeout_s for a whole
 //    request head (from the accept for the first request, from its first byte for later ones),
 //    body_timeout_s while a body arrives, write_timeout_s per write. A running handler (a sync
@@ -28,6 +32,7 @@
 #include <memory>
 #include <string>
 
+#include "api/buffer_budget.h"
 #include "api/router.h"
 #include "common/result.h"
 
@@ -64,6 +69,12 @@ struct ServerOptions {
   // closed after the answer. Authenticated connections are not counted. 0 = no reserve.
   size_t reserved_connections = 512;
   bool handle_signals = true;  // SIGTERM/SIGINT start a graceful shutdown
+  // The one account of request bodies held in memory, across all connections (ADR 0014, round 3): a
+  // body's bytes are leased before they are read (its Content-Length at once; a chunked body
+  // 1 MiB at a time as it arrives) and given back when its answer has been written. A body
+  // that does not fit is answered 503 unavailable with Retry-After: 1 and its connection
+  // closed. nullptr = no account.
+  std::shared_ptr<BufferBudget> body_budget;
 };
 
 class HttpServer {

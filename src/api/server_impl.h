@@ -15,8 +15,10 @@
 #include <mutex>
 #include <optional>
 #include <unordered_map>
+#include <vector>
 
 #include "api/blocking_pool.h"
+#include "api/buffer_budget.h"
 #include "api/proxy_relay.h"
 #include "api/server.h"
 
@@ -75,6 +77,15 @@ struct HttpServer::Impl {
                               const std::shared_ptr<StreamBody>& body,
                               const std::shared_ptr<SessionHandle>& handle);
   awaitable<HttpResponse> RunHandler(const Route& route, HttpRequest& req);
+  /// Runs a route's HeadGate on the blocking pool (it may look up keys); its answer, if any.
+  awaitable<std::optional<HttpResponse>> RunGate(const HeadGate& gate, const HttpRequest& req);
+  /// Reads the rest of a request's body, leasing its bytes from options.body_budget first
+  /// (ServerOptions::body_budget). Returns the answer that refused it (413 over `limit`, 503
+  /// over the budget), std::nullopt once it is read; `*gone` is set when the client went away.
+  awaitable<std::optional<HttpResponse>> ReadBody(
+      beast::tcp_stream& stream, beast::flat_buffer& buffer,
+      http::request_parser<http::string_body>& parser, size_t limit,
+      std::vector<std::unique_ptr<BufferBudget::Lease>>& leases, std::string* gone);
   /// Runs `fn` on the blocking pool and resumes with its result.
   /// `fn` is taken by reference and copied before the first suspension (GCC 12 destroys a
   /// coroutine's by-value class parameters twice in this shape).

@@ -31,6 +31,7 @@
 #include "cli/server_commands.h"
 #include "common/clock.h"
 #include "common/log.h"
+#include "core/data_dir.h"
 #include "core/sandbox_manager.h"
 #include "core/templates.h"
 #include "isolation/ns/ns_backend.h"
@@ -38,6 +39,7 @@
 #include "mcp/http_transport.h"
 #include "store/idempotency.h"
 #include "store/keys.h"
+#include "store/secret_box.h"
 #include "store/store.h"
 
 namespace asb::cli {
@@ -221,6 +223,16 @@ int Serve(CLI::App& root, const ServeFlags& flags) {
   }
   auto store = store::Store::Open(cfg.manager.DatabasePath(), SystemClock::Instance().NowUnixMs());
   if (!store) return StartupError(store.error().WithContext("open database"));
+  // Env values given on create are sealed at rest (store/secret_box.h); records written before
+  // are sealed now. Without the key the server does not start: it would write them in plain.
+  {
+    auto box = store::SecretBox::LoadOrCreate(data + "/secrets.key");
+    if (!box) return StartupError(box.error().WithContext("secrets key"));
+    (*store)->SetSecretBox(std::make_shared<const store::SecretBox>(std::move(*box)));
+    auto sealed = (*store)->SealPlainSecrets();
+    if (!sealed) return StartupError(sealed.error().WithContext("seal env values at rest"));
+    if (*sealed > 0) spdlog::info("sealed the env values of {} earlier records", *sealed);
+  }
   if (need_db_key) {
     store::KeyStore keys(**store);
     auto usable = keys.CountUsable(SystemClock::Instance().NowUnixMs());
@@ -286,6 +298,16 @@ int Serve(CLI::App& root, const ServeFlags& flags) {
   } else {
     spdlog::warn("E2B sandbox traffic disabled: {}", secret.error().ToString());
   }
+  // Every file of ours at the top of the data dir is ours alone (core/data_dir.h): a looser
+  // mode (a database made by an older version, a key copied in by hand) is tightened here.
+  if (auto tightened = core::TightenDataDirModes(data)) {
+    for (const core::TightenedMode& t : *tightened) {
+      spdlog::warn("{} was mode {:04o}, readable by others; now {:04o}", t.path, t.old_mode,
+                   t.new_mode);
+    }
+  } else {
+    return StartupError(tightened.error().WithContext("data dir modes"));
+  }
   {
     std::error_code exe_ec;
     std::string exe = std::filesystem::read_symlink("/proc/self/exe", exe_ec).string();
@@ -331,6 +353,7 @@ int Serve(CLI::App& root, const ServeFlags& flags) {
   so.host = cfg.host;
   so.port = cfg.port;
   so.max_file_body_bytes = cfg.manager.limits.max_file_bytes + 64 * 1024;
+  so.body_budget = api::BufferBudget::Create(static_cast<uint64_t>(cfg.body_buffer_mb) << 20);
   so.shutdown_grace_s = static_cast<int>(cfg.shutdown_grace_seconds);
   so.max_connections = static_cast<size_t>(cfg.max_connections);
   so.max_connections_per_ip = static_cast<size_t>(cfg.max_connections_per_ip);

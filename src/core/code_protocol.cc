@@ -71,6 +71,19 @@ bool ParseEnd(const json::object& o, CodeEnd* end) {
   end->duration_ms = IntField(o, "duration_ms").value_or(0);
   end->timed_out = BoolField(o, "timed_out");
   end->truncated = BoolField(o, "truncated");
+  // What the driver cut itself (it cuts before the server sees it); only the known names.
+  if (auto it = o.find("truncated_outputs"); it != o.end() && it->value().is_array()) {
+    for (const json::value& v : it->value().as_array()) {
+      if (!v.is_string()) continue;
+      const std::string_view name = v.as_string();
+      if (name == "stdout" || name == "stderr" || name == "results") {
+        end->truncated_outputs.emplace_back(name);
+      }
+    }
+  }
+  if (auto n = IntField(o, "dropped_results"); n && *n > 0 && *n <= (1 << 30)) {
+    end->dropped_results = *n;
+  }
   if (auto code = IntField(o, "exit_code"); code && *code >= -1 && *code <= 255) {
     end->exit_code = static_cast<int>(*code);
   }

@@ -48,6 +48,27 @@ TEST(CodeProtocolTest, OutputResultErrorEnd) {
   EXPECT_EQ(end.event.end.duration_ms, 2001);
   EXPECT_TRUE(end.event.end.timed_out);
   EXPECT_EQ(end.event.end.exit_code, 130);
+  EXPECT_TRUE(end.event.end.truncated_outputs.empty());
+  EXPECT_EQ(end.event.end.dropped_results, 0);
+  // The bytes a result counts against the output budget: every value and the chart.
+  EXPECT_EQ(r.event.result.OutputBytes(), 1 + 9 + 29);
+}
+
+TEST(CodeProtocolTest, TheDriversCutsAreReadButOnlyKnownNames) {
+  // ADR 0014, round 3: the end says which outputs lost something. What a driver (in the
+  // sandbox, untrusted) says is only taken when it names a known output and a sane count.
+  DriverLine end = ParseDriverLine(
+      R"({"type":"end","id":"e","status":"ok","truncated":true,)"
+      R"("truncated_outputs":["results","stdout",7,"/etc/passwd"],"dropped_results":3})");
+  ASSERT_EQ(end.kind, DriverLine::Kind::kEvent);
+  EXPECT_EQ(end.event.end.truncated_outputs, (std::vector<std::string>{"results", "stdout"}));
+  EXPECT_EQ(end.event.end.dropped_results, 3);
+  DriverLine wild =
+      ParseDriverLine(R"({"type":"end","id":"e","status":"ok","truncated_outputs":"stdout",)"
+                      R"("dropped_results":-5})");
+  ASSERT_EQ(wild.kind, DriverLine::Kind::kEvent);
+  EXPECT_TRUE(wild.event.end.truncated_outputs.empty());
+  EXPECT_EQ(wild.event.end.dropped_results, 0);
 }
 
 TEST(CodeProtocolTest, MalformedLinesAreIgnored) {

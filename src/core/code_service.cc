@@ -175,6 +175,11 @@ std::optional<CodeEvent> CodeExecution::Pop() {
   if (ev.kind == CodeEvent::Kind::kEnd) {
     ended_ = true;
     ev.end.truncated = ev.end.truncated || truncated_;
+    // The driver's own cuts, then the server's, each name once, sorted.
+    cut_outputs_.insert(ev.end.truncated_outputs.begin(), ev.end.truncated_outputs.end());
+    ev.end.truncated_outputs.assign(cut_outputs_.begin(), cut_outputs_.end());
+    ev.end.truncated = ev.end.truncated || !cut_outputs_.empty();
+    ev.end.dropped_results += dropped_results_;
     busy_.reset();
     attach_.events->SetNotify(nullptr);
     attach_.events->Cancel();
@@ -209,16 +214,23 @@ void CodeExecution::AbsorbLine(std::string_view line) {
     case CodeEvent::Kind::kStderr:
       if (ev.text.size() > output_left_) {
         truncated_ = true;
+        cut_outputs_.insert(ev.kind == CodeEvent::Kind::kStdout ? "stdout" : "stderr");
         ev.text = CutUtf8(std::move(ev.text), output_left_);
       }
       output_left_ -= ev.text.size();
       if (ev.text.empty()) return;
       break;
     case CodeEvent::Kind::kResult: {
-      if (results_seen_ >= kMaxResults) {
+      // Results share the output budget with stdout and stderr; one that does not fit is left
+      // out whole (ADR 0014, round 3), and so is every one past kMaxResults.
+      const uint64_t bytes = ev.result.OutputBytes();
+      if (results_seen_ >= kMaxResults || bytes > output_left_) {
         truncated_ = true;
+        cut_outputs_.insert("results");
+        ++dropped_results_;
         return;
       }
+      output_left_ -= bytes;
       ++results_seen_;
       break;
     }

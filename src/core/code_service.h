@@ -76,8 +76,10 @@ class CodeExecution {
   std::string partial_;         // an incomplete line of the driver's stdout
   bool resync_ = false;         // bytes were skipped: drop until the next newline
   bool truncated_ = false;      // the server cut something the driver sent
-  uint64_t output_left_ = 0;    // stdout+stderr bytes still allowed
+  uint64_t output_left_ = 0;    // stdout+stderr+result bytes still allowed
   size_t results_seen_ = 0;
+  std::set<std::string> cut_outputs_;  // CodeEnd::truncated_outputs, as the server cut them
+  int64_t dropped_results_ = 0;
   uint64_t unacked_ = 0;               // driver stdout bytes read but not yet acknowledged
   std::string ack_out_;                // acknowledgement lines not yet written
   std::optional<CodeEvent> held_end_;  // a "dead" end, held until the driver's exit is seen

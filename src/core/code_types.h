@@ -12,8 +12,11 @@ namespace asb::core {
 
 /// Largest code text of one execution, bytes.
 inline constexpr uint64_t kMaxCodeBytes = 512 * 1024;
-/// Default and largest stdout+stderr kept of one execution, bytes; past it the output is cut
-/// and the end says truncated.
+/// Default and largest output kept of one execution, bytes: stdout, stderr and results (every
+/// MIME value and chart) share it. Past it stdout and stderr are cut, a result that does not fit
+/// is dropped whole (a cut image is no image), and the end says truncated and which outputs
+/// lost something (ADR 0014, round 3: results were uncapped, and 100 displays of 10 MB made a 1 GB
+/// answer).
 inline constexpr uint64_t kDefaultCodeOutputBytes = 1 << 20;
 /// Largest environment of one execution (CodeRequest::env): keys and values together, bytes.
 inline constexpr uint64_t kMaxCodeEnvBytes = 64 * 1024;
@@ -46,7 +49,8 @@ struct CodeRequest {
   std::optional<std::string> context_id{};  // absent: the language's default context
   std::optional<std::string> language{};    // used (and checked) when context_id is absent
   std::optional<double> timeout_seconds{};  // > 0; absent: the exec default; clamped to max
-  uint64_t max_output_bytes = kDefaultCodeOutputBytes;  // [1, kDefaultCodeOutputBytes]
+  /// stdout + stderr + results kept, bytes, [1, kDefaultCodeOutputBytes].
+  uint64_t max_output_bytes = kDefaultCodeOutputBytes;
   /// Environment variables set for this execution only, then put back as they were (E2B's
   /// runCode envs): os.environ in Python, process.env in JavaScript, exported variables in
   /// bash. Keys non-empty without '=' or NUL (bash: shell names), values without NUL, at most
@@ -65,6 +69,14 @@ struct CodeResult {
   /// Chart data of a matplotlib figure as serialized JSON ({"type": "line"|"bar"|"scatter"|
   /// "pie"|"superchart", "title", "elements", axes...}); "" when none.
   std::string chart_json;
+
+  /// The bytes it counts against CodeRequest::max_output_bytes: every value and the chart.
+  uint64_t OutputBytes() const {
+    uint64_t n = chart_json.size();
+    for (const auto& [mime, value] : data) n += value.size();
+    for (const auto& [mime, value] : json_data) n += value.size();
+    return n;
+  }
 };
 
 struct CodeError {
@@ -78,7 +90,11 @@ struct CodeEnd {
   std::optional<int64_t> execution_count{};
   int64_t duration_ms = 0;
   bool timed_out = false;
-  bool truncated = false;          // output was cut at max_output_bytes
+  bool truncated = false;  // output was cut at max_output_bytes
+  /// Which outputs lost something, a sorted subset of "results", "stderr", "stdout" (empty
+  /// when nothing was cut); `dropped_results` counts the results left out.
+  std::vector<std::string> truncated_outputs{};
+  int64_t dropped_results = 0;
   std::optional<int> exit_code{};  // bash: the last command's exit status
 };
 

@@ -8,14 +8,14 @@ constexpr std::string_view kColumns =
     "id, owner, sandbox_id, name, template, spec_json, state, size_bytes, content_bytes, "
     "created_at";
 
-SnapshotRecord Read(const Stmt& s) {
+SnapshotRecord Read(const Store& store, const Stmt& s) {
   SnapshotRecord r;
   r.id = s.ColumnText(0);
   r.owner = s.ColumnText(1);
   r.sandbox_id = s.ColumnText(2);
   r.name = s.ColumnText(3);
   r.template_name = s.ColumnText(4);
-  r.spec_json = s.ColumnText(5);
+  r.spec_json = store.OpenSpec(s.ColumnText(5));
   r.state = s.ColumnText(6);
   r.size_bytes = s.ColumnInt(7);
   r.content_bytes = s.ColumnInt(8);
@@ -34,7 +34,7 @@ Status InsertSnapshot(Store& store, const SnapshotRecord& r) {
       .Bind(3, r.sandbox_id)
       .Bind(4, r.name)
       .Bind(5, r.template_name)
-      .Bind(6, r.spec_json)
+      .Bind(6, store.SealSpec(r.spec_json))
       .Bind(7, r.state)
       .Bind(8, r.size_bytes)
       .Bind(9, r.content_bytes)
@@ -49,7 +49,7 @@ Result<SnapshotRecord> GetSnapshot(Store& store, std::string_view id) {
   s.Bind(1, id);
   ASB_ASSIGN_OR_RETURN(bool row, s.Step());
   if (!row) return Fail(Error::NotFound("no snapshot " + std::string(id)));
-  return Read(s);
+  return Read(store, s);
 }
 
 Result<std::vector<SnapshotRecord>> ListSnapshots(Store& store, const SnapshotFilter& f) {
@@ -67,7 +67,7 @@ Result<std::vector<SnapshotRecord>> ListSnapshots(Store& store, const SnapshotFi
   while (true) {
     ASB_ASSIGN_OR_RETURN(bool row, s.Step());
     if (!row) break;
-    out.push_back(Read(s));
+    out.push_back(Read(store, s));
   }
   return out;
 }

@@ -1,11 +1,15 @@
 #include "store/store.h"
 
+#include <fcntl.h>
 #include <sys/stat.h>
 
 #include <cerrno>
 #include <filesystem>
+#include <utility>
 
+#include "common/unique_fd.h"
 #include "store/migrations.h"
+#include "store/sealed_spec.h"
 
 namespace asb::store {
 
@@ -54,10 +58,57 @@ Status ExpectOneRow(Db& db, std::string_view what, std::string_view id) {
 }  // namespace
 
 Result<std::unique_ptr<Store>> Store::Open(const std::string& path, int64_t now_unix_ms) {
-  if (path != ":memory:") ASB_TRY(CreateParentDir(path));
+  if (path != ":memory:") {
+    ASB_TRY(CreateParentDir(path));
+    // Created 0600 before SQLite opens it: SQLite gives the -wal and -shm files the database
+    // file's mode, and the default (0644) let any local user read env values, audit command
+    // lines and key hashes (ADR 0014, round 3).
+    UniqueFd fd(::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600));
+    if (!fd) return FailErrno("create " + path);
+  }
   ASB_ASSIGN_OR_RETURN(Db db, Db::Open(path));
+  // Deleted and overwritten rows are zeroed, not left in free pages: a secret that was sealed
+  // (or a record that was removed) does not linger in the file.
+  ASB_TRY_CTX(db.Exec("PRAGMA secure_delete = ON"), "open database " + path);
   ASB_TRY_CTX(ApplyMigrations(db, SchemaMigrations(), now_unix_ms), "migrate " + path);
   return std::unique_ptr<Store>(new Store(std::move(db)));
+}
+
+void Store::SetSecretBox(std::shared_ptr<const SecretBox> box) { box_ = std::move(box); }
+
+std::string Store::SealSpec(const std::string& spec_json) const {
+  return box_ ? SealSpecEnv(*box_, spec_json) : spec_json;
+}
+
+std::string Store::OpenSpec(std::string spec_json) const {
+  return box_ ? OpenSpecEnv(*box_, spec_json) : spec_json;
+}
+
+Result<int64_t> Store::SealPlainSecrets() {
+  if (!box_) return 0;
+  std::lock_guard lock(mu_);
+  int64_t sealed = 0;
+  for (const char* table : {"sandboxes", "snapshots"}) {
+    std::vector<std::pair<std::string, std::string>> plain;  // id, sealed spec
+    {
+      ASB_ASSIGN_OR_RETURN(Stmt s, db_.Prepare(std::string("SELECT id, spec_json FROM ") + table +
+                                               " WHERE spec_json LIKE '%\"env\":{\"%'"));
+      for (;;) {
+        ASB_ASSIGN_OR_RETURN(bool row, s.Step());
+        if (!row) break;
+        std::string spec = s.ColumnText(1);
+        if (HasPlainEnv(spec)) plain.emplace_back(s.ColumnText(0), SealSpecEnv(*box_, spec));
+      }
+    }
+    for (const auto& [id, spec] : plain) {
+      ASB_ASSIGN_OR_RETURN(
+          Stmt u, db_.Prepare(std::string("UPDATE ") + table + " SET spec_json=? WHERE id=?"));
+      u.Bind(1, spec).Bind(2, id);
+      ASB_TRY_CTX(u.Run(), std::string("seal env of ") + table + " " + id);
+      ++sealed;
+    }
+  }
+  return sealed;
 }
 
 Result<int64_t> Store::SchemaVersion() {
@@ -72,7 +123,7 @@ Status Store::InsertSandbox(const SandboxRecord& r) {
   s.Bind(1, r.id)
       .Bind(2, r.owner)
       .Bind(3, r.template_name)
-      .Bind(4, r.spec_json)
+      .Bind(4, SealSpec(r.spec_json))
       .Bind(5, r.state)
       .Bind(6, r.error_message)
       .Bind(7, r.created_at_ms)
@@ -93,7 +144,9 @@ Result<SandboxRecord> Store::GetSandbox(std::string_view id) {
   s.Bind(1, id);
   ASB_ASSIGN_OR_RETURN(bool row, s.Step());
   if (!row) return Fail(Error::NotFound("no sandbox record " + std::string(id)));
-  return ReadSandbox(s);
+  SandboxRecord r = ReadSandbox(s);
+  r.spec_json = OpenSpec(std::move(r.spec_json));
+  return r;
 }
 
 Result<std::vector<SandboxRecord>> Store::ListSandboxes(const SandboxFilter& filter) {
@@ -117,6 +170,7 @@ Result<std::vector<SandboxRecord>> Store::ListSandboxes(const SandboxFilter& fil
     ASB_ASSIGN_OR_RETURN(bool row, s.Step());
     if (!row) break;
     out.push_back(ReadSandbox(s));
+    out.back().spec_json = OpenSpec(std::move(out.back().spec_json));
   }
   return out;
 }
@@ -129,7 +183,7 @@ Status Store::UpdateSandbox(const SandboxRecord& r) {
                           "last_activity_at=?, source_snapshot_id=?, backend=? WHERE id=?"));
   s.Bind(1, r.owner)
       .Bind(2, r.template_name)
-      .Bind(3, r.spec_json)
+      .Bind(3, SealSpec(r.spec_json))
       .Bind(4, r.state)
       .Bind(5, r.error_message)
       .Bind(6, r.updated_at_ms)

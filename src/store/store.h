@@ -18,6 +18,7 @@
 
 #include "common/result.h"
 #include "store/db.h"
+#include "store/secret_box.h"
 
 namespace asb::store {
 
@@ -28,7 +29,8 @@ std::span<const std::string_view> SchemaMigrations();
 /// "running", "paused", "stopping", "destroyed", "error"); the table's CHECK constraint rejects
 /// others. `spec_json` holds what the sandbox was created with (cpus, memory_mb, pids_limit,
 /// workspace_mb, tmp_size_mb, network, env, timeout_seconds, ...) as a JSON object owned by
-/// core/; the store does not look inside.
+/// core/; the store does not look inside, except to seal its "env" at rest when it has a
+/// SecretBox (Store::SetSecretBox, sealed_spec.h).
 struct SandboxRecord {
   std::string id;
   std::string owner;
@@ -63,6 +65,17 @@ class Store {
 
   /// The schema version reached (== SchemaMigrations().size()).
   Result<int64_t> SchemaVersion();
+
+  /// From now on the "env" of every sandbox and snapshot spec is sealed with `box` when written
+  /// and opened when read (sealed_spec.h). Call once, before the store is shared. The database
+  /// file itself is created 0600 by Open.
+  void SetSecretBox(std::shared_ptr<const SecretBox> box);
+  /// Seals the env of every record still holding it in plain text (written before sealing, or
+  /// without a box); the number of records sealed. Run once at start, after SetSecretBox.
+  Result<int64_t> SealPlainSecrets();
+  /// A spec as it is written (env sealed, with a box) and as it is read back (env opened).
+  std::string SealSpec(const std::string& spec_json) const;
+  std::string OpenSpec(std::string spec_json) const;
 
   // ---- sandboxes -----------------------------------------------------------------------------
 
@@ -99,6 +112,7 @@ class Store {
   explicit Store(Db db) : db_(std::move(db)) {}
   Db db_;
   std::mutex mu_;
+  std::shared_ptr<const SecretBox> box_;  // set once at start; nullptr: env kept as written
 };
 
 }  // namespace asb::store

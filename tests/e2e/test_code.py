@@ -13,6 +13,14 @@ from harness import (TEMPLATES, Server, ServerTestCase, main, missing_prerequisi
                      openapi_check)
 
 
+def rss_bytes(pid):
+    with open("/proc/%d/status" % pid) as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) * 1024
+    return 0
+
+
 def template_built(name):
     return os.path.isdir(os.path.join(TEMPLATES, name, "rootfs"))
 
@@ -180,10 +188,13 @@ class PythonContexts(CodeCase):
     def test_output_cap_exactly_and_over(self):
         sid = self.sandbox("python")
         mib = 1 << 20
-        r = self.run_code(sid, "import sys\nsys.stdout.write('x' * %d)" % mib)
-        self.assertEqual((len(r["stdout"]), r["truncated"]), (mib, False))
-        r = self.run_code(sid, "sys.stdout.write('x' * %d)" % (mib + 1))
-        self.assertEqual((len(r["stdout"]), r["truncated"]), (mib, True))
+        # `_ =`: the count write() returns would be a result, and results share the budget.
+        r = self.run_code(sid, "import sys\n_ = sys.stdout.write('x' * %d)" % mib)
+        self.assertEqual((len(r["stdout"]), r["truncated"], r["truncated_outputs"]),
+                         (mib, False, []))
+        r = self.run_code(sid, "_ = sys.stdout.write('x' * %d)" % (mib + 1))
+        self.assertEqual((len(r["stdout"]), r["truncated"], r["truncated_outputs"]),
+                         (mib, True, ["stdout"]))
         r = self.run_code(sid, "print('y' * 100)", max_output_bytes=10)
         self.assertEqual((r["stdout"], r["truncated"]), ("y" * 10, True))
         self.assertEqual(self.run_code(sid, "print('fine')")["stdout"], "fine\n")
@@ -248,6 +259,17 @@ class JavaScriptContexts(CodeCase):
                          ["text/plain"], "41")
         r = self.run_code(sid, "await_me = Promise.resolve(7)", context_id=ctx["id"])
         self.assertEqual(r["results"][0]["data"]["text/plain"], "7")
+
+    def test_results_share_the_output_budget(self):
+        sid = self.sandbox("node")
+        # 3 x 300 kB fit in the 1 MiB budget, the 4th and 5th do not, the last value does.
+        r = self.run_code(sid, "for (let i = 0; i < 5; i++)\n"
+                               "  display({'text/plain': 'x'.repeat(300000)}, {raw: true});\n"
+                               "'last'", language="javascript")
+        self.assertEqual(len(r["results"]), 4, [len(x["data"]["text/plain"]) for x in r["results"]])
+        self.assertEqual(r["results"][-1]["data"]["text/plain"], "'last'")
+        self.assertEqual((r["truncated"], r["truncated_outputs"], r["dropped_results"]),
+                         (True, ["results"], 2))
 
     def test_default_language_of_a_node_sandbox_is_javascript(self):
         sid = self.sandbox("node")
@@ -370,6 +392,57 @@ class HostileCode(CodeCase):
         self.assertEqual((r["status"], r["timed_out"], r["truncated"]), ("timeout", True, True))
         self.assertLessEqual(len(r["stdout"].encode()), 1 << 20)
         self.assertEqual(self.run_code(sid, "print('after')")["stdout"], "after\n")
+
+    def test_results_share_the_output_budget(self):
+        # ADR 0014, round 3, before: 100 display()s of 10 MB answered 200 with 1 GB and
+        # "truncated": false (server RSS 1.96 GB). After: results, stdout and stderr share
+        # max_output_bytes; a result that does not fit is left out whole and the answer says so.
+        # (CI size: 40 displays of 4 MB; the same assertions.)
+        sid = self.sandbox("python")
+        flood = ("for _ in range(40):\n"
+                 "    display({'text/plain': 'x' * 4_000_000}, raw=True)\n"
+                 "print('done')")
+        pid = self.server.proc.pid
+        before = rss_bytes(pid)
+        peak = [before]
+        done = threading.Event()
+
+        def sample():  # the peak: big buffers are unmapped as soon as they are freed
+            while not done.is_set():
+                peak[0] = max(peak[0], rss_bytes(pid))
+                time.sleep(0.02)
+
+        sampler = threading.Thread(target=sample, daemon=True)
+        sampler.start()
+        try:
+            r = self.run_code(sid, flood)
+        finally:
+            done.set()
+            sampler.join()
+        grew = peak[0] - before
+        self.assertEqual(r["status"], "ok", r["status"])
+        self.assertEqual((r["results"], r["stdout"]), ([], "done\n"))
+        self.assertEqual((r["truncated"], r["truncated_outputs"], r["dropped_results"]),
+                         (True, ["results"], 40))
+        self.assertLess(grew, 64 << 20, "server RSS grew %d MiB" % (grew >> 20))
+        # What fits is kept, in order, until the budget runs out; the end says the rest.
+        fits = ("for i in range(3):\n"
+                "    display({'text/plain': str(i) * 400_000}, raw=True)\n")
+        r = self.run_code(sid, fits)
+        self.assertEqual([x["data"]["text/plain"][0] for x in r["results"]], ["0", "1"])
+        self.assertEqual((r["truncated"], r["truncated_outputs"], r["dropped_results"]),
+                         (True, ["results"], 1))
+        # With a smaller budget, stdout takes its part first; the stream's end says the same.
+        events = self.stream_code(sid, {"code": "print('a' * 50)\n" + fits,
+                                        "max_output_bytes": 500_000})
+        end = events[-1]
+        self.assertEqual((end["type"], end["truncated"], end["truncated_outputs"],
+                          end["dropped_results"]), ("end", True, ["results"], 2))
+        self.assertEqual(len([e for e in events if e["type"] == "result"]), 1)
+        # Nothing cut: an empty list, and the context is fine.
+        r = self.run_code(sid, "1 + 1")
+        self.assertEqual((r["results"][0]["data"]["text/plain"], r["truncated"],
+                          r["truncated_outputs"], r["dropped_results"]), ("2", False, [], 0))
 
     def test_bash_flood_is_capped_and_interrupted(self):
         sid = self.sandbox("base")

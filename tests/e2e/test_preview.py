@@ -18,6 +18,7 @@ import subprocess
 import tempfile
 import time
 import unittest
+import urllib.parse
 from urllib.parse import urlsplit
 
 import harness
@@ -51,6 +52,15 @@ SERVE_PY = """import http.server, json, os
 os.chdir('/workspace/www')
 class H(http.server.SimpleHTTPRequestHandler):
     def do_GET(self):
+        if self.path.startswith('/toss?c='):
+            # A hostile app: sets whatever cookie it is told to (ADR 0014, round 3, cookie tossing).
+            from urllib.parse import unquote
+            self.send_response(200)
+            self.send_header('Set-Cookie', unquote(self.path[len('/toss?c='):]))
+            self.send_header('Content-Type', 'text/html')
+            self.end_headers()
+            self.wfile.write(b'<p id="tossed">tossed</p>')
+            return
         if self.path.startswith('/echo'):
             body = json.dumps({'path': self.path, 'headers': dict(self.headers)}).encode()
             self.send_response(200)
@@ -202,6 +212,39 @@ class PreviewTest(harness.ServerTestCase):
                              {"Cookie": "_asb_preview_token=" + p["token"]})
             self.assertError(r, 401, "unauthorized")
 
+    @unittest.skipIf(CHROMIUM is None, "chromium is not installed (scripts/install-deps.sh)")
+    def test_chromium_another_apps_domain_cookie_does_not_lock_a_preview_out(self):
+        # ADR 0014, round 3, before: B's app answered Set-Cookie _asb_preview_token=junk;
+        # Domain=<preview domain>, and A's preview answered 401 in that browser, even from a
+        # fresh URL, because the server read the last cookie of the name. After: each cookie
+        # of A's own name is tried, and the name carries the host.
+        profile = tempfile.mkdtemp(prefix="asb-chromium-")
+        try:
+            a_name = "_asb_pv_8000_" + self.a
+            domain = self.domain.split(":")[0]
+            for junk in ("_asb_preview_token=junk", a_name + "=junk"):
+                pb = self.preview(self.b)
+                cookie = urllib.parse.quote("%s; Domain=%s; Path=/" % (junk, domain), safe="")
+                url = pb["url"].replace("/?", "/toss?c=%s&" % cookie, 1)
+                self.assertIn('id="tossed"', self.chromium(url, profile))
+            # The browser did keep both for the whole domain (its cookie store, on disk at exit).
+            db = sqlite3.connect(os.path.join(profile, "Default", "Cookies"))
+            try:
+                tossed = set(db.execute("SELECT name FROM cookies WHERE host_key = ?",
+                                        ("." + domain,)).fetchall())
+            finally:
+                db.close()
+            self.assertEqual(tossed, {("_asb_preview_token",), (a_name,)})
+            pa = self.preview(self.a)
+            dom = self.chromium(pa["url"], profile)
+            self.assertIn("page served from inside the sandbox", dom)
+            self.assertIn("api said 200 data %s from %s" % (NONCE, self.a), dom)
+            # The cookie alone, with the junk still in the jar, keeps opening it.
+            bare = pa["url"].split("?", 1)[0]
+            self.assertIn("page served from inside the sandbox", self.chromium(bare, profile))
+        finally:
+            shutil.rmtree(profile, ignore_errors=True)
+
     # ---- the exchange, as curl sees it ---------------------------------------------------
 
     def test_first_request_sets_a_host_only_cookie_and_the_app_never_sees_the_token(self):
@@ -211,8 +254,9 @@ class PreviewTest(harness.ServerTestCase):
         self.assertEqual(r.status, 302, r)
         self.assertEqual(r.headers["location"], "/index.html?x=1&y=2")
         cookie = r.headers["set-cookie"]
-        m = re.match(r"^_asb_preview_token=(asbp_[0-9a-f]{64}); Path=/; Max-Age=(\d+); "
-                     r"HttpOnly; SameSite=Lax$", cookie)
+        # The name carries the host (ADR 0014, round 3): another preview host cannot shadow it.
+        m = re.match(r"^_asb_pv_8000_%s=(asbp_[0-9a-f]{64}); Path=/; Max-Age=(\d+); "
+                     r"HttpOnly; SameSite=Lax$" % self.a, cookie)
         self.assertTrue(m, cookie)  # no Domain: this host only; no Secure over http
         self.assertEqual(m.group(1), p["token"])
         self.assertTrue(3500 <= int(m.group(2)) <= 3600, cookie)

@@ -389,8 +389,9 @@ class Sandbox:
         (Python needs the `python` template, JavaScript the `node` one); None: the context's
         language, or python. context: a Context or its id. timeout: seconds; on expiry the code
         is interrupted (status "timeout", timed_out True) and the context survives.
-        max_output_bytes: cap on stdout+stderr kept (default and maximum 1 MiB). env: dict of
-        environment variables for this run only, put back after it (os.environ in Python,
+        max_output_bytes: cap on stdout+stderr+results kept (default and maximum 1 MiB; a result
+        that does not fit is left out, see Execution.truncated_outputs). env: dict of environment
+        variables for this run only, put back after it (os.environ in Python,
         process.env in JavaScript, exported variables in bash, which takes shell names only; at
         most 64 KiB of keys and values, else SandboxAPIError 400).
         on_stdout(str), on_stderr(str), on_result(Result), on_error(ExecutionError): called as
@@ -464,6 +465,8 @@ class Sandbox:
                     ex.duration_ms = ev.get("duration_ms", 0)
                     ex.timed_out = bool(ev.get("timed_out"))
                     ex.truncated = bool(ev.get("truncated"))
+                    ex.truncated_outputs = list(ev.get("truncated_outputs") or [])
+                    ex.dropped_results = int(ev.get("dropped_results") or 0)
                     ex.exit_code = ev.get("exit_code")
                     break
         finally:

@@ -513,7 +513,9 @@ class Execution:
     stdout, stderr: the printed text; error: ExecutionError or None;
     status: "ok", "error", "timeout" or "dead" (the kernel exited; restart the context);
     execution_count: the kernel's counter (None for bash); duration_ms; timed_out;
-    truncated (stdout+stderr went past max_output_bytes); exit_code (bash only, else None);
+    truncated (output went past max_output_bytes, which stdout, stderr and results share);
+    truncated_outputs (which lost something: a sorted subset of "results", "stderr", "stdout");
+    dropped_results (results left out whole); exit_code (bash only, else None);
     context_id, language: the context that ran it.
     `text` is the main result's text/plain (None when the code ended in a statement), `ok` is
     status == "ok", and `logs` is {"stdout": [...], "stderr": [...]} of the pieces as they came.
@@ -528,6 +530,8 @@ class Execution:
     duration_ms: int = 0
     timed_out: bool = False
     truncated: bool = False
+    truncated_outputs: List[str] = field(default_factory=list)
+    dropped_results: int = 0
     exit_code: Optional[int] = None
     context_id: str = ""
     language: str = ""
@@ -562,6 +566,8 @@ class Execution:
                    error=ExecutionError.from_json(o["error"]) if o.get("error") else None,
                    status=o.get("status", "ok"), execution_count=o.get("execution_count"),
                    duration_ms=o.get("duration_ms", 0), timed_out=bool(o.get("timed_out")),
-                   truncated=bool(o.get("truncated")), exit_code=o.get("exit_code"),
+                   truncated=bool(o.get("truncated")),
+                   truncated_outputs=list(o.get("truncated_outputs") or []),
+                   dropped_results=int(o.get("dropped_results") or 0), exit_code=o.get("exit_code"),
                    context_id=o.get("context_id", ""), language=o.get("language", ""),
                    logs={"stdout": [out] if out else [], "stderr": [err] if err else []})

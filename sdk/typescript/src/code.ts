@@ -146,8 +146,12 @@ export interface Execution {
   executionCount: number | null;
   durationMs: number;
   timedOut: boolean;
-  /** stdout+stderr went past maxOutputBytes. */
+  /** Output went past maxOutputBytes (stdout, stderr and results share it). */
   truncated: boolean;
+  /** Which outputs lost something to the cut: a sorted subset of "results", "stderr", "stdout". */
+  truncatedOutputs: string[];
+  /** Results left out whole (they did not fit in the output budget). */
+  droppedResults: number;
   /** bash only. */
   exitCode?: number;
   contextId: string;
@@ -190,6 +194,8 @@ function finish(ex: Omit<Execution, "ok" | "text">, end: any): Execution {
   e.durationMs = end.duration_ms ?? 0;
   e.timedOut = !!end.timed_out;
   e.truncated = !!end.truncated;
+  e.truncatedOutputs = Array.isArray(end.truncated_outputs) ? [...end.truncated_outputs] : [];
+  e.droppedResults = end.dropped_results ?? 0;
   if (typeof end.exit_code === "number") e.exitCode = end.exit_code;
   e.text = e.results.find((r) => r.isMainResult)?.text;
   return e;
@@ -210,6 +216,8 @@ export function executionOf(o: any): Execution {
       durationMs: 0,
       timedOut: false,
       truncated: false,
+      truncatedOutputs: [],
+      droppedResults: 0,
       contextId: o.context_id ?? "",
       language: o.language ?? "",
       logs: { stdout: stdout ? [stdout] : [], stderr: stderr ? [stderr] : [] },
@@ -234,6 +242,8 @@ export async function executionOfStream(
     durationMs: 0,
     timedOut: false,
     truncated: false,
+    truncatedOutputs: [],
+    droppedResults: 0,
     contextId: "",
     language: "",
     logs: { stdout: [], stderr: [] },

@@ -65,7 +65,9 @@ try {
   process.exit(3);
 }
 
-let current = null;  // the running execution: {id, left, truncated}
+// The running execution: {id, left, truncated, cut: Set of names, dropped}. stdout, stderr and
+// results share `left` (the server's one output budget); a result that does not fit is left out.
+let current = null;
 
 function write(name, text) {
   if (!current) return;
@@ -73,6 +75,7 @@ function write(name, text) {
   let keep = data;
   if (data.length > current.left) {
     current.truncated = true;
+    current.cut.add(name);
     keep = data.subarray(0, Math.max(current.left, 0));
   }
   current.left -= keep.length;
@@ -96,10 +99,25 @@ function bundleOf(value) {
   return data;
 }
 
+// Emits a result if it fits in what is left of the output budget, else counts it as dropped.
+function emitResult(isMain, data) {
+  let size = 0;
+  for (const v of Object.values(data || {})) {
+    size += Buffer.byteLength(typeof v === 'string' ? v : String(JSON.stringify(v)), 'utf8');
+  }
+  if (size > current.left) {
+    current.truncated = true;
+    current.cut.add('results');
+    current.dropped += 1;
+    return;
+  }
+  current.left -= size;
+  emit({type: 'result', id: current.id, is_main_result: isMain, data});
+}
+
 function display(value, options) {
   if (!current) return;
-  const data = options && options.raw ? value : bundleOf(value);
-  emit({type: 'result', id: current.id, is_main_result: false, data});
+  emitResult(false, options && options.raw ? value : bundleOf(value));
 }
 
 const sandboxConsole = {};
@@ -133,7 +151,8 @@ async function execute(req) {
   const id = req.id;
   const timeoutMs = Number(req.timeout_ms || 0);
   const started = Date.now();
-  current = {id, left: Number(req.max_output_bytes || capDefault), truncated: false};
+  current = {id, left: Number(req.max_output_bytes || capDefault), truncated: false,
+    cut: new Set(), dropped: 0};
   count += 1;
   // This execution's environment, put back as it was when it ends.
   const env = req.env && typeof req.env === 'object' ? req.env : {};
@@ -162,7 +181,7 @@ async function execute(req) {
       }
     }
     if (value !== undefined) {
-      emit({type: 'result', id, is_main_result: true, data: bundleOf(value)});
+      emitResult(true, bundleOf(value));
     }
   } catch (e) {
     if (e && e.code === 'ERR_SCRIPT_EXECUTION_TIMEOUT') {
@@ -178,10 +197,11 @@ async function execute(req) {
     if (v === undefined) delete process.env[k];
     else process.env[k] = v;
   }
-  const truncated = current.truncated;
+  const {truncated, cut, dropped} = current;
   current = null;
   emit({type: 'end', id, status, execution_count: count, duration_ms: Date.now() - started,
-    timed_out: timedOut, truncated});
+    timed_out: timedOut, truncated, truncated_outputs: [...cut].sort(),
+    dropped_results: dropped});
 }
 
 // SIGINT outside vm's breakOnSigint window (e.g. while awaiting a Promise) is not fatal.

@@ -8,7 +8,8 @@
 #        {"type": "result", "id", "is_main_result", "data": {mime: value}, "chart"?}
 #        {"type": "error", "id", "name", "value", "traceback"}
 #        {"type": "end", "id", "status": "ok"|"error"|"timeout"|"dead", "execution_count",
-#         "duration_ms", "timed_out", "truncated"}
+#         "duration_ms", "timed_out", "truncated", "truncated_outputs": [name...],
+#         "dropped_results"}
 #        {"type": "fatal", "message"}                                      then it exits 3
 # SIGINT interrupts the running execution (the interrupt route sends it); the context lives on.
 # A kernel that dies ends the execution with status "dead" and the driver exits 3: the server
@@ -83,25 +84,48 @@ def fatal(message):
 
 
 class OutputCap:
-    """Counts stdout and stderr bytes of one execution; past the cap the rest is dropped."""
+    """Counts the output of one execution, stdout, stderr and results together (the server's
+    one budget, kDefaultCodeOutputBytes): past the cap text is cut and a result that does not
+    fit is left out whole. `cut` names what lost something."""
 
     def __init__(self, limit):
         self.left = limit
         self.truncated = False
+        self.cut = set()
+        self.dropped_results = 0
 
-    def take(self, text):
+    def take(self, text, name):
         data = text.encode("utf-8", "replace")
         if len(data) <= self.left:
             self.left -= len(data)
             return text
         self.truncated = True
+        self.cut.add(name)
         keep = data[: max(self.left, 0)].decode("utf-8", "ignore")
         self.left = 0
         return keep
 
+    def take_result(self, data, chart):
+        """Whether a result's MIME values (and chart) fit; they are counted if so."""
+        size = 0 if chart is None else len(json.dumps(chart))
+        for value in data.values():
+            size += len(value.encode("utf-8", "replace")) if isinstance(value, str) else \
+                len(json.dumps(value))
+        if size <= self.left:
+            self.left -= size
+            return True
+        self.truncated = True
+        self.cut.add("results")
+        self.dropped_results += 1
+        return False
+
+    def end_fields(self):
+        return {"truncated": self.truncated, "truncated_outputs": sorted(self.cut),
+                "dropped_results": self.dropped_results}
+
 
 def stream(exec_id, name, text, cap):
-    text = cap.take(text)
+    text = cap.take(text, name)
     if text:
         emit({"type": name, "id": exec_id, "data": text})
 
@@ -140,9 +164,9 @@ class Interrupter:
 def report_dead(exec_id, why, count, guard, cap):
     """The end of an execution whose kernel is gone; the driver exits next."""
     emit({"type": "error", "id": exec_id, "name": "KernelDied", "value": why, "traceback": []})
-    emit({"type": "end", "id": exec_id, "status": "dead", "execution_count": count,
-          "duration_ms": guard.duration_ms(), "timed_out": guard.timed_out,
-          "truncated": cap.truncated})
+    emit(dict({"type": "end", "id": exec_id, "status": "dead", "execution_count": count,
+               "duration_ms": guard.duration_ms(), "timed_out": guard.timed_out},
+              **cap.end_fields()))
 
 
 # ---- Python: a Jupyter kernel -------------------------------------------------------------
@@ -422,7 +446,8 @@ def run_python(cwd, cap_default):
                 chart = data.pop("application/vnd.agent-sandbox.chart+json", None)
                 if chart is not None:
                     event["chart"] = chart
-                emit(event)
+                if cap.take_result(data, chart):
+                    emit(event)
             elif kind == "execute_input":
                 count = content.get("execution_count", count)
             elif kind == "error":
@@ -438,9 +463,9 @@ def run_python(cwd, cap_default):
             run_silent("(lambda o: [o.environ.pop(k, None) if v is None else "
                        "o.environ.__setitem__(k, v) for k, v in "
                        "getattr(o, '_asb_env_saved', {}).items()])(__import__('os'))")
-        emit({"type": "end", "id": exec_id, "status": status, "execution_count": count,
-              "duration_ms": guard.duration_ms(), "timed_out": guard.timed_out,
-              "truncated": cap.truncated})
+        emit(dict({"type": "end", "id": exec_id, "status": status, "execution_count": count,
+                   "duration_ms": guard.duration_ms(), "timed_out": guard.timed_out},
+                  **cap.end_fields()))
 
     return execute
 
@@ -560,9 +585,9 @@ def run_bash(cwd, cap_default):
                         guard, cap)
             sys.exit(3)
         status = "timeout" if guard.timed_out else ("ok" if exit_code == 0 else "error")
-        emit({"type": "end", "id": exec_id, "status": status, "execution_count": counter[0],
-              "duration_ms": guard.duration_ms(), "timed_out": guard.timed_out,
-              "truncated": cap.truncated, "exit_code": exit_code})
+        emit(dict({"type": "end", "id": exec_id, "status": status, "execution_count": counter[0],
+                   "duration_ms": guard.duration_ms(), "timed_out": guard.timed_out,
+                   "exit_code": exit_code}, **cap.end_fields()))
 
     return execute
 
