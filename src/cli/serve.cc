@@ -221,6 +221,17 @@ int Serve(CLI::App& root, const ServeFlags& flags) {
     if (!found) return StartupError(found.error());
     sandboxd = *found;
   }
+  // Every file of ours at the top of the data dir is ours alone (core/data_dir.h): a looser
+  // mode (a database made by an older version, a key copied in by hand) is tightened here,
+  // before the database is opened.
+  if (auto tightened = core::TightenDataDirModes(data)) {
+    for (const core::TightenedMode& t : *tightened) {
+      spdlog::warn("{} was mode {:04o}, readable by others; now {:04o}", t.path, t.old_mode,
+                   t.new_mode);
+    }
+  } else {
+    return StartupError(tightened.error().WithContext("data dir modes"));
+  }
   auto store = store::Store::Open(cfg.manager.DatabasePath(), SystemClock::Instance().NowUnixMs());
   if (!store) return StartupError(store.error().WithContext("open database"));
   // Env values given on create are sealed at rest (store/secret_box.h); records written before
@@ -297,16 +308,6 @@ int Serve(CLI::App& root, const ServeFlags& flags) {
     ctx.e2b_secret = std::move(*secret);
   } else {
     spdlog::warn("E2B sandbox traffic disabled: {}", secret.error().ToString());
-  }
-  // Every file of ours at the top of the data dir is ours alone (core/data_dir.h): a looser
-  // mode (a database made by an older version, a key copied in by hand) is tightened here.
-  if (auto tightened = core::TightenDataDirModes(data)) {
-    for (const core::TightenedMode& t : *tightened) {
-      spdlog::warn("{} was mode {:04o}, readable by others; now {:04o}", t.path, t.old_mode,
-                   t.new_mode);
-    }
-  } else {
-    return StartupError(tightened.error().WithContext("data dir modes"));
   }
   {
     std::error_code exe_ec;

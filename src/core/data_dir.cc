@@ -30,16 +30,18 @@ Result<std::vector<TightenedMode>> TightenDataDirModes(const std::string& data_d
     if (e->d_type == DT_REG || e->d_type == DT_UNKNOWN) names.emplace_back(e->d_name);
   }
   ::closedir(d);
+  // By name, never by opening the files: closing any fd of a database file drops every POSIX
+  // lock this process holds on it, and SQLite's locks on agent-sandbox.db and its -shm are
+  // exactly that (a lost -shm lock lets another connection reset a WAL in use). The dir is the
+  // server's own (0711, root), so nobody can swap a name for a symlink between stat and chmod.
   for (const std::string& name : names) {
     if (name == "." || name == "..") continue;
-    UniqueFd f(::openat(dir.get(), name.c_str(),
-                        O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY));
-    if (!f) continue;  // gone, a symlink (ELOOP), or a FIFO nobody writes: not ours to change
-    if (::fstat(f.get(), &st) != 0 || !S_ISREG(st.st_mode) || (st.st_mode & 0077) == 0) {
-      continue;
-    }
+    if (::fstatat(dir.get(), name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) continue;  // gone
+    if (!S_ISREG(st.st_mode) || (st.st_mode & 0077) == 0) continue;  // a symlink, or tight
     const mode_t want = st.st_mode & 0700;
-    if (::fchmod(f.get(), want) != 0) return FailErrno("chmod " + data_dir + "/" + name);
+    if (::fchmodat(dir.get(), name.c_str(), want, 0) != 0) {
+      return FailErrno("chmod " + data_dir + "/" + name);
+    }
     changed.push_back({data_dir + "/" + name, st.st_mode & 07777u, want});
   }
   return changed;

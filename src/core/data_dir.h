@@ -22,7 +22,8 @@ struct TightenedMode {
 };
 
 /// Makes every regular file at the top of `data_dir` 0600 (owner bits kept, group and other
-/// bits cleared) and `data_dir` itself no looser than 0711; symlinks are never followed. Returns
+/// bits cleared) and `data_dir` itself no looser than 0711; symlinks are never followed, and no
+/// file is opened (which would drop this process's SQLite locks on it). Returns
 /// what it changed, for the caller to log. Errors: kNotFound (no such dir), kInternal (a chmod
 /// failed).
 Result<std::vector<TightenedMode>> TightenDataDirModes(const std::string& data_dir);

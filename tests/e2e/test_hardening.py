@@ -305,12 +305,13 @@ class DataAtRestTest(unittest.TestCase):
             self.assertIn(b"Permission denied", r.stderr)
         # The value is in no byte of the database or its log, though the record and the audit
         # trail (the command line above, redacted) are.
+        everything = b""
         for name in (db, db + "-wal"):
             with open(name, "rb") as f:
                 data = f.read()
             self.assertNotIn(self.SECRET.encode(), data, name)
-        self.assertIn(b"OPENAI_API_KEY", open(db + "-wal", "rb").read() +
-                      open(db, "rb").read())
+            everything += data
+        self.assertIn(b"OPENAI_API_KEY", everything)
         # inspect shows the key's name only, as before.
         info = s.request("GET", "/v1/sandboxes/" + sid).json()
         self.assertEqual(info.get("env_keys"), ["OPENAI_API_KEY"])
