@@ -19,10 +19,12 @@ constexpr int64_t kWindowMs = 60'000;
 constexpr int64_t kTouchEveryMs = 30'000;
 
 // Health, and the web console's static files (api/console.h): the app asks for a key itself.
+// Routes anyone may call. The OpenAPI document is one: it describes routes and shapes and holds
+// no secret, and clients and code generators fetch it before they have a key.
 bool IsPublic(std::string_view pattern) {
   return pattern == "/healthz" || pattern == "/health" || pattern == "/readyz" ||
          pattern == "/ready" || pattern == "/" || pattern == "/console" ||
-         pattern == "/console/{path}";
+         pattern == "/console/{path}" || pattern == "/openapi.json";
 }
 
 std::string_view RequiredScope(std::string_view pattern) {

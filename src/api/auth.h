@@ -4,8 +4,8 @@
 // that read req.owner through OwnerOf().
 //
 // Per request, in this order:
-//  1. public routes (/healthz, /health, /readyz, /ready, and the web console's files at /,
-//     /console, /console/{path}) pass without a key, and so do routes with
+//  1. public routes (/healthz, /health, /readyz, /ready, /openapi.json, and the web console's
+//     files at /, /console, /console/{path}) pass without a key, and so do routes with
 //     RouteOptions::token_auth (the preview hosts, which check a preview token instead);
 //  2. the key comes from "Authorization: Bearer <key>" or "X-API-Key: <key>" (a WebSocket
 //     upgrade may carry it in a subprotocol instead: WebSocketProtocolKey); none → 401

@@ -105,6 +105,17 @@ json::object SandboxJson(const core::SandboxInfo& s) {
   } else {
     o["source_snapshot_id"] = nullptr;
   }
+  // Origin and last rollback apart (source_snapshot_id is either, seed B's field).
+  o["forked_from_snapshot_id"] =
+      s.forked_from_snapshot_id ? json::value(*s.forked_from_snapshot_id) : json::value(nullptr);
+  if (s.rolled_back_to_snapshot_id) {
+    json::object rb;
+    rb["snapshot_id"] = *s.rolled_back_to_snapshot_id;
+    rb["at"] = FormatRfc3339(s.rolled_back_at_ms);
+    o["last_rollback"] = std::move(rb);
+  } else {
+    o["last_rollback"] = nullptr;
+  }
   if (!s.error_message.empty()) o["error_message"] = s.error_message;
   return o;
 }

@@ -1,6 +1,6 @@
 // Snapshot routes (ADR 0008), seed B's contract:
 //   POST   /v1/sandboxes/{id}/snapshots  {name?}            201 snapshot
-//   POST   /v1/sandboxes/{id}/rollback   {snapshot_id}      200 sandbox (source_snapshot_id)
+//   POST   /v1/sandboxes/{id}/rollback   {snapshot_id}      200 sandbox (last_rollback)
 //   GET    /v1/snapshots?sandbox_id=                        200 {"snapshots":[...]}
 //   GET    /v1/snapshots/{id}                               200 snapshot
 //   DELETE /v1/snapshots/{id}                               204

@@ -124,11 +124,19 @@ int Create(const CreateFlags& f) {
 
 // ---- ls / inspect / rm / timeout -------------------------------------------------------------
 
-int List(bool as_json) {
+int List(bool as_json, bool quiet) {
   auto r = Call("GET", "/v1/sandboxes");
   if (!r) return Fails(r.error());
   auto v = ParseJson(r->body);
   if (!v) return Fails(v.error());
+  if (quiet) {  // ids only, one a line (docker ps -q): for `agent-sandbox rm $(agent-sandbox ls
+                // -q)`
+    const json::value* list = v->as_object().if_contains("sandboxes");
+    if (list != nullptr && list->is_array()) {
+      for (const auto& s : list->as_array()) std::cout << Str(s.as_object(), "id") << "\n";
+    }
+    return 0;
+  }
   if (as_json || Globals().json) {
     Pretty(std::cout, *v);
     std::cout << "\n";
@@ -158,11 +166,16 @@ int Inspect(const std::string& id) {
   return 0;
 }
 
+// rm: every id is tried. Exit 0 when all are gone, 1 when some named no sandbox (docker rm's
+// "No such container", exit 1), 125 when another error happened.
 int Remove(const std::vector<std::string>& ids) {
   int rc = 0;
   for (const std::string& id : ids) {
     auto r = Call("DELETE", "/v1/sandboxes/" + api::PercentEncode(id));
-    if (!r) {
+    if (!r && r.error().code() == ErrorCode::kNotFound) {
+      std::cerr << "agent-sandbox: No such sandbox: " << id << "\n";
+      if (rc == 0) rc = 1;
+    } else if (!r) {
       rc = ReportError(r.error().WithContext(id));
     } else {
       std::cout << id << "\n";
@@ -452,15 +465,19 @@ void RegisterClientCommands(CLI::App& app) {
     sub->add_flag("--network", f->network, "Outbound network through the server (ADR 0013)");
     sub->add_flag("--auto-pause", f->auto_pause,
                   "Pause it instead of destroying it when its TTL or idle timeout passes");
-    sub->add_option("-e,--env", f->env, "K=V for every command (repeatable)");
+    // One value per -e (docker's habit): `create -e K=V --json` and `-e K=V -e J=W` both work.
+    sub->add_option("-e,--env", f->env, "K=V for every command (repeatable)")
+        ->allow_extra_args(false);
     sub->add_flag("--json", f->json, "Print the sandbox as JSON");
     SetAction(sub, [f] { return Create(*f); });
   }
   {
     auto as_json = std::make_shared<bool>(false);
+    auto quiet = std::make_shared<bool>(false);
     CLI::App* sub = app.add_subcommand("ls", "List sandboxes" + env_note);
     sub->add_flag("--json", *as_json, "Print JSON");
-    SetAction(sub, [as_json] { return List(*as_json); });
+    sub->add_flag("-q,--quiet", *quiet, "Print only the ids, one a line");
+    SetAction(sub, [as_json, quiet] { return List(*as_json, *quiet); });
   }
   {
     auto id = std::make_shared<std::string>();
@@ -472,7 +489,8 @@ void RegisterClientCommands(CLI::App& app) {
     auto f = std::make_shared<ExecFlags>();
     CLI::App* sub = app.add_subcommand(
         "exec", "Run a command in a sandbox, streaming its output; exits with its code" + env_note);
-    sub->add_option("-e,--env", f->env, "K=V (repeatable)");
+    // One value per -e: `exec -e K=V ID -- cmd` must not take ID as a second value.
+    sub->add_option("-e,--env", f->env, "K=V (repeatable)")->allow_extra_args(false);
     sub->add_option("-w,--workdir", f->workdir, "Working directory (default: its template's)");
     sub->add_option("-u,--user", f->user, "sandbox (default) or root");
     sub->add_option("--timeout", f->timeout, "Command timeout, seconds");
@@ -486,7 +504,9 @@ void RegisterClientCommands(CLI::App& app) {
                   "Run it on a pseudo-terminal; with -i our terminal goes raw and talks to it "
                   "(exec -it ID -- bash); with -d: a background PTY process");
     sub->add_option("id", f->id, "Sandbox id")->required();
-    sub->add_option("cmd", f->argv, "Command and arguments (after --)")->required();
+    sub->add_option("cmd", f->argv,
+                    "Command and arguments: everything after the id (-- before it is optional)")
+        ->required();
     sub->positionals_at_end(false);
     SetAction(sub, [f] { return Exec(*f); });
   }
@@ -543,6 +563,20 @@ void RegisterClientCommands(CLI::App& app) {
     sub->add_option("id", *id, "Sandbox id")->required();
     sub->add_option("pid", *pid, "Process id")->required();
     SetAction(sub, [id, pid, replay] { return Attach(*id, *pid, *replay); });
+  }
+  {
+    // docker logs -f: attach with the whole replay ring (4 MiB) first.
+    auto id = std::make_shared<std::string>();
+    auto pid = std::make_shared<std::string>();
+    CLI::App* sub = app.add_subcommand(
+        "logs",
+        "A background process's output so far, then as it comes until it exits (attach "
+        "--replay 4194304); exits with its code" +
+            env_note);
+    sub->add_flag("-f,--follow")->description("Accepted for docker's habit: logs always follows");
+    sub->add_option("id", *id, "Sandbox id")->required();
+    sub->add_option("pid", *pid, "Process id")->required();
+    SetAction(sub, [id, pid] { return Attach(*id, *pid, 4194304); });
   }
   {
     auto id = std::make_shared<std::string>();

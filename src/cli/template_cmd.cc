@@ -226,12 +226,20 @@ void RegisterTemplateCommand(CLI::App& app) {
       ->capture_default_str();
   SetAction(ls, [l] { return List(l->first.data_dir, l->first.from, l->second); });
 
-  auto r = std::make_shared<std::pair<std::string, std::string>>("", DefaultDataDir());
-  CLI::App* rm = tmpl->add_subcommand("rm", "Remove a template no sandbox uses");
-  rm->add_option("template", r->first, "Template name")->required();
+  auto r = std::make_shared<std::pair<std::vector<std::string>, std::string>>(
+      std::vector<std::string>{}, DefaultDataDir());
+  CLI::App* rm = tmpl->add_subcommand("rm", "Remove templates no sandbox uses");
+  rm->add_option("template", r->first, "Template names")->required();
   rm->add_option("--data-dir", r->second, "Data directory (env AGENT_SANDBOX_DATA_DIR)")
       ->capture_default_str();
-  SetAction(rm, [r] { return Remove(r->second, r->first); });
+  // Each name is tried (as docker rmi does); the exit code is the last failure's, else 0.
+  SetAction(rm, [r] {
+    int rc = 0;
+    for (const std::string& name : r->first) {
+      if (int one = Remove(r->second, name); one != 0) rc = one;
+    }
+    return rc;
+  });
 
   RegisterTemplateImportCommand(tmpl);  // `template import` (template_image.h)
 }

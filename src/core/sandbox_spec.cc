@@ -27,6 +27,11 @@ std::string EncodeSpecJson(const SandboxInfo& info) {
   o["default_user"] = info.default_user;
   if (info.auto_pause) o["auto_pause"] = true;
   if (info.paused_at_ms != 0) o["paused_at_ms"] = info.paused_at_ms;
+  if (info.forked_from_snapshot_id) o["forked_from_snapshot_id"] = *info.forked_from_snapshot_id;
+  if (info.rolled_back_to_snapshot_id) {
+    o["rolled_back_to_snapshot_id"] = *info.rolled_back_to_snapshot_id;
+    o["rolled_back_at_ms"] = info.rolled_back_at_ms;
+  }
   if (!info.metadata.empty()) {
     json::object md;
     for (const auto& [k, v] : info.metadata) md[k] = v;
@@ -58,6 +63,13 @@ void DecodeSpecJson(std::string_view text, SandboxInfo* info) {
   num("tmp_size_mb", &info->tmp_size_mb);
   num("timeout_seconds", &info->timeout_seconds);
   num("paused_at_ms", &info->paused_at_ms);
+  num("rolled_back_at_ms", &info->rolled_back_at_ms);
+  if (const json::value* x = o.if_contains("forked_from_snapshot_id"); x && x->is_string()) {
+    info->forked_from_snapshot_id = std::string(x->get_string());
+  }
+  if (const json::value* x = o.if_contains("rolled_back_to_snapshot_id"); x && x->is_string()) {
+    info->rolled_back_to_snapshot_id = std::string(x->get_string());
+  }
   if (const json::value* x = o.if_contains("auto_pause"); x && x->is_bool()) {
     info->auto_pause = x->get_bool();
   }

@@ -97,7 +97,16 @@ struct SandboxInfo {
   /// reaper destroys it (paused_at_ms + paused_timeout_seconds).
   int64_t paused_at_ms = 0;
   bool auto_pause = false;  // CreateRequest::auto_pause
+  /// The snapshot its workspace came from last: set by a fork or a create from a snapshot, and
+  /// by every rollback (seed B's meaning, which its SDK checks). Which of the two it was is
+  /// kept apart below.
   std::optional<std::string> source_snapshot_id{};
+  /// Its origin: the snapshot it was forked (or created) from; a rollback never changes it.
+  /// Records written before 2026-12-06 have none.
+  std::optional<std::string> forked_from_snapshot_id{};
+  /// The snapshot of its last rollback, and when (0 = never rolled back).
+  std::optional<std::string> rolled_back_to_snapshot_id{};
+  int64_t rolled_back_at_ms = 0;
   std::string backend{};                          // Backend::name(), e.g. "ns"
   std::map<std::string, std::string> metadata{};  // CreateRequest::metadata; forks keep it
 };

@@ -371,7 +371,9 @@ Result<SandboxInfo> SnapshotService::Rollback(const std::string& owner,
     {
       std::lock_guard l(e->info_mu);
       e->info.source_snapshot_id = snap.id;
+      e->info.rolled_back_to_snapshot_id = snap.id;  // its origin (forked_from) stays
       e->info.updated_at_ms = reg_.clock.NowUnixMs();
+      e->info.rolled_back_at_ms = e->info.updated_at_ms;
       updated = e->info;
     }
     ASB_TRY_CTX(reg_.store.UpdateSandbox(ToRecord(updated)), "rollback " + info.id);
@@ -511,6 +513,7 @@ Result<SandboxInfo> SnapshotService::Fork(const std::string& owner, const std::s
     {
       std::lock_guard l(e->info_mu);
       e->info.source_snapshot_id = snap.id;
+      e->info.forked_from_snapshot_id = snap.id;
       updated = e->info;
     }
     ASB_TRY(reg_.store.UpdateSandbox(ToRecord(updated)));

@@ -83,8 +83,12 @@ Result<TemplateInfo> DirTemplateCatalog::Find(std::string_view name) const {
   std::string names;
   for (const auto& t : List()) names += (names.empty() ? "" : ", ") + t.name;
   std::string shown(name.substr(0, 64));
-  return Fail(Error::InvalidArgument("unknown template '" + shown + "'; available: " +
-                                     (names.empty() ? "(none installed)" : names)));
+  // A bundled template (templates/NAME) or one of the user's is built on the host, not
+  // fetched: say how, since "unknown" reads as a typo.
+  return Fail(Error::InvalidArgument(
+      "template '" + shown + "' is not built here; available: " +
+      (names.empty() ? "(none installed)" : names) + " (build it with `sudo agent-sandbox " +
+      "template build " + shown + "`, from templates/" + shown + " or a directory of yours)"));
 }
 
 }  // namespace asb::core

@@ -84,6 +84,11 @@ class AuthTest(ServerTestCase):
         for path in ("/healthz", "/health", "/readyz", "/ready"):
             r = s.request("GET", path, headers={"Authorization": ""})
             self.assertEqual(r.status, 200, (path, r))
+        # The OpenAPI document too: it holds no secret, and clients fetch it before they have
+        # a key (the README says it is served there).
+        r = s.request("GET", "/openapi.json", headers={"Authorization": ""})
+        self.assertEqual(r.status, 200, r)
+        self.assertIn("/v1/sandboxes", r.json()["paths"])
         ready = s.request("GET", "/readyz").json()
         self.assertEqual(ready["status"], "ready")
         self.assertEqual(set(ready["checks"]), {"database", "backend", "disk", "memory"})

@@ -291,6 +291,49 @@ class CliTest(ServerTestCase):
         self.assertEqual(p.returncode, 125)
         self.assertIn(b"cannot connect", p.stderr)
 
+    def test_docker_habits(self):
+        # What a docker user types, each of which failed (a new user's first hour, round 3).
+        sid = self.sandbox()
+        # -e takes one value: `exec -e K=V ID -- cmd` (was rc 125, "cmd is required").
+        p = self.cli("exec", "-e", "K=V", sid, "--", "sh", "-c", "echo $K")
+        self.assertEqual((p.returncode, p.stdout), (0, b"V\n"), p.stderr)
+        p = self.cli("exec", "-e", "K=V", "-e", "J=W", "-w", "/tmp", sid, "sh", "-c",
+                     "echo $K$J $PWD")
+        self.assertEqual((p.returncode, p.stdout), (0, b"VW /tmp\n"), p.stderr)
+        # Everything after the id is the command, with or without --.
+        p = self.cli("exec", sid, "ls", "-la", "/workspace")
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertIn(b"total", p.stdout)
+        p = self.cli("exec", sid, "sh", "-c", "exit 3")
+        self.assertEqual(p.returncode, 3, p.stderr)
+        # ls -q: ids only.
+        p = self.cli("ls", "-q")
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertIn(sid, p.stdout.decode().split())
+        self.assertTrue(all(x.startswith("sb_") for x in p.stdout.decode().split()), p.stdout)
+        # logs: a background process's output from the start, like docker logs -f.
+        p = self.cli("exec", "-d", sid, "--", "sh", "-c", "echo early; sleep 1; echo late")
+        self.assertEqual(p.returncode, 0, p.stderr)
+        pid = p.stdout.decode().split()[0]
+        time.sleep(0.3)
+        p = self.cli("logs", sid, pid)
+        self.assertEqual((p.returncode, p.stdout), (0, b"early\nlate\n"), p.stderr)
+        # rm of an unknown id: docker's message and exit 1; the known one is still removed.
+        other = self.server.create(memory_mb=256)["id"]
+        p = self.cli("rm", "sb_0000000000000000", other)
+        self.assertEqual(p.returncode, 1, p.stderr)
+        self.assertIn(b"No such sandbox: sb_0000000000000000", p.stderr)
+        self.assertEqual(p.stdout, other.encode() + b"\n")
+        # An unknown verb names the closest one.
+        p = self.cli("lgos", sid)
+        self.assertEqual(p.returncode, 125)
+        self.assertIn(b'unknown command "lgos"; did you mean "logs"?', p.stderr)
+        # A template that is not built says how to build it.
+        p = self.cli("create", "--template", "nosuchtemplate")
+        self.assertEqual(p.returncode, 125)
+        self.assertIn(b"not built here", p.stderr)
+        self.assertIn(b"agent-sandbox template build nosuchtemplate", p.stderr)
+
     def test_numbers_print_as_numbers(self):
         sid = self.create(memory_mb=256, cpus=0.5)["id"]
         for args in (["inspect", sid], ["ls", "--json"]):

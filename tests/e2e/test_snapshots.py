@@ -10,7 +10,7 @@ import tarfile
 import time
 import unittest
 
-from harness import ServerTestCase, main
+from harness import ServerTestCase, main, parse_time
 
 SNAP_RE = re.compile(r"^snap_[0-9a-f]{16}$")
 
@@ -116,6 +116,11 @@ class SnapshotsTest(ServerTestCase):
         self.assertEqual(self.sh(sid, "./src/run.sh")["stdout"], "run\n")
         g = self.server.request("GET", "/v1/sandboxes/" + sid).json()
         self.assertEqual(g["source_snapshot_id"], s["id"])
+        # A rollback is not an origin: it was not forked from anything (the console said
+        # "Forked from snap_..." for it); the rollback is said apart, with its time.
+        self.assertIsNone(g["forked_from_snapshot_id"])
+        self.assertEqual(g["last_rollback"]["snapshot_id"], s["id"])
+        self.assertGreaterEqual(parse_time(g["last_rollback"]["at"]), parse_time(g["created_at"]))
 
         lst = self.server.request("GET", "/v1/snapshots?sandbox_id=" + sid)
         self.assertEqual(lst.status, 200)
@@ -135,6 +140,14 @@ class SnapshotsTest(ServerTestCase):
         self._created.append(fork["id"])
         self.assertNotEqual(fork["id"], sid)
         self.assertEqual(fork["source_snapshot_id"], snap["id"])
+        self.assertEqual((fork["forked_from_snapshot_id"], fork["last_rollback"]),
+                         (snap["id"], None))
+        # Its origin outlives a rollback of its own.
+        own = self.snapshot(fork["id"]).json()
+        self.assertEqual(self.rollback(fork["id"], own["id"]).status, 200)
+        after = self.server.request("GET", "/v1/sandboxes/" + fork["id"]).json()
+        self.assertEqual((after["forked_from_snapshot_id"], after["last_rollback"]["snapshot_id"],
+                          after["source_snapshot_id"]), (snap["id"], own["id"], own["id"]))
         self.assertEqual(fork["memory_mb"], 256)
         self.assertEqual(fork["cpus"], 0.5)
         self.assertEqual(fork["env_keys"], ["GREETING"])

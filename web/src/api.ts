@@ -155,5 +155,9 @@ export interface Sandbox {
   expires_at: string | null;
   timeout_seconds: number;
   source_snapshot_id: string | null;
+  /** Its origin: the snapshot it was forked from (a rollback never changes it). */
+  forked_from_snapshot_id?: string | null;
+  /** Its last rollback, or null. */
+  last_rollback?: { snapshot_id: string; at: string } | null;
   default_workdir: string;
 }

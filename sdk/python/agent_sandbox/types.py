@@ -300,7 +300,11 @@ class SandboxInfo:
     expires_at: str = ""
     timeout_seconds: int = 0
     idle_timeout_seconds: int = 0
+    # The snapshot its workspace came from last (a fork's, or the last rollback's, as seed B);
+    # forked_from_snapshot_id is its origin only, last_rollback {"snapshot_id", "at"} or None.
     source_snapshot_id: Optional[str] = None
+    forked_from_snapshot_id: Optional[str] = None
+    last_rollback: Optional[Dict] = None
     error_message: Optional[str] = None
     auto_pause: bool = False  # its TTL or idle timeout pauses it instead of destroying it
     paused_at: Optional[str] = None  # when it was paused; None unless status is "paused"

@@ -26,7 +26,12 @@ export interface SandboxInfo {
   expiresAt: string;
   timeoutSeconds: number;
   idleTimeoutSeconds: number;
+  /** The snapshot its workspace came from last: a fork's, or the last rollback's (seed B). */
   sourceSnapshotId: string | null;
+  /** Its origin: the snapshot it was forked from; a rollback never changes it. */
+  forkedFromSnapshotId: string | null;
+  /** The snapshot of its last rollback and when (RFC 3339), or null. */
+  lastRollback: { snapshotId: string; at: string } | null;
   /** Its TTL or idle timeout pauses it instead of destroying it (CreateOptions.autoPause). */
   autoPause: boolean;
   /** When it was paused; null unless status is "paused". */
@@ -299,6 +304,10 @@ export function sandboxInfo(o: any): SandboxInfo {
     timeoutSeconds: o.timeout_seconds,
     idleTimeoutSeconds: o.idle_timeout_seconds,
     sourceSnapshotId: o.source_snapshot_id ?? null,
+    forkedFromSnapshotId: o.forked_from_snapshot_id ?? null,
+    lastRollback: o.last_rollback
+      ? { snapshotId: o.last_rollback.snapshot_id, at: o.last_rollback.at }
+      : null,
     autoPause: o.auto_pause ?? false,
     pausedAt: o.paused_at ?? null,
     raw: { ...o },

@@ -39,7 +39,10 @@ export function sandboxPage(id: string, tab: string): Page {
         item('Network', info.network ? 'on' : 'off'),
         item('Created', new Date(info.created_at).toLocaleString()),
         item('TTL left', info.expires_at ? duration(left) : 'never'),
-        info.source_snapshot_id ? item('Forked from', info.source_snapshot_id) : [],
+        info.forked_from_snapshot_id ? item('Forked from', info.forked_from_snapshot_id) : [],
+        info.last_rollback
+          ? item('Rolled back to', `${info.last_rollback.snapshot_id} at ${new Date(info.last_rollback.at).toLocaleString()}`)
+          : [],
       );
     } catch (e) {
       replace(summary, h('p', { class: 'error' }, errorText(e)));
