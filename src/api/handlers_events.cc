@@ -1,12 +1,13 @@
 // Audit trail routes (api/AUTH.md; scope exec — a non-admin key reads only its own
 // lineage's events, an admin key reads all):
-//   GET /v1/events?sandbox_id=&key_id=&since=&limit=&cursor=
-//   GET /v1/sandboxes/{id}/events?since=&limit=&cursor=
+//   GET /v1/events?sandbox_id=&key_id=&since=&limit=&cursor=&order=
+//   GET /v1/sandboxes/{id}/events?since=&limit=&cursor=&order=
 // 200 {"events":[{seq, time, request_id, key_id, sandbox_id, action, target, status, result,
-// exit_code, duration_ms}, ...], "next_cursor": "<seq>" | null}, oldest first. `since` is an
-// RFC 3339 time or Unix milliseconds; `limit` 1..1000 (default 100); `cursor` is the
-// next_cursor of the previous page. A sandbox the caller cannot see, and did not create,
-// answers 404.
+// exit_code, duration_ms}, ...], "next_cursor": "<seq>" | null}, newest first (`order=desc`,
+// the default: a console and a person want the latest) or oldest first (`order=asc`, for a
+// reader that follows the trail). `since` is an RFC 3339 time or Unix milliseconds; `limit`
+// 1..1000 (default 100); `cursor` is the next_cursor of the previous page in the same order. A
+// sandbox the caller cannot see, and did not create, answers 404.
 #include <boost/json.hpp>
 
 #include "api/auth.h"
@@ -53,10 +54,18 @@ Result<store::EventFilter> ParsePaging(const HttpRequest& req) {
     if (!n) return Fail(Error::InvalidArgument("limit: " + n.error().message()));
     f.limit = *n;
   }
+  if (const std::string* order = req.Query("order")) {
+    if (*order != "asc" && *order != "desc") {
+      return Fail(Error::InvalidArgument("order: asc or desc"));
+    }
+    f.newest_first = *order == "desc";
+  } else {
+    f.newest_first = true;
+  }
   if (const std::string* cursor = req.Query("cursor")) {
     auto n = ParseInteger(*cursor, 0, INT64_MAX / 2);
     if (!n) return Fail(Error::InvalidArgument("cursor: not a cursor from next_cursor"));
-    f.after_seq = *n;
+    (f.newest_first ? f.before_seq : f.after_seq) = *n;
   }
   if (!req.owner.empty()) f.owner = req.owner;  // a tenant sees its own lineage's events
   return f;

@@ -144,7 +144,14 @@ void AddSandboxRoutes(Router& router, ApiContext& ctx) {
   router.Add("GET", "/v1/sandboxes", Wrap([m](HttpRequest& req) -> Result<HttpResponse> {
                ASB_ASSIGN_OR_RETURN(std::vector<core::SandboxInfo> all, m->List(OwnerOf(req)));
                json::array list;
-               for (const auto& s : all) list.emplace_back(SandboxJson(s));
+               // An admin sees every tenant's sandboxes; each says whose (the console's owner
+               // column). A tenant's own list never names owners.
+               const bool admin = OwnerOf(req) == core::kAnyOwner;
+               for (const auto& s : all) {
+                 json::object o = SandboxJson(s);
+                 if (admin) o["owner"] = s.owner;
+                 list.emplace_back(std::move(o));
+               }
                json::object o;
                o["sandboxes"] = std::move(list);
                return JsonResponse(200, json::serialize(o));

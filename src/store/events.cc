@@ -37,7 +37,8 @@ Result<std::vector<EventRecord>> EventStore::List(const EventFilter& f) {
   if (f.sandbox_id) sql += " AND sandbox_id = ?";
   if (f.key_id) sql += " AND key_id = ?";
   if (f.owner) sql += " AND owner = ?";
-  sql += " ORDER BY seq LIMIT ?";
+  if (f.newest_first && f.before_seq > 0) sql += " AND seq < ?";
+  sql += f.newest_first ? " ORDER BY seq DESC LIMIT ?" : " ORDER BY seq LIMIT ?";
   std::lock_guard<std::mutex> lock(store_.lock());
   ASB_ASSIGN_OR_RETURN(Stmt st, store_.db().Prepare(sql));
   int i = 1;
@@ -46,6 +47,7 @@ Result<std::vector<EventRecord>> EventStore::List(const EventFilter& f) {
   if (f.sandbox_id) st.Bind(i++, *f.sandbox_id);
   if (f.key_id) st.Bind(i++, *f.key_id);
   if (f.owner) st.Bind(i++, *f.owner);
+  if (f.newest_first && f.before_seq > 0) st.Bind(i++, f.before_seq);
   st.Bind(i++, std::clamp<int64_t>(f.limit, 1, 1000));
   std::vector<EventRecord> out;
   for (;;) {

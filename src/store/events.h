@@ -38,8 +38,12 @@ struct EventFilter {
   std::optional<std::string> key_id;
   std::optional<std::string> owner;
   int64_t since_ms = 0;   // time_ms >= since_ms
-  int64_t after_seq = 0;  // cursor: seq > after_seq
-  int64_t limit = 100;    // at most this many (1..1000)
+  int64_t after_seq = 0;  // cursor, oldest first: seq > after_seq
+  /// Newest first (highest seq first); then the cursor is before_seq: seq < before_seq
+  /// (0 = from the newest).
+  bool newest_first = false;
+  int64_t before_seq = 0;
+  int64_t limit = 100;  // at most this many (1..1000)
 };
 
 class EventStore {
@@ -48,7 +52,7 @@ class EventStore {
   explicit EventStore(Store& store) : store_(store) {}
   /// Appends `e` (its seq is ignored) and returns the seq given.
   Result<int64_t> Append(const EventRecord& e);
-  /// Events matching `f`, oldest first, at most f.limit.
+  /// Events matching `f`, oldest first (f.newest_first: newest first), at most f.limit.
   Result<std::vector<EventRecord>> List(const EventFilter& f);
   /// Deletes events older than `cutoff_ms`; returns how many.
   Result<int64_t> PurgeBefore(int64_t cutoff_ms);

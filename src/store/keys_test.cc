@@ -146,6 +146,20 @@ TEST(EventsTest, FilterPageAndPurge) {
   EXPECT_GT(page2[0].seq, page1[1].seq);
   EXPECT_EQ(page2[1].exit_code, 7);
   EXPECT_FALSE(page2[0].exit_code);
+  // Newest first, paged with before_seq: the same events, the other way round.
+  EventFilter d;
+  d.sandbox_id = "sb_1";
+  d.newest_first = true;
+  d.limit = 3;
+  auto newest = *events.List(d);
+  ASSERT_EQ(newest.size(), 3u);
+  EXPECT_EQ(newest[0].target, "echo 4");
+  EXPECT_EQ(newest[2].target, "echo 2");
+  d.before_seq = newest.back().seq;
+  auto older = *events.List(d);
+  ASSERT_EQ(older.size(), 2u);
+  EXPECT_EQ(older[0].target, "echo 1");
+  EXPECT_EQ(older[1].target, "echo 0");
   EventFilter g;
   g.key_id = "key_a";
   g.since_ms = 5000;

@@ -274,10 +274,14 @@ class AuthTest(ServerTestCase):
         for e in r.json()["events"]:
             self.assertEqual(e["key_id"], b["id"], e)
             self.assertEqual(e["status"], 404, e)
-        # The owner and the admin see it; it still runs.
+        # The owner and the admin see it; it still runs. The admin's list says whose it is (the
+        # console's owner column); a tenant's own list names no owner.
         self.assertEqual(self.as_key(a["key"], "GET", base).status, 200)
-        self.assertIn(sid, [x["id"] for x in self.server.request("GET", "/v1/sandboxes")
-                            .json()["sandboxes"]])
+        admin_view = {x["id"]: x for x in self.server.request("GET", "/v1/sandboxes")
+                      .json()["sandboxes"]}
+        self.assertEqual(admin_view[sid]["owner"], a["id"])
+        own = self.as_key(a["key"], "GET", "/v1/sandboxes").json()["sandboxes"]
+        self.assertEqual([x.get("owner") for x in own if x["id"] == sid], [None])
         r = self.as_key(a["key"], "POST", base + "/exec", {"command": "echo alive"})
         self.assertEqual(r.json()["stdout"], "alive\n")
 
@@ -340,7 +344,7 @@ class AuthTest(ServerTestCase):
         self.assertEqual(self.as_key(k["key"], "GET", base + "/files?path=%2Fworkspace%2Fs.txt")
                          .body, SECRET_FILE.encode())
         time.sleep(0.2)  # the stream's event is written when the stream ends
-        ev = self.as_key(k["key"], "GET", base + "/events").json()
+        ev = self.as_key(k["key"], "GET", base + "/events?order=asc").json()
         actions = [e["action"] for e in ev["events"]]
         self.assertEqual(actions[:4], ["sandbox.create", "exec", "exec.stream", "file.write"],
                          ev)
@@ -360,19 +364,32 @@ class AuthTest(ServerTestCase):
             self.assertNotIn(secret, raw)
         # Reads are not audited.
         self.assertNotIn("GET", " ".join(actions))
-        # /v1/events: filters and paging with a cursor.
-        seen = []
-        cursor = None
-        for _ in range(20):
-            q = "/v1/events?key_id=%s&limit=2" % k["id"] + ("&cursor=" + cursor if cursor else "")
-            page = self.as_key(k["key"], "GET", q).json()
-            seen += [e["seq"] for e in page["events"]]
-            cursor = page["next_cursor"]
-            if not cursor:
-                break
-        self.assertEqual(seen, sorted(seen))
-        self.assertGreaterEqual(len(seen), 4)
-        self.assertEqual(len(seen), len(set(seen)))
+        # /v1/events: filters and paging with a cursor, newest first by default (a console's
+        # "recent events" showed the oldest 200), oldest first with order=asc; both orders
+        # page through the same events.
+        pages = {}
+        for order in ("", "&order=desc", "&order=asc"):
+            seen = []
+            cursor = None
+            for _ in range(20):
+                q = ("/v1/events?key_id=%s&limit=2" % k["id"] + order +
+                     ("&cursor=" + cursor if cursor else ""))
+                page = self.as_key(k["key"], "GET", q).json()
+                seen += [e["seq"] for e in page["events"]]
+                cursor = page["next_cursor"]
+                if not cursor:
+                    break
+            self.assertGreaterEqual(len(seen), 4)
+            self.assertEqual(len(seen), len(set(seen)))
+            pages[order] = seen
+        self.assertEqual(pages[""], sorted(pages[""], reverse=True))
+        self.assertEqual(pages["&order=desc"], pages[""])
+        self.assertEqual(pages["&order=asc"], sorted(pages[""]))
+        self.assertEqual(ev["events"][0]["action"], "sandbox.create")
+        newest = self.as_key(k["key"], "GET", base + "/events?limit=1").json()["events"]
+        self.assertEqual(newest[0]["seq"], max(pages[""]))
+        self.assertError(self.server.request("GET", "/v1/events?order=up"), 400,
+                         "invalid_request")
         r = self.server.request("GET", "/v1/events?since=2999-01-01T00:00:00Z")
         self.assertEqual(r.json()["events"], [])
         self.assertError(self.server.request("GET", "/v1/events?limit=0"), 400, "invalid_request")

@@ -176,7 +176,7 @@ describe('MCP over Streamable HTTP: transport rules', { skip: skip ?? false, tim
     } finally {
       await client.close();
     }
-    const r = await server.rest('GET', '/v1/events?sandbox_id=' + sb.id, undefined, server.keys[0]);
+    const r = await server.rest('GET', '/v1/events?order=asc&sandbox_id=' + sb.id, undefined, server.keys[0]);
     assert.equal(r.status, 200, JSON.stringify(r.json));
     const mine = r.json.events.filter((e) => e.request_id.startsWith('mcp_'));
     assert.deepEqual(mine.map((e) => e.action),

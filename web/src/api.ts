@@ -155,6 +155,8 @@ export interface Sandbox {
   expires_at: string | null;
   timeout_seconds: number;
   source_snapshot_id: string | null;
+  /** The key lineage that made it; only in an admin key's list. */
+  owner?: string;
   /** Its origin: the snapshot it was forked from (a rollback never changes it). */
   forked_from_snapshot_id?: string | null;
   /** Its last rollback, or null. */

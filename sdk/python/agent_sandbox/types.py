@@ -305,6 +305,7 @@ class SandboxInfo:
     source_snapshot_id: Optional[str] = None
     forked_from_snapshot_id: Optional[str] = None
     last_rollback: Optional[Dict] = None
+    owner: Optional[str] = None  # the key lineage that made it; only in an admin key's list()
     error_message: Optional[str] = None
     auto_pause: bool = False  # its TTL or idle timeout pauses it instead of destroying it
     paused_at: Optional[str] = None  # when it was paused; None unless status is "paused"

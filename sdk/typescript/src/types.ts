@@ -32,6 +32,8 @@ export interface SandboxInfo {
   forkedFromSnapshotId: string | null;
   /** The snapshot of its last rollback and when (RFC 3339), or null. */
   lastRollback: { snapshotId: string; at: string } | null;
+  /** The key lineage that made it; only in an admin key's list. */
+  owner?: string;
   /** Its TTL or idle timeout pauses it instead of destroying it (CreateOptions.autoPause). */
   autoPause: boolean;
   /** When it was paused; null unless status is "paused". */
@@ -305,6 +307,7 @@ export function sandboxInfo(o: any): SandboxInfo {
     idleTimeoutSeconds: o.idle_timeout_seconds,
     sourceSnapshotId: o.source_snapshot_id ?? null,
     forkedFromSnapshotId: o.forked_from_snapshot_id ?? null,
+    ...(typeof o.owner === "string" ? { owner: o.owner } : {}),
     lastRollback: o.last_rollback
       ? { snapshotId: o.last_rollback.snapshot_id, at: o.last_rollback.at }
       : null,

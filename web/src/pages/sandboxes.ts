@@ -75,6 +75,9 @@ export function sandboxesPage(): Page {
   const status = h('p', { class: 'muted' });
   let all: Sandbox[] = [];
   let timer = 0;
+  // An admin key's list carries each sandbox's owner (the key lineage that made it): a column.
+  let withOwner = false;
+  const headRow = h('tr', {});
 
   const row = (s: Sandbox) => {
     const now = Date.now();
@@ -85,6 +88,7 @@ export function sandboxesPage(): Page {
       { 'data-id': s.id },
       h('td', {}, h('a', { href: `#/sandbox/${encodeURIComponent(s.id)}/terminal`, class: 'mono' }, s.id)),
       h('td', { class: 'status-' + s.status }, s.status),
+      withOwner ? h('td', { class: 'mono owner' }, s.owner ?? '') : null,
       h('td', {}, s.template),
       h('td', {}, duration(age)),
       h('td', {}, s.expires_at ? duration(left) : 'never'),
@@ -122,7 +126,10 @@ export function sandboxesPage(): Page {
 
   const draw = () => {
     const f = filter.value.trim().toLowerCase();
-    const shown = all.filter((s) => !f || [s.id, s.template, s.status].some((v) => v.toLowerCase().includes(f)));
+    const shown = all.filter((s) => !f || [s.id, s.template, s.status, s.owner ?? ''].some((v) => v.toLowerCase().includes(f)));
+    withOwner = all.some((s) => typeof s.owner === 'string');
+    const heads = ['Id', 'Status', ...(withOwner ? ['Owner'] : []), 'Template', 'Age', 'TTL left', 'Limits', ''];
+    replace(headRow, ...heads.map((t) => h('th', {}, t)));
     replace(body, shown.map(row));
     replace(status, `${shown.length} of ${all.length} sandboxes`);
   };
@@ -138,6 +145,7 @@ export function sandboxesPage(): Page {
   }
 
   filter.addEventListener('input', draw);
+  draw();  // the header, before the first list arrives
   void refresh();
   timer = window.setInterval(refresh, 3000);
   const el = h(
@@ -152,7 +160,7 @@ export function sandboxesPage(): Page {
       h(
         'thead',
         {},
-        h('tr', {}, ['Id', 'Status', 'Template', 'Age', 'TTL left', 'Limits', ''].map((t) => h('th', {}, t))),
+        headRow,
       ),
       body,
     ),
