@@ -18,6 +18,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import unittest
 
@@ -75,6 +76,47 @@ class Response:
 
     def __repr__(self):
         return "<%d %r>" % (self.status, self.body[:300])
+
+
+def rss_bytes(pid):
+    """The resident set of process `pid`, bytes (0 when it is gone)."""
+    try:
+        with open("/proc/%d/status" % pid) as f:
+            for line in f:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return 0
+
+
+class RssWatch:
+    """The highest RSS of `pid` while the block runs, sampled every 20 ms."""
+
+    def __init__(self, pid):
+        self.pid = pid
+        self.base = rss_bytes(pid)
+        self.peak = self.base
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self):
+        while not self._stop.is_set():
+            self.peak = max(self.peak, rss_bytes(self.pid))
+            time.sleep(0.02)
+
+    def __enter__(self):
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self._stop.set()
+        self._thread.join()
+        self.peak = max(self.peak, rss_bytes(self.pid))
+
+    @property
+    def growth(self):
+        return self.peak - self.base
 
 
 class Server:

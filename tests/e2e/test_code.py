@@ -9,16 +9,8 @@ import threading
 import time
 import unittest
 
-from harness import (TEMPLATES, Server, ServerTestCase, main, missing_prerequisite,
-                     openapi_check)
-
-
-def rss_bytes(pid):
-    with open("/proc/%d/status" % pid) as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) * 1024
-    return 0
+from harness import (TEMPLATES, RssWatch, Server, ServerTestCase, main,
+                     missing_prerequisite, openapi_check)
 
 
 def template_built(name):
@@ -402,24 +394,9 @@ class HostileCode(CodeCase):
         flood = ("for _ in range(40):\n"
                  "    display({'text/plain': 'x' * 4_000_000}, raw=True)\n"
                  "print('done')")
-        pid = self.server.proc.pid
-        before = rss_bytes(pid)
-        peak = [before]
-        done = threading.Event()
-
-        def sample():  # the peak: big buffers are unmapped as soon as they are freed
-            while not done.is_set():
-                peak[0] = max(peak[0], rss_bytes(pid))
-                time.sleep(0.02)
-
-        sampler = threading.Thread(target=sample, daemon=True)
-        sampler.start()
-        try:
+        with RssWatch(self.server.proc.pid) as watch:
             r = self.run_code(sid, flood)
-        finally:
-            done.set()
-            sampler.join()
-        grew = peak[0] - before
+        grew = watch.growth
         self.assertEqual(r["status"], "ok", r["status"])
         self.assertEqual((r["results"], r["stdout"]), ([], "done\n"))
         self.assertEqual((r["truncated"], r["truncated_outputs"], r["dropped_results"]),

@@ -15,52 +15,14 @@ import os
 import socket
 import stat
 import subprocess
-import threading
 import time
 import unittest
 
-from harness import Server, ServerTestCase, main, missing_prerequisite
+from harness import RssWatch, Server, ServerTestCase, main, missing_prerequisite
 
 ADMIN_KEY = "asb_hardening_admin_key_0123456789"
 MIB = 1 << 20
 RSS_BOUND = 64 * MIB
-
-
-def rss_bytes(pid):
-    with open("/proc/%d/status" % pid) as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) * 1024
-    return 0
-
-
-class RssWatch:
-    """The highest RSS of `pid` while the block runs, sampled every 20 ms."""
-
-    def __init__(self, pid):
-        self.pid = pid
-        self.base = rss_bytes(pid)
-        self.peak = self.base
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
-
-    def _run(self):
-        while not self._stop.is_set():
-            self.peak = max(self.peak, rss_bytes(self.pid))
-            time.sleep(0.02)
-
-    def __enter__(self):
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc):
-        self._stop.set()
-        self._thread.join()
-        self.peak = max(self.peak, rss_bytes(self.pid))
-
-    @property
-    def growth(self):
-        return self.peak - self.base
 
 
 def read_head(sock, timeout=10):
@@ -85,6 +47,14 @@ class HardeningTest(ServerTestCase):
 
     def raw(self):
         return socket.create_connection(("127.0.0.1", self.server.port), timeout=10)
+
+    def e2b_box(self):
+        """A sandbox made through E2B's control plane: its JSON (sandboxID, the two tokens)."""
+        r = self.server.request("POST", "/sandboxes", {"templateID": "base"},
+                                headers={"X-API-Key": ADMIN_KEY}, check=False)
+        self.assertEqual(r.status, 201, r)
+        self._created.append(r.json()["sandboxID"])
+        return r.json()
 
     def upload_flood(self, headers, conns=8, send_bytes=16 * MIB):
         """`conns` connections each announce a 99 MiB upload with `headers` and send
@@ -172,12 +142,8 @@ class HardeningTest(ServerTestCase):
         # Before: envd's GET /files read the whole file into the server's memory per client
         # (ten clients that did not read a 100 MB file: +1 GB). After: streamed with
         # backpressure, so clients that do not read hold up only their own streams.
-        r = self.server.request("POST", "/sandboxes", {"templateID": "base"},
-                                headers={"X-API-Key": ADMIN_KEY}, check=False)
-        self.assertEqual(r.status, 201, r)
-        box = r.json()
+        box = self.e2b_box()
         sid = box["sandboxID"]
-        self._created.append(sid)
         out = self.server.run(sid, ["sh", "-c", "head -c 33554432 /dev/zero > /workspace/big"])
         self.assertEqual(out["exit_code"], 0, out)
         socks = []
@@ -239,12 +205,8 @@ class HardeningTest(ServerTestCase):
 
     def test_the_traffic_token_never_runs_code(self):
         # Before: E2B-Traffic-Access-Token alone ran `id` through the interpreter's /execute.
-        r = self.server.request("POST", "/sandboxes", {"templateID": "base"},
-                                headers={"X-API-Key": ADMIN_KEY}, check=False)
-        self.assertEqual(r.status, 201, r)
-        box = r.json()
+        box = self.e2b_box()
         sid = box["sandboxID"]
-        self._created.append(sid)
         base = {"E2b-Sandbox-Id": sid, "E2b-Sandbox-Port": "49999",
                 "Content-Type": "application/json", "Authorization": ""}
         run = json.dumps({"code": "import os; print(os.getuid())", "language": "python"})

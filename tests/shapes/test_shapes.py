@@ -108,6 +108,15 @@ NOT_EXERCISED = {
     ("GET", "/"): "the web console's index.html (tests/console, e2e_console)",
     ("GET", "/console"): "the web console's index.html (tests/console, e2e_console)",
     ("GET", "/console/{path}"): "the web console's assets (tests/console, e2e_console)",
+    # Seed A's routes need a session's sandbox: tests/e2e/test_seed_a.py drives each against the
+    # real server, and the harness checks every answer against this document.
+    ("GET", "/exec"): "seed A: e2e_seed_a",
+    ("GET", "/exec/templates"): "seed A: e2e_seed_a",
+    ("POST", "/exec/{session}/execute"): "seed A: e2e_seed_a",
+    ("POST", "/exec/{session}/write"): "seed A: e2e_seed_a",
+    ("GET", "/exec/{session}/read"): "seed A: e2e_seed_a",
+    ("GET", "/exec/{session}/files"): "seed A: e2e_seed_a",
+    ("DELETE", "/exec/{session}"): "seed A: e2e_seed_a",
 }
 
 
