@@ -15,6 +15,7 @@
 #include "api/gzip.h"
 #include "api/multipart.h"
 #include "api/text.h"
+#include "core/paths.h"
 #include "core/sandbox_manager.h"
 
 namespace asb::api {
@@ -235,7 +236,14 @@ Result<HttpResponse> Filesystem(const EnvdCall& c, std::string_view method, Http
   }
   if (method == "Remove") {
     ASB_ASSIGN_OR_RETURN(std::string path, PathField(msg, "path"));
-    ASB_TRY(files.RemoveFile(c.owner, c.sandbox_id, path, true));
+    // envd removes like `rm -rf`: a path that is already gone is success. A sandbox that is
+    // gone is still an error (its workspace no longer stats).
+    if (auto removed = files.RemoveFile(c.owner, c.sandbox_id, path, true); !removed) {
+      if (removed.error().code() != ErrorCode::kNotFound ||
+          !files.StatFile(c.owner, c.sandbox_id, std::string(core::kWorkspaceDir))) {
+        return Fail(removed.error());
+      }
+    }
     return Unary(c, json::object());
   }
   if (method == "ListDir") {

@@ -232,6 +232,9 @@ test('files: write, read, list, exists, makeDir, rename, remove, getInfo', { ski
   assert.equal(await sbx.files.exists('/workspace/e2b/moved.txt'), true);
   await sbx.files.remove('/workspace/e2b/sub');
   assert.equal(await sbx.files.exists('/workspace/e2b/sub'), false);
+  // envd removes like rm -rf: a path already gone is no error.
+  await sbx.files.remove('/workspace/e2b/sub');
+  await sbx.files.remove('/workspace/e2b/never-was/deeper');
   await assert.rejects(sbx.files.read('/workspace/e2b/nope.txt'), NotFoundError);
   await assert.rejects(sbx.files.getInfo('/workspace/e2b/nope.txt'), NotFoundError);
 });
