@@ -50,6 +50,21 @@ std::string UserName(uint32_t uid) {
   return std::to_string(uid);
 }
 
+// A symlink's target as envd reports it: absolute, resolved against the link's directory when
+// the link holds a relative one ("target.txt" in /workspace/a -> "/workspace/a/target.txt").
+// Lexical: "..", "." and "//" are cleaned, further links in the target are not followed.
+std::string AbsoluteLinkTarget(const core::FileStat& s) {
+  const std::string& t = s.link_target;
+  if (t.empty()) return t;
+  std::string joined = t;
+  if (t.front() != '/') {
+    const size_t slash = s.path.rfind('/');
+    joined = (slash == std::string::npos ? std::string() : s.path.substr(0, slash)) + "/" + t;
+  }
+  auto clean = core::NormalizeWorkdir(joined);
+  return clean ? *clean : t;
+}
+
 json::object EntryInfo(const core::FileStat& s) {
   json::object o;
   o["name"] = s.name;
@@ -64,7 +79,7 @@ json::object EntryInfo(const core::FileStat& s) {
   o["owner"] = UserName(s.uid);
   o["group"] = UserName(s.gid);
   o["modifiedTime"] = FormatRfc3339(s.mtime_ms);
-  if (s.type == "symlink") o["symlinkTarget"] = s.link_target;
+  if (s.type == "symlink") o["symlinkTarget"] = AbsoluteLinkTarget(s);
   return o;
 }
 

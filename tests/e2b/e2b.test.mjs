@@ -230,6 +230,14 @@ test('files: write, read, list, exists, makeDir, rename, remove, getInfo', { ski
   assert.equal(moved.path, '/workspace/e2b/moved.txt');
   assert.equal(await sbx.files.exists('/workspace/e2b/hello.txt'), false);
   assert.equal(await sbx.files.exists('/workspace/e2b/moved.txt'), true);
+  // getInfo of a symlink: its target absolute, as envd resolves it, relative or not.
+  await sbx.commands.run('cd /workspace/e2b && ln -s moved.txt rel-link && ln -s ../e2b/./moved.txt up-link && ln -s /etc/hostname abs-link');
+  for (const [name, want] of [['rel-link', '/workspace/e2b/moved.txt'],
+    ['up-link', '/workspace/e2b/moved.txt'], ['abs-link', '/etc/hostname']]) {
+    const link = await sbx.files.getInfo('/workspace/e2b/' + name);
+    assert.equal(link.type, 'symlink', name);
+    assert.equal(link.symlinkTarget, want, name);
+  }
   await sbx.files.remove('/workspace/e2b/sub');
   assert.equal(await sbx.files.exists('/workspace/e2b/sub'), false);
   // envd removes like rm -rf: a path already gone is no error.
