@@ -108,7 +108,9 @@ std::string StartEvent(int pid) {
 }
 
 // envd's EndEvent, as Go's os.ProcessState reports it: exitCode -1 and "signal: killed" for a
-// process a signal ended, else the exit status.
+// process a signal ended, else the exit status. Like envd, `error` carries what Go's Wait()
+// returned for a process that did not exit 0 ("exit status 3", "signal: killed"): the SDKs'
+// CommandExitError takes its message from it.
 std::string EndEvent(const core::ProcessInfo& p) {
   json::object end;
   if (p.signal != 0) {
@@ -118,10 +120,12 @@ std::string EndEvent(const core::ProcessInfo& p) {
     end["exitCode"] = -1;
     end["exited"] = false;
     end["status"] = "signal: " + name;
+    end["error"] = end["status"];
   } else {
     end["exitCode"] = p.exit_code;
     end["exited"] = true;
     end["status"] = "exit status " + std::to_string(p.exit_code);
+    if (p.exit_code != 0) end["error"] = end["status"];
   }
   json::object e;
   e["end"] = std::move(end);

@@ -99,6 +99,9 @@ test('commands.run: stdout, stderr, exit codes, envs, cwd and users', { skip }, 
     assert.ok(e instanceof CommandExitError, String(e));
     assert.equal(e.exitCode, 3);
     assert.equal(e.stdout, 'partial\n');
+    // The message envd sends (Go's Wait error), which E2B code logs and matches on.
+    assert.equal(e.error, 'exit status 3');
+    assert.equal(e.message, 'exit status 3');
     return true;
   });
   const env = await sbx.commands.run('echo "$FROM_CREATE $FROM_RUN"', { envs: { FROM_RUN: 'too' } });
