@@ -16,6 +16,7 @@
 //                  (e2b_envd.h) on port 49983, the code interpreter on 49999. The SDKs send no API
 //                  key there but the sandbox's envdAccessToken (X-Access-Token, api/e2b_token.h),
 //                  which opens that one sandbox and acts for its tenant.
+#include <algorithm>
 #include <boost/json.hpp>
 #include <chrono>
 #include <cmath>
@@ -262,8 +263,18 @@ Result<HttpResponse> List(const Deps& d, HttpRequest& req, bool paged) {
     }
     limit = n;
   }
+  // Newest first unless ?order=asc, as E2B's API lists (an unknown order is refused, never
+  // ignored); nextToken pages on in the same order.
+  bool newest_first = true;
+  if (const std::string* order = req.Query("order")) {
+    if (*order != "asc" && *order != "desc") {
+      return Fail(Error::InvalidArgument("order: asc or desc"));
+    }
+    newest_first = *order == "desc";
+  }
   const std::string* after = req.Query("nextToken");
   ASB_ASSIGN_OR_RETURN(auto all, d.manager->lifecycle().List(OwnerOf(req)));
+  if (newest_first) std::reverse(all.begin(), all.end());
   json::array out;
   std::string next;
   bool skipping = paged && after != nullptr && !after->empty();

@@ -332,6 +332,24 @@ test('list, connect, setTimeout and kill through the control plane', { skip }, a
   const mine = await Sandbox.list({ query: { metadata: { suite: 'e2b' } } }).nextItems();
   assert.deepEqual(mine.map((s) => s.sandboxId), [sbx.sandboxId]);
   assert.deepEqual(await Sandbox.list({ query: { metadata: { suite: 'other' } } }).nextItems(), []);
+  // Newest first, as E2B's API lists; order=asc the other way; an unknown order is refused.
+  const later = await Sandbox.create('base', { metadata: { suite: 'order' } });
+  try {
+    const ids = async (q) => {
+      const r = await fetch(`${process.env.E2B_API_URL}/v2/sandboxes${q}`,
+        { headers: { 'X-API-Key': process.env.E2B_API_KEY } });
+      assert.equal(r.status, 200, q);
+      return (await r.json()).map((x) => x.sandboxID).filter((id) => id === sbx.sandboxId || id === later.sandboxId);
+    };
+    assert.deepEqual(await ids(''), [later.sandboxId, sbx.sandboxId]);
+    assert.deepEqual(await ids('?order=desc'), [later.sandboxId, sbx.sandboxId]);
+    assert.deepEqual(await ids('?order=asc'), [sbx.sandboxId, later.sandboxId]);
+    const bad = await fetch(`${process.env.E2B_API_URL}/v2/sandboxes?order=up`,
+      { headers: { 'X-API-Key': process.env.E2B_API_KEY } });
+    assert.equal(bad.status, 400);
+  } finally {
+    await later.kill();
+  }
   const again = await Sandbox.connect(sbx.sandboxId);
   assert.equal((await again.commands.run('echo reconnected')).stdout, 'reconnected\n');
   // One sample taken now: a busy loop shows as CPU use, memory and disk within the limits.
