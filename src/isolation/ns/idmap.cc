@@ -5,6 +5,7 @@
 #include <sched.h>
 #include <signal.h>
 #include <sys/mount.h>
+#include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -33,22 +34,24 @@ void WaitChild(pid_t pid, int* status) {
 }  // namespace
 
 Result<UniqueFd> MakeIdmapUserns(uint32_t host_base) {
-  int p[2];
-  if (::pipe2(p, O_CLOEXEC) != 0) return FailErrno("pipe");
-  UniqueFd rd(p[0]), wr(p[1]);
-  // fork-like clone (no CLONE_VM): the child only blocks on the pipe and exits.
+  // The helper holds no descriptor and is ended by SIGKILL. It once waited for EOF on a pipe,
+  // but a helper forked by a concurrent create on another thread inherits that pipe's write end
+  // and, waiting on its own pipe, keeps ours open: two such helpers wait on each other forever.
+  const pid_t parent = ::getpid();
+  // fork-like clone (no CLONE_VM): the child only waits to be killed.
   pid_t pid = static_cast<pid_t>(
       ::syscall(SYS_clone, CLONE_NEWUSER | SIGCHLD, nullptr, nullptr, nullptr, nullptr));
   if (pid < 0) return FailErrno("clone(CLONE_NEWUSER) for an idmap");
   if (pid == 0) {
-    ::close(p[1]);
-    char c;
-    while (::read(p[0], &c, 1) < 0 && errno == EINTR) {
-    }
-    ::_exit(0);
+    // Async-signal-safe calls only. Drop every inherited descriptor (other creates' pipes and
+    // sockets, whose peers wait for their EOF), and die with the server if it dies first.
+    ::syscall(SYS_close_range, 0u, ~0u, 0u);
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (::getppid() != parent) ::_exit(0);
+    for (;;) ::pause();
   }
   auto finish = [&] {
-    wr.Reset();
+    ::kill(pid, SIGKILL);
     int status = 0;
     WaitChild(pid, &status);
   };
@@ -100,8 +103,10 @@ Status IdmapMountInPlace(const std::string& dir, int userns_fd) {
 Status ReplaceMountInNamespace(int pid, int tree_fd, const std::string& target) {
   UniqueFd ns(::open(("/proc/" + std::to_string(pid) + "/ns/mnt").c_str(), O_RDONLY | O_CLOEXEC));
   if (!ns) return FailErrno("open mount namespace of pid " + std::to_string(pid));
+  // The child's report is read after it is reaped, never by waiting for EOF: a helper forked
+  // meanwhile by a concurrent create may hold the write end too (see MakeIdmapUserns).
   int p[2];
-  if (::pipe2(p, O_CLOEXEC) != 0) return FailErrno("pipe");
+  if (::pipe2(p, O_CLOEXEC | O_NONBLOCK) != 0) return FailErrno("pipe");
   UniqueFd rd(p[0]), wr(p[1]);
   const char* tgt = target.c_str();
   pid_t child = ::fork();
@@ -128,12 +133,12 @@ Status ReplaceMountInNamespace(int pid, int tree_fd, const std::string& target) 
     ::_exit(0);
   }
   wr.Reset();
+  int status = 0;
+  WaitChild(child, &status);
   int report[2] = {0, 0};
   ssize_t n;
   while ((n = ::read(rd.get(), report, sizeof report)) < 0 && errno == EINTR) {
   }
-  int status = 0;
-  WaitChild(child, &status);
   if (n == static_cast<ssize_t>(sizeof report)) {
     static const char* kSteps[] = {"", "setns", "open_tree", "umount", "move_mount"};
     const char* step = report[0] >= 1 && report[0] <= 4 ? kSteps[report[0]] : "?";
