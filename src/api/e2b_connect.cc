@@ -102,7 +102,9 @@ HttpResponse ConnectUnaryError(std::string_view connect_code, std::string_view m
 
 HttpResponse ConnectUnaryError(const Error& error) {
   ClientError c = ForClient(error);  // the one rule of what a client is told (ADR 0016)
-  return ConnectUnaryError(ConnectCodeOf(c.code), c.message);
+  HttpResponse r = ConnectUnaryError(ConnectCodeOf(c.code), c.message);
+  if (c.code == ErrorCode::kUnavailable) r.headers.emplace_back("Retry-After", "1");
+  return r;
 }
 
 HttpResponse E2bHttpError(int status, std::string_view message) {
@@ -114,7 +116,9 @@ HttpResponse E2bHttpError(int status, std::string_view message) {
 
 HttpResponse E2bHttpError(const Error& error) {
   ClientError c = ForClient(error);
-  return E2bHttpError(HttpStatusOf(c.code), c.message);
+  HttpResponse r = E2bHttpError(HttpStatusOf(c.code), c.message);
+  if (c.code == ErrorCode::kUnavailable) r.headers.emplace_back("Retry-After", "1");
+  return r;
 }
 
 std::string ConnectEndStream(std::string_view connect_code, std::string_view message) {

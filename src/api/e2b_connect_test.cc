@@ -2,6 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cstring>
+
 #include "api/multipart.h"
 
 namespace asb::api {
@@ -89,6 +92,61 @@ TEST(MultipartTest, SplitsThePartsAnUndiciFormDataSends) {
   // Quoted boundary, and an empty form.
   EXPECT_EQ(*MultipartBoundary("Multipart/Form-Data; boundary=\"x y\""), "x y");
   EXPECT_TRUE(ParseMultipart("--x--\r\n", "x", 1)->empty());
+}
+
+// The reader as an upload meets it: the body arrives a few bytes at a time, so delimiters and
+// header blocks are split across reads; a part's data is handed out before the part ends.
+TEST(MultipartTest, ReaderFindsDelimitersSplitAcrossReads) {
+  const std::string data(200'000, 'd');
+  const std::string body =
+      "preamble\r\n--x \t\r\nContent-Disposition: form-data; name=file; "
+      "filename=a\r\n\r\n" +
+      data + "\r\n--x\r\n\r\n\r\n--\r\n--x--\r\nepilogue";
+  for (size_t step : {size_t{1}, size_t{3}, size_t{7}, size_t{4096}}) {
+    size_t at = 0, reads = 0;
+    MultipartReader reader(
+        [&](char* buf, size_t n) -> Result<size_t> {
+          const size_t take = std::min({n, step, body.size() - at});
+          std::memcpy(buf, body.data() + at, take);
+          at += take;
+          ++reads;
+          return take;
+        },
+        "x", 4);
+    auto first = reader.NextPart();
+    ASSERT_TRUE(first && *first) << step;
+    EXPECT_EQ((*first)->filename, "a");
+    std::string got;
+    char chunk[1000];
+    size_t n;
+    do {
+      auto r = reader.ReadData(chunk, sizeof chunk);
+      ASSERT_TRUE(r) << r.error().ToString();
+      n = *r;
+      got.append(chunk, n);
+    } while (n != 0);
+    EXPECT_EQ(got, data) << step;
+    // A part without headers whose data looks like a delimiter's start but is not one.
+    auto second = reader.NextPart();
+    ASSERT_TRUE(second && *second) << step;
+    EXPECT_EQ((*second)->name, "");
+    std::string second_data;
+    do {
+      auto r = reader.ReadData(chunk, sizeof chunk);
+      ASSERT_TRUE(r) << r.error().ToString();
+      n = *r;
+      second_data.append(chunk, n);
+    } while (n != 0);
+    EXPECT_EQ(second_data, "\r\n--");
+    auto end = reader.NextPart();
+    ASSERT_TRUE(end) << end.error().ToString();
+    EXPECT_FALSE(*end);
+    EXPECT_EQ(at, body.size()) << "the epilogue is read to the body's end";
+  }
+  // A source error ends the reader with it.
+  MultipartReader broken([](char*, size_t) -> Result<size_t> { return Fail(Error::Timeout("t")); },
+                         "x", 4);
+  EXPECT_EQ(broken.NextPart().error().code(), ErrorCode::kTimeout);
 }
 
 TEST(MultipartTest, MalformedBodiesAreInvalidArgumentNeverACrash) {

@@ -4,13 +4,16 @@
 // WatchDir streams a core::FileWatch (file_watch_body.h); CreateWatcher, GetWatcherEvents and
 // RemoveWatcher keep one between calls (e2b_watchers.h). Event names are relative to the
 // watched directory, as envd reports them.
+#include <algorithm>
 #include <boost/json.hpp>
+#include <cstring>
 
 #include "api/e2b_connect.h"
 #include "api/e2b_envd.h"
 #include "api/e2b_watchers.h"
 #include "api/errors.h"
 #include "api/file_read_body.h"
+#include "api/file_upload.h"
 #include "api/file_watch_body.h"
 #include "api/gzip.h"
 #include "api/multipart.h"
@@ -325,10 +328,15 @@ Result<HttpResponse> Files(const EnvdCall& c, HttpRequest& req) {
     return Fail(Error::InvalidArgument("/files takes GET (download) or POST (upload)"));
   }
   json::array written;
-  // envd 0.5.7: `write(..., {gzip: true})` sends the file gzip-compressed. Inflated within the
-  // file size limit, so a small body cannot become a huge one in memory.
+  // envd 0.5.7: `write(..., {gzip: true})` sends the file gzip-compressed. Read whole (under the
+  // server's body budget) and inflated within the file size limit, so a small body cannot
+  // become a huge one in memory. Every other upload streams into the sandbox as it arrives.
   const std::string encoding = AsciiLower(req.Header("content-encoding"));
   if (encoding == "gzip") {
+    if (req.body_reader) {
+      ASB_ASSIGN_OR_RETURN(req.body, req.body_reader->ReadAll());
+    }
+    req.body_reader.reset();
     ASB_ASSIGN_OR_RETURN(req.body,
                          GunzipBounded(req.body, c.manager->config().limits.max_file_bytes));
   } else if (!encoding.empty() && encoding != "identity") {
@@ -338,24 +346,45 @@ Result<HttpResponse> Files(const EnvdCall& c, HttpRequest& req) {
   const std::string_view type = MediaType(req.Header("content-type"));
   if (AsciiLower(type) == "application/octet-stream") {
     if (path.empty()) return Fail(Error::InvalidArgument("path: required for a raw upload"));
-    ASB_ASSIGN_OR_RETURN(core::FileStat s, files.WriteFile(c.owner, c.sandbox_id, path, req.body));
+    ASB_ASSIGN_OR_RETURN(core::FileStat s,
+                         UploadRequestBody(files, c.owner, c.sandbox_id, path, std::nullopt, req));
     written.push_back(UploadEntry(s));
   } else {
     ASB_ASSIGN_OR_RETURN(std::string boundary, MultipartBoundary(req.Header("content-type")));
-    ASB_ASSIGN_OR_RETURN(auto parts, ParseMultipart(req.body, boundary, kMaxUploadParts));
-    size_t n = 0;
-    for (const MultipartPart& p : parts) n += p.name == "file";
-    if (n == 0) return Fail(Error::InvalidArgument("multipart: no part named \"file\""));
-    for (const MultipartPart& p : parts) {
-      if (p.name != "file") continue;
-      // One file may be named by ?path=; several are named by their parts' filenames.
-      const std::string dest = n == 1 && !path.empty() ? path : E2bPath(p.filename);
+    ByteSource source;
+    size_t at = 0;
+    if (req.body_reader) {
+      source = [&body = *req.body_reader](char* buf, size_t n) { return body.Read(buf, n); };
+    } else {
+      source = [&req, &at](char* buf, size_t n) -> Result<size_t> {
+        const size_t take = std::min(n, req.body.size() - at);
+        std::memcpy(buf, req.body.data() + at, take);
+        at += take;
+        return take;
+      };
+    }
+    MultipartReader parts(std::move(source), boundary, kMaxUploadParts);
+    // The first file may be named by ?path=; the others (and every file without it) by their
+    // parts' filenames, as the SDKs' writeFiles sends them.
+    bool path_used = path.empty();
+    for (;;) {
+      ASB_ASSIGN_OR_RETURN(std::optional<MultipartPart> p, parts.NextPart());
+      if (!p) break;
+      if (p->name != "file") continue;  // NextPart skips its data
+      std::string dest = !path_used ? path : E2bPath(p->filename);
+      path_used = true;
       if (dest.empty()) {
         return Fail(Error::InvalidArgument("multipart: a file part without a filename (path)"));
       }
-      ASB_ASSIGN_OR_RETURN(core::FileStat s, files.WriteFile(c.owner, c.sandbox_id, dest, p.data));
+      ASB_ASSIGN_OR_RETURN(core::FileWriteStream ws,
+                           files.OpenFileWrite(c.owner, c.sandbox_id, dest));
+      ASB_ASSIGN_OR_RETURN(core::FileStat s,
+                           StreamUpload(std::move(ws), [&parts](char* buf, size_t n) {
+                             return parts.ReadData(buf, n);
+                           }));
       written.push_back(UploadEntry(s));
     }
+    if (written.empty()) return Fail(Error::InvalidArgument("multipart: no part named \"file\""));
   }
   HttpResponse r = JsonResponse(200, json::serialize(written));
   r.sandbox_id = c.sandbox_id;

@@ -88,7 +88,10 @@ ClientError ForClient(const Error& error, std::string_view request_id) {
 
 HttpResponse ErrorResponse(const Error& error, std::string_view request_id) {
   ClientError c = ForClient(error, request_id);
-  return ErrorResponse(HttpStatusOf(c.code), WireCodeOf(c.code), c.message);
+  HttpResponse r = ErrorResponse(HttpStatusOf(c.code), WireCodeOf(c.code), c.message);
+  // A resource that frees itself (a spent budget, a full queue): RFC 9110 section 10.2.3.
+  if (c.code == ErrorCode::kUnavailable) r.headers.emplace_back("Retry-After", "1");
+  return r;
 }
 
 }  // namespace asb::api

@@ -487,6 +487,15 @@ HttpResponse Traffic(const Deps& d, HttpRequest& req) {
   auto user = RequestUser(req);
   if (!user) return TrafficError(req, user.error());
   call.user = *user;
+  // Only an upload (envd's POST /files) reads its body as it arrives (api/file_upload.h); every
+  // other call takes it whole, under the server's budget for held bodies.
+  const bool upload = port == kEnvdPort && req.path == "/files" && req.method == "POST";
+  if (req.body_reader && !upload) {
+    auto body = req.body_reader->ReadAll();
+    if (!body) return TrafficError(req, body.error());
+    req.body = std::move(*body);
+    req.body_reader.reset();
+  }
   HttpResponse out;
   if (port == kCodeInterpreterPort) {
     out = CodeInterpreterCall(call, req);
@@ -527,8 +536,9 @@ void AddE2bRoutes(Router& router, ApiContext& ctx) {
 
   // Sandbox traffic first: a request that carries E2b-Sandbox-Id is never a control-plane call.
   RouteOptions traffic;
-  traffic.token_auth = true;  // X-Access-Token, checked in Traffic()
-  traffic.file_body = true;   // uploads up to max_file_bytes
+  traffic.token_auth = true;   // X-Access-Token, checked in Traffic()
+  traffic.file_body = true;    // uploads up to max_file_bytes
+  traffic.stream_body = true;  // uploads stream into the sandbox; other calls ReadAll()
   traffic.gate = [d](const HttpRequest& req) { return TrafficRefusal(*d, req); };
   const std::string domain = ctx.preview.domain;
   router.AddHost(

@@ -19,6 +19,7 @@
 
 #include "api/config.h"
 #include "api/file_read_body.h"
+#include "api/file_upload.h"
 #include "api/file_watch_body.h"
 #include "api/handlers.h"
 #include "api/json_body.h"
@@ -110,8 +111,10 @@ void AddFileRoutes(Router& router, ApiContext& ctx) {
                return r;
              }));
 
+  // The body streams into the sandbox as it arrives (api/file_upload.h): never held whole.
   RouteOptions upload;
   upload.file_body = true;
+  upload.stream_body = true;
   router.Add("PUT", "/v1/sandboxes/{id}/files", Wrap([m](HttpRequest& req) -> Result<HttpResponse> {
                ASB_ASSIGN_OR_RETURN(std::string id, SandboxIdParam(req));
                ASB_ASSIGN_OR_RETURN(std::string path, RequiredQuery(req, "path"));
@@ -120,7 +123,7 @@ void AddFileRoutes(Router& router, ApiContext& ctx) {
                  ASB_ASSIGN_OR_RETURN(mode, core::ParseFileMode(*text));
                }
                ASB_ASSIGN_OR_RETURN(core::FileStat st,
-                                    m->WriteFile(OwnerOf(req), id, path, req.body, mode));
+                                    UploadRequestBody(*m, OwnerOf(req), id, path, mode, req));
                json::object o;
                o["path"] = SanitizeUtf8(st.path);
                o["size"] = st.size;

@@ -185,6 +185,8 @@ void AddSnapshotRoutes(Router& router, ApiContext& ctx) {
 
   RouteOptions upload;
   upload.file_body = true;
+  RouteOptions streamed_upload = upload;  // the handler reads the body as it arrives
+  streamed_upload.stream_body = true;
   router.Add("POST", "/v1/snapshots", Wrap([m](HttpRequest& req) -> Result<HttpResponse> {
                if (req.body.empty()) {
                  return Fail(Error::InvalidArgument("body: a tar.zst archive is required"));
@@ -239,8 +241,15 @@ void AddSnapshotRoutes(Router& router, ApiContext& ctx) {
                const std::string* q = req.Query("path");
                std::string path = q ? *q : "/workspace";
                size_t off = 0;
+               // The tar streams into the sandbox as it arrives (api/file_upload.h).
                auto source = [&req, &off]() -> Result<std::string> {
                  constexpr size_t kChunk = 1 << 16;
+                 if (req.body_reader) {
+                   std::string c(kChunk, '\0');
+                   ASB_ASSIGN_OR_RETURN(size_t n, req.body_reader->Read(c.data(), c.size()));
+                   c.resize(n);
+                   return c;
+                 }
                  std::string c = req.body.substr(off, kChunk);
                  off += c.size();
                  return c;
@@ -254,7 +263,7 @@ void AddSnapshotRoutes(Router& router, ApiContext& ctx) {
                r.sandbox_id = id;
                return r;
              }),
-             upload);
+             streamed_upload);
 }
 
 }  // namespace asb::api

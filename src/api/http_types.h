@@ -9,12 +9,38 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
 
+#include "common/result.h"
+
 namespace asb::api {
+
+/// A pull source of bytes: fills up to `n` bytes of `buf` and returns how many, 0 at its end.
+using ByteSource = std::function<Result<size_t>(char* buf, size_t n)>;
+
+/// The body of a request on a RouteOptions::stream_body route, read by its (blocking) handler
+/// as it arrives, so that an upload moves into the sandbox a chunk at a time and a client sends
+/// no faster than the sandbox takes it (ADR 0014, round 3). Used by one thread at a time; valid
+/// only while the handler runs.
+class BodyReader {
+ public:
+  virtual ~BodyReader() = default;
+  /// Reads up to `n` (> 0) bytes of the body into `buf`, waiting for them: each wait is bounded
+  /// by the server's body timeout. Returns 0 at the end of the body. Errors: kTooLarge past the
+  /// route's body limit, kTimeout, kCancelled (the client went away, the body is malformed, or
+  /// the server is stopping).
+  virtual Result<size_t> Read(char* buf, size_t n) = 0;
+  /// The request's Content-Length, when it has one (not chunked).
+  virtual std::optional<uint64_t> content_length() const = 0;
+  /// The rest of the body, whole, held under the server's budget for buffered bodies
+  /// (ServerOptions::body_budget) until the request is answered. Errors: as Read, and
+  /// kUnavailable when the budget is spent (answered 503 with Retry-After).
+  virtual Result<std::string> ReadAll() = 0;
+};
 
 /// One parsed HTTP request. Header names are lower-cased; the path and query values are
 /// percent-decoded.
@@ -38,6 +64,9 @@ struct HttpRequest {
   /// Set by the server while a blocking handler runs: becomes true when the client closes its
   /// connection (a long sync exec is then cancelled instead of running on unobserved).
   std::shared_ptr<std::atomic<bool>> client_gone;
+  /// Set by the server on a RouteOptions::stream_body route: the unread body (see BodyReader).
+  /// `body` is then empty.
+  std::shared_ptr<BodyReader> body_reader;
 
   /// The value of header `name` (lower-case), or "" when absent.
   std::string_view Header(std::string_view name) const;

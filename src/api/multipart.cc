@@ -1,5 +1,7 @@
 #include "api/multipart.h"
 
+#include <cstring>
+
 #include "api/text.h"
 
 namespace asb::api {
@@ -57,63 +59,182 @@ Result<std::string> MultipartBoundary(std::string_view content_type) {
   return b;
 }
 
-Result<std::vector<MultipartPart>> ParseMultipart(std::string_view body, std::string_view boundary,
-                                                  size_t max_parts) {
-  const std::string delim = "--" + std::string(boundary);
-  const std::string next = "\r\n" + delim;
-  size_t pos = body.find(delim);
-  if (pos == std::string_view::npos) {
-    return Fail(Error::InvalidArgument("multipart: the opening boundary is missing"));
+namespace {
+
+constexpr size_t kMaxHeaderBytes = 16 * 1024;
+constexpr size_t kReadBytes = 64 * 1024;
+
+// The header block of a part (without its final blank line) into `part`.
+Status ParsePartHeaders(std::string_view headers, MultipartPart* part) {
+  while (!headers.empty()) {
+    size_t eol = headers.find("\r\n");
+    std::string_view line = headers.substr(0, eol);
+    headers = eol == std::string_view::npos ? std::string_view() : headers.substr(eol + 2);
+    size_t colon = line.find(':');
+    if (colon == std::string_view::npos) {
+      return Fail(Error::InvalidArgument("multipart: a header line without ':'"));
+    }
+    const std::string name = AsciiLower(TrimSpaces(line.substr(0, colon)));
+    std::string_view value = TrimSpaces(line.substr(colon + 1));
+    if (name == "content-disposition") {
+      part->name = Param(value, "name");
+      part->filename = Param(value, "filename");
+    } else if (name == "content-type") {
+      part->content_type = std::string(value);
+    }
   }
-  pos += delim.size();
-  std::vector<MultipartPart> parts;
-  while (true) {
-    if (body.substr(pos, 2) == "--") return parts;  // the closing delimiter
-    // Transport padding may follow a delimiter before its CRLF (RFC 2046, section 5.1.1).
-    while (pos < body.size() && (body[pos] == ' ' || body[pos] == '\t')) ++pos;
-    if (body.substr(pos, 2) != "\r\n") {
+  return {};
+}
+
+}  // namespace
+
+// The body is read as if it began with CRLF, so the opening delimiter (which may start the
+// body) is found like every other one.
+MultipartReader::MultipartReader(ByteSource source, std::string_view boundary, size_t max_parts)
+    : source_(std::move(source)),
+      delim_("\r\n--" + std::string(boundary)),
+      max_parts_(max_parts),
+      buf_("\r\n") {}
+
+Result<bool> MultipartReader::Fill() {
+  if (eof_) return false;
+  if (pos_ > kReadBytes) {  // drop what has been handed out
+    buf_.erase(0, pos_);
+    pos_ = 0;
+  }
+  const size_t old = buf_.size();
+  buf_.resize(old + kReadBytes);
+  auto n = source_(buf_.data() + old, kReadBytes);
+  buf_.resize(old + (n ? *n : 0));
+  if (!n) return Fail(n.error());
+  if (*n == 0) eof_ = true;
+  return *n != 0;
+}
+
+Status MultipartReader::AfterDelimiter() {
+  // "--" closes the body; otherwise transport padding (spaces, tabs) and CRLF open a part.
+  for (;;) {
+    size_t i = pos_;
+    if (buf_.size() - i >= 2 && buf_.compare(i, 2, "--") == 0) {
+      pos_ = i + 2;
+      state_ = State::kDone;
+      return SkipToEnd();
+    }
+    while (i < buf_.size() && (buf_[i] == ' ' || buf_[i] == '\t') && i - pos_ < 256) ++i;
+    if (buf_.size() - i >= 2) {
+      if (buf_.compare(i, 2, "\r\n") != 0) {
+        return Fail(Error::InvalidArgument("multipart: a boundary is not followed by CRLF"));
+      }
+      if (parts_ == max_parts_) {
+        return Fail(
+            Error::LimitExceeded("multipart: more than " + std::to_string(max_parts_) + " parts"));
+      }
+      ++parts_;
+      pos_ = i + 2;
+      state_ = State::kHeaders;
+      return {};
+    }
+    if (i - pos_ >= 256) {
       return Fail(Error::InvalidArgument("multipart: a boundary is not followed by CRLF"));
     }
-    pos += 2;
-    if (parts.size() == max_parts) {
-      return Fail(
-          Error::LimitExceeded("multipart: more than " + std::to_string(max_parts) + " parts"));
+    ASB_ASSIGN_OR_RETURN(bool more, Fill());
+    if (!more) return Fail(Error::InvalidArgument("multipart: the body ends after a boundary"));
+  }
+}
+
+Status MultipartReader::SkipToEnd() {
+  // The epilogue is ignored, but read: the request is over only at the body's end.
+  for (;;) {
+    pos_ = buf_.size();
+    ASB_ASSIGN_OR_RETURN(bool more, Fill());
+    if (!more) return {};
+  }
+}
+
+Result<size_t> MultipartReader::ReadData(char* buf, size_t n) {
+  if (state_ != State::kData) return size_t{0};
+  for (;;) {
+    const size_t found = buf_.find(delim_, pos_);
+    // Bytes that cannot be the start of a delimiter are the part's.
+    const size_t safe = found != std::string::npos            ? found
+                        : buf_.size() >= pos_ + delim_.size() ? buf_.size() - delim_.size() + 1
+                                                              : pos_;
+    if (safe > pos_) {
+      const size_t take = std::min(n, safe - pos_);
+      std::memcpy(buf, buf_.data() + pos_, take);
+      pos_ += take;
+      return take;
     }
-    const size_t head_end = body.find("\r\n\r\n", pos);
-    const size_t end = body.find(next, pos);
-    if (end == std::string_view::npos) {
-      return Fail(Error::InvalidArgument("multipart: a part has no closing boundary"));
+    if (found == pos_) {
+      pos_ += delim_.size();
+      ASB_TRY(AfterDelimiter());
+      return size_t{0};
     }
-    MultipartPart part;
-    size_t data_start = 0;
-    if (body.substr(pos, 2) == "\r\n") {
-      data_start = pos + 2;  // a part without headers
-    } else if (head_end == std::string_view::npos || head_end > end) {
-      return Fail(Error::InvalidArgument("multipart: a part's headers do not end"));
-    } else {
-      std::string_view headers = body.substr(pos, head_end - pos);
-      while (!headers.empty()) {
-        size_t eol = headers.find("\r\n");
-        std::string_view line = headers.substr(0, eol);
-        headers = eol == std::string_view::npos ? std::string_view() : headers.substr(eol + 2);
-        size_t colon = line.find(':');
-        if (colon == std::string_view::npos) {
-          return Fail(Error::InvalidArgument("multipart: a header line without ':'"));
-        }
-        const std::string name = AsciiLower(TrimSpaces(line.substr(0, colon)));
-        std::string_view value = TrimSpaces(line.substr(colon + 1));
-        if (name == "content-disposition") {
-          part.name = Param(value, "name");
-          part.filename = Param(value, "filename");
-        } else if (name == "content-type") {
-          part.content_type = std::string(value);
-        }
-      }
-      data_start = head_end + 4;
+    ASB_ASSIGN_OR_RETURN(bool more, Fill());
+    if (!more) return Fail(Error::InvalidArgument("multipart: a part has no closing boundary"));
+  }
+}
+
+Result<std::optional<MultipartPart>> MultipartReader::NextPart() {
+  char skip[4096];
+  while (state_ == State::kData) ASB_TRY(ReadData(skip, sizeof skip));
+  while (state_ == State::kPreamble) {
+    const size_t found = buf_.find(delim_, pos_);
+    if (found != std::string::npos) {
+      pos_ = found + delim_.size();
+      ASB_TRY(AfterDelimiter());
+      break;
     }
-    part.data = body.substr(data_start, end - data_start);
-    parts.push_back(std::move(part));
-    pos = end + next.size();
+    if (buf_.size() >= pos_ + delim_.size()) pos_ = buf_.size() - delim_.size() + 1;
+    ASB_ASSIGN_OR_RETURN(bool more, Fill());
+    if (!more) return Fail(Error::InvalidArgument("multipart: the opening boundary is missing"));
+  }
+  if (state_ == State::kDone) return std::optional<MultipartPart>();
+  // kHeaders: up to the blank line (at once for a part without headers).
+  MultipartPart part;
+  for (;;) {
+    if (buf_.size() - pos_ >= 2 && buf_.compare(pos_, 2, "\r\n") == 0) {
+      pos_ += 2;
+      break;
+    }
+    const size_t end = buf_.find("\r\n\r\n", pos_);
+    if (end != std::string::npos) {
+      ASB_TRY(ParsePartHeaders(std::string_view(buf_).substr(pos_, end - pos_), &part));
+      pos_ = end + 4;
+      break;
+    }
+    if (buf_.size() - pos_ > kMaxHeaderBytes) {
+      return Fail(Error::LimitExceeded("multipart: a part's headers pass 16 KiB"));
+    }
+    ASB_ASSIGN_OR_RETURN(bool more, Fill());
+    if (!more) return Fail(Error::InvalidArgument("multipart: a part's headers do not end"));
+  }
+  state_ = State::kData;
+  return std::optional<MultipartPart>(std::move(part));
+}
+
+Result<std::vector<MultipartPart>> ParseMultipart(std::string_view body, std::string_view boundary,
+                                                  size_t max_parts) {
+  size_t at = 0;
+  MultipartReader reader(
+      [&](char* buf, size_t n) -> Result<size_t> {
+        const size_t take = std::min(n, body.size() - at);
+        std::memcpy(buf, body.data() + at, take);
+        at += take;
+        return take;
+      },
+      boundary, max_parts);
+  std::vector<MultipartPart> parts;
+  for (;;) {
+    ASB_ASSIGN_OR_RETURN(std::optional<MultipartPart> part, reader.NextPart());
+    if (!part) return parts;
+    char chunk[4096];
+    for (;;) {
+      ASB_ASSIGN_OR_RETURN(size_t n, reader.ReadData(chunk, sizeof chunk));
+      if (n == 0) break;
+      part->data.append(chunk, n);
+    }
+    parts.push_back(std::move(*part));
   }
 }
 

@@ -4,6 +4,7 @@
 
 #include "api/beast_request.h"
 #include "api/errors.h"
+#include "api/server_body_reader.h"
 #include "api/server_impl.h"
 #include "api/url.h"
 #include "common/ids.h"
@@ -479,8 +480,6 @@ awaitable<void> HttpServer::Impl::Session(tcp::socket socket,
     } else if (parser.content_length() && *parser.content_length() > limit) {
       refuse(ErrorResponse(413, "payload_too_large",
                            "request body too large (limit " + std::to_string(limit) + " bytes)"));
-    } else if (!parser.is_done() && match.route->options.stream_body) {
-      parser.body_limit(limit);  // the body is the proxy relay's to read
     } else if (!parser.is_done()) {
       // Who is asking, from the head alone, before a byte of the body is held.
       if (const HeadGate& gate = match.route->options.gate; gate) {
@@ -488,7 +487,10 @@ awaitable<void> HttpServer::Impl::Session(tcp::socket socket,
           refuse(std::move(*refused));
         }
       }
-      if (!early) {
+      if (!early && match.route->options.stream_body) {
+        // The body is the handler's (BodyReader) or the proxy relay's to read.
+        parser.body_limit(limit);
+      } else if (!early) {
         std::string gone;
         std::optional<HttpResponse> refused =
             co_await ReadBody(stream, buffer, parser, limit, body_leases, &gone);
@@ -502,13 +504,36 @@ awaitable<void> HttpServer::Impl::Session(tcp::socket socket,
     }
     stream.expires_never();
     HttpResponse out;
+    // Whether the body has been read to its end; whether a BodyReader took the parser (after
+    // which `parser` is spent and neither a relay nor an upgrade may use it).
+    bool body_read = parser.is_done();
+    bool body_taken = false;
     if (early) {
       out = std::move(*early);
     } else if (!match.route) {
       out = Router::NotFoundResponse(match, req.method, req.path);
     } else {
       req.body = std::move(parser.get().body());
-      if (match.route->options.blocking) {
+      if (match.route->options.stream_body && match.route->options.blocking && !parser.is_done()) {
+        // The handler reads the body as it arrives (an upload streamed into a sandbox). No
+        // watch on the peer here: the socket is readable with the body itself; a client that
+        // leaves fails the handler's next read instead.
+        server_detail::BodyReaderOptions bo;
+        bo.body_limit = limit;
+        bo.body_timeout_s = options.body_timeout_s;
+        bo.write_timeout_s = options.write_timeout_s;
+        bo.budget = options.body_budget;
+        auto reader = std::make_shared<server_detail::SocketBodyReader>(stream, buffer, parser, bo);
+        req.body_reader = reader;
+        out = co_await RunHandler(*match.route, req);
+        reader->Detach();
+        body_read = reader->done();
+        body_taken = reader->started();
+        if (out.proxy && body_taken) {
+          out = ErrorResponse(Error::Internal("a proxy answer after reading the request body"),
+                              req.request_id);
+        }
+      } else if (match.route->options.blocking) {
         // The handler polls `client_gone` (a sync exec cancels its command when its caller has
         // gone). While `watching`, this coroutine is suspended in RunHandler, so the stream is
         // alive when the watch completes on this session's strand.
@@ -553,13 +578,13 @@ awaitable<void> HttpServer::Impl::Session(tcp::socket socket,
       if (!pr.keep_alive || stopping) break;
       continue;
     }
-    if (!early && !parser.is_done()) {
+    if (!early && !body_read) {
       // A streamed-body route answered without reading the body: it cannot be skipped.
       keep_alive = false;
       linger = true;
     }
     bool ok;
-    if (out.websocket && out.status == 101) {
+    if (out.websocket && out.status == 101 && !body_taken) {
       // Served after the loop: the connection belongs to the WebSocket from now on.
       websocket_session = std::move(out.websocket);
       upgrade.emplace(parser.release());

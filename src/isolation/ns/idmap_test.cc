@@ -14,8 +14,8 @@
 #include <atomic>
 #include <chrono>
 #include <fstream>
-#include <sstream>
 #include <future>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
