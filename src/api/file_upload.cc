@@ -60,8 +60,7 @@ Result<core::FileStat> UploadRequestBody(core::FileService& files, const std::st
   BodyReader& body = *req.body_reader;
   ASB_ASSIGN_OR_RETURN(core::FileWriteStream ws,
                        files.OpenFileWrite(owner, id, path, mode, body.content_length()));
-  return StreamUpload(std::move(ws),
-                      [&body](char* buf, size_t n) { return body.Read(buf, n); });
+  return StreamUpload(std::move(ws), [&body](char* buf, size_t n) { return body.Read(buf, n); });
 }
 
 }  // namespace asb::api

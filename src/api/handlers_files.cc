@@ -160,8 +160,8 @@ void AddFileRoutes(Router& router, ApiContext& ctx) {
                json::array list;
                for (const auto& e : entries) list.emplace_back(StatJson(e));
                json::object o;
-               auto norm = core::NormalizeWorkspacePath(path);
-               o["path"] = SanitizeUtf8(norm ? *norm : path);
+               auto norm = core::NormalizeFilePath(path);
+               o["path"] = SanitizeUtf8(norm ? norm->path : path);
                o["entries"] = std::move(list);
                HttpResponse r = JsonResponse(200, json::serialize(o));
                r.sandbox_id = id;

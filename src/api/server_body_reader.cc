@@ -134,8 +134,8 @@ Result<std::string> SocketBodyReader::ReadAll() {
     if (!l) {
       spdlog::warn("request bodies held in memory reached --body-buffer-mb ({} MiB); refusing one",
                    options_.budget->capacity() >> 20);
-      return Fail(Error::Unavailable(
-          "the server holds as many request bodies as it may; retry later"));
+      return Fail(
+          Error::Unavailable("the server holds as many request bodies as it may; retry later"));
     }
     leased += bytes;
     std::lock_guard<std::mutex> lock(mu_);

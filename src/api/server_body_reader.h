@@ -19,7 +19,7 @@ namespace asb::api::server_detail {
 struct BodyReaderOptions {
   size_t body_limit = 0;  // bytes; past it Read fails kTooLarge
   int body_timeout_s = 60;
-  int write_timeout_s = 60;  // for the interim 100 Continue
+  int write_timeout_s = 60;              // for the interim 100 Continue
   std::shared_ptr<BufferBudget> budget;  // for ReadAll; null: unbounded
 };
 

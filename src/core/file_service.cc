@@ -36,13 +36,25 @@ Status CheckFileSize(uint64_t size, uint64_t max_file_bytes) {
 }
 
 // The sandboxd request of a whole-file write to the normalized path `p`.
-protocol::FileWriteRequest WriteRequestFor(std::string p, const std::optional<uint32_t>& mode,
-                                           uint64_t max_file_bytes) {
+protocol::FileWriteRequest WriteRequestFor(const std::string& p,
+                                           const std::optional<uint32_t>& mode,
+                                           uint64_t max_file_bytes,
+                                           const protocol::FileScope& scope) {
   protocol::FileWriteRequest req;
-  req.path = std::move(p);
+  req.path = p;
+  req.scope = scope;
   req.mode = mode.value_or(0644);
   req.max_bytes = max_file_bytes;
   return req;
+}
+
+// Where sandboxd resolves a normalized path, always as the sandbox user: beneath /workspace for
+// a path in it (a symlink there cannot lead out, as before absolute paths were taken), from the
+// sandbox's own root for any other.
+protocol::FileScope ScopeOf(const FilePath& fp) {
+  protocol::FileScope scope;
+  scope.beneath_workspace = fp.in_workspace;
+  return scope;
 }
 
 }  // namespace
@@ -50,12 +62,15 @@ protocol::FileWriteRequest WriteRequestFor(std::string p, const std::optional<ui
 Result<FileReadStream> FileService::OpenFileRead(const std::string& owner, const std::string& id,
                                                  const std::string& path) {
   ASB_ASSIGN_OR_RETURN(auto e, reg_.Find(owner, id));
-  ASB_ASSIGN_OR_RETURN(std::string p, NormalizeWorkspacePath(path));
+  ASB_ASSIGN_OR_RETURN(FilePath fp, NormalizeFilePath(path));
+  const std::string p = fp.path;
+  const protocol::FileScope scope = ScopeOf(fp);
   ASB_ASSIGN_OR_RETURN(SandboxRegistry::Active act,
                        reg_.BeginActivity(e, SandboxRegistry::Activity::kStream));
   ASB_ASSIGN_OR_RETURN(auto conn, reg_.ConnectionFor(*e, act));
   protocol::FileReadRequest req;
   req.path = p;
+  req.scope = scope;
   ASB_ASSIGN_OR_RETURN(auto channel,
                        reg_.Checked(*e, act, conn->Open(protocol::EncodeFileReadRequest(req))));
   auto first = channel->Next(kSandboxdAnswerMs);
@@ -125,13 +140,15 @@ Result<FileWriteStream> FileService::OpenFileWrite(const std::string& owner, con
                                                    std::optional<uint32_t> mode,
                                                    std::optional<uint64_t> size_hint) {
   ASB_ASSIGN_OR_RETURN(auto e, reg_.Find(owner, id));
-  ASB_ASSIGN_OR_RETURN(std::string p, NormalizeWorkspacePath(path));
+  ASB_ASSIGN_OR_RETURN(FilePath fp, NormalizeFilePath(path));
+  const std::string p = fp.path;
+  const protocol::FileScope scope = ScopeOf(fp);
   ASB_TRY(CheckMode(mode));
   if (size_hint) ASB_TRY(CheckFileSize(*size_hint, reg_.cfg.limits.max_file_bytes));
   ASB_ASSIGN_OR_RETURN(SandboxRegistry::Active act,
                        reg_.BeginActivity(e, SandboxRegistry::Activity::kStream));
   ASB_ASSIGN_OR_RETURN(auto conn, reg_.ConnectionFor(*e, act));
-  const auto req = WriteRequestFor(std::move(p), mode, reg_.cfg.limits.max_file_bytes);
+  const auto req = WriteRequestFor(p, mode, reg_.cfg.limits.max_file_bytes, scope);
   ASB_ASSIGN_OR_RETURN(auto channel,
                        reg_.Checked(*e, act, conn->Open(protocol::EncodeFileWriteRequest(req))));
   FileWriteStream out;
@@ -144,12 +161,14 @@ Result<FileStat> FileService::WriteFile(const std::string& owner, const std::str
                                         const std::string& path, std::string_view data,
                                         std::optional<uint32_t> mode) {
   ASB_ASSIGN_OR_RETURN(auto e, reg_.Find(owner, id));
-  ASB_ASSIGN_OR_RETURN(std::string p, NormalizeWorkspacePath(path));
+  ASB_ASSIGN_OR_RETURN(FilePath fp, NormalizeFilePath(path));
+  const std::string p = fp.path;
+  const protocol::FileScope scope = ScopeOf(fp);
   ASB_TRY(CheckMode(mode));
   ASB_TRY(CheckFileSize(data.size(), reg_.cfg.limits.max_file_bytes));
   ASB_ASSIGN_OR_RETURN(SandboxRegistry::Active act, reg_.BeginActivity(e));
   ASB_ASSIGN_OR_RETURN(auto conn, reg_.ConnectionFor(*e, act));
-  const auto req = WriteRequestFor(std::move(p), mode, reg_.cfg.limits.max_file_bytes);
+  const auto req = WriteRequestFor(p, mode, reg_.cfg.limits.max_file_bytes, scope);
   return wire::FromWire(reg_.Checked(*e, act, protocol::WriteFile(*conn, req, data)));
 }
 
@@ -157,11 +176,14 @@ Result<std::vector<FileStat>> FileService::ListFiles(const std::string& owner,
                                                      const std::string& id, const std::string& path,
                                                      bool recursive) {
   ASB_ASSIGN_OR_RETURN(auto e, reg_.Find(owner, id));
-  ASB_ASSIGN_OR_RETURN(std::string p, NormalizeWorkspacePath(path));
+  ASB_ASSIGN_OR_RETURN(FilePath fp, NormalizeFilePath(path));
+  const std::string p = fp.path;
+  const protocol::FileScope scope = ScopeOf(fp);
   ASB_ASSIGN_OR_RETURN(SandboxRegistry::Active act, reg_.BeginActivity(e));
   ASB_ASSIGN_OR_RETURN(auto conn, reg_.ConnectionFor(*e, act));
   protocol::FileListRequest req;
   req.path = p;
+  req.scope = scope;
   req.recursive = recursive;
   return wire::FromWire(reg_.Checked(*e, act, protocol::ListFiles(*conn, req)));
 }
@@ -169,23 +191,29 @@ Result<std::vector<FileStat>> FileService::ListFiles(const std::string& owner,
 Result<FileStat> FileService::StatFile(const std::string& owner, const std::string& id,
                                        const std::string& path) {
   ASB_ASSIGN_OR_RETURN(auto e, reg_.Find(owner, id));
-  ASB_ASSIGN_OR_RETURN(std::string p, NormalizeWorkspacePath(path));
+  ASB_ASSIGN_OR_RETURN(FilePath fp, NormalizeFilePath(path));
+  const std::string p = fp.path;
+  const protocol::FileScope scope = ScopeOf(fp);
   ASB_ASSIGN_OR_RETURN(SandboxRegistry::Active act, reg_.BeginActivity(e));
   ASB_ASSIGN_OR_RETURN(auto conn, reg_.ConnectionFor(*e, act));
   protocol::FileStatRequest req;
   req.path = p;
+  req.scope = scope;
   return wire::FromWire(reg_.Checked(*e, act, protocol::StatFile(*conn, req)));
 }
 
 Result<FileStat> FileService::MakeDir(const std::string& owner, const std::string& id,
                                       const std::string& path, std::optional<uint32_t> mode) {
   ASB_ASSIGN_OR_RETURN(auto e, reg_.Find(owner, id));
-  ASB_ASSIGN_OR_RETURN(std::string p, NormalizeWorkspacePath(path));
+  ASB_ASSIGN_OR_RETURN(FilePath fp, NormalizeFilePath(path));
+  const std::string p = fp.path;
+  const protocol::FileScope scope = ScopeOf(fp);
   ASB_TRY(CheckMode(mode));
   ASB_ASSIGN_OR_RETURN(SandboxRegistry::Active act, reg_.BeginActivity(e));
   ASB_ASSIGN_OR_RETURN(auto conn, reg_.ConnectionFor(*e, act));
   protocol::FileMkdirRequest req;
   req.path = p;
+  req.scope = scope;
   req.mode = mode.value_or(0755);
   req.parents = true;
   return wire::FromWire(reg_.Checked(*e, act, protocol::MakeDir(*conn, req)));
@@ -194,14 +222,17 @@ Result<FileStat> FileService::MakeDir(const std::string& owner, const std::strin
 Status FileService::RemoveFile(const std::string& owner, const std::string& id,
                                const std::string& path, bool recursive) {
   ASB_ASSIGN_OR_RETURN(auto e, reg_.Find(owner, id));
-  ASB_ASSIGN_OR_RETURN(std::string p, NormalizeWorkspacePath(path));
-  if (p == kWorkspaceDir) {
-    return Fail(Error::InvalidArgument("/workspace itself cannot be removed"));
+  ASB_ASSIGN_OR_RETURN(FilePath fp, NormalizeFilePath(path));
+  const std::string p = fp.path;
+  const protocol::FileScope scope = ScopeOf(fp);
+  if (p == kWorkspaceDir || p == "/") {
+    return Fail(Error::InvalidArgument(p + " itself cannot be removed"));
   }
   ASB_ASSIGN_OR_RETURN(SandboxRegistry::Active act, reg_.BeginActivity(e));
   ASB_ASSIGN_OR_RETURN(auto conn, reg_.ConnectionFor(*e, act));
   protocol::FileRemoveRequest req;
   req.path = p;
+  req.scope = scope;
   req.recursive = recursive;
   return reg_.Checked(*e, act, protocol::RemoveFile(*conn, req));
 }
@@ -210,16 +241,24 @@ Result<FileStat> FileService::MoveFile(const std::string& owner, const std::stri
                                        const std::string& from, const std::string& to,
                                        bool overwrite) {
   ASB_ASSIGN_OR_RETURN(auto e, reg_.Find(owner, id));
-  ASB_ASSIGN_OR_RETURN(std::string f, NormalizeWorkspacePath(from));
-  ASB_ASSIGN_OR_RETURN(std::string t, NormalizeWorkspacePath(to));
-  if (f == kWorkspaceDir || t == kWorkspaceDir) {
-    return Fail(Error::InvalidArgument("/workspace itself cannot be moved or replaced"));
+  ASB_ASSIGN_OR_RETURN(FilePath from_path, NormalizeFilePath(from));
+  ASB_ASSIGN_OR_RETURN(FilePath to_path, NormalizeFilePath(to));
+  const std::string& f = from_path.path;
+  const std::string& t = to_path.path;
+  for (const std::string& end : {f, t}) {
+    if (end == kWorkspaceDir || end == "/") {
+      return Fail(Error::InvalidArgument(end + " itself cannot be moved or replaced"));
+    }
   }
+  // One scope for both ends: beneath /workspace only when both are in it.
+  const protocol::FileScope scope =
+      ScopeOf(FilePath{"", from_path.in_workspace && to_path.in_workspace});
   ASB_ASSIGN_OR_RETURN(SandboxRegistry::Active act, reg_.BeginActivity(e));
   ASB_ASSIGN_OR_RETURN(auto conn, reg_.ConnectionFor(*e, act));
   protocol::FileMoveRequest req;
   req.from = f;
   req.to = t;
+  req.scope = scope;
   req.overwrite = overwrite;
   return wire::FromWire(reg_.Checked(*e, act, protocol::MoveFile(*conn, req)));
 }
@@ -228,10 +267,12 @@ Status FileService::ExportDirectory(const std::string& owner, const std::string&
                                     const std::string& path,
                                     const std::function<Status(std::string_view)>& sink) {
   ASB_ASSIGN_OR_RETURN(auto e, reg_.Find(owner, id));
-  ASB_ASSIGN_OR_RETURN(std::string p, NormalizeWorkspacePath(path));
+  ASB_ASSIGN_OR_RETURN(FilePath fp, NormalizeFilePath(path));
+  const std::string p = fp.path;
+  const protocol::FileScope scope = ScopeOf(fp);
   ASB_ASSIGN_OR_RETURN(SandboxRegistry::Active act, reg_.BeginActivity(e));
   ASB_ASSIGN_OR_RETURN(auto conn, reg_.ConnectionFor(*e, act));
-  ASB_ASSIGN_OR_RETURN(auto ch, reg_.Checked(*e, act, wire::OpenTarExport(*conn, p)));
+  ASB_ASSIGN_OR_RETURN(auto ch, reg_.Checked(*e, act, wire::OpenTarExport(*conn, p, scope)));
   while (true) {
     auto ev = ch->Next(kTarAnswerMs);
     if (!ev) {
@@ -256,10 +297,13 @@ Result<TarResult> FileService::ImportDirectory(const std::string& owner, const s
                                                const std::string& path,
                                                const std::function<Result<std::string>()>& source) {
   ASB_ASSIGN_OR_RETURN(auto e, reg_.Find(owner, id));
-  ASB_ASSIGN_OR_RETURN(std::string p, NormalizeWorkspacePath(path));
+  ASB_ASSIGN_OR_RETURN(FilePath fp, NormalizeFilePath(path));
+  const std::string p = fp.path;
+  const protocol::FileScope scope = ScopeOf(fp);
   ASB_ASSIGN_OR_RETURN(SandboxRegistry::Active act, reg_.BeginActivity(e));
   ASB_ASSIGN_OR_RETURN(auto conn, reg_.ConnectionFor(*e, act));
-  ASB_ASSIGN_OR_RETURN(auto ch, reg_.Checked(*e, act, wire::OpenTarImport(*conn, p, false, 0)));
+  ASB_ASSIGN_OR_RETURN(auto ch,
+                       reg_.Checked(*e, act, wire::OpenTarImport(*conn, p, false, 0, scope)));
   while (true) {
     auto chunk = source();
     if (!chunk) {

@@ -133,7 +133,8 @@ Result<std::shared_ptr<FileWatch>> FileService::WatchDirectory(const std::string
                                                                const std::string& path,
                                                                bool recursive, uint32_t max_queue) {
   ASB_ASSIGN_OR_RETURN(auto e, reg_.Find(owner, id));
-  ASB_ASSIGN_OR_RETURN(std::string p, NormalizeWorkspacePath(path));
+  ASB_ASSIGN_OR_RETURN(FilePath fp, NormalizeFilePath(path));
+  const std::string p = fp.path;
   // The activity ends when this returns: an open watch is not somebody using the sandbox, so
   // it neither holds off the idle timeout nor keeps the sandbox alive.
   ASB_ASSIGN_OR_RETURN(SandboxRegistry::Active act,
@@ -141,6 +142,7 @@ Result<std::shared_ptr<FileWatch>> FileService::WatchDirectory(const std::string
   ASB_ASSIGN_OR_RETURN(auto conn, reg_.ConnectionFor(*e, act));
   protocol::FileWatchRequest req;
   req.path = p;
+  req.scope.beneath_workspace = fp.in_workspace;
   req.recursive = recursive;
   req.max_queue = max_queue;
   ASB_ASSIGN_OR_RETURN(auto channel,

@@ -79,6 +79,16 @@ Result<std::string> NormalizeWorkdir(std::string_view path) {
   return Join(parts);
 }
 
+Result<FilePath> NormalizeFilePath(std::string_view path) {
+  FilePath out;
+  ASB_ASSIGN_OR_RETURN(out.path, NormalizeWorkdir(path));
+  out.in_workspace =
+      out.path == kWorkspaceDir || (out.path.size() > kWorkspaceDir.size() &&
+                                    out.path.compare(0, kWorkspaceDir.size(), kWorkspaceDir) == 0 &&
+                                    out.path[kWorkspaceDir.size()] == '/');
+  return out;
+}
+
 Result<uint32_t> ParseFileMode(std::string_view text) {
   const Error bad =
       Error::InvalidArgument("mode must be an octal number between 0 and 0777, got '" +

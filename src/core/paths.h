@@ -1,6 +1,7 @@
-// Path and mode rules of the file API (writes stay inside /workspace). These are lexical checks
-// made on the host before a request reaches sandboxd; sandboxd still resolves every path beneath
-// /workspace with openat2(RESOLVE_BENEATH), so a symlink cannot lead outside either.
+// Path and mode rules of the file API. These are lexical checks made on the host before a
+// request reaches sandboxd; sandboxd then resolves the path with openat2(2) as the sandbox user:
+// beneath /workspace (RESOLVE_BENEATH) for a path in it, so a symlink there cannot lead out,
+// and from the sandbox's own root for any other (it has no path to the host's).
 #pragma once
 
 #include <cstdint>
@@ -24,6 +25,19 @@ inline constexpr std::string_view kWorkspaceDir = "/workspace";
 /// not /workspace or below it ("/etc/x", "/workspacex/a"); a ".." that would leave /workspace
 /// at any point ("../etc/passwd", "/workspace/..").
 Result<std::string> NormalizeWorkspacePath(std::string_view path);
+
+/// A file API path, normalized by NormalizeFilePath.
+struct FilePath {
+  std::string path;           // absolute and clean: "/workspace/a/b", "/tmp/x", "/"
+  bool in_workspace = false;  // "/workspace" or below it
+};
+
+/// Normalizes a file API path, as E2B's and Daytona's file APIs take them: relative paths are
+/// under /workspace and may not leave it (NormalizeWorkspacePath); absolute paths may name any
+/// path of the sandbox and are cleaned lexically ("/tmp//a/../b" -> "/tmp/b"). Errors
+/// (kInvalidArgument): a NUL byte, over 4096 bytes, a relative ".." out of /workspace, an
+/// absolute ".." above "/".
+Result<FilePath> NormalizeFilePath(std::string_view path);
 
 /// Normalizes an exec working directory: "" -> "/workspace"; relative -> under /workspace
 /// (same rules as NormalizeWorkspacePath); absolute paths anywhere in the sandbox are allowed

@@ -64,6 +64,26 @@ TEST(PathsTest, NormalizeWorkdir) {
   EXPECT_FALSE(NormalizeWorkdir(std::string("/tmp\0x", 6)));
 }
 
+TEST(PathsTest, NormalizeFilePathTakesAbsolutePathsAnywhere) {
+  auto in = [](std::string_view p) { return NormalizeFilePath(p)->in_workspace; };
+  EXPECT_EQ(NormalizeFilePath("")->path, "/workspace");
+  EXPECT_EQ(NormalizeFilePath("src/a.py")->path, "/workspace/src/a.py");
+  EXPECT_EQ(NormalizeFilePath("/etc/os-release")->path, "/etc/os-release");
+  EXPECT_EQ(NormalizeFilePath("/tmp//a/../b/")->path, "/tmp/b");
+  EXPECT_EQ(NormalizeFilePath("/workspace/..")->path, "/");
+  EXPECT_TRUE(in("") && in("a") && in("/workspace") && in("/workspace/a/b"));
+  EXPECT_TRUE(in("/tmp/../workspace/x"));
+  EXPECT_FALSE(in("/workspacex/a") || in("/tmp") || in("/") || in("/workspace/../etc"));
+  // Relative paths stay in /workspace; nothing climbs above "/"; no NUL.
+  for (std::string bad :
+       {std::string("../etc/passwd"), std::string("a/../../x"), std::string("/.."),
+        std::string("/tmp/../../x"), std::string("/tmp\0x", 6), std::string(5000, 'a')}) {
+    auto r = NormalizeFilePath(bad);
+    ASSERT_FALSE(r) << bad;
+    EXPECT_EQ(r.error().code(), ErrorCode::kInvalidArgument);
+  }
+}
+
 TEST(PathsTest, ParseFileMode) {
   EXPECT_EQ(*ParseFileMode("755"), 0755u);
   EXPECT_EQ(*ParseFileMode("0644"), 0644u);

@@ -454,7 +454,9 @@ TEST_F(ManagerTest, ExecAndFilesAreRejectedBeforeReachingSandboxd) {
   t.max_output_bytes = 0;
   EXPECT_EQ(manager_->exec().Exec("alice", a.id, t).error().code(), ErrorCode::kInvalidArgument);
 
-  for (const char* p : {"/etc/x", "../etc/passwd", "/workspace/..", "/workspacex/a"}) {
+  // Relative paths may not leave /workspace, nothing climbs above "/". (Absolute paths outside
+  // /workspace are tested on real sandboxes, tests/e2e/test_files.py: this backend has none.)
+  for (const char* p : {"../etc/passwd", "a/../../x", "/.."}) {
     auto w = manager_->files().WriteFile("alice", a.id, p, "x");
     ASSERT_FALSE(w) << p;
     EXPECT_EQ(w.error().code(), ErrorCode::kInvalidArgument) << p;

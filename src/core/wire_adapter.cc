@@ -178,17 +178,21 @@ std::shared_ptr<EventStream> WrapChannel(std::shared_ptr<protocol::Channel> chan
 namespace asb::core::wire {
 
 Result<std::shared_ptr<protocol::Channel>> OpenTarExport(protocol::Connection& conn,
-                                                         const std::string& path) {
+                                                         const std::string& path,
+                                                         const protocol::FileScope& scope) {
   protocol::TarExportRequest req;
   req.path = path;
+  req.scope = scope;
   return conn.Open(protocol::EncodeTarExportRequest(req));
 }
 
 Result<std::shared_ptr<protocol::Channel>> OpenTarImport(protocol::Connection& conn,
                                                          const std::string& path, bool clear_first,
-                                                         uint64_t max_bytes) {
+                                                         uint64_t max_bytes,
+                                                         const protocol::FileScope& scope) {
   protocol::TarImportRequest req;
   req.path = path;
+  req.scope = scope;
   req.clear_first = clear_first;
   req.max_bytes = max_bytes;
   return conn.Open(protocol::EncodeTarImportRequest(req));

@@ -57,13 +57,16 @@ std::shared_ptr<EventStream> WrapChannel(std::shared_ptr<protocol::Channel> chan
 
 namespace asb::core::wire {
 
-/// Opens a tar.export channel of the sandbox directory `path` (DATA: the tar; RESULT: done).
+/// Opens a tar.export channel of the sandbox directory `path` (DATA: the tar; RESULT: done),
+/// resolved in `scope` (default: beneath /workspace, as the sandbox user).
 Result<std::shared_ptr<protocol::Channel>> OpenTarExport(protocol::Connection& conn,
-                                                         const std::string& path);
+                                                         const std::string& path,
+                                                         const protocol::FileScope& scope = {});
 /// Opens a tar.import channel into `path`, emptied first with `clear_first`; `max_bytes` caps
 /// the extracted bytes (0 = none). The caller writes the tar, CloseWrite()s, and reads RESULT.
 Result<std::shared_ptr<protocol::Channel>> OpenTarImport(protocol::Connection& conn,
                                                          const std::string& path, bool clear_first,
-                                                         uint64_t max_bytes);
+                                                         uint64_t max_bytes,
+                                                         const protocol::FileScope& scope = {});
 
 }  // namespace asb::core::wire

@@ -213,8 +213,8 @@ ToolResult<json::object> ManagerBackend::ListFiles(const std::string& id, const 
   json::array entries;
   for (const auto& s : *all) entries.emplace_back(api::StatJson(s));
   json::object o;  // the answer of GET /v1/sandboxes/{id}/files/list
-  auto norm = core::NormalizeWorkspacePath(path);
-  o["path"] = norm ? *norm : path;
+  auto norm = core::NormalizeFilePath(path);
+  o["path"] = norm ? norm->path : path;
   o["entries"] = std::move(entries);
   return o;
 }

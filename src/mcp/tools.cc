@@ -110,7 +110,9 @@ json::array BuildDefinitions() {
   {
     json::object p;
     p["sandbox_id"] = Prop("string", "");
-    p["path"] = Prop("string", "File path; relative paths are under /workspace.");
+    p["path"] = Prop("string",
+                     "File path; relative paths are under /workspace, absolute ones anywhere the "
+                     "sandbox user may reach.");
     json::object o;
     o["path"] = Prop("string", "");
     o["size"] = Prop("integer", "Full size in bytes.");
@@ -126,7 +128,9 @@ json::array BuildDefinitions() {
   {
     json::object p;
     p["sandbox_id"] = Prop("string", "");
-    p["path"] = Prop("string", "File path; relative paths are under /workspace.");
+    p["path"] = Prop("string",
+                     "File path; relative paths are under /workspace, absolute ones anywhere the "
+                     "sandbox user may reach.");
     p["content"] = Prop("string", "");
     p["encoding"] = EncodingProp("utf8 (default) or base64 for binary content.");
     p["mode"] = Prop("string", "Octal permission bits, e.g. 0755.");

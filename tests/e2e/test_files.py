@@ -126,10 +126,38 @@ class FilesTest(ServerTestCase):
         self.assertEqual(rec.status, 200, rec)
 
     def test_f4_paths_outside_the_workspace_and_bad_modes(self):
-        for path in ("/etc/x", "../etc/passwd", "/workspace/..", "/workspacex/a"):
+        # Relative paths are under /workspace and may not climb out of it.
+        for path in ("../etc/passwd", "a/../../x", "/.."):
             with self.subTest(path=path):
                 r = self.server.put_file(self.sid, path, b"x")
                 self.assertError(r, 400, "invalid_request")
+        # Absolute paths reach the whole sandbox as its user, as E2B's and Daytona's file APIs
+        # do: /etc/os-release reads, /tmp takes a file, the read-only root and root's own
+        # directories refuse a write with 403.
+        r = self.server.get_file(self.sid, "/etc/os-release")
+        self.assertEqual(r.status, 200, r)
+        self.assertIn(b"ID=", r.body)
+        r = self.server.put_file(self.sid, "/tmp/x/y.txt", b"tmp data")
+        self.assertEqual(r.status, 200, r)
+        self.assertEqual(r.json()["path"], "/tmp/x/y.txt")
+        out = self.server.run(self.sid, "stat -c %U /tmp/x/y.txt; cat /tmp/x/y.txt")
+        self.assertEqual(out["stdout"], "sandbox\ntmp data")  # written as the sandbox user
+        self.assertEqual(self.server.get_file(self.sid, "/tmp/x/y.txt").body, b"tmp data")
+        listing = self.server.request("GET", self.url("files/list", path="/tmp/x"))
+        self.assertEqual([e["path"] for e in listing.json()["entries"]], ["/tmp/x/y.txt"])
+        for path in ("/usr/x", "/etc/x", "/workspacex/a", "/root/x"):
+            with self.subTest(refused=path):
+                self.assertError(self.server.put_file(self.sid, path, b"x"), 403,
+                                 "forbidden")
+        self.assertError(self.server.get_file(self.sid, "/etc/shadow"), 403, "forbidden")
+        self.assertError(self.server.request("DELETE", self.url("files", path="/")), 400,
+                         "invalid_request")
+        # /workspace and /tmp are two file systems: a move between them is refused, not half
+        # made.
+        r = self.server.request("POST", self.url("files/move"),
+                                {"from": "/tmp/x/y.txt", "to": "/workspace/y.txt"})
+        self.assertError(r, 400, "invalid_request")
+        self.assertEqual(self.server.get_file(self.sid, "/tmp/x/y.txt").body, b"tmp data")
         self.assertError(self.server.put_file(self.sid, "ok.txt", b"x", mode="999"), 400,
                          "invalid_request")
         self.assertError(self.server.get_file(self.sid, "no/such/file"), 404, "not_found")
@@ -223,7 +251,8 @@ class FilesTest(ServerTestCase):
         self.assertEqual(status(path="w7/file"), (400, "invalid_request"))
         self.assertEqual(status(path="w7/nope"), (404, "not_found"))
         self.assertEqual(status(path="w7/etc"), (400, "invalid_request"))  # out of /workspace
-        self.assertEqual(status(path="/etc"), (400, "invalid_request"))
+        self.assertEqual(status(path="/etc"), (200, None))  # absolute: anywhere, as the user
+        self.assertEqual(status(path="/root"), (403, "forbidden"))
         self.assertEqual(status(path="../.."), (400, "invalid_request"))
         # At most 8 at once per sandbox: the 8th is fine, the 9th is refused, and closing one
         # makes room again (sandboxd notices the closed stream and ends its watch).

@@ -534,8 +534,9 @@ class Sandbox:
 
     def read_file(self, path):
         """Returns the bytes of a file (GET /v1/sandboxes/{id}/files?path=). Relative paths
-        are under /workspace. Raises NotFoundError (missing), SandboxAPIError 400 (a directory,
-        or a path outside /workspace)."""
+        are under /workspace; absolute ones may name any file the sandbox user may read
+        ("/etc/os-release"). Raises NotFoundError (missing), SandboxAPIError 400 (a directory,
+        a relative path climbing out of /workspace), 403 (not readable by the sandbox user)."""
         return self._t.request("GET", self._path("/files"), query={"path": path})[1]
 
     def read_text(self, path, encoding="utf-8"):
@@ -548,8 +549,11 @@ class Sandbox:
         data: bytes (written as is) or str (written as UTF-8). mode: permission bits as an int
         (0o755) or octal text ("755"); default 0644. Returns the server's answer as a
         FileWritten, a dict {"path", "size", "mode", "name", "type", "modified_at"} whose keys
-        also read as attributes (info.path, as seed B's FileInfo). Raises SandboxAPIError 400
-        (path outside /workspace, bad mode), 413 (over the server's file limit), NotFoundError.
+        also read as attributes (info.path, as seed B's FileInfo). Relative paths are under
+        /workspace; absolute ones anywhere the sandbox user may write ("/tmp/x"). Raises
+        SandboxAPIError 400 (a relative path climbing out of /workspace, bad mode), 403 (not
+        writable by the sandbox user: the read-only root file system, root's directories), 413
+        (over the server's file limit), NotFoundError.
         """
         if isinstance(data, str):
             data = data.encode("utf-8")
@@ -570,7 +574,8 @@ class Sandbox:
         returns a FileWatch once the watch is armed: every change after watch_files() returns
         is reported, so make the changes you want to see after it.
 
-        path: the directory (relative paths are under /workspace; default /workspace).
+        path: the directory (relative paths are under /workspace, absolute ones anywhere the
+        sandbox user may read; default /workspace).
         recursive: also watch every directory below it, and those made or moved in later.
         max_queue: events the sandbox holds for a reader that falls behind (1..65536, default
         4096); beyond that newer ones are dropped and reported as one "overflow" FileEvent.
@@ -581,7 +586,7 @@ class Sandbox:
         sandbox) and is a context manager. Iteration stops when the directory is removed
         (end_reason "removed") or after close().
         Raises NotFoundError (no such sandbox or directory), SandboxAPIError 400 (not a
-        directory, outside /workspace, max_queue out of range), 429 (8 watches already run
+        directory, a relative path out of /workspace, max_queue out of range), 403, 429 (8 watches already run
         in this sandbox, or a recursive watch of more than 8192 directories),
         SandboxConnectionError; iterating raises SandboxAPIError when the watch fails later
         (e.g. "backend_error": the sandbox was destroyed).

@@ -522,7 +522,10 @@ export class Session {
    * Writes a whole file, creating parent directories (PUT .../files?path=&mode=).
    * data: bytes as is, or a string written as UTF-8 (empty is fine). mode: permission bits,
    * a number (0o755) or octal text ("755"); default 0644. Relative paths are under
-   * /workspace. Rejects with SandboxAPIError 400 (outside /workspace, bad mode), 413 (too big).
+   * /workspace; absolute ones anywhere the sandbox user may write ("/tmp/x"). Rejects with
+   * SandboxAPIError 400 (a relative path climbing out of /workspace, bad mode), 403 (not
+   * writable by the sandbox user: the read-only root file system, root's directories), 413
+   * (too big).
    */
   async writeFile(
     path: string,
@@ -537,7 +540,9 @@ export class Session {
   }
 
   /** Reads a whole file (GET .../files?path=): resolves with {path, content} where content is
-   * the exact bytes. Rejects with NotFoundError (missing), SandboxAPIError 400 (a directory). */
+   * the exact bytes. Relative paths are under /workspace; absolute ones may name any file the
+   * sandbox user may read ("/etc/os-release"). Rejects with NotFoundError (missing),
+   * SandboxAPIError 400 (a directory), 403 (not readable by the sandbox user). */
   async readFile(path: string): Promise<{ path: string; content: Uint8Array }> {
     const content = await this.#t.bytes("GET", await this.#path("/files"), { query: { path } });
     return { path, content };
@@ -562,7 +567,8 @@ export class Session {
    * Watches a directory for changes (GET .../files/watch?path=&recursive=&max_queue=, NDJSON)
    * and resolves with a FileWatch once the watch is armed: every change after watchFiles()
    * resolves is reported, so make the changes you want to see after it. path: the directory
-   * (relative paths are under /workspace; default /workspace). options.recursive: also every
+   * (relative paths are under /workspace, absolute ones anywhere the sandbox user may read;
+   * default /workspace). options.recursive: also every
    * directory below it, and those made or moved in later; options.maxQueue: events the
    * sandbox holds for a reader that falls behind (1..65536, default 4096; beyond that one
    * {type:"overflow", dropped} says how many were lost); options.signal: closes the watch when
@@ -571,7 +577,7 @@ export class Session {
    * or {type:"overflow", dropped}) that ends when the directory is removed (endReason
    * "removed") or on close(), and has nextEvent(timeoutMs) (null when nothing came in time).
    * Rejects with NotFoundError (no such sandbox or directory), SandboxAPIError 400 (not a
-   * directory, outside /workspace, maxQueue out of range), 429 (8 watches already run in
+   * directory, a relative path out of /workspace, maxQueue out of range), 403, 429 (8 watches already run in
    * this sandbox, or a recursive watch of more than 8192 directories),
    * SandboxConnectionError, or options.signal's reason; the iteration later rejects with
    * StreamError when the watch fails (e.g. code "backend_error": the sandbox was destroyed).
