@@ -16,6 +16,7 @@
 #include "templates/context_copy.h"
 #include "templates/dockerfile.h"
 #include "templates/rooted_dir.h"
+#include "templates/run_time_view.h"
 #include "templates/stage.h"
 #include "templates/user_db.h"
 
@@ -314,8 +315,17 @@ Result<core::TemplateManifest> BuildFromDockerfile(const DockerfileBuildOptions&
     o.progress("Step " + std::to_string(i + 2) + "/" + std::to_string(total) + " : " + Describe(s));
     if (auto st = builder.Step(s, &state); !st) return Fail(AtLine(s, st.error()));
   }
+  if (state.workdir_set || !base.workdir.empty()) {
+    // Docker makes a missing WORKDIR when a container starts; our rootfs is read-only then. One
+    // under /workspace reaches every sandbox through the workspace seed.
+    auto workdir = core::ResolveTemplateWorkdir(state.workdir);
+    if (!workdir) return Fail(std::move(workdir).error().WithContext("WORKDIR"));
+    auto dir = root.OpenDir(*workdir, /*create=*/true, 0755, 0, 0);
+    if (!dir) return Fail(std::move(dir).error().WithContext("WORKDIR " + state.workdir));
+  }
   o.progress("finishing the rootfs (sandbox user, mount points)");
   ASB_TRY_CTX(FinishUntrustedRootfs(stage.rootfs()), "finish rootfs");
+  for (const std::string& note : RunTimeNotes(stage.rootfs())) o.progress(note);
   if (!HasShell(root)) {
     return Fail(
         Error::InvalidArgument("the built rootfs has no executable /bin/sh; sandboxes "

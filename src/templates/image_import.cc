@@ -13,6 +13,7 @@
 #include "core/template_install.h"
 #include "templates/layer.h"
 #include "templates/rooted_dir.h"
+#include "templates/run_time_view.h"
 #include "templates/stage.h"
 
 namespace asb::templates {
@@ -299,6 +300,7 @@ Result<core::TemplateManifest> ImportImage(const ImportOptions& o) {
   }
   o.progress("finishing the rootfs (sandbox user, mount points)");
   ASB_TRY_CTX(FinishUntrustedRootfs(stage.rootfs()), "finish rootfs");
+  for (const std::string& note : RunTimeNotes(stage.rootfs())) o.progress(note);
   {
     auto sh = root.OpenRead("bin/sh");
     struct stat st;

@@ -294,6 +294,63 @@ class CustomTemplatesTest(unittest.TestCase):
         out = self.sandbox_run("e2eimport", run)
         self.assertEqual(out["stdout"], "imported yes\ngone\n", out)
 
+    def test_4_what_a_build_puts_under_workspace_is_every_sandboxs_workspace(self):
+        # The most common Dockerfile there is: the app under a WORKDIR in /workspace. Before,
+        # the sandbox's own workspace mount hid all of it and every exec failed in the missing
+        # workdir. Now it seeds each new sandbox's workspace (a copy per sandbox, owned by the
+        # sandbox user); a file left where a sandbox mounts its own directory is a warning.
+        with open(os.path.join(self.ctx, "app.py"), "w") as f:
+            f.write("print('app ran')\n")
+        r = self.build(
+            "FROM base\n"
+            "WORKDIR /workspace/app\n"
+            "COPY app.py .\n"
+            "RUN echo built > run.txt && mkdir -p data && echo scratch > /tmp/left-behind\n",
+            "e2eseed")
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        self.assertIn("warning: /tmp holds 1 entry that no sandbox will see", r.stdout)
+        self.assertIn("/workspace holds 1 entry: every new sandbox", r.stdout)
+        s = self.srv()
+        a = s.create(template="e2eseed")["id"]
+        b = s.create(template="e2eseed")["id"]
+        try:
+            out = s.run(a, "pwd; cat app.py run.txt; stat -c '%U' app.py data /workspace/app; "
+                           "test -e /tmp/left-behind || echo tmp-is-fresh")
+            self.assertEqual(out["exit_code"], 0, out)
+            self.assertEqual(out["stdout"], "/workspace/app\nprint('app ran')\nbuilt\n"
+                                            "sandbox\nsandbox\nsandbox\ntmp-is-fresh\n")
+            # Each sandbox has its own copy: a change in one is not seen in the other.
+            self.assertEqual(s.run(a, "echo changed > run.txt; rm app.py")["exit_code"], 0)
+            self.assertEqual(s.run(b, "cat run.txt app.py")["stdout"], "built\nprint('app ran')\n")
+            got = s.get_file(b, "/workspace/app/run.txt")
+            self.assertEqual(got.body, b"built\n")
+            # Counted against the quota like anything written there: `du` sees it.
+            used = int(s.run(b, "du -sk /workspace/app | cut -f1")["stdout"])
+            self.assertGreater(used, 0)
+        finally:
+            for sid in (a, b):
+                s.request("DELETE", "/v1/sandboxes/" + sid, check=False)
+        # A content that does not fit the asked workspace is a clear create error.
+        with open(os.path.join(self.ctx, "big.bin"), "wb") as f:
+            f.write(os.urandom(20 << 20))
+        r = self.build("FROM base\nCOPY big.bin /workspace/\n", "e2eseedbig")
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        r = s.request("POST", "/v1/sandboxes", {"template": "e2eseedbig", "workspace_mb": 16},
+                      check=False)
+        self.assertEqual(r.status, 400, r)
+        self.assertIn("does not fit a workspace of 16 MiB", r.json()["error"]["message"])
+        # An imported image's /workspace seeds the same way.
+        archive = os.path.join(self.data_dir, "ws-image.tar")
+        oci_archive(archive, [gzip.compress(self.mini),
+                              layer({"workspace/from-image.txt": b"from the image\n"})],
+                    {"architecture": "amd64", "os": "linux",
+                     "config": {"WorkingDir": "/workspace"},
+                     "rootfs": {"type": "layers", "diff_ids": []}})
+        r = self.cli("import", archive, "--name", "e2eseedimport")
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        out = self.sandbox_run("e2eseedimport", "read l < from-image.txt; echo $l")
+        self.assertEqual(out["stdout"], "from the image\n", out)
+
 
 if __name__ == "__main__":
     main()

@@ -198,10 +198,14 @@ Status NsBackend::Probe() {
 Status NsBackend::PrepareWorkspace(const SandboxSpec& spec, const Layout& l, int idmap_userns,
                                    std::string* loop_device) {
   if (::mkdir(l.ws.c_str(), 0755) != 0) return FailErrno("mkdir " + l.ws);
-  if (!spec.workspace_image.empty()) {
-    ASB_ASSIGN_OR_RETURN(CloneMethod m,
-                         CloneImage(spec.workspace_image, l.image, /*force_copy=*/false,
-                                    /*durable=*/false));
+  // A snapshot's image (fork, create from a snapshot) or the template's /workspace content.
+  std::string from_image = spec.workspace_image;
+  if (from_image.empty()) {
+    ASB_ASSIGN_OR_RETURN(from_image, seeds_.ImageFor(spec.rootfs, spec.workspace_bytes));
+  }
+  if (!from_image.empty()) {
+    ASB_ASSIGN_OR_RETURN(CloneMethod m, CloneImage(from_image, l.image, /*force_copy=*/false,
+                                                   /*durable=*/false));
     (void)m;
     ASB_ASSIGN_OR_RETURN(*loop_device, MountWorkspace(l.image, l.ws));
   } else if (pool_ && spec.workspace_bytes == pool_->image_bytes() && pool_->Take(l.image, l.ws)) {
@@ -610,7 +614,7 @@ Result<std::unique_ptr<Backend>> MakeNsBackend(const NsBackendOptions& options) 
   ASB_ASSIGN_OR_RETURN(CgroupLayout layout, DetectCgroupLayout());
   ASB_TRY(MkdirAll(options.state_dir, 0700));
   if (::chmod(options.state_dir.c_str(), 0700) != 0) return FailErrno("chmod state_dir");
-  for (const char* sub : {"/.pool", "/.images"}) {
+  for (const char* sub : {"/.pool", "/.images", "/.seeds"}) {
     std::string d = options.state_dir + sub;
     if (::mkdir(d.c_str(), 0700) != 0 && errno != EEXIST) return FailErrno("mkdir " + d);
   }

@@ -16,6 +16,8 @@
 #include "isolation/ns/ns_backend.h"
 #include "isolation/ns/user.h"
 #include "isolation/ns/workspace.h"
+#include "isolation/ns/workspace_seed.h"
+#include "protocol/messages.h"
 
 namespace asb::isolation::ns {
 
@@ -52,7 +54,8 @@ class NsBackend final : public Backend {
       : opts_(std::move(opts)),
         layout_(std::move(layout)),
         slots_(ChooseUidRegistry(opts_.state_dir), opts_.state_dir, opts_.uid_range_base,
-               opts_.max_slots) {
+               opts_.max_slots),
+        seeds_(opts_.state_dir + "/.seeds", protocol::kSandboxUid) {
     if (opts_.workspace_pool_size > 0) {
       pool_ = std::make_unique<WorkspacePool>(
           opts_.state_dir + "/.pool", opts_.default_workspace_bytes, opts_.workspace_pool_size);
@@ -110,6 +113,7 @@ class NsBackend final : public Backend {
   CgroupLayout layout_;
   UidSlots slots_;
   std::unique_ptr<WorkspacePool> pool_;
+  WorkspaceSeeds seeds_;  // templates' /workspace content (workspace_seed.h)
   std::mutex locks_mu_;
   std::map<std::string, std::shared_ptr<std::mutex>> locks_;
   std::mutex children_mu_;
