@@ -36,6 +36,9 @@ PACKAGES=(
   # networked sandboxes (ADR 0013): nft for our tables; tests/e2e/test_network.py runs dnsmasq
   # (the binary only, no system service) as the test internet's DNS server
   nftables dnsmasq-base
+  # the microvm backend (isolation/microvm/): QEMU, the template as an EROFS disk, the guest's
+  # initramfs (busybox, cpio); the guest kernel is Debian's too (scripts/microvm-guest.sh)
+  qemu-system-x86 erofs-utils busybox-static cpio
   # the Python SDK's wheel (scripts/build-sdks.sh) and its offline installs into a venv: built
   # by Debian's pip with setuptools+wheel, no build isolation, nothing from PyPI
   python3-pip python3-venv python3-setuptools python3-wheel

@@ -52,6 +52,15 @@ else
   echo "not root: skipping the templates; privileged tests will skip"
 fi
 
+step "microVM guest (scripts/microvm-guest.sh: Debian's cloud kernel, busybox, our init)"
+if [[ $(id -u) -eq 0 ]]; then
+  # Reused while the kernel package and our init are unchanged. Without it (no archive access)
+  # the microvm tests skip and say so; nothing else needs it.
+  bash scripts/microvm-guest.sh "${AGENT_SANDBOX_DATA_DIR:-/var/lib/agent-sandbox}/microvm" ||
+    echo "microVM guest not prepared: the microvm tests will skip"
+fi
+export AGENT_SANDBOX_MICROVM_GUEST="${AGENT_SANDBOX_DATA_DIR:-/var/lib/agent-sandbox}/microvm"
+
 # The tests find the binaries and the template through these.
 export AGENT_SANDBOX_BIN="$BUILD_DIR/bin/agent-sandbox"
 export AGENT_SANDBOX_SANDBOXD="$BUILD_DIR/bin/sandboxd"

@@ -120,6 +120,25 @@ std::vector<Setting> MakeSettings() {
       "stored snapshot bytes per owner (413 past it)", Int(1, kBig, [](ServeConfig& c, int64_t n) {
         c.manager.snapshots.max_total_bytes_per_owner = static_cast<uint64_t>(n);
       }));
+  add("BACKEND", "backend",
+      "isolation of every sandbox: ns (Linux namespaces, the default) or microvm (a QEMU "
+      "microVM with a kernel of its own; its first step: create, exec, files, destroy)",
+      [](ServeConfig& c, std::string_view v) -> Status {
+        if (v != "ns" && v != "microvm")
+          return Fail(Error::InvalidArgument("must be ns or microvm"));
+        c.backend = std::string(v);
+        return {};
+      });
+  add("MICROVM_ACCEL", "microvm-accel",
+      "the microvm backend's accelerator: auto (KVM if a test boot proves it works, else TCG), "
+      "kvm or tcg",
+      [](ServeConfig& c, std::string_view v) -> Status {
+        if (v != "auto" && v != "kvm" && v != "tcg") {
+          return Fail(Error::InvalidArgument("must be auto, kvm or tcg"));
+        }
+        c.microvm_accel = std::string(v);
+        return {};
+      });
   add("WORKSPACE_POOL", "workspace-pool",
       "where workspace images live: none (the data dir) or xfs (a reflink XFS loop file the "
       "server makes in the data dir, so snapshot, fork and rollback clone in O(1))",

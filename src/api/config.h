@@ -60,6 +60,10 @@ struct ServeConfig {
   /// on the sparse loop file <data>/workspace-pool.xfs (made on first use), mounted at
   /// <data>/xfs, so image clones share extents even on an ext4 host.
   std::string workspace_pool = "none";
+  /// The isolation backend of every sandbox: "ns" or "microvm" (isolation/microvm/).
+  std::string backend = "ns";
+  /// The microvm backend's accelerator: "auto", "kvm" or "tcg".
+  std::string microvm_accel = "auto";
   /// Size of that sparse file, GiB.
   int64_t workspace_pool_gb = 256;
   /// Networked sandboxes (ADR 0013, isolation/net/host_network.h): on/off, their IPv4 range,

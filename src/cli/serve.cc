@@ -34,6 +34,7 @@
 #include "core/data_dir.h"
 #include "core/sandbox_manager.h"
 #include "core/templates.h"
+#include "isolation/microvm/microvm_backend.h"
 #include "isolation/ns/ns_backend.h"
 #include "isolation/ns/xfs_pool.h"
 #include "mcp/http_transport.h"
@@ -284,8 +285,26 @@ int Serve(CLI::App& root, const ServeFlags& flags) {
       spdlog::warn("networked sandboxes are unavailable: {}", net.error().message());
     }
   }
-  auto backend = isolation::ns::MakeNsBackend(bo);
-  if (!backend) return StartupError(backend.error().WithContext("ns backend"));
+  Result<std::unique_ptr<isolation::Backend>> backend =
+      Fail(Error::InvalidArgument("unknown backend " + cfg.backend));
+  if (cfg.backend == "microvm") {
+    // A VM per sandbox (isolation/microvm/); its guest comes from scripts/microvm-guest.sh.
+    isolation::microvm::MicrovmOptions mo;
+    mo.state_dir = data + "/microvm-sandboxes";
+    mo.guest_dir = data + "/microvm";
+    if (const char* g = std::getenv("AGENT_SANDBOX_MICROVM_GUEST"); g != nullptr && *g != '\0') {
+      mo.guest_dir = g;
+    }
+    // The build's stripped copy (src/sandboxd/CMakeLists.txt) when it is there.
+    mo.sandboxd_path =
+        ::access((sandboxd + "-guest").c_str(), R_OK) == 0 ? sandboxd + "-guest" : sandboxd;
+    mo.accel = cfg.microvm_accel;
+    backend = isolation::microvm::MakeMicrovmBackend(mo);
+    if (backend) spdlog::info("backend microvm: guest from {}", mo.guest_dir);
+  } else {
+    backend = isolation::ns::MakeNsBackend(bo);
+  }
+  if (!backend) return StartupError(backend.error().WithContext(cfg.backend + " backend"));
   // Sandboxes of `agent-sandbox run`s that were SIGKILLed with their watchers
   // (cli/run_leftovers.h); live runs' and our own sandboxes are not touched.
   RemoveDeadRunLeftovers(data, sandboxd);

@@ -109,7 +109,9 @@ void Connection::ScheduleFlush() {
 
 void Connection::Flush() {
   while (out_pos_ < out_.size() && !closed_) {
-    ssize_t n = send(fd_.get(), out_.data() + out_pos_, out_.size() - out_pos_, MSG_NOSIGNAL);
+    // write(2), not send(2): in a microVM the connection is a virtio-serial port, not a socket
+    // (SIGPIPE is ignored, so a closed socket peer is EPIPE either way).
+    ssize_t n = write(fd_.get(), out_.data() + out_pos_, out_.size() - out_pos_);
     if (n < 0) {
       if (errno == EINTR) continue;
       if (errno == EAGAIN) break;

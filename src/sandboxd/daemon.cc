@@ -87,10 +87,14 @@ Status Daemon::Init() {
     }
   }
 
-  int lfd = options_.listen_fd;
-  if (fcntl(lfd, F_SETFD, FD_CLOEXEC) != 0) return FailErrno("listen fd");
-  SetNonBlocking(lfd);
-  ASB_TRY(loop_->Add(lfd, EPOLLIN, [this](uint32_t) { OnAccept(); }));
+  if (!options_.port.empty()) {
+    ASB_TRY(OpenPort());
+  } else {
+    int lfd = options_.listen_fd;
+    if (fcntl(lfd, F_SETFD, FD_CLOEXEC) != 0) return FailErrno("listen fd");
+    SetNonBlocking(lfd);
+    ASB_TRY(loop_->Add(lfd, EPOLLIN, [this](uint32_t) { OnAccept(); }));
+  }
   // A stale SIGCHLD from before the signalfd existed would be lost: reap once now.
   ReapChildren();
   return {};
@@ -215,12 +219,25 @@ void Daemon::OnAccept() {
   }
 }
 
+Status Daemon::OpenPort() {
+  int fd = open(options_.port.c_str(), O_RDWR | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+  if (fd < 0) return FailErrno("open " + options_.port);
+  auto conn = std::make_unique<Connection>(*this, UniqueFd(fd));
+  Connection* raw = conn.get();
+  ASB_TRY(raw->Start());
+  connections_[raw] = std::move(conn);
+  return {};
+}
+
 void Daemon::ConnectionClosed(Connection* conn) {
   auto it = connections_.find(conn);
   if (it == connections_.end()) return;
   std::shared_ptr<Connection> owned(std::move(it->second));
   connections_.erase(it);
   DestroyLater(*loop_, std::move(owned));
+  // A virtio-serial port is not served again once its host side has gone: microVM sandboxes
+  // are not adopted by a restarted server (BackendCapabilities::adopt is false), which ends
+  // the VM instead.
 }
 
 }  // namespace asb::sandboxd

@@ -67,6 +67,8 @@ class Daemon {
   void OnSignal();
   void ReapChildren();
   void OnAccept();
+  // Serves options_.port (a microVM's virtio-serial port) as the one connection.
+  Status OpenPort();
   void OnKillTimer();
   void ArmKillTimer();
 

@@ -42,6 +42,11 @@ Result<Options> ParseCommandLine(const std::vector<std::string>& args) {
     };
     if (auto v = value_of("--listen-fd=")) {
       ASB_ASSIGN_OR_RETURN(o.listen_fd, ParseFdValue("--listen-fd", *v));
+    } else if (auto v = value_of("--port=")) {
+      if (v->empty() || (*v)[0] != '/') {
+        return Fail(Error::InvalidArgument("--port must be an absolute device path"));
+      }
+      o.port = std::string(*v);
     } else if (auto v = value_of("--config-fd=")) {
       ASB_ASSIGN_OR_RETURN(o.config_fd, ParseFdValue("--config-fd", *v));
     } else if (auto v = value_of("--workspace=")) {
@@ -64,7 +69,9 @@ Result<Options> ParseCommandLine(const std::vector<std::string>& args) {
       return Fail(Error::InvalidArgument("unknown argument: " + std::string(a)));
     }
   }
-  if (o.listen_fd < 0) return Fail(Error::InvalidArgument("--listen-fd is required"));
+  if ((o.listen_fd < 0) == o.port.empty()) {
+    return Fail(Error::InvalidArgument("exactly one of --listen-fd and --port is required"));
+  }
   return o;
 }
 

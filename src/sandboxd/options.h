@@ -3,8 +3,11 @@
 //
 //   sandboxd --listen-fd=N [--config-fd=M] [--workspace=/workspace] [--no-pid1]
 //            [--work-cgroup-fd=K]... [--allow-packet-sockets]
+//   sandboxd --port=/dev/vport0p1 ...   (in a microVM guest, isolation/microvm/)
 //
 // --listen-fd  an inherited, bound and listening unix SOCK_STREAM socket.
+// --port       instead of --listen-fd: a virtio-serial port device, which is the one connection
+//              to the host.
 // --config-fd  a pipe carrying one JSON object until EOF:
 //              {"env":{"K":"V",...},"hostname":"sandbox"}
 // --workspace  the directory file operations are confined to (default /workspace).
@@ -25,6 +28,7 @@ namespace asb::sandboxd {
 
 struct Options {
   int listen_fd = -1;
+  std::string port;  // a virtio-serial port device (microVM guest); "" with listen_fd
   int config_fd = -1;
   std::string workspace = "/workspace";
   bool pid1 = true;

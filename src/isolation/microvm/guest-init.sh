@@ -1,0 +1,74 @@
+#!/bin/sh
+# PID 1 of a microVM guest's initramfs (busybox sh; scripts/microvm-guest.sh packs it with the
+# guest kernel's modules, the backend appends sandboxd). It loads the virtio modules (Debian's
+# cloud kernel has them as modules), mounts the template's read-only EROFS disk as the new root,
+# the workspace disk on /workspace and fresh /tmp, /proc, /sys, /dev, and hands PID 1 to
+# sandboxd on the virtio-serial port. Disks are found by their serial (asbroot, asbws), not by
+# probe order. On any failure it says why on the console and powers the VM off, so the host
+# sees the VM end instead of a silent hang. Kernel command line: asb.probe=1 only proves a boot.
+export PATH=/bin
+fail() {
+  echo "asb-init: $*" > /dev/console
+  poweroff -f
+}
+mount -t proc proc /proc || fail "mount /proc"
+mount -t sysfs sys /sys || fail "mount /sys"
+mount -t devtmpfs dev /dev || fail "mount /dev"
+for m in virtio_ring virtio virtio_mmio virtio_console virtio_blk crc32c-intel libcrc32c erofs; do
+  # crc32c-intel needs SSE4.2, which TCG's CPU lacks: its refusal is expected there.
+  [ -e "/modules/$m.ko" ] && insmod "/modules/$m.ko" 2>/dev/null
+done
+case " $(cat /proc/cmdline) " in
+  *" asb.probe=1 "*)
+    echo "asb-init: probe ok" > /dev/console
+    poweroff -f
+    ;;
+esac
+disk() {  # the /dev node of the virtio disk whose serial is $1
+  for i in $(seq 1 100); do
+    for s in /sys/block/vd*/serial; do
+      [ -e "$s" ] || continue
+      if [ "$(cat "$s")" = "$1" ]; then
+        d=${s%/serial}
+        echo "/dev/${d##*/}"
+        return 0
+      fi
+    done
+    sleep 0.02
+  done
+  return 1
+}
+port() {  # the /dev node of the virtio-serial port named $1 (no udev here to link it); ports
+          # appear a moment after the driver loads
+  for i in $(seq 1 100); do
+    for n in /sys/class/virtio-ports/*/name; do
+      [ -e "$n" ] || continue
+      if [ "$(cat "$n")" = "$1" ]; then
+        d=${n%/name}
+        [ -e "/dev/${d##*/}" ] || continue
+        echo "/dev/${d##*/}"
+        return 0
+      fi
+    done
+    sleep 0.02
+  done
+  return 1
+}
+root=$(disk asbroot) || fail "no root disk"
+channel=$(port asb0) || fail "no virtio-serial port asb0"
+ws=$(disk asbws) || fail "no workspace disk"
+mkdir -p /newroot
+mount -t erofs -o ro "$root" /newroot || fail "mount root $root"
+mount -t ext4 -o nosuid,nodev "$ws" /newroot/workspace || fail "mount workspace $ws"
+mount -t tmpfs -o nosuid,nodev,mode=1777,size=${ASB_TMP_SIZE:-64m} tmpfs /newroot/tmp || fail "mount /tmp"
+mount -t tmpfs -o nosuid,nodev,mode=0755,size=16m tmpfs /newroot/run || fail "mount /run"
+mkdir -p /newroot/run/asb /newroot/run/lock
+cp /sandboxd /newroot/run/asb/sandboxd || fail "copy sandboxd"
+mount --move /proc /newroot/proc || fail "move /proc"
+mount --move /sys /newroot/sys || fail "move /sys"
+mount --move /dev /newroot/dev || fail "move /dev"
+mkdir -p /newroot/dev/pts /newroot/dev/shm
+mount -t devpts -o nosuid,noexec,newinstance,ptmxmode=0666,mode=0620 devpts /newroot/dev/pts
+mount -t tmpfs -o nosuid,nodev,size=64m tmpfs /newroot/dev/shm
+hostname "${ASB_HOSTNAME:-sandbox}"
+exec switch_root /newroot /run/asb/sandboxd --port="$channel" --workspace=/workspace

@@ -1,0 +1,335 @@
+#include "isolation/microvm/microvm_backend.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+#include <map>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "common/ids.h"
+#include "common/log.h"
+#include "common/unique_fd.h"
+#include "isolation/microvm/guest_images.h"
+#include "isolation/microvm/qemu_command.h"
+#include "isolation/ns/files.h"
+#include "isolation/ns/workspace.h"
+
+namespace asb::isolation::microvm {
+
+namespace {
+
+constexpr uint32_t kSandboxUid = 1000;  // protocol::kSandboxUid: owns the workspace root
+
+struct Paths {
+  std::string dir, image, sock, console, log, pid;
+};
+
+Paths PathsFor(const std::string& state_dir, const std::string& id) {
+  Paths p;
+  p.dir = state_dir + "/" + id;
+  p.image = p.dir + "/workspace.img";
+  p.sock = p.dir + "/sandboxd.sock";
+  p.console = p.dir + "/console.log";
+  p.log = p.dir + "/qemu.log";
+  p.pid = p.dir + "/qemu.pid";
+  return p;
+}
+
+// Starts QEMU with `argv`, stdin /dev/null, stdout and stderr appended to `log`, in a session
+// of its own (a signal to the server's process group does not reach it). Returns its pid.
+Result<pid_t> SpawnQemu(const std::vector<std::string>& argv, const std::string& log) {
+  UniqueFd null_fd(::open("/dev/null", O_RDONLY | O_CLOEXEC));
+  UniqueFd log_fd(::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600));
+  if (!null_fd || !log_fd) return FailErrno("open " + log);
+  std::vector<char*> args;
+  for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
+  static char* const kEnv[] = {const_cast<char*>("PATH=/usr/bin:/bin"), nullptr};
+  pid_t pid = ::fork();
+  if (pid < 0) return FailErrno("fork");
+  if (pid == 0) {
+    // Async-signal-safe calls only.
+    ::setsid();
+    ::dup2(null_fd.get(), 0);
+    ::dup2(log_fd.get(), 1);
+    ::dup2(log_fd.get(), 2);
+    ::execve(args[0], args.data(), kEnv);
+    ::_exit(127);
+  }
+  return pid;
+}
+
+// Whether `pid` is the QEMU of the sandbox whose directory is `dir` (a pid file may outlive its
+// process and the pid be reused).
+bool IsQemuOf(pid_t pid, const std::string& dir) {
+  auto cmdline = ns::ReadSmallFile("/proc/" + std::to_string(pid) + "/cmdline");
+  return cmdline && cmdline->find(dir + "/") != std::string::npos;
+}
+
+// A test boot with the guest's probe mode (it powers off at once): does `accel` work here?
+bool BootWorks(const std::string& qemu, const GuestKernel& k, const std::string& accel) {
+  std::vector<std::string> argv = ProbeCommand(qemu, k, accel);
+  auto pid = SpawnQemu(argv, "/dev/null");
+  if (!pid) return false;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  int status = 0;
+  for (;;) {
+    pid_t r = ::waitpid(*pid, &status, WNOHANG);
+    if (r == *pid) break;
+    if (std::chrono::steady_clock::now() > deadline) {
+      ::kill(*pid, SIGKILL);
+      ::waitpid(*pid, &status, 0);
+      return false;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return WIFEXITED(status) && WEXITSTATUS(status) == 0;
+}
+
+class MicrovmSandbox final : public Sandbox {
+ public:
+  MicrovmSandbox(std::string id, std::shared_ptr<protocol::Connection> conn, pid_t pid,
+                 std::string image)
+      : id_(std::move(id)), conn_(std::move(conn)), pid_(pid), image_(std::move(image)) {}
+  const std::string& id() const override { return id_; }
+  std::shared_ptr<protocol::Connection> connection() override { return conn_; }
+  int host_pid() const override { return pid_; }
+  Result<SandboxUsage> Usage() override {
+    // The guest's own figures come with the backend-neutral stats operation (later step);
+    // until then the workspace image's allocated size is what the host can tell.
+    SandboxUsage u;
+    struct stat st;
+    if (::stat(image_.c_str(), &st) == 0) u.workspace_used_bytes = uint64_t(st.st_blocks) * 512;
+    return u;
+  }
+  Result<int> ConnectTcp(uint16_t, int) override { return Fail(NotCapable("microvm", "ports")); }
+
+ private:
+  std::string id_;
+  std::shared_ptr<protocol::Connection> conn_;
+  pid_t pid_;
+  std::string image_;
+};
+
+class MicrovmBackend final : public Backend {
+ public:
+  MicrovmBackend(MicrovmOptions opts, GuestKernel kernel, std::string accel)
+      : opts_(std::move(opts)),
+        accel_(std::move(accel)),
+        images_(opts_.state_dir + "/.images", std::move(kernel), opts_.sandboxd_path) {}
+
+  std::string_view name() const override { return "microvm"; }
+  BackendCapabilities Capabilities() const override { return {}; }
+  Status Probe() override {
+    if (::access(opts_.qemu_path.c_str(), X_OK) != 0) {
+      return Fail(Error::Unavailable(opts_.qemu_path + " not found (qemu-system-x86)"));
+    }
+    return {};
+  }
+  const std::string& accel() const { return accel_; }
+
+  Result<std::shared_ptr<Sandbox>> Create(const SandboxSpec& spec) override {
+    if (!IsValidId(spec.id, "sb_")) return Fail(Error::InvalidArgument("bad sandbox id"));
+    if (spec.network) return Fail(NotCapable("microvm", "network (yet)"));
+    if (!spec.workspace_image.empty()) return Fail(NotCapable("microvm", "workspace images"));
+    if (!spec.memory_snapshot.empty()) return Fail(NotCapable("microvm", "memory snapshots"));
+    const Paths p = PathsFor(opts_.state_dir, spec.id);
+    if (::mkdir(p.dir.c_str(), 0700) != 0) {
+      if (errno == EEXIST) return Fail(Error::Conflict("sandbox " + spec.id + " already exists"));
+      return FailErrno("mkdir " + p.dir);
+    }
+    auto result = CreateIn(spec, p);
+    if (!result) {
+      (void)Destroy(spec.id);
+      return Fail(std::move(result).error().WithContext("create " + spec.id));
+    }
+    return result;
+  }
+
+  Result<std::shared_ptr<Sandbox>> Adopt(const std::string& id) override {
+    return Fail(Error::NotFound("microvm sandbox " + id + " is not adopted after a restart"));
+  }
+
+  Status Destroy(const std::string& id) override {
+    if (!IsValidId(id, "sb_")) return {};
+    const Paths p = PathsFor(opts_.state_dir, id);
+    pid_t pid = 0;
+    {
+      std::lock_guard lock(mu_);
+      auto it = children_.find(id);
+      if (it != children_.end()) {
+        pid = it->second;
+        children_.erase(it);
+      }
+    }
+    if (pid > 0) {
+      ::kill(pid, SIGKILL);
+      while (::waitpid(pid, nullptr, 0) < 0 && errno == EINTR) {
+      }
+    } else if (auto text = ns::ReadSmallFile(p.pid)) {
+      // A VM of an earlier server process: ours if its command line names our directory.
+      pid_t old = static_cast<pid_t>(std::atoi(text->c_str()));
+      if (old > 1 && IsQemuOf(old, p.dir)) {
+        ::kill(old, SIGKILL);
+        for (int i = 0; i < 500 && ::kill(old, 0) == 0; ++i) {
+          std::this_thread::sleep_for(std::chrono::milliseconds(10));
+        }
+      }
+    }
+    return ns::RemoveTree(p.dir);
+  }
+
+  Result<std::vector<std::string>> ListOwned() override {
+    ASB_ASSIGN_OR_RETURN(auto names, ns::ListDir(opts_.state_dir));
+    std::vector<std::string> ids;
+    for (auto& n : names) {
+      if (IsValidId(n, "sb_")) ids.push_back(std::move(n));
+    }
+    return ids;
+  }
+
+  Result<std::string> WorkspaceImageDir() const override {
+    return Fail(NotCapable("microvm", "workspace images"));
+  }
+  Result<WorkspaceImageCopy> CopyWorkspaceImage(const std::string&, const std::string&) override {
+    return Fail(NotCapable("microvm", "workspace images"));
+  }
+  Result<WorkspaceImageCopy> StageWorkspace(const std::string&, const std::string&) override {
+    return Fail(NotCapable("microvm", "workspace images"));
+  }
+  bool HasStagedWorkspace(const std::string&) override { return false; }
+  Result<bool> SwapStagedWorkspace(const std::string&) override {
+    return Fail(NotCapable("microvm", "workspace images"));
+  }
+  Status DropStagedWorkspace(const std::string&) override { return {}; }
+  Status UpdateNetwork(const std::string&, const net::NetworkPolicy&) override {
+    return Fail(NotCapable("microvm", "network (yet)"));
+  }
+  Status Pause(const std::string&) override { return Fail(NotCapable("microvm", "pause (yet)")); }
+  Status Resume(const std::string&) override { return Fail(NotCapable("microvm", "pause (yet)")); }
+  Result<MemorySnapshotInfo> SnapshotMemory(const std::string&, const std::string&) override {
+    return Fail(NotCapable("microvm", "memory snapshots (yet)"));
+  }
+
+ private:
+  Result<std::shared_ptr<Sandbox>> CreateIn(const SandboxSpec& spec, const Paths& p) {
+    ASB_ASSIGN_OR_RETURN(std::string rootfs, images_.RootfsImage(spec.rootfs));
+    ASB_ASSIGN_OR_RETURN(std::string initrd, images_.Initrd());
+    ASB_TRY_CTX(ns::MakeWorkspaceImage(p.image, spec.workspace_bytes, kSandboxUid), "workspace");
+    VmConfig vm;
+    vm.kernel = images_.kernel();
+    vm.initrd = initrd;
+    vm.rootfs_image = rootfs;
+    vm.workspace_image = p.image;
+    vm.socket = p.sock;
+    vm.console_log = p.console;
+    vm.pid_file = p.pid;
+    vm.accel = accel_;
+    vm.memory_mib = std::max<uint64_t>(spec.memory_bytes >> 20, 128);
+    vm.vcpus = std::max(1, static_cast<int>(std::ceil(spec.cpus)));
+    vm.hostname = spec.hostname;
+    vm.tmp_bytes = spec.tmp_bytes;
+    ASB_ASSIGN_OR_RETURN(pid_t pid, SpawnQemu(QemuCommand(opts_.qemu_path, vm), p.log));
+    {
+      std::lock_guard lock(mu_);
+      children_[spec.id] = pid;
+    }
+    const int64_t timeout = opts_.start_timeout_ms > 0 ? opts_.start_timeout_ms
+                            : accel_ == "kvm"          ? 20'000
+                                                       : 60'000;
+    // QEMU makes the socket at once and holds our HELLO until the guest's sandboxd opens the
+    // port, so one dial waits out the boot; a VM that ended meanwhile fails it at once.
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout);
+    while (!ns::PathExists(p.sock)) {
+      int status = 0;
+      if (::waitpid(pid, &status, WNOHANG) == pid) {
+        std::lock_guard lock(mu_);
+        children_.erase(spec.id);
+        spdlog::warn("sandbox_id={} QEMU exited at start: {}", spec.id, Tail(p.log));
+        return Fail(Error::Backend("QEMU exited at start (the server's log says why)"));
+      }
+      if (std::chrono::steady_clock::now() > deadline) {
+        return Fail(Error::Timeout("QEMU made no socket in time"));
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    const int64_t left = std::chrono::duration_cast<std::chrono::milliseconds>(
+                             deadline - std::chrono::steady_clock::now())
+                             .count();
+    auto conn = protocol::Connection::Dial(p.sock, std::max<int64_t>(left, 1000));
+    if (!conn) {
+      return Fail(std::move(conn).error().WithContext("the guest's sandboxd did not answer (" +
+                                                      accel_ + "): " + Tail(p.console)));
+    }
+    spdlog::info("sandbox_id={} microvm up: accel={} pid={}", spec.id, accel_, pid);
+    return std::shared_ptr<Sandbox>(
+        std::make_shared<MicrovmSandbox>(spec.id, std::move(*conn), pid, p.image));
+  }
+
+  // The last line of a log, for an error message (guest and QEMU text, not host paths).
+  static std::string Tail(const std::string& path) {
+    auto text = ns::ReadSmallFile(path);
+    if (!text || text->empty()) return "no output";
+    std::string t = *text;
+    while (!t.empty() && (t.back() == '\n' || t.back() == '\r')) t.pop_back();
+    size_t nl = t.rfind('\n');
+    return nl == std::string::npos ? t : t.substr(nl + 1);
+  }
+
+  const MicrovmOptions opts_;
+  const std::string accel_;
+  GuestImages images_;
+  std::mutex mu_;
+  std::map<std::string, pid_t> children_;  // guarded by mu_: QEMUs this process started
+};
+
+}  // namespace
+
+Result<std::unique_ptr<Backend>> MakeMicrovmBackend(const MicrovmOptions& options) {
+  if (options.state_dir.empty() || options.state_dir[0] != '/') {
+    return Fail(Error::InvalidArgument("state_dir must be an absolute path"));
+  }
+  if (::getuid() != 0) return Fail(Error::Unavailable("the microvm backend needs root"));
+  if (::access(options.qemu_path.c_str(), X_OK) != 0) {
+    return Fail(Error::Unavailable(
+        options.qemu_path + " not found: install qemu-system-x86 (scripts/install-deps.sh)"));
+  }
+  if (::access("/usr/bin/mkfs.erofs", X_OK) != 0) {
+    return Fail(Error::Unavailable("mkfs.erofs not found: install erofs-utils"));
+  }
+  if (::access(options.sandboxd_path.c_str(), R_OK) != 0) {
+    return Fail(Error::Unavailable("sandboxd binary not readable: " + options.sandboxd_path));
+  }
+  ASB_ASSIGN_OR_RETURN(GuestKernel kernel, FindGuestKernel(options.guest_dir));
+  std::string accel = options.accel;
+  if (accel == "auto") {
+    // Decided by a boot, never by the device: /dev/kvm here may take only PVM guest kernels.
+    accel = ::access("/dev/kvm", R_OK | W_OK) == 0 && BootWorks(options.qemu_path, kernel, "kvm")
+                ? "kvm"
+                : "tcg";
+  } else if (accel != "kvm" && accel != "tcg") {
+    return Fail(Error::InvalidArgument("accel must be auto, kvm or tcg"));
+  }
+  {
+    std::error_code ec;
+    std::filesystem::create_directories(options.state_dir, ec);
+    if (ec || ::chmod(options.state_dir.c_str(), 0700) != 0) {
+      return Fail(Error::Backend("cannot make the microvm state directory"));
+    }
+  }
+  const std::string cache = options.state_dir + "/.images";
+  if (::mkdir(cache.c_str(), 0700) != 0 && errno != EEXIST) return FailErrno("mkdir " + cache);
+  return std::unique_ptr<Backend>(
+      std::make_unique<MicrovmBackend>(options, std::move(kernel), std::move(accel)));
+}
+
+}  // namespace asb::isolation::microvm

@@ -1,0 +1,45 @@
+// The microvm backend (docs/adr/0025-microvm-backend.md): every sandbox is a QEMU `-M microvm`
+// virtual machine with a kernel of its own. The template's root filesystem is a read-only EROFS
+// disk shared by every VM of the template, the workspace is the sandbox's own ext4 image (the
+// same kind the ns backend makes) as a second disk, /tmp is the guest's tmpfs, and the same
+// statically linked sandboxd is the guest's PID 1, speaking the sandbox protocol over a
+// virtio-serial port that QEMU joins to a unix socket on the host.
+//
+// QEMU takes KVM where a test boot proves it works and TCG (software) otherwise: on these
+// machines /dev/kvm accepts only PVM guest kernels or is absent, so the device's presence
+// proves nothing. Part 1, step (a) of the microVM work: create, exec and destroy. Not yet:
+// adopting VMs across a server restart (they are destroyed instead), networking, exposed ports,
+// pause, memory snapshots, workspace image snapshots, cgroup limits on QEMU and QEMU's own
+// confinement beyond its seccomp sandbox (-sandbox on).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "common/result.h"
+#include "isolation/backend.h"
+
+namespace asb::isolation::microvm {
+
+struct MicrovmOptions {
+  /// Per-sandbox state: <state_dir>/<id>/{workspace.img, sandboxd.sock, console.log, qemu.log,
+  /// qemu.pid}, and the image caches in <state_dir>/.images. Created 0700.
+  std::string state_dir = "/var/lib/agent-sandbox/microvm-sandboxes";
+  /// What scripts/microvm-guest.sh prepared: vmlinuz, initrd-base.cpio.
+  std::string guest_dir = "/var/lib/agent-sandbox/microvm";
+  /// sandboxd, statically linked: appended to the guest's initramfs.
+  std::string sandboxd_path;
+  std::string qemu_path = "/usr/bin/qemu-system-x86_64";
+  /// "auto" (KVM if a test boot works, else TCG), "kvm" or "tcg".
+  std::string accel = "auto";
+  /// How long a create waits for the guest's sandboxd to answer; 0 picks by accelerator
+  /// (60 s under TCG, 20 s under KVM).
+  int64_t start_timeout_ms = 0;
+};
+
+/// Builds the backend: checks QEMU, the guest kernel and mkfs.erofs and picks the accelerator
+/// (a test boot when KVM may work). Errors: kUnavailable naming what is missing.
+Result<std::unique_ptr<Backend>> MakeMicrovmBackend(const MicrovmOptions& options);
+
+}  // namespace asb::isolation::microvm

@@ -1,0 +1,96 @@
+#include "isolation/microvm/qemu_command.h"
+
+#include <cctype>
+
+namespace asb::isolation::microvm {
+
+namespace {
+
+// What every VM of ours shares.
+std::vector<std::string> Base(const std::string& qemu, const std::string& accel) {
+  return {
+      qemu,
+      // The smallest machine: virtio-mmio devices only, no PCI, no firmware tables to parse.
+      "-M",
+      "microvm",
+      // TCG runs each vCPU on a thread of its own with thread=multi.
+      "-accel",
+      accel == "kvm" ? "kvm" : "tcg,thread=multi",
+      // Nothing we did not ask for: no default NIC, VGA, monitor or config file.
+      "-nodefaults",
+      "-no-user-config",
+      "-display",
+      "none",
+      // QEMU's own seccomp filter: no exec, no setuid, no obsolete syscalls, no resource games.
+      "-sandbox",
+      "on,obsolete=deny,elevateprivileges=deny,spawn=deny,resourcecontrol=deny",
+      // A guest reboot or panic ends the VM (panic=-1 below), so the host sees it end.
+      "-no-reboot",
+  };
+}
+
+std::string KernelArgs(const std::string& extra) {
+  // tsc_early_khz: without it about 30% of TCG boots hang calibrating the TSC (measured,
+  // docs/ARCHITECTURE.md); quiet: the console log holds what matters.
+  return "console=ttyS0 quiet tsc_early_khz=2500000 panic=-1 " + extra;
+}
+
+}  // namespace
+
+std::vector<std::string> QemuCommand(const std::string& qemu, const VmConfig& vm) {
+  std::vector<std::string> a = Base(qemu, vm.accel);
+  const std::string tmp_kib = std::to_string(vm.tmp_bytes >> 10) + "k";
+  // Unknown key=value kernel parameters reach the guest's init as its environment.
+  std::string hostname;
+  for (char c : vm.hostname) {  // a kernel command line word: no spaces or quotes
+    if (std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '.') hostname += c;
+  }
+  if (hostname.empty()) hostname = "sandbox";
+  const std::vector<std::string> rest = {
+      "-m",
+      std::to_string(vm.memory_mib),
+      "-smp",
+      std::to_string(vm.vcpus),
+      "-kernel",
+      vm.kernel.vmlinuz,
+      "-initrd",
+      vm.initrd,
+      "-append",
+      KernelArgs("ASB_HOSTNAME=" + hostname + " ASB_TMP_SIZE=" + tmp_kib),
+      "-serial",
+      "file:" + vm.console_log,
+      // The disks, found by the guest by serial, not probe order.
+      "-drive",
+      "id=root,file=" + vm.rootfs_image + ",format=raw,if=none,readonly=on",
+      "-device",
+      "virtio-blk-device,drive=root,serial=asbroot",
+      "-drive",
+      "id=ws,file=" + vm.workspace_image + ",format=raw,if=none",
+      "-device",
+      "virtio-blk-device,drive=ws,serial=asbws",
+      // The sandbox protocol: a virtio-serial port named asb0 joined to a unix socket that
+      // QEMU listens on and the host dials (no vhost-vsock on these machines).
+      "-chardev",
+      "socket,id=asb0,path=" + vm.socket + ",server=on,wait=off",
+      "-device",
+      "virtio-serial-device",
+      "-device",
+      "virtserialport,chardev=asb0,name=asb0",
+      "-pidfile",
+      vm.pid_file,
+  };
+  a.insert(a.end(), rest.begin(), rest.end());
+  return a;
+}
+
+std::vector<std::string> ProbeCommand(const std::string& qemu, const GuestKernel& k,
+                                      const std::string& accel) {
+  std::vector<std::string> a = Base(qemu, accel);
+  const std::vector<std::string> rest = {
+      "-m",      "128",         "-kernel", k.vmlinuz,
+      "-initrd", k.initrd_base, "-append", KernelArgs("asb.probe=1")};
+  a.insert(a.end(), rest.begin(), rest.end());
+  return a;
+}
+
+}  // namespace asb::isolation::microvm

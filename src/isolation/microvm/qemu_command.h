@@ -1,0 +1,36 @@
+// QEMU's command line for a microVM sandbox (docs/adr/0025-microvm-backend.md), kept apart so
+// that every flag has its reason beside it and tests can read it without starting QEMU.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "isolation/microvm/guest_images.h"
+
+namespace asb::isolation::microvm {
+
+struct VmConfig {
+  GuestKernel kernel;
+  std::string initrd;           // initramfs with sandboxd (GuestImages::Initrd)
+  std::string rootfs_image;     // the template's EROFS image, attached read-only
+  std::string workspace_image;  // the sandbox's ext4 workspace, read-write
+  std::string socket;           // host end of the virtio-serial port (QEMU listens)
+  std::string console_log;      // the guest's serial console
+  std::string pid_file;
+  std::string accel = "tcg";  // "kvm" or "tcg"
+  uint64_t memory_mib = 512;
+  int vcpus = 1;
+  std::string hostname = "sandbox";
+  uint64_t tmp_bytes = 64ull << 20;  // the guest's /tmp tmpfs
+};
+
+/// The argv of a VM running `vm` (argv[0] is `qemu`).
+std::vector<std::string> QemuCommand(const std::string& qemu, const VmConfig& vm);
+
+/// The argv of a test boot: the guest kernel and base initramfs with asb.probe=1, which powers
+/// off as soon as the modules load (exit status 0). Proves `accel` boots this kernel.
+std::vector<std::string> ProbeCommand(const std::string& qemu, const GuestKernel& k,
+                                      const std::string& accel);
+
+}  // namespace asb::isolation::microvm

@@ -1,0 +1,118 @@
+"""The microvm backend, step (a) (docs/adr/0025-microvm-backend.md): a server started with
+--backend microvm gives every sandbox a QEMU microVM with a kernel of its own, and exec, files
+and destroy work over the same sandbox protocol as on the ns backend.
+
+Needs what scripts/install-deps.sh installs (QEMU, erofs-utils) and the guest that
+scripts/microvm-guest.sh prepares (AGENT_SANDBOX_MICROVM_GUEST, default
+/var/lib/agent-sandbox/microvm); skips (77) with the reason when either is missing. Boots one VM
+at a time: under TCG (software, as on these machines) a boot takes a few seconds.
+"""
+
+import os
+import platform
+import subprocess
+import sys
+import time
+import unittest
+
+from harness import BIN, Server, main, missing_prerequisite
+
+GUEST = os.environ.get("AGENT_SANDBOX_MICROVM_GUEST", "/var/lib/agent-sandbox/microvm")
+QEMU = "/usr/bin/qemu-system-x86_64"
+
+
+def missing_microvm():
+    if not os.access(QEMU, os.X_OK):
+        return "qemu-system-x86_64 not installed (scripts/install-deps.sh)"
+    if not os.access("/usr/bin/mkfs.erofs", os.X_OK):
+        return "mkfs.erofs not installed (erofs-utils)"
+    for f in ("vmlinuz", "initrd-base.cpio"):
+        if not os.path.isfile(os.path.join(GUEST, f)):
+            return "no microVM guest in %s (run scripts/microvm-guest.sh)" % GUEST
+    return None
+
+
+def qemu_pids(data_dir):
+    """Pids of QEMU processes whose command line names `data_dir`."""
+    out = []
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            with open("/proc/%s/cmdline" % pid, "rb") as f:
+                cmd = f.read()
+        except OSError:
+            continue
+        if b"qemu-system" in cmd and data_dir.encode() in cmd:
+            out.append(int(pid))
+    return out
+
+
+class MicrovmTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        why = missing_microvm()
+        if why:
+            raise unittest.SkipTest(why)
+        cls.server = Server(env={"AGENT_SANDBOX_BACKEND": "microvm",
+                                 "AGENT_SANDBOX_MICROVM_GUEST": GUEST}).start()
+
+    @classmethod
+    def tearDownClass(cls):
+        server = getattr(cls, "server", None)
+        if server is not None:
+            data_dir = server.data_dir
+            server.close()
+            for pid in qemu_pids(data_dir):  # a failed test must not leave a VM running
+                os.kill(pid, 9)
+
+    def test_a_vm_boots_and_answers_exec_files_and_destroy(self):
+        s = self.server
+        t0 = time.monotonic()
+        r = s.request("POST", "/v1/sandboxes", {"template": "base", "memory_mb": 256},
+                      check=False)
+        boot_s = time.monotonic() - t0
+        self.assertEqual(r.status, 201, r)
+        sid = r.json()["id"]
+        try:
+            self.assertEqual(len(qemu_pids(s.data_dir)), 1)
+            # A kernel of its own: not the host's.
+            out = s.run(sid, "uname -r; id -un; pwd; hostname; cat /proc/1/comm")
+            self.assertEqual(out["exit_code"], 0, out)
+            lines = out["stdout"].split("\n")
+            self.assertNotEqual(lines[0], platform.release(), out)
+            self.assertEqual(lines[1:5], ["sandbox", "/workspace", "sandbox", "sandboxd"], out)
+            # stdout and stderr apart, the exit code, a timeout that kills the command.
+            out = s.run(sid, "echo out; echo err >&2; exit 3")
+            self.assertEqual((out["stdout"], out["stderr"], out["exit_code"]),
+                             ("out\n", "err\n", 3), out)
+            out = s.run(sid, "sleep 30", timeout_seconds=1)
+            self.assertTrue(out["timed_out"], out)
+            # The root filesystem is the template's, read-only; /workspace and /tmp are written.
+            out = s.run(sid, "touch /usr/x 2>&1; echo w > /workspace/w; echo t > /tmp/t; "
+                             "cat /workspace/w /tmp/t; findmnt -no FSTYPE /")
+            self.assertIn("Read-only file system", out["stdout"], out)
+            self.assertTrue(out["stdout"].endswith("w\nt\nerofs\n"), out)
+            # The file API reaches the guest through the same protocol.
+            self.assertEqual(s.put_file(sid, "hello.txt", b"from the host").status, 200)
+            self.assertEqual(s.run(sid, "cat hello.txt")["stdout"], "from the host")
+            self.assertEqual(s.get_file(sid, "/workspace/w").body, b"w\n")
+        finally:
+            self.assertEqual(s.request("DELETE", "/v1/sandboxes/" + sid, check=False).status, 204)
+        # Destroy ends the VM and leaves nothing of it.
+        deadline = time.monotonic() + 10
+        while qemu_pids(s.data_dir) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        self.assertEqual(qemu_pids(s.data_dir), [])
+        self.assertFalse(os.path.exists(os.path.join(s.data_dir, "microvm-sandboxes", sid)))
+        print("\nmicrovm create to running: %.2f s" % boot_s, file=sys.stderr)
+
+    def test_unsupported_options_are_refused_clearly(self):
+        r = self.server.request("POST", "/v1/sandboxes", {"template": "base", "network": True},
+                                check=False)
+        self.assertIn(r.status, (400, 503), r)
+        self.assertIn("microvm", r.json()["error"]["message"], r)
+
+
+if __name__ == "__main__":
+    main()
