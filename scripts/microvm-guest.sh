@@ -50,7 +50,7 @@ dpkg-deb -x "$WORK"/"$PKG"_*.deb "$WORK/pkg"
 RELEASE=$(ls "$WORK/pkg/lib/modules")
 mkdir -p "$WORK/initrd"/{bin,dev,proc,sys,modules,newroot}
 cp "$BUSYBOX" "$WORK/initrd/bin/busybox"
-for a in sh mount insmod cat cp echo mkdir sleep seq poweroff switch_root hostname; do
+for a in sh mount insmod cat cp echo mkdir sleep seq tr ip poweroff switch_root hostname; do
   ln -s busybox "$WORK/initrd/bin/$a"
 done
 for m in "${MODULES[@]}"; do

@@ -69,7 +69,8 @@ class MicrovmTest(unittest.TestCase):
     def test_a_vm_boots_and_answers_exec_files_and_destroy(self):
         s = self.server
         t0 = time.monotonic()
-        r = s.request("POST", "/v1/sandboxes", {"template": "base", "memory_mb": 256},
+        r = s.request("POST", "/v1/sandboxes",
+                      {"template": "base", "memory_mb": 256, "env": {"GREETING": "hi vm"}},
                       check=False)
         boot_s = time.monotonic() - t0
         self.assertEqual(r.status, 201, r)
@@ -93,6 +94,21 @@ class MicrovmTest(unittest.TestCase):
                              "cat /workspace/w /tmp/t; findmnt -no FSTYPE /")
             self.assertIn("Read-only file system", out["stdout"], out)
             self.assertTrue(out["stdout"].endswith("w\nt\nerofs\n"), out)
+            # The create's env reaches every command (sandboxd's config disk).
+            self.assertEqual(s.run(sid, "echo $GREETING")["stdout"], "hi vm\n")
+            # Streams: stdout and stderr events apart, then the exit.
+            _, status, events = s.stream(sid, {"command": "echo a; echo b >&2; exit 4"})
+            self.assertEqual(status, 200)
+            kinds = [(e["type"], e.get("data")) for e in events if e["type"] != "start"]
+            self.assertIn(("stdout", "a\n"), kinds, events)
+            self.assertIn(("stderr", "b\n"), kinds, events)
+            self.assertEqual(events[-1].get("exit_code"), 4, events)
+            # Loopback is up in the guest: a server and a client inside it talk.
+            out = s.run(sid, "python3 -m http.server 8000 --bind 127.0.0.1 >/dev/null 2>&1 & "
+                             "for i in $(seq 50); do python3 -c \"import urllib.request as u; "
+                             "print(u.urlopen('http://127.0.0.1:8000/').status)\" 2>/dev/null "
+                             "&& break; sleep 0.2; done", timeout_seconds=60)
+            self.assertEqual(out["stdout"], "200\n", out)
             # The file API reaches the guest through the same protocol.
             self.assertEqual(s.put_file(sid, "hello.txt", b"from the host").status, 200)
             self.assertEqual(s.run(sid, "cat hello.txt")["stdout"], "from the host")

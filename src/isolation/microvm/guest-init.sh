@@ -2,9 +2,9 @@
 # PID 1 of a microVM guest's initramfs (busybox sh; scripts/microvm-guest.sh packs it with the
 # guest kernel's modules, the backend appends sandboxd). It loads the virtio modules (Debian's
 # cloud kernel has them as modules), mounts the template's read-only EROFS disk as the new root,
-# the workspace disk on /workspace and fresh /tmp, /proc, /sys, /dev, and hands PID 1 to
-# sandboxd on the virtio-serial port. Disks are found by their serial (asbroot, asbws), not by
-# probe order. On any failure it says why on the console and powers the VM off, so the host
+# the workspace disk on /workspace and fresh /tmp, /proc, /sys, /dev, brings up loopback, and
+# hands PID 1 to sandboxd on the virtio-serial port with its config from the config disk.
+# Disks are found by their serial (asbroot, asbws, asbcfg), not by probe order. On any failure it says why on the console and powers the VM off, so the host
 # sees the VM end instead of a silent hang. Kernel command line: asb.probe=1 only proves a boot.
 export PATH=/bin
 fail() {
@@ -57,6 +57,7 @@ port() {  # the /dev node of the virtio-serial port named $1 (no udev here to li
 root=$(disk asbroot) || fail "no root disk"
 channel=$(port asb0) || fail "no virtio-serial port asb0"
 ws=$(disk asbws) || fail "no workspace disk"
+cfg=$(disk asbcfg) || fail "no config disk"
 mkdir -p /newroot
 mount -t erofs -o ro "$root" /newroot || fail "mount root $root"
 mount -t ext4 -o nosuid,nodev "$ws" /newroot/workspace || fail "mount workspace $ws"
@@ -64,6 +65,9 @@ mount -t tmpfs -o nosuid,nodev,mode=1777,size=${ASB_TMP_SIZE:-64m} tmpfs /newroo
 mount -t tmpfs -o nosuid,nodev,mode=0755,size=16m tmpfs /newroot/run || fail "mount /run"
 mkdir -p /newroot/run/asb /newroot/run/lock
 cp /sandboxd /newroot/run/asb/sandboxd || fail "copy sandboxd"
+# sandboxd's config (env, hostname): the disk's JSON without its NUL padding, read on fd 3.
+tr -d '\000' < "$cfg" > /newroot/run/asb/config.json || fail "read the config disk"
+ip link set lo up || fail "loopback"
 mount --move /proc /newroot/proc || fail "move /proc"
 mount --move /sys /newroot/sys || fail "move /sys"
 mount --move /dev /newroot/dev || fail "move /dev"
@@ -71,4 +75,5 @@ mkdir -p /newroot/dev/pts /newroot/dev/shm
 mount -t devpts -o nosuid,noexec,newinstance,ptmxmode=0666,mode=0620 devpts /newroot/dev/pts
 mount -t tmpfs -o nosuid,nodev,size=64m tmpfs /newroot/dev/shm
 hostname "${ASB_HOSTNAME:-sandbox}"
-exec switch_root /newroot /run/asb/sandboxd --port="$channel" --workspace=/workspace
+exec 3< /newroot/run/asb/config.json
+exec switch_root /newroot /run/asb/sandboxd --port="$channel" --workspace=/workspace --config-fd=3

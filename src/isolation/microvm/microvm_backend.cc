@@ -21,6 +21,7 @@
 #include "isolation/microvm/guest_images.h"
 #include "isolation/microvm/qemu_command.h"
 #include "isolation/ns/files.h"
+#include "isolation/ns/ns_backend.h"
 #include "isolation/ns/workspace.h"
 
 namespace asb::isolation::microvm {
@@ -30,13 +31,14 @@ namespace {
 constexpr uint32_t kSandboxUid = 1000;  // protocol::kSandboxUid: owns the workspace root
 
 struct Paths {
-  std::string dir, image, sock, console, log, pid;
+  std::string dir, image, config, sock, console, log, pid;
 };
 
 Paths PathsFor(const std::string& state_dir, const std::string& id) {
   Paths p;
   p.dir = state_dir + "/" + id;
   p.image = p.dir + "/workspace.img";
+  p.config = p.dir + "/config.img";
   p.sock = p.dir + "/sandboxd.sock";
   p.console = p.dir + "/console.log";
   p.log = p.dir + "/qemu.log";
@@ -225,11 +227,18 @@ class MicrovmBackend final : public Backend {
     ASB_ASSIGN_OR_RETURN(std::string rootfs, images_.RootfsImage(spec.rootfs));
     ASB_ASSIGN_OR_RETURN(std::string initrd, images_.Initrd());
     ASB_TRY_CTX(ns::MakeWorkspaceImage(p.image, spec.workspace_bytes, kSandboxUid), "workspace");
+    // sandboxd's config (env, hostname) as a small read-only disk, padded with NULs to whole
+    // sectors; the guest's init strips them and hands the JSON to sandboxd's --config-fd.
+    std::string config = ns::SandboxdConfigJson(spec);
+    if (config.size() > (1u << 20)) return Fail(Error::InvalidArgument("env too large (> 1 MiB)"));
+    config.resize((config.size() / 4096 + 1) * 4096, '\0');
+    ASB_TRY(ns::WriteFileAtomic(p.config, config, /*durable=*/false));
     VmConfig vm;
     vm.kernel = images_.kernel();
     vm.initrd = initrd;
     vm.rootfs_image = rootfs;
     vm.workspace_image = p.image;
+    vm.config_image = p.config;
     vm.socket = p.sock;
     vm.console_log = p.console;
     vm.pid_file = p.pid;

@@ -68,6 +68,11 @@ std::vector<std::string> QemuCommand(const std::string& qemu, const VmConfig& vm
       "id=ws,file=" + vm.workspace_image + ",format=raw,if=none",
       "-device",
       "virtio-blk-device,drive=ws,serial=asbws",
+      // sandboxd's config (env, hostname), read once by the guest's init.
+      "-drive",
+      "id=cfg,file=" + vm.config_image + ",format=raw,if=none,readonly=on",
+      "-device",
+      "virtio-blk-device,drive=cfg,serial=asbcfg",
       // The sandbox protocol: a virtio-serial port named asb0 joined to a unix socket that
       // QEMU listens on and the host dials (no vhost-vsock on these machines).
       "-chardev",

@@ -15,6 +15,7 @@ struct VmConfig {
   std::string initrd;           // initramfs with sandboxd (GuestImages::Initrd)
   std::string rootfs_image;     // the template's EROFS image, attached read-only
   std::string workspace_image;  // the sandbox's ext4 workspace, read-write
+  std::string config_image;     // sandboxd's config JSON, NUL-padded (SandboxdConfigJson)
   std::string socket;           // host end of the virtio-serial port (QEMU listens)
   std::string console_log;      // the guest's serial console
   std::string pid_file;

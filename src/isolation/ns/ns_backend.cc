@@ -86,15 +86,6 @@ Status ValidateSpec(const SandboxSpec& s) {
   return {};
 }
 
-std::string ConfigJson(const SandboxSpec& spec) {
-  boost::json::object env;
-  for (const auto& [k, v] : spec.env) env[k] = v;
-  boost::json::object o;
-  o["env"] = std::move(env);
-  o["hostname"] = spec.hostname;
-  return boost::json::serialize(o);
-}
-
 std::string LogTail(const std::string& log) {
   auto text = ReadSmallFile(log);
   if (!text || text->empty()) return {};
@@ -139,6 +130,15 @@ class NsSandbox final : public Sandbox {
 };
 
 }  // namespace
+
+std::string SandboxdConfigJson(const SandboxSpec& spec) {
+  boost::json::object env;
+  for (const auto& [k, v] : spec.env) env[k] = v;
+  boost::json::object o;
+  o["env"] = std::move(env);
+  o["hostname"] = spec.hostname;
+  return boost::json::serialize(o);
+}
 
 BackendCapabilities NsBackend::Capabilities() const {
   BackendCapabilities c;
@@ -295,7 +295,7 @@ Result<std::shared_ptr<Sandbox>> NsBackend::CreateLocked(const SandboxSpec& spec
   if (::listen(listen_fd.get(), 128) != 0) return FailErrno("listen " + l.sock);
   UniqueFd config_rd, config_wr;
   if (!MakePipe(&config_rd, &config_wr)) return FailErrno("pipe");
-  const std::string config = ConfigJson(spec);
+  const std::string config = SandboxdConfigJson(spec);
   if (config.size() > (1u << 20)) return Fail(Error::InvalidArgument("env too large (> 1 MiB)"));
   if (config.size() > 60000) (void)::fcntl(config_wr.get(), F_SETPIPE_SZ, 1 << 20);
   // Written before sandboxd exists: non-blocking, so a pipe too small fails instead of hanging.

@@ -42,6 +42,10 @@ struct NsBackendOptions {
   std::shared_ptr<net::HostNetwork> network;
 };
 
+/// The JSON sandboxd reads from --config-fd (sandboxd/options.h): the spec's env and hostname.
+/// Every backend hands it to its sandboxd (a pipe here, a disk in a microVM).
+std::string SandboxdConfigJson(const SandboxSpec& spec);
+
 /// Builds the backend. Errors: kUnavailable when the host lacks what it needs (user
 /// namespaces, a memory/pids/cpu cgroup controller on v1 or v2, the sandboxd binary, mkfs.ext4).
 Result<std::unique_ptr<Backend>> MakeNsBackend(const NsBackendOptions& options);
