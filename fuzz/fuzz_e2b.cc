@@ -6,14 +6,16 @@
 //     whose length is the rest of the body and at most the limit; its message re-encodes to the
 //     input; a failure is invalid_argument or payload_too_large.
 //  2. MultipartBoundary never crashes; a boundary it returns is 1..70 characters.
-//  3. ParseMultipart never crashes, returns at most max_parts parts, and every part's data is a
-//     view into the body (the first line of the input, after "--", is tried as the boundary).
+//  3. ParseMultipart never crashes, returns at most max_parts parts, and every part's data is
+//     bytes of the body (the first line of the input, after "--", is tried as the boundary);
+//     MultipartReader fed one byte per read (an upload split anywhere) agrees with it exactly.
 //  4. GunzipBounded (gzip uploads, api/gzip.h) never returns more than its limit; a failure is
 //     invalid_argument or payload_too_large.
 #include <cstddef>
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "api/e2b_connect.h"
 #include "api/gzip.h"
@@ -54,9 +56,53 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   auto parts = asb::api::ParseMultipart(in, b, kMaxParts);
   if (parts) {
     ASB_FUZZ_CHECK(parts->size() <= kMaxParts);
+    size_t total = 0;
     for (const auto& p : *parts) {
-      ASB_FUZZ_CHECK(p.data.data() >= in.data() &&
-                     p.data.data() + p.data.size() <= in.data() + in.size());
+      ASB_FUZZ_CHECK(in.find(p.data) != std::string_view::npos);  // bytes of the body, as sent
+      total += p.data.size();
+    }
+    ASB_FUZZ_CHECK(total <= in.size());
+  }
+  // The streaming reader fed a byte at a time (an upload's reads split anywhere) finds the
+  // same parts, or fails the same way.
+  {
+    size_t at = 0;
+    asb::api::MultipartReader reader(
+        [&](char* buf, size_t n) -> asb::Result<size_t> {
+          if (at == in.size() || n == 0) return size_t{0};
+          buf[0] = in[at++];
+          return size_t{1};
+        },
+        b, kMaxParts);
+    std::vector<asb::api::MultipartPart> slow;
+    bool ok = true;
+    for (;;) {
+      auto part = reader.NextPart();
+      if (!part) {
+        ok = false;
+        break;
+      }
+      if (!*part) break;
+      char c[7];
+      for (;;) {
+        auto n = reader.ReadData(c, sizeof c);
+        if (!n) {
+          ok = false;
+          break;
+        }
+        if (*n == 0) break;
+        (*part)->data.append(c, *n);
+      }
+      if (!ok) break;
+      slow.push_back(std::move(**part));
+    }
+    ASB_FUZZ_CHECK(ok == static_cast<bool>(parts));
+    if (ok && parts) {
+      ASB_FUZZ_CHECK(slow.size() == parts->size());
+      for (size_t i = 0; i < slow.size(); ++i) {
+        ASB_FUZZ_CHECK(slow[i].data == (*parts)[i].data && slow[i].name == (*parts)[i].name &&
+                       slow[i].filename == (*parts)[i].filename);
+      }
     }
   }
 

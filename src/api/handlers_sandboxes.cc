@@ -194,6 +194,11 @@ void AddSandboxRoutes(Router& router, ApiContext& ctx) {
                  } else {
                    o["reason"] = b.reason;
                  }
+                 if (b.accelerator.empty()) {
+                   o["accelerator"] = nullptr;
+                 } else {
+                   o["accelerator"] = b.accelerator;
+                 }
                  json::object caps;
                  for (const auto& [k, v] : b.capabilities) caps[k] = v;
                  o["capabilities"] = std::move(caps);

@@ -255,6 +255,7 @@ std::vector<BackendInfo> SandboxLifecycle::Backends() {
   BackendInfo b;
   b.name = std::string(reg_.backend.name());
   b.is_default = true;
+  b.accelerator = reg_.backend.accelerator();
   if (Status st = reg_.backend.Probe(); st) {
     b.available = true;
   } else {

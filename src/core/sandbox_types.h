@@ -118,6 +118,7 @@ struct BackendInfo {
   bool available = false;
   std::string reason{};  // why not, when unavailable (safe to show a client)
   bool is_default = false;
+  std::string accelerator{};  // a VM backend's: "kvm" or "tcg"; "" for ns
   /// "adopt" (sandboxes outlive the server), "pause", "workspace_images" (O(1) snapshot images),
   /// "network", "tcp_connect" (exposed ports), "memory_snapshot".
   std::map<std::string, bool> capabilities{};

@@ -140,6 +140,9 @@ class Backend {
   virtual std::string_view name() const = 0;
   /// What this backend can do beyond the required operations (see BackendCapabilities).
   virtual BackendCapabilities Capabilities() const = 0;
+  /// What runs a VM backend's guests: "kvm" (hardware) or "tcg" (QEMU's software emulation),
+  /// chosen by a test boot; "" for a backend without guests (ns).
+  virtual std::string accelerator() const { return {}; }
   /// Checks that the host can run this backend (kernel features, helper binaries). Errors:
   /// kUnavailable with the reason ("runsc not found", "cgroup memory controller missing").
   virtual Status Probe() = 0;

@@ -123,6 +123,19 @@ class MicrovmTest(unittest.TestCase):
         self.assertFalse(os.path.exists(os.path.join(s.data_dir, "microvm-sandboxes", sid)))
         print("\nmicrovm create to running: %.2f s" % boot_s, file=sys.stderr)
 
+    def test_backends_names_microvm_and_its_accelerator(self):
+        r = self.server.request("GET", "/v1/backends")
+        self.assertEqual(r.status, 200, r)
+        body = r.json()
+        self.assertEqual(body["default"], "microvm")
+        (b,) = body["backends"]
+        self.assertEqual((b["name"], b["available"]), ("microvm", True), b)
+        # KVM only where a test boot under it worked; these machines fall back to TCG.
+        self.assertIn(b["accelerator"], ("kvm", "tcg"), b)
+        if not os.path.exists("/dev/kvm"):
+            self.assertEqual(b["accelerator"], "tcg", b)
+        self.assertFalse(b["capabilities"]["network"])
+
     def test_unsupported_options_are_refused_clearly(self):
         r = self.server.request("POST", "/v1/sandboxes", {"template": "base", "network": True},
                                 check=False)

@@ -240,6 +240,7 @@ class PauseTest(ServerTestCase):
         self.assertEqual(len(ns), 1, got)
         self.assertIs(ns[0]["available"], True)
         self.assertIsNone(ns[0]["reason"])
+        self.assertIsNone(ns[0]["accelerator"])  # no guests: a VM backend's field
         self.assertIs(ns[0]["capabilities"]["pause"], True)
         self.assertIs(ns[0]["capabilities"]["adopt"], True)
         self.assertIs(ns[0]["capabilities"]["memory_snapshot"], False)

@@ -137,7 +137,7 @@ class MicrovmBackend final : public Backend {
     }
     return {};
   }
-  const std::string& accel() const { return accel_; }
+  std::string accelerator() const override { return accel_; }
 
   Result<std::shared_ptr<Sandbox>> Create(const SandboxSpec& spec) override {
     if (!IsValidId(spec.id, "sb_")) return Fail(Error::InvalidArgument("bad sandbox id"));
