@@ -123,6 +123,23 @@ class MicrovmTest(unittest.TestCase):
         self.assertFalse(os.path.exists(os.path.join(s.data_dir, "microvm-sandboxes", sid)))
         print("\nmicrovm create to running: %.2f s" % boot_s, file=sys.stderr)
 
+    def test_z_a_sigkilled_server_leaves_no_vm_after_its_restart(self):
+        # VMs are not adopted yet (capabilities.adopt is false): the restarted server ends what
+        # the old one left running, by the pid file QEMU wrote, and removes its state. QEMU
+        # must not hold the server's listening socket either, or the restart cannot bind.
+        s = self.server
+        sid = s.request("POST", "/v1/sandboxes", {"template": "base"}).json()["id"]
+        self.assertEqual(len(qemu_pids(s.data_dir)), 1)
+        s.kill9()
+        self.assertEqual(len(qemu_pids(s.data_dir)), 1)  # it outlives the server...
+        s.start()
+        deadline = time.monotonic() + 10
+        while qemu_pids(s.data_dir) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        self.assertEqual(qemu_pids(s.data_dir), [])  # ...until the next server starts
+        self.assertEqual(s.request("GET", "/v1/sandboxes/" + sid, check=False).status, 404)
+        self.assertEqual(os.listdir(os.path.join(s.data_dir, "microvm-sandboxes")), [".images"])
+
     def test_backends_names_microvm_and_its_accelerator(self):
         r = self.server.request("GET", "/v1/backends")
         self.assertEqual(r.status, 200, r)

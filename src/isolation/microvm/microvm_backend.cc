@@ -4,6 +4,7 @@
 #include <signal.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -64,6 +65,9 @@ Result<pid_t> SpawnQemu(const std::vector<std::string>& argv, const std::string&
     ::dup2(null_fd.get(), 0);
     ::dup2(log_fd.get(), 1);
     ::dup2(log_fd.get(), 2);
+    // Nothing else of the server's: not every descriptor it holds is close-on-exec (the
+    // listening socket is not), and a VM that outlives the server must not keep its port.
+    ::syscall(SYS_close_range, 3u, ~0u, 0u);
     ::execve(args[0], args.data(), kEnv);
     ::_exit(127);
   }
