@@ -328,6 +328,23 @@ test('a symlink never leads a file call out of the sandbox', { skip }, async () 
   await assert.rejects(sbx.files.write('/workspace/etc-link/passwd', 'x'));
 });
 
+test('file calls reach the whole sandbox as its user, as envd\'s do', { skip }, async () => {
+  // Relative paths start in the home (/workspace); absolute ones go anywhere the user may.
+  const osRelease = await sbx.files.read('/etc/os-release');
+  assert.match(osRelease, /^PRETTY_NAME=|ID=/m);
+  const info = await sbx.files.write('/tmp/e2b-abs/x.txt', 'in tmp');
+  assert.equal(info.path, '/tmp/e2b-abs/x.txt');
+  assert.equal((await sbx.commands.run('cat /tmp/e2b-abs/x.txt; stat -c %U /tmp/e2b-abs/x.txt'))
+    .stdout, 'in tmp' + 'sandbox\n');
+  const listed = await sbx.files.list('/tmp/e2b-abs');
+  assert.deepEqual(listed.map((e) => e.path), ['/tmp/e2b-abs/x.txt']);
+  assert.equal(await sbx.files.exists('/etc/os-release'), true);
+  await assert.rejects(sbx.files.read('/tmp/e2b-abs/missing'), NotFoundError);
+  // The read-only root refuses a write; nothing is written.
+  await assert.rejects(sbx.files.write('/usr/e2b-x', 'no'));
+  assert.equal(await sbx.files.exists('/usr/e2b-x'), false);
+});
+
 test('list, connect, setTimeout and kill through the control plane', { skip }, async () => {
   const mine = await Sandbox.list({ query: { metadata: { suite: 'e2b' } } }).nextItems();
   assert.deepEqual(mine.map((s) => s.sandboxId), [sbx.sandboxId]);
