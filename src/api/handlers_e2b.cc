@@ -176,6 +176,17 @@ Result<HttpResponse> Create(const Deps& d, HttpRequest& req) {
   }
   // What would change a sandbox's behaviour and we cannot honour is refused, never ignored.
   ASB_TRY(RequireMemoryKept(body, "autoPauseMemory", "an auto-pause that keeps only the files"));
+  // The SDKs send secure: true unless told otherwise. false asks for an envd that takes calls
+  // without the envdAccessToken: anyone who learns a sandbox's id could then run commands in
+  // it, which no tenant of a shared server may allow (ADR 0023), so it is refused.
+  if (const json::value* sec = FieldOf(body, "secure")) {
+    if (!sec->is_bool()) return Fail(Error::InvalidArgument("secure: a boolean"));
+    if (!sec->as_bool()) {
+      return Fail(Error::InvalidArgument(
+          "secure: false is not offered: every sandbox's envd requires its envdAccessToken, "
+          "which create and connect answer (docs/e2b.md)"));
+    }
+  }
   if (const json::value* r = FieldOf(body, "autoResume")) {
     const json::value* on = r->is_object() ? FieldOf(r->as_object(), "enabled") : nullptr;
     if (!r->is_object() || (on != nullptr && !on->is_bool())) {

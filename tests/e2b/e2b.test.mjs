@@ -328,6 +328,26 @@ test('a symlink never leads a file call out of the sandbox', { skip }, async () 
   await assert.rejects(sbx.files.write('/workspace/etc-link/passwd', 'x'));
 });
 
+test('secure: false is refused with the reason, never silently ignored', { skip }, async () => {
+  // E2B's API takes `secure` on create (the e2b 2.x JS SDK no longer sends it; older SDKs and
+  // direct API users do): false would be an envd without its access token.
+  const create = (secure) => fetch(server.url + '/sandboxes', {
+    method: 'POST',
+    headers: { 'X-API-Key': process.env.E2B_API_KEY, 'Content-Type': 'application/json' },
+    body: JSON.stringify({ templateID: 'base', timeout: 60, secure }),
+  });
+  const refused = await create(false);
+  assert.equal(refused.status, 400);
+  assert.match((await refused.json()).message, /secure: false is not offered/);
+  const bad = await create('yes');
+  assert.equal(bad.status, 400);
+  const ok = await create(true);
+  assert.equal(ok.status, 201);
+  const made = await ok.json();
+  assert.ok(made.envdAccessToken, JSON.stringify(made));
+  await Sandbox.kill(made.sandboxID);
+});
+
 test('file calls reach the whole sandbox as its user, as envd\'s do', { skip }, async () => {
   // Relative paths start in the home (/workspace); absolute ones go anywhere the user may.
   const osRelease = await sbx.files.read('/etc/os-release');
