@@ -70,7 +70,8 @@ class MicrovmTest(unittest.TestCase):
         s = self.server
         t0 = time.monotonic()
         r = s.request("POST", "/v1/sandboxes",
-                      {"template": "base", "memory_mb": 256, "env": {"GREETING": "hi vm"}},
+                      {"template": "base", "memory_mb": 256, "pids_limit": 32,
+                       "env": {"GREETING": "hi vm"}},
                       check=False)
         boot_s = time.monotonic() - t0
         self.assertEqual(r.status, 201, r)
@@ -109,6 +110,13 @@ class MicrovmTest(unittest.TestCase):
                              "print(u.urlopen('http://127.0.0.1:8000/').status)\" 2>/dev/null "
                              "&& break; sleep 0.2; done", timeout_seconds=60)
             self.assertEqual(out["stdout"], "200\n", out)
+            # The pids limit holds inside the guest (its cgroup of commands): a fork loop stops
+            # and the sandbox still answers once the loop's orphans have ended.
+            out = s.run(sid, "cat /sys/fs/cgroup/work/pids.max")
+            self.assertEqual(out["stdout"], "32\n", out)
+            out = s.run(sid, "for i in $(seq 100); do sleep 1 & done; wait", timeout_seconds=30)
+            self.assertTrue("fork" in out["stderr"] or "unavailable" in out["stderr"], out)
+            time.sleep(1.5)
             # The file API reaches the guest through the same protocol.
             self.assertEqual(s.put_file(sid, "hello.txt", b"from the host").status, 200)
             self.assertEqual(s.run(sid, "cat hello.txt")["stdout"], "from the host")

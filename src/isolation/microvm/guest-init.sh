@@ -74,6 +74,14 @@ mount --move /dev /newroot/dev || fail "move /dev"
 mkdir -p /newroot/dev/pts /newroot/dev/shm
 mount -t devpts -o nosuid,noexec,newinstance,ptmxmode=0666,mode=0620 devpts /newroot/dev/pts
 mount -t tmpfs -o nosuid,nodev,size=64m tmpfs /newroot/dev/shm
+# Commands run in a cgroup of their own below sandboxd, with the sandbox's pids limit (the
+# VM's RAM is its memory limit): sandboxd moves each command there before exec (fd 4).
+mount -t cgroup2 -o nosuid,nodev,noexec cgroup2 /newroot/sys/fs/cgroup || fail "mount cgroup2"
+mkdir /newroot/sys/fs/cgroup/work || fail "work cgroup"
+echo +pids > /newroot/sys/fs/cgroup/cgroup.subtree_control || fail "pids controller"
+echo "${ASB_PIDS_MAX:-256}" > /newroot/sys/fs/cgroup/work/pids.max || fail "pids.max"
 hostname "${ASB_HOSTNAME:-sandbox}"
 exec 3< /newroot/run/asb/config.json
-exec switch_root /newroot /run/asb/sandboxd --port="$channel" --workspace=/workspace --config-fd=3
+exec 4> /newroot/sys/fs/cgroup/work/cgroup.procs
+exec switch_root /newroot /run/asb/sandboxd --port="$channel" --workspace=/workspace \
+  --config-fd=3 --work-cgroup-fd=4

@@ -251,6 +251,7 @@ class MicrovmBackend final : public Backend {
     vm.vcpus = std::max(1, static_cast<int>(std::ceil(spec.cpus)));
     vm.hostname = spec.hostname;
     vm.tmp_bytes = spec.tmp_bytes;
+    vm.pids_limit = spec.pids_limit;
     ASB_ASSIGN_OR_RETURN(pid_t pid, SpawnQemu(QemuCommand(opts_.qemu_path, vm), p.log));
     {
       std::lock_guard lock(mu_);

@@ -56,7 +56,8 @@ std::vector<std::string> QemuCommand(const std::string& qemu, const VmConfig& vm
       "-initrd",
       vm.initrd,
       "-append",
-      KernelArgs("ASB_HOSTNAME=" + hostname + " ASB_TMP_SIZE=" + tmp_kib),
+      KernelArgs("ASB_HOSTNAME=" + hostname + " ASB_TMP_SIZE=" + tmp_kib +
+                 " ASB_PIDS_MAX=" + std::to_string(vm.pids_limit)),
       "-serial",
       "file:" + vm.console_log,
       // The disks, found by the guest by serial, not probe order.

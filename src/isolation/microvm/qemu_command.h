@@ -24,6 +24,7 @@ struct VmConfig {
   int vcpus = 1;
   std::string hostname = "sandbox";
   uint64_t tmp_bytes = 64ull << 20;  // the guest's /tmp tmpfs
+  uint32_t pids_limit = 256;         // pids.max of the guest's cgroup of commands
 };
 
 /// The argv of a VM running `vm` (argv[0] is `qemu`).
