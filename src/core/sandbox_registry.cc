@@ -204,7 +204,9 @@ void SandboxRegistry::NoteIfLost(Entry& e, const std::shared_ptr<isolation::Sand
     std::lock_guard l(e.info_mu);
     if (e.info.state != SandboxState::kRunning || e.sandbox != sandbox) return;
   }
-  const std::string msg = "sandbox stopped unexpectedly (its sandboxd is gone)";
+  const std::string why = sandbox->LostReason();
+  const std::string msg = why.empty() ? "sandbox stopped unexpectedly (its sandboxd is gone)"
+                                      : "sandbox stopped unexpectedly: " + why;
   if (Status st = WriteState(e, SandboxState::kError, msg); !st) {
     spdlog::warn("sandbox_id={} marking lost sandbox: {}", sandbox->id(), st.error().ToString());
     return;

@@ -131,6 +131,10 @@ class Sandbox {
   /// nothing listening as kUnavailable ("nothing listens on port N"), kTimeout after
   /// `timeout_ms`, kUnavailable without BackendCapabilities::tcp_connect.
   virtual Result<int> ConnectTcp(uint16_t port, int timeout_ms) = 0;
+  /// Why the sandbox ended on its own, once its connection is gone, when the backend can tell
+  /// ("the guest kernel panicked: ..."); "" when it cannot. Shown to clients, so it names no
+  /// host path.
+  virtual std::string LostReason() { return {}; }
 };
 
 class Backend {

@@ -104,8 +104,12 @@ bool BootWorks(const std::string& qemu, const GuestKernel& k, const std::string&
 class MicrovmSandbox final : public Sandbox {
  public:
   MicrovmSandbox(std::string id, std::shared_ptr<protocol::Connection> conn, pid_t pid,
-                 std::string image)
-      : id_(std::move(id)), conn_(std::move(conn)), pid_(pid), image_(std::move(image)) {}
+                 std::string image, std::string console)
+      : id_(std::move(id)),
+        conn_(std::move(conn)),
+        pid_(pid),
+        image_(std::move(image)),
+        console_(std::move(console)) {}
   const std::string& id() const override { return id_; }
   std::shared_ptr<protocol::Connection> connection() override { return conn_; }
   int host_pid() const override { return pid_; }
@@ -118,12 +122,30 @@ class MicrovmSandbox final : public Sandbox {
     return u;
   }
   Result<int> ConnectTcp(uint16_t, int) override { return Fail(NotCapable("microvm", "ports")); }
+  // What the guest's console says of its end: a kernel panic (panic=-1 and -no-reboot end the
+  // VM), our init's failure, else that the VM is gone. Guest text only, never a host path.
+  std::string LostReason() override {
+    auto text = ns::ReadSmallFile(console_);
+    if (text) {
+      for (const char* mark : {"Kernel panic - not syncing:", "asb-init:"}) {
+        size_t at = text->rfind(mark);
+        if (at == std::string::npos) continue;
+        size_t end = text->find('\n', at);
+        std::string line = text->substr(at, std::min<size_t>(end - at, 200));
+        while (!line.empty() && (line.back() == '\r' || line.back() == ' ')) line.pop_back();
+        return std::string(mark[0] == 'K' ? "the guest kernel panicked (" : "the guest failed (") +
+               line + ")";
+      }
+    }
+    return ::kill(pid_, 0) == 0 ? "" : "the virtual machine ended";
+  }
 
  private:
   std::string id_;
   std::shared_ptr<protocol::Connection> conn_;
   pid_t pid_;
   std::string image_;
+  std::string console_;
 };
 
 class MicrovmBackend final : public Backend {
@@ -286,7 +308,7 @@ class MicrovmBackend final : public Backend {
     }
     spdlog::info("sandbox_id={} microvm up: accel={} pid={}", spec.id, accel_, pid);
     return std::shared_ptr<Sandbox>(
-        std::make_shared<MicrovmSandbox>(spec.id, std::move(*conn), pid, p.image));
+        std::make_shared<MicrovmSandbox>(spec.id, std::move(*conn), pid, p.image, p.console));
   }
 
   // The last line of a log, for an error message (guest and QEMU text, not host paths).

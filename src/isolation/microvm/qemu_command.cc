@@ -32,7 +32,9 @@ std::vector<std::string> Base(const std::string& qemu, const std::string& accel)
 std::string KernelArgs(const std::string& extra) {
   // tsc_early_khz: without it about 30% of TCG boots hang calibrating the TSC (measured,
   // docs/ARCHITECTURE.md); quiet: the console log holds what matters.
-  return "console=ttyS0 quiet tsc_early_khz=2500000 panic=-1 " + extra;
+  // panic=-1 reboot=t: a panic resets at once by triple fault (microvm has no keyboard
+  // controller to reboot through, and the kernel would try one method after another).
+  return "console=ttyS0 quiet tsc_early_khz=2500000 panic=-1 reboot=t " + extra;
 }
 
 }  // namespace
