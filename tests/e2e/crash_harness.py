@@ -253,6 +253,8 @@ class Harness:
                 continue  # the pool's directory itself stays, empty, after a stop
             if n == ".images":
                 continue  # snapshot images (copy-on-write), checked below
+            if n == ".seeds":
+                continue  # templates' /workspace seed images: a cache of the backend
             if n not in live:
                 out.append("state dir %s" % n)
         images = [n for n in (os.listdir(pool_dir) if os.path.isdir(pool_dir) else [])

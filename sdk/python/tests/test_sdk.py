@@ -531,8 +531,8 @@ class SdkTest(unittest.TestCase):
         with self.assertRaises(NotFoundError):
             sb.read_file("missing.txt")
         with self.assertRaises(SandboxAPIError) as cm:
-            sb.write_file("/etc/x", b"no")
-        self.assertEqual((cm.exception.status_code, cm.exception.code), (400, "invalid_request"))
+            sb.write_file("/etc/x", b"no")  # anywhere as the sandbox user: the root is read-only
+        self.assertEqual((cm.exception.status_code, cm.exception.code), (403, "forbidden"))
         with self.assertRaises(SandboxAPIError) as cm:
             sb.read_file("data")
         self.assertEqual(cm.exception.status_code, 400)
@@ -653,8 +653,8 @@ class SdkTest(unittest.TestCase):
         self.assertNotIsInstance(cm.exception, NotFoundError)
         self.assertEqual((cm.exception.status_code, cm.exception.code), (400, "invalid_request"))
         with self.assertRaises(SandboxAPIError) as cm:
-            sb.watch_files("/etc")
-        self.assertEqual((cm.exception.status_code, cm.exception.code), (400, "invalid_request"))
+            sb.watch_files("/root")  # absolute paths reach the sandbox as its user: not root's
+        self.assertEqual((cm.exception.status_code, cm.exception.code), (403, "forbidden"))
         for bad in (0, 65537):
             with self.assertRaises(SandboxAPIError) as cm:
                 sb.watch_files(max_queue=bad)

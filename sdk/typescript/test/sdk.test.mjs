@@ -628,8 +628,13 @@ test("files: binary round trip, empty, modes, listing, errors", async () => {
   const deep = (await s.listFiles("/workspace", { recursive: true })).map((f) => f.path);
   assert.ok(deep.includes("/workspace/data/blob.bin"));
   await assert.rejects(s.readFile("missing.txt"), NotFoundError);
+  // Absolute paths reach the sandbox as its user: the read-only root refuses a write.
   await assert.rejects(
     s.writeFile("/etc/x", "no"),
+    (e) => e instanceof SandboxAPIError && e.statusCode === 403 && e.code === "forbidden",
+  );
+  await assert.rejects(
+    s.writeFile("../x", "no"),
     (e) => e instanceof SandboxAPIError && e.statusCode === 400 && e.code === "invalid_request",
   );
   await assert.rejects(s.readFile("data"), (e) => e.statusCode === 400);
@@ -770,7 +775,7 @@ test("watchFiles: errors before the stream, the 8-watch limit, close frees one",
     (e) => e instanceof SandboxAPIError && !(e instanceof NotFoundError) &&
       e.statusCode === 400 && e.code === "invalid_request",
   );
-  await assert.rejects(s.watchFiles("/etc"), (e) => e.statusCode === 400);
+  await assert.rejects(s.watchFiles("/root"), (e) => e.statusCode === 403);  // root's, not ours
   await assert.rejects(
     s.watchFiles("/workspace", { maxQueue: 65537 }),
     (e) => e.statusCode === 400 && e.message.includes("max_queue"),
