@@ -3,9 +3,26 @@
 #include <sys/random.h>
 
 #include <cerrno>
+#include <cinttypes>
+#include <cstdio>
 #include <cstdlib>
 
 namespace asb {
+
+std::string HexU64(uint64_t v, int width) {
+  char buf[24];
+  std::snprintf(buf, sizeof buf, "%0*" PRIx64, width, v);
+  return buf;
+}
+
+uint64_t Fnv1a64(std::string_view s) {
+  uint64_t h = 0xcbf29ce484222325ull;
+  for (unsigned char c : s) {
+    h ^= c;
+    h *= 0x100000001b3ull;
+  }
+  return h;
+}
 
 std::string RandomHex(size_t n_bytes) {
   static constexpr char kHex[] = "0123456789abcdef";

@@ -2,6 +2,7 @@
 // e.g. "sb_3f9a0c1d2e4b5a69" (api/openapi.json).
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <string_view>
 
@@ -13,6 +14,14 @@ std::string NewId(std::string_view prefix);
 
 /// Returns `n_bytes` random bytes as 2*n_bytes lowercase hex digits (for API keys, tokens).
 std::string RandomHex(size_t n_bytes);
+
+/// `v` as lowercase hex, zero-padded to at least `width` digits (cache file names, cpio
+/// headers).
+std::string HexU64(uint64_t v, int width = 16);
+
+/// FNV-1a, 64 bits, of `s`: a stable short name for a path in a cache file's name. Not a
+/// security boundary (anyone can make a collision).
+uint64_t Fnv1a64(std::string_view s);
 
 /// True if `id` is `prefix` followed by exactly 16 lowercase hex digits. Use this before an id
 /// reaches a path or a query: it rejects "/", "..", and everything else.

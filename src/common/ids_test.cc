@@ -29,3 +29,18 @@ TEST(IdsTest, IsValidIdRejectsHostileInput) {
 
 }  // namespace
 }  // namespace asb
+
+namespace asb {
+namespace {
+
+TEST(HexAndHashTest, HexPadsAndFnvIsTheStandardOne) {
+  EXPECT_EQ(HexU64(0xab), "00000000000000ab");
+  EXPECT_EQ(HexU64(0xab, 1), "ab");
+  EXPECT_EQ(HexU64(0, 8), "00000000");
+  // FNV-1a 64 test vectors (the offset basis for "", and "a").
+  EXPECT_EQ(Fnv1a64(""), 0xcbf29ce484222325ull);
+  EXPECT_EQ(Fnv1a64("a"), 0xaf63dc4c8601ec8cull);
+}
+
+}  // namespace
+}  // namespace asb

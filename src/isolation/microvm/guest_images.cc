@@ -6,9 +6,6 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <cinttypes>
-#include <cstdio>
-
 #include "common/ids.h"
 #include "common/unique_fd.h"
 #include "isolation/ns/files.h"
@@ -17,21 +14,6 @@
 namespace asb::isolation::microvm {
 
 namespace {
-
-std::string Hex(uint64_t v, int width) {
-  char buf[24];
-  std::snprintf(buf, sizeof buf, "%0*" PRIx64, width, v);
-  return buf;
-}
-
-uint64_t Fnv1a(const std::string& s) {
-  uint64_t h = 0xcbf29ce484222325ull;
-  for (unsigned char c : s) {
-    h ^= c;
-    h *= 0x100000001b3ull;
-  }
-  return h;
-}
 
 void AppendNewcEntry(std::string* out, const std::string& name, uint32_t mode,
                      const std::string& data, uint32_t ino) {
@@ -49,7 +31,7 @@ void AppendNewcEntry(std::string* out, const std::string& name, uint32_t mode,
                                static_cast<uint32_t>(name.size() + 1),
                                0};
   *out += "070701";
-  for (uint32_t f : fields) *out += Hex(f, 8);
+  for (uint32_t f : fields) *out += HexU64(f, 8);
   *out += name;
   out->push_back('\0');
   while (out->size() % 4 != 0) out->push_back('\0');
@@ -115,11 +97,11 @@ Result<std::string> GuestImages::Initrd() {
   // Named by both inputs' identity and times: a rebuilt sandboxd or guest gets a new initrd.
   const std::string path =
       dir_ + "/initrd-" +
-      Hex(Fnv1a(std::to_string(st.st_ino) + ":" + std::to_string(st.st_mtim.tv_sec) + ":" +
-                std::to_string(st.st_mtim.tv_nsec) + ":" + std::to_string(st.st_size) + ":" +
-                std::to_string(base.st_ino) + ":" + std::to_string(base.st_mtim.tv_sec) + ":" +
-                std::to_string(base.st_mtim.tv_nsec)),
-          16) +
+      HexU64(Fnv1a64(std::to_string(st.st_ino) + ":" + std::to_string(st.st_mtim.tv_sec) + ":" +
+                     std::to_string(st.st_mtim.tv_nsec) + ":" + std::to_string(st.st_size) + ":" +
+                     std::to_string(base.st_ino) + ":" + std::to_string(base.st_mtim.tv_sec) + ":" +
+                     std::to_string(base.st_mtim.tv_nsec)),
+             16) +
       ".cpio";
   if (::access(path.c_str(), R_OK) == 0) return path;
   std::lock_guard<std::mutex> lock(mu_);
@@ -135,8 +117,8 @@ Result<std::string> GuestImages::RootfsImage(const std::string& rootfs) {
   if (::stat(rootfs.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
     return Fail(Error::NotFound("template root filesystem " + rootfs + " is missing"));
   }
-  const std::string prefix = "rootfs-" + Hex(Fnv1a(rootfs), 16) + "-";
-  const std::string name = prefix + Hex(st.st_dev, 1) + "-" + Hex(st.st_ino, 1) + ".erofs";
+  const std::string prefix = "rootfs-" + HexU64(Fnv1a64(rootfs), 16) + "-";
+  const std::string name = prefix + HexU64(st.st_dev, 1) + "-" + HexU64(st.st_ino, 1) + ".erofs";
   const std::string path = dir_ + "/" + name;
   if (::access(path.c_str(), R_OK) == 0) return path;
   std::lock_guard<std::mutex> lock(mu_);

@@ -24,12 +24,11 @@
 #include "isolation/ns/files.h"
 #include "isolation/ns/ns_backend.h"
 #include "isolation/ns/workspace.h"
+#include "protocol/messages.h"
 
 namespace asb::isolation::microvm {
 
 namespace {
-
-constexpr uint32_t kSandboxUid = 1000;  // protocol::kSandboxUid: owns the workspace root
 
 struct Paths {
   std::string dir, image, config, sock, console, log, pid;
@@ -252,7 +251,8 @@ class MicrovmBackend final : public Backend {
   Result<std::shared_ptr<Sandbox>> CreateIn(const SandboxSpec& spec, const Paths& p) {
     ASB_ASSIGN_OR_RETURN(std::string rootfs, images_.RootfsImage(spec.rootfs));
     ASB_ASSIGN_OR_RETURN(std::string initrd, images_.Initrd());
-    ASB_TRY_CTX(ns::MakeWorkspaceImage(p.image, spec.workspace_bytes, kSandboxUid), "workspace");
+    ASB_TRY_CTX(ns::MakeWorkspaceImage(p.image, spec.workspace_bytes, protocol::kSandboxUid),
+                "workspace");
     // sandboxd's config (env, hostname) as a small read-only disk, padded with NULs to whole
     // sectors; the guest's init strips them and hands the JSON to sandboxd's --config-fd.
     std::string config = ns::SandboxdConfigJson(spec);

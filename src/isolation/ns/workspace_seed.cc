@@ -7,8 +7,6 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <cinttypes>
-#include <cstdio>
 #include <cstring>
 
 #include "common/ids.h"
@@ -19,22 +17,6 @@
 namespace asb::isolation::ns {
 
 namespace {
-
-std::string Hex64(uint64_t v) {
-  char buf[17];
-  std::snprintf(buf, sizeof buf, "%016" PRIx64, v);
-  return buf;
-}
-
-// FNV-1a: names the template in the seed's file name; not a security boundary.
-uint64_t Fnv1a(const std::string& s) {
-  uint64_t h = 0xcbf29ce484222325ull;
-  for (unsigned char c : s) {
-    h ^= c;
-    h *= 0x100000001b3ull;
-  }
-  return h;
-}
 
 // Whether the directory `fd` has an entry other than "." and "..".
 bool HasEntries(int fd) {
@@ -72,8 +54,8 @@ Result<std::string> WorkspaceSeeds::ImageFor(const std::string& rootfs, uint64_t
   if (!ws || !HasEntries(ws.get())) return std::string();
   struct stat st;
   if (::fstat(ws.get(), &st) != 0) return FailErrno("stat " + rootfs + "/workspace");
-  const std::string prefix = "seed-" + Hex64(Fnv1a(rootfs)) + "-";
-  const std::string build = prefix + Hex64(st.st_dev) + "-" + Hex64(st.st_ino) + "-";
+  const std::string prefix = "seed-" + HexU64(Fnv1a64(rootfs)) + "-";
+  const std::string build = prefix + HexU64(st.st_dev) + "-" + HexU64(st.st_ino) + "-";
   const std::string name = build + std::to_string(bytes) + ".img";
   const std::string path = dir_ + "/" + name;
   if (::access(path.c_str(), F_OK) == 0) return path;
