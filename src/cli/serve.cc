@@ -299,6 +299,7 @@ int Serve(CLI::App& root, const ServeFlags& flags) {
     mo.sandboxd_path =
         ::access((sandboxd + "-guest").c_str(), R_OK) == 0 ? sandboxd + "-guest" : sandboxd;
     mo.accel = cfg.microvm_accel;
+    mo.cgroup_name = bo.cgroup_name + "-vm";
     backend = isolation::microvm::MakeMicrovmBackend(mo);
     if (backend) spdlog::info("backend microvm: guest from {}", mo.guest_dir);
   } else {

@@ -32,8 +32,19 @@ def missing_microvm():
     return None
 
 
+def vm_cgroup_name(data_dir):
+    """The server's cgroup name for its VMs: cli/serve.cc's CgroupNameFor (FNV-1a of the data
+    dir's canonical path) + "-vm"."""
+    h = 1469598103934665603
+    for c in os.path.realpath(data_dir).encode():
+        h = ((h ^ c) * 1099511628211) % (1 << 64)
+    return "agent-sandbox-%08x-vm" % (h & 0xFFFFFFFF)
+
+
 def qemu_pids(data_dir):
-    """Pids of QEMU processes whose command line names `data_dir`."""
+    """Pids of QEMU processes in the cgroups of the server on `data_dir` (jailed, QEMU's
+    command line names only paths inside its jail)."""
+    marker = ("/%s/" % vm_cgroup_name(data_dir)).encode()
     out = []
     for pid in os.listdir("/proc"):
         if not pid.isdigit():
@@ -41,11 +52,18 @@ def qemu_pids(data_dir):
         try:
             with open("/proc/%s/cmdline" % pid, "rb") as f:
                 cmd = f.read()
+            with open("/proc/%s/cgroup" % pid, "rb") as f:
+                cgroups = f.read()
         except OSError:
             continue
-        if b"qemu-system" in cmd and data_dir.encode() in cmd:
+        if b"qemu-system" in cmd and marker in cgroups:
             out.append(int(pid))
     return out
+
+
+def status_fields(pid):
+    with open("/proc/%d/status" % pid) as f:
+        return dict(line.rstrip("\n").split(":\t", 1) for line in f if ":\t" in line)
 
 
 class MicrovmTest(unittest.TestCase):
@@ -163,7 +181,7 @@ class MicrovmTest(unittest.TestCase):
 
     def test_z_a_sigkilled_server_leaves_no_vm_after_its_restart(self):
         # VMs are not adopted yet (capabilities.adopt is false): the restarted server ends what
-        # the old one left running, by the pid file QEMU wrote, and removes its state. QEMU
+        # the old one left running, found by the VM's cgroup, and removes its state. QEMU
         # must not hold the server's listening socket either, or the restart cannot bind.
         s = self.server
         sid = s.request("POST", "/v1/sandboxes", {"template": "base"}).json()["id"]
@@ -177,6 +195,65 @@ class MicrovmTest(unittest.TestCase):
         self.assertEqual(qemu_pids(s.data_dir), [])  # ...until the next server starts
         self.assertEqual(s.request("GET", "/v1/sandboxes/" + sid, check=False).status, 404)
         self.assertEqual(os.listdir(os.path.join(s.data_dir, "microvm-sandboxes")), [".images"])
+
+    def test_qemu_runs_jailed_and_leaves_nothing(self):
+        # docs/adr/0026-qemu-jail.md: a guest that breaks out of its kernel into QEMU finds an
+        # unprivileged uid of its own, namespaces of its own, a root holding only /usr and the
+        # VM's own files, no capabilities, no_new_privs and seccomp, inside the VM's cgroups.
+        s = self.server
+        sid = s.request("POST", "/v1/sandboxes", {"template": "base", "memory_mb": 256}).json()["id"]
+        try:
+            (pid,) = qemu_pids(s.data_dir)
+            st = status_fields(pid)
+            uids = [int(x) for x in st["Uid"].split()]
+            gids = [int(x) for x in st["Gid"].split()]
+            self.assertEqual(len(set(uids)), 1, st["Uid"])
+            self.assertGreaterEqual(uids[0], 1_000_000_000, st["Uid"])  # a uid range of its own
+            self.assertEqual(set(gids), {uids[0]}, st["Gid"])
+            self.assertEqual(st["Groups"].strip(), "", st)
+            self.assertEqual(int(st["CapEff"], 16), 0, st)
+            self.assertEqual(int(st["CapPrm"], 16), 0, st)
+            self.assertEqual(st["NoNewPrivs"].strip(), "1", st)
+            self.assertEqual(st["Seccomp"].strip(), "2", st)  # QEMU's own filter (-sandbox on)
+            for ns in ("user", "pid", "mnt", "net", "ipc", "uts", "cgroup"):
+                self.assertNotEqual(os.readlink("/proc/%d/ns/%s" % (pid, ns)),
+                                    os.readlink("/proc/self/ns/%s" % ns), ns)
+            # Nothing of the host's tree but /usr, the loader's cache and the VM's files.
+            root = "/proc/%d/root" % pid
+            self.assertLessEqual(set(os.listdir(root)),
+                                 {"usr", "etc", "proc", "dev", "vm", "guest", "lib", "lib64",
+                                  "bin", "sbin", ".kvm"}, os.listdir(root))
+            self.assertLessEqual(set(os.listdir(root + "/etc")), {"ld.so.cache"})
+            self.assertEqual(sorted(os.listdir(root + "/guest")),
+                             ["initrd", "rootfs.img", "vmlinuz"])
+            self.assertEqual(sorted(os.listdir(root + "/vm")),
+                             ["config.img", "console.log", "sandboxd.sock", "workspace.img"])
+            self.assertFalse(os.path.exists(root + "/var"))
+            # The VM's cgroups bound QEMU: memory above the guest's 256 MiB (QEMU's own share)
+            # but not unbounded; threads counted.
+            with open("/proc/%d/cgroup" % pid) as f:
+                lines = [l.strip().split(":", 2) for l in f]
+            cg = {ctrl: path for _, ctrl, path in lines}
+            mem_dir = None
+            if "memory" in cg and os.path.isdir("/sys/fs/cgroup/memory"):
+                mem_dir = "/sys/fs/cgroup/memory" + cg["memory"]
+                limit_file = mem_dir + "/memory.limit_in_bytes"
+            elif "" in cg:
+                mem_dir = "/sys/fs/cgroup" + cg[""]
+                limit_file = mem_dir + "/memory.max"
+            self.assertIn(sid, mem_dir)
+            with open(limit_file) as f:
+                limit = int(f.read())
+            self.assertGreater(limit, 256 << 20)
+            self.assertLess(limit, 1 << 30)
+        finally:
+            self.assertEqual(s.request("DELETE", "/v1/sandboxes/" + sid, check=False).status, 204)
+        self.assertEqual(qemu_pids(s.data_dir), [])
+        self.assertFalse(os.path.exists(mem_dir), mem_dir)  # cgroups removed
+        registry = "/run/agent-sandbox/uid-ranges"
+        for name in os.listdir(registry) if os.path.isdir(registry) else []:
+            with open(os.path.join(registry, name)) as f:
+                self.assertNotIn(sid, f.read())  # the uid range released
 
     def test_backends_names_microvm_and_its_accelerator(self):
         r = self.server.request("GET", "/v1/backends")

@@ -61,6 +61,17 @@ Status WriteCache(const std::string& path, const std::string& a, const std::stri
   return {};
 }
 
+// A cache file as QEMU's jail needs it: readable by the VM's unprivileged uid through the
+// bind mount (the cache directory itself stays 0700, so no other host user reaches it).
+Result<std::string> ReadableByJail(const std::string& path) {
+  struct stat st;
+  if (::stat(path.c_str(), &st) != 0) return FailErrno("stat " + path);
+  if ((st.st_mode & 0777) != 0644 && ::chmod(path.c_str(), 0644) != 0) {
+    return FailErrno("chmod " + path);
+  }
+  return path;
+}
+
 }  // namespace
 
 Result<GuestKernel> FindGuestKernel(const std::string& dir) {
@@ -103,13 +114,13 @@ Result<std::string> GuestImages::Initrd() {
                      std::to_string(base.st_mtim.tv_nsec)),
              16) +
       ".cpio";
-  if (::access(path.c_str(), R_OK) == 0) return path;
+  if (::access(path.c_str(), R_OK) == 0) return ReadableByJail(path);
   std::lock_guard<std::mutex> lock(mu_);
-  if (::access(path.c_str(), R_OK) == 0) return path;
+  if (::access(path.c_str(), R_OK) == 0) return ReadableByJail(path);
   ASB_ASSIGN_OR_RETURN(std::string base_bytes, ns::ReadSmallFile(kernel_.initrd_base));
   ASB_ASSIGN_OR_RETURN(std::string sandboxd, ns::ReadSmallFile(sandboxd_));
   ASB_TRY(WriteCache(path, base_bytes, CpioWithOneFile("sandboxd", sandboxd)));
-  return path;
+  return ReadableByJail(path);
 }
 
 Result<std::string> GuestImages::RootfsImage(const std::string& rootfs) {
@@ -120,9 +131,9 @@ Result<std::string> GuestImages::RootfsImage(const std::string& rootfs) {
   const std::string prefix = "rootfs-" + HexU64(Fnv1a64(rootfs), 16) + "-";
   const std::string name = prefix + HexU64(st.st_dev, 1) + "-" + HexU64(st.st_ino, 1) + ".erofs";
   const std::string path = dir_ + "/" + name;
-  if (::access(path.c_str(), R_OK) == 0) return path;
+  if (::access(path.c_str(), R_OK) == 0) return ReadableByJail(path);
   std::lock_guard<std::mutex> lock(mu_);
-  if (::access(path.c_str(), R_OK) == 0) return path;
+  if (::access(path.c_str(), R_OK) == 0) return ReadableByJail(path);
   const std::string tmp = dir_ + "/making-" + RandomHex(6) + ".erofs";
   std::string out;
   auto status = ns::RunCapture({"/usr/bin/mkfs.erofs", tmp, rootfs}, &out);
@@ -144,7 +155,7 @@ Result<std::string> GuestImages::RootfsImage(const std::string& rootfs) {
     ::unlink(tmp.c_str());
     return Fail(Error::FromErrno(ErrorCode::kBackend, err, "rename " + tmp));
   }
-  return path;
+  return ReadableByJail(path);
 }
 
 }  // namespace asb::isolation::microvm

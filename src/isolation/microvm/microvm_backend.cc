@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <sys/statfs.h>
 #include <sys/syscall.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -13,6 +14,7 @@
 #include <filesystem>
 #include <map>
 #include <mutex>
+#include <set>
 #include <thread>
 #include <vector>
 
@@ -21,8 +23,12 @@
 #include "common/unique_fd.h"
 #include "isolation/microvm/guest_images.h"
 #include "isolation/microvm/qemu_command.h"
+#include "isolation/microvm/qemu_jail.h"
+#include "isolation/ns/cgroup.h"
+#include "isolation/ns/contain.h"
 #include "isolation/ns/files.h"
 #include "isolation/ns/ns_backend.h"
+#include "isolation/ns/user.h"
 #include "isolation/ns/workspace.h"
 #include "protocol/messages.h"
 
@@ -30,24 +36,40 @@ namespace asb::isolation::microvm {
 
 namespace {
 
+// The sandbox's host directory (0700, root): `root` is QEMU's jail root (mount points only),
+// `vm` (0700, the jail's uid) is what the jail sees as /vm; the QEMU log stays host-side.
 struct Paths {
-  std::string dir, image, config, sock, console, log, pid;
+  std::string dir, root, vm, image, config, sock, console, log;
 };
 
 Paths PathsFor(const std::string& state_dir, const std::string& id) {
   Paths p;
   p.dir = state_dir + "/" + id;
-  p.image = p.dir + "/workspace.img";
-  p.config = p.dir + "/config.img";
-  p.sock = p.dir + "/sandboxd.sock";
-  p.console = p.dir + "/console.log";
+  p.root = p.dir + "/root";
+  p.vm = p.dir + "/vm";
+  p.image = p.vm + "/workspace.img";
+  p.config = p.vm + "/config.img";
+  p.sock = p.vm + "/sandboxd.sock";
+  p.console = p.vm + "/console.log";
   p.log = p.dir + "/qemu.log";
-  p.pid = p.dir + "/qemu.pid";
   return p;
 }
 
-// Starts QEMU with `argv`, stdin /dev/null, stdout and stderr appended to `log`, in a session
-// of its own (a signal to the server's process group does not reach it). Returns its pid.
+// The same file as the jail shows it (below kJailVmDir).
+std::string InJail(const Paths& p, const std::string& host_path) {
+  return std::string(kJailVmDir) + host_path.substr(p.vm.size());
+}
+
+// What QEMU's process costs beyond the guest's RAM (its own heap, device models, I/O buffers
+// and, under TCG, the translated-code cache), MiB: the cgroup's memory limit is RAM + this.
+constexpr uint64_t kQemuOverheadMib = 96;
+// QEMU's threads (vCPUs, the main loop, up to 64 block I/O workers, RCU, ...) count against
+// the pids limit: this many plus one per vCPU.
+constexpr uint32_t kQemuThreads = 96;
+
+// Starts the test boot's QEMU unjailed with `argv`, stdin /dev/null, stdout and stderr appended
+// to `log`, in a session of its own. Returns its pid. (A sandbox's QEMU runs jailed:
+// qemu_jail.h.)
 Result<pid_t> SpawnQemu(const std::vector<std::string>& argv, const std::string& log) {
   UniqueFd null_fd(::open("/dev/null", O_RDONLY | O_CLOEXEC));
   UniqueFd log_fd(::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600));
@@ -73,13 +95,6 @@ Result<pid_t> SpawnQemu(const std::vector<std::string>& argv, const std::string&
   return pid;
 }
 
-// Whether `pid` is the QEMU of the sandbox whose directory is `dir` (a pid file may outlive its
-// process and the pid be reused).
-bool IsQemuOf(pid_t pid, const std::string& dir) {
-  auto cmdline = ns::ReadSmallFile("/proc/" + std::to_string(pid) + "/cmdline");
-  return cmdline && cmdline->find(dir + "/") != std::string::npos;
-}
-
 // A test boot with the guest's probe mode (it powers off at once): does `accel` work here?
 bool BootWorks(const std::string& qemu, const GuestKernel& k, const std::string& accel) {
   std::vector<std::string> argv = ProbeCommand(qemu, k, accel);
@@ -103,26 +118,29 @@ bool BootWorks(const std::string& qemu, const GuestKernel& k, const std::string&
 class MicrovmSandbox final : public Sandbox {
  public:
   MicrovmSandbox(std::string id, std::shared_ptr<protocol::Connection> conn, pid_t pid,
-                 std::string image, std::string console)
+                 std::string image, std::string console, ns::CgroupPaths cgroups)
       : id_(std::move(id)),
         conn_(std::move(conn)),
         pid_(pid),
         image_(std::move(image)),
-        console_(std::move(console)) {}
+        console_(std::move(console)),
+        cgroups_(std::move(cgroups)) {}
   const std::string& id() const override { return id_; }
   std::shared_ptr<protocol::Connection> connection() override { return conn_; }
   int host_pid() const override { return pid_; }
   Result<SandboxUsage> Usage() override {
-    // The guest's own figures come with the backend-neutral stats operation (later step);
-    // until then the workspace image's allocated size is what the host can tell.
-    SandboxUsage u;
+    // The host's figures of the VM's cgroup (QEMU's memory: the guest RAM it touched plus its
+    // own; its cpu time; its threads). The guest's own figures come with the backend-neutral
+    // stats operation (later step). The workspace: the image's allocated size.
+    ASB_ASSIGN_OR_RETURN(SandboxUsage u, ns::ReadCgroupUsage(cgroups_));
     struct stat st;
     if (::stat(image_.c_str(), &st) == 0) u.workspace_used_bytes = uint64_t(st.st_blocks) * 512;
     return u;
   }
   Result<int> ConnectTcp(uint16_t, int) override { return Fail(NotCapable("microvm", "ports")); }
-  // What the guest's console says of its end: a kernel panic (panic=-1 and -no-reboot end the
-  // VM), our init's failure, else that the VM is gone. Guest text only, never a host path.
+  // What ended the VM: a guest kernel panic (panic=-1 and -no-reboot end the VM) or our init's
+  // failure as the guest's console says, the host's OOM killer in the VM's cgroup, else that
+  // the VM is gone. Guest text only, never a host path.
   std::string LostReason() override {
     auto text = ns::ReadSmallFile(console_);
     if (text) {
@@ -136,7 +154,12 @@ class MicrovmSandbox final : public Sandbox {
                line + ")";
       }
     }
-    return ::kill(pid_, 0) == 0 ? "" : "the virtual machine ended";
+    if (::kill(pid_, 0) == 0) return "";
+    auto usage = ns::ReadCgroupUsage(cgroups_);
+    if (usage && usage->oom_kills > 0) {
+      return "the virtual machine was killed: it exceeded its memory limit on the host";
+    }
+    return "the virtual machine ended";
   }
 
  private:
@@ -145,14 +168,19 @@ class MicrovmSandbox final : public Sandbox {
   pid_t pid_;
   std::string image_;
   std::string console_;
+  ns::CgroupPaths cgroups_;
 };
 
 class MicrovmBackend final : public Backend {
  public:
-  MicrovmBackend(MicrovmOptions opts, GuestKernel kernel, std::string accel)
+  MicrovmBackend(MicrovmOptions opts, GuestKernel kernel, std::string accel,
+                 ns::CgroupLayout layout)
       : opts_(std::move(opts)),
         accel_(std::move(accel)),
-        images_(opts_.state_dir + "/.images", std::move(kernel), opts_.sandboxd_path) {}
+        images_(opts_.state_dir + "/.images", std::move(kernel), opts_.sandboxd_path),
+        layout_(std::move(layout)),
+        slots_(ns::ChooseUidRegistry(opts_.state_dir), opts_.state_dir, opts_.uid_range_base,
+               opts_.max_slots) {}
 
   std::string_view name() const override { return "microvm"; }
   BackendCapabilities Capabilities() const override { return {}; }
@@ -170,6 +198,9 @@ class MicrovmBackend final : public Backend {
     if (!spec.workspace_image.empty()) return Fail(NotCapable("microvm", "workspace images"));
     if (!spec.memory_snapshot.empty()) return Fail(NotCapable("microvm", "memory snapshots"));
     const Paths p = PathsFor(opts_.state_dir, spec.id);
+    if (p.sock.size() >= sizeof(sockaddr_un::sun_path)) {
+      return Fail(Error::InvalidArgument("state_dir too long for a unix socket path"));
+    }
     if (::mkdir(p.dir.c_str(), 0700) != 0) {
       if (errno == EEXIST) return Fail(Error::Conflict("sandbox " + spec.id + " already exists"));
       return FailErrno("mkdir " + p.dir);
@@ -186,42 +217,47 @@ class MicrovmBackend final : public Backend {
     return Fail(Error::NotFound("microvm sandbox " + id + " is not adopted after a restart"));
   }
 
+  // QEMU first (this process's child: killed through its pidfd and reaped), then whatever is
+  // left in the VM's cgroups (a QEMU of an earlier server process), the cgroups, the uid range
+  // and the directory.
   Status Destroy(const std::string& id) override {
     if (!IsValidId(id, "sb_")) return {};
     const Paths p = PathsFor(opts_.state_dir, id);
-    pid_t pid = 0;
+    Child child;
     {
       std::lock_guard lock(mu_);
       auto it = children_.find(id);
       if (it != children_.end()) {
-        pid = it->second;
+        child = std::move(it->second);
         children_.erase(it);
       }
     }
-    if (pid > 0) {
-      ::kill(pid, SIGKILL);
-      while (::waitpid(pid, nullptr, 0) < 0 && errno == EINTR) {
-      }
-    } else if (auto text = ns::ReadSmallFile(p.pid)) {
-      // A VM of an earlier server process: ours if its command line names our directory.
-      pid_t old = static_cast<pid_t>(std::atoi(text->c_str()));
-      if (old > 1 && IsQemuOf(old, p.dir)) {
-        ::kill(old, SIGKILL);
-        for (int i = 0; i < 500 && ::kill(old, 0) == 0; ++i) {
-          std::this_thread::sleep_for(std::chrono::milliseconds(10));
-        }
+    if (child.pid > 0) {
+      ::syscall(SYS_pidfd_send_signal, child.pidfd.get(), SIGKILL, nullptr, 0);
+      while (::waitpid(child.pid, nullptr, 0) < 0 && errno == EINTR) {
       }
     }
+    const ns::CgroupPaths cgroups = ns::CgroupPathsFor(layout_, opts_.cgroup_name, id);
+    if (ns::AnyCgroupExists(cgroups)) {
+      (void)ns::KillCgroupProcesses(cgroups);
+      ASB_TRY_CTX(ns::WaitCgroupsEmpty(cgroups, 5000), "destroy " + id);
+      ASB_TRY_CTX(ns::RemoveCgroups(cgroups), "destroy " + id);
+      ns::RemoveEmptyCgroupParents(layout_, opts_.cgroup_name);
+    }
+    ASB_TRY_CTX(slots_.ReleaseAll(id), "destroy " + id);
     return ns::RemoveTree(p.dir);
   }
 
   Result<std::vector<std::string>> ListOwned() override {
     ASB_ASSIGN_OR_RETURN(auto names, ns::ListDir(opts_.state_dir));
-    std::vector<std::string> ids;
+    std::set<std::string> ids;
     for (auto& n : names) {
-      if (IsValidId(n, "sb_")) ids.push_back(std::move(n));
+      if (IsValidId(n, "sb_")) ids.insert(std::move(n));
     }
-    return ids;
+    for (auto& n : ns::ListCgroupIds(layout_, opts_.cgroup_name)) {
+      if (IsValidId(n, "sb_")) ids.insert(std::move(n));
+    }
+    return std::vector<std::string>(ids.begin(), ids.end());
   }
 
   Result<std::string> WorkspaceImageDir() const override {
@@ -248,9 +284,14 @@ class MicrovmBackend final : public Backend {
   }
 
  private:
-  Result<std::shared_ptr<Sandbox>> CreateIn(const SandboxSpec& spec, const Paths& p) {
-    ASB_ASSIGN_OR_RETURN(std::string rootfs, images_.RootfsImage(spec.rootfs));
-    ASB_ASSIGN_OR_RETURN(std::string initrd, images_.Initrd());
+  struct Child {
+    pid_t pid = -1;
+    UniqueFd pidfd;
+  };
+
+  // The files QEMU opens, in the jail's /vm, owned by the jail's uid.
+  Status PrepareVmDir(const SandboxSpec& spec, const Paths& p, uint32_t jail_id) {
+    if (::mkdir(p.vm.c_str(), 0700) != 0) return FailErrno("mkdir " + p.vm);
     ASB_TRY_CTX(ns::MakeWorkspaceImage(p.image, spec.workspace_bytes, protocol::kSandboxUid),
                 "workspace");
     // sandboxd's config (env, hostname) as a small read-only disk, padded with NULs to whole
@@ -259,25 +300,70 @@ class MicrovmBackend final : public Backend {
     if (config.size() > (1u << 20)) return Fail(Error::InvalidArgument("env too large (> 1 MiB)"));
     config.resize((config.size() / 4096 + 1) * 4096, '\0');
     ASB_TRY(ns::WriteFileAtomic(p.config, config, /*durable=*/false));
+    for (const std::string* path : {&p.vm, &p.image, &p.config}) {
+      if (::chown(path->c_str(), jail_id, jail_id) != 0) return FailErrno("chown " + *path);
+    }
+    return {};
+  }
+
+  Result<std::shared_ptr<Sandbox>> CreateIn(const SandboxSpec& spec, const Paths& p) {
+    ASB_ASSIGN_OR_RETURN(std::string rootfs, images_.RootfsImage(spec.rootfs));
+    ASB_ASSIGN_OR_RETURN(std::string initrd, images_.Initrd());
+    // A host uid range of its own (shared machine-wide with the ns backend's sandboxes).
+    ASB_ASSIGN_OR_RETURN(uint32_t slot, slots_.Acquire(spec.id));
+    const uint32_t id_base = opts_.uid_range_base + slot * ns::kIdsPerSlot;
+    ASB_TRY(PrepareVmDir(spec, p, JailHostId(id_base)));
+
     VmConfig vm;
+    vm.name = spec.id;
     vm.kernel = images_.kernel();
-    vm.initrd = initrd;
-    vm.rootfs_image = rootfs;
-    vm.workspace_image = p.image;
-    vm.config_image = p.config;
-    vm.socket = p.sock;
-    vm.console_log = p.console;
-    vm.pid_file = p.pid;
+    vm.kernel.vmlinuz = std::string(kJailGuestDir) + "/vmlinuz";
+    vm.initrd = std::string(kJailGuestDir) + "/initrd";
+    vm.rootfs_image = std::string(kJailGuestDir) + "/rootfs.img";
+    vm.workspace_image = InJail(p, p.image);
+    vm.config_image = InJail(p, p.config);
+    vm.socket = InJail(p, p.sock);
+    vm.console_log = InJail(p, p.console);
     vm.accel = accel_;
     vm.memory_mib = std::max<uint64_t>(spec.memory_bytes >> 20, 128);
     vm.vcpus = std::max(1, static_cast<int>(std::ceil(spec.cpus)));
     vm.hostname = spec.hostname;
     vm.tmp_bytes = spec.tmp_bytes;
     vm.pids_limit = spec.pids_limit;
-    ASB_ASSIGN_OR_RETURN(pid_t pid, SpawnQemu(QemuCommand(opts_.qemu_path, vm), p.log));
+
+    JailSpec jail;
+    jail.root = p.root;
+    jail.vm_dir = p.vm;
+    jail.guest_files = {
+        {images_.kernel().vmlinuz, "vmlinuz"}, {initrd, "initrd"}, {rootfs, "rootfs.img"}};
+    jail.qemu_path = opts_.qemu_path;
+    jail.kvm = accel_ == "kvm";
+    jail.host_id_base = id_base;
+    UniqueFd null_fd(::open("/dev/null", O_RDONLY | O_CLOEXEC));
+    UniqueFd log_fd(::open(p.log.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600));
+    if (!null_fd || !log_fd) return FailErrno("open " + p.log);
+    ASB_ASSIGN_OR_RETURN(ns::ChildPlan plan, PrepareQemuJail(jail, QemuCommand(opts_.qemu_path, vm),
+                                                             null_fd.get(), log_fd.get()));
+
+    // The VM's cgroups: QEMU is born into the limits (no sandboxd on the host side to move
+    // commands, so the v1 work children are where it runs). Memory: the guest's RAM plus
+    // QEMU's own; a VM that passes it is OOM-killed on the host and reported as such.
+    const ns::CgroupPaths cgroups = ns::CgroupPathsFor(layout_, opts_.cgroup_name, spec.id);
+    const uint64_t overhead_mib = kQemuOverheadMib + (accel_ == "kvm" ? 0 : kTcgCacheMib);
+    ASB_TRY_CTX(
+        ns::CreateCgroupsFromParent(layout_, opts_.cgroup_name, cgroups,
+                                    {(vm.memory_mib + overhead_mib) << 20,
+                                     kQemuThreads + static_cast<uint32_t>(vm.vcpus), spec.cpus}),
+        "cgroups");
+    ASB_ASSIGN_OR_RETURN(ns::CloneIntoCgroups into,
+                         ns::CloneIntoCgroups::Prepare(layout_, ns::CommandCgroupPaths(cgroups)));
+    auto prepare = [&](pid_t pid) { return ns::WriteIdMapsFromParent(pid, id_base); };
+    ASB_ASSIGN_OR_RETURN(ns::ChildProcess started,
+                         ns::StartContainedChild(plan, into, prepare, 10'000));
+    const pid_t pid = started.pid;
     {
       std::lock_guard lock(mu_);
-      children_[spec.id] = pid;
+      children_[spec.id] = Child{pid, std::move(started.pidfd)};
     }
     const int64_t timeout = opts_.start_timeout_ms > 0 ? opts_.start_timeout_ms
                             : accel_ == "kvm"          ? 20'000
@@ -306,9 +392,10 @@ class MicrovmBackend final : public Backend {
       return Fail(std::move(conn).error().WithContext("the guest's sandboxd did not answer (" +
                                                       accel_ + "): " + Tail(p.console)));
     }
-    spdlog::info("sandbox_id={} microvm up: accel={} pid={}", spec.id, accel_, pid);
-    return std::shared_ptr<Sandbox>(
-        std::make_shared<MicrovmSandbox>(spec.id, std::move(*conn), pid, p.image, p.console));
+    spdlog::info("sandbox_id={} microvm up: accel={} pid={} uid={}", spec.id, accel_, pid,
+                 JailHostId(id_base));
+    return std::shared_ptr<Sandbox>(std::make_shared<MicrovmSandbox>(spec.id, std::move(*conn), pid,
+                                                                     p.image, p.console, cgroups));
   }
 
   // The last line of a log, for an error message (guest and QEMU text, not host paths).
@@ -324,8 +411,10 @@ class MicrovmBackend final : public Backend {
   const MicrovmOptions opts_;
   const std::string accel_;
   GuestImages images_;
+  const ns::CgroupLayout layout_;
+  ns::UidSlots slots_;
   std::mutex mu_;
-  std::map<std::string, pid_t> children_;  // guarded by mu_: QEMUs this process started
+  std::map<std::string, Child> children_;  // guarded by mu_: QEMUs this process started
 };
 
 }  // namespace
@@ -364,8 +453,9 @@ Result<std::unique_ptr<Backend>> MakeMicrovmBackend(const MicrovmOptions& option
   }
   const std::string cache = options.state_dir + "/.images";
   if (::mkdir(cache.c_str(), 0700) != 0 && errno != EEXIST) return FailErrno("mkdir " + cache);
-  return std::unique_ptr<Backend>(
-      std::make_unique<MicrovmBackend>(options, std::move(kernel), std::move(accel)));
+  ASB_ASSIGN_OR_RETURN(ns::CgroupLayout layout, ns::DetectCgroupLayout());
+  return std::unique_ptr<Backend>(std::make_unique<MicrovmBackend>(
+      options, std::move(kernel), std::move(accel), std::move(layout)));
 }
 
 }  // namespace asb::isolation::microvm

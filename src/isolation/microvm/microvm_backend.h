@@ -7,10 +7,10 @@
 //
 // QEMU takes KVM where a test boot proves it works and TCG (software) otherwise: on these
 // machines /dev/kvm accepts only PVM guest kernels or is absent, so the device's presence
-// proves nothing. Part 1, step (a) of the microVM work: create, exec and destroy. Not yet:
-// adopting VMs across a server restart (they are destroyed instead), networking, exposed ports,
-// pause, memory snapshots, workspace image snapshots, cgroup limits on QEMU and QEMU's own
-// confinement beyond its seccomp sandbox (-sandbox on).
+// proves nothing. QEMU itself runs jailed (qemu_jail.h, docs/adr/0026-qemu-jail.md): an
+// unprivileged uid of its own in its own namespaces and an empty read-only root, born into
+// the sandbox's cgroups. Not yet: adopting VMs across a server restart (they are destroyed
+// instead), networking, exposed ports, pause, memory snapshots, workspace image snapshots.
 #pragma once
 
 #include <cstdint>
@@ -23,8 +23,9 @@
 namespace asb::isolation::microvm {
 
 struct MicrovmOptions {
-  /// Per-sandbox state: <state_dir>/<id>/{workspace.img, sandboxd.sock, console.log, qemu.log,
-  /// qemu.pid}, and the image caches in <state_dir>/.images. Created 0700.
+  /// Per-sandbox state: <state_dir>/<id>/{root/ (QEMU's jail root), vm/ (workspace.img,
+  /// config.img, sandboxd.sock, console.log: the jail's /vm), qemu.log}, and the image caches
+  /// in <state_dir>/.images. Created 0700.
   std::string state_dir = "/var/lib/agent-sandbox/microvm-sandboxes";
   /// What scripts/microvm-guest.sh prepared: vmlinuz, initrd-base.cpio.
   std::string guest_dir = "/var/lib/agent-sandbox/microvm";
@@ -36,6 +37,13 @@ struct MicrovmOptions {
   /// How long a create waits for the guest's sandboxd to answer; 0 picks by accelerator
   /// (60 s under TCG, 20 s under KVM).
   int64_t start_timeout_ms = 0;
+  /// Our cgroup directory name in each hierarchy (the VMs' cgroups are <name>/<id>); differs
+  /// from the ns backend's so that neither lists the other's sandboxes.
+  std::string cgroup_name = "agent-sandbox-vm";
+  /// QEMU's user namespace: a range of ns::kIdsPerSlot host ids per VM from this base, taken
+  /// from the machine-wide registry the ns backend uses (ns::UidSlots), max_slots of them.
+  uint32_t uid_range_base = 1'000'000'000;
+  uint32_t max_slots = 16384;
 };
 
 /// Builds the backend: checks QEMU, the guest kernel and mkfs.erofs and picks the accelerator

@@ -1,6 +1,7 @@
 #include "isolation/microvm/qemu_command.h"
 
 #include <cctype>
+#include <string>
 
 namespace asb::isolation::microvm {
 
@@ -13,9 +14,10 @@ std::vector<std::string> Base(const std::string& qemu, const std::string& accel)
       // The smallest machine: virtio-mmio devices only, no PCI, no firmware tables to parse.
       "-M",
       "microvm",
-      // TCG runs each vCPU on a thread of its own with thread=multi.
+      // TCG runs each vCPU on a thread of its own with thread=multi; tb-size bounds its
+      // translated-code cache (kTcgCacheMib).
       "-accel",
-      accel == "kvm" ? "kvm" : "tcg,thread=multi",
+      accel == "kvm" ? "kvm" : "tcg,thread=multi,tb-size=" + std::to_string(kTcgCacheMib),
       // Nothing we did not ask for: no default NIC, VGA, monitor or config file.
       "-nodefaults",
       "-no-user-config",
@@ -49,6 +51,8 @@ std::vector<std::string> QemuCommand(const std::string& qemu, const VmConfig& vm
   }
   if (hostname.empty()) hostname = "sandbox";
   const std::vector<std::string> rest = {
+      "-name",
+      vm.name,
       "-m",
       std::to_string(vm.memory_mib),
       "-smp",
@@ -84,8 +88,6 @@ std::vector<std::string> QemuCommand(const std::string& qemu, const VmConfig& vm
       "virtio-serial-device",
       "-device",
       "virtserialport,chardev=asb0,name=asb0",
-      "-pidfile",
-      vm.pid_file,
   };
   a.insert(a.end(), rest.begin(), rest.end());
   return a;

@@ -10,7 +10,9 @@
 
 namespace asb::isolation::microvm {
 
+/// Every path as QEMU sees it: inside its jail (qemu_jail.h) when jailed.
 struct VmConfig {
+  std::string name;  // -name: the sandbox id (ps, and how a restarted server knows its QEMU)
   GuestKernel kernel;
   std::string initrd;           // initramfs with sandboxd (GuestImages::Initrd)
   std::string rootfs_image;     // the template's EROFS image, attached read-only
@@ -18,14 +20,17 @@ struct VmConfig {
   std::string config_image;     // sandboxd's config JSON, NUL-padded (SandboxdConfigJson)
   std::string socket;           // host end of the virtio-serial port (QEMU listens)
   std::string console_log;      // the guest's serial console
-  std::string pid_file;
-  std::string accel = "tcg";  // "kvm" or "tcg"
+  std::string accel = "tcg";    // "kvm" or "tcg"
   uint64_t memory_mib = 512;
   int vcpus = 1;
   std::string hostname = "sandbox";
   uint64_t tmp_bytes = 64ull << 20;  // the guest's /tmp tmpfs
   uint32_t pids_limit = 256;         // pids.max of the guest's cgroup of commands
 };
+
+/// TCG's translated-code cache, MiB: bounds that part of QEMU's memory (QEMU 7.2's default
+/// reserves 1 GiB for it) so the VM fits its cgroup.
+inline constexpr int kTcgCacheMib = 128;
 
 /// The argv of a VM running `vm` (argv[0] is `qemu`).
 std::vector<std::string> QemuCommand(const std::string& qemu, const VmConfig& vm);

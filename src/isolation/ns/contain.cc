@@ -146,6 +146,7 @@ int ExecInChild(const ChildPlan& p, ChildFailure* f) {
   ResetSignalsInChild();
   ::close(parent_end);
   if (p.die_with_parent) (void)::prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
+  if (p.new_session) (void)::setsid();
   char go = 0;
   // Wait until the parent has written the id maps.
   if (::read(report_fd, &go, 1) != 1 || go != 'g') ::_exit(126);

@@ -38,6 +38,10 @@ struct ChildPlan {
   /// PR_SET_PDEATHSIG SIGKILL: the child dies with the thread that cloned it (a build step
   /// dies with its builder; a sandbox outlives the server, so false there).
   bool die_with_parent = false;
+  /// setsid(): a session of its own, so that a signal to the server's process group (a
+  /// terminal's Ctrl-C) does not reach it. For a helper that handles SIGINT (QEMU); sandboxd,
+  /// as PID 1 of its namespace, ignores signals it has no handler for.
+  bool new_session = false;
   MountPlan mounts;
   std::string workdir = "/";  // absolute, inside the new root; entered after pivot_root
   /// Credentials inside the user namespace after pivot_root (setgroups(0), setresgid,

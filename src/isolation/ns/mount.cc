@@ -88,6 +88,20 @@ MountPlan MakeBuildMountPlan(const std::string& rootfs, uint64_t shm_bytes) {
   return p;
 }
 
+MountPlan MakeJailMountPlan(
+    const std::string& root, std::vector<MountPlan::HostBind> binds,
+    const std::vector<std::pair<std::string, std::string>>& extra_dev_nodes) {
+  MountPlan p;
+  p.root = root;
+  p.host_binds = std::move(binds);
+  AddProcAndDev(&p, 1 << 20);
+  for (const auto& [source, name] : extra_dev_nodes) {
+    p.dev_node_src.push_back(source);
+    p.dev_node_dst.push_back("dev/" + name);
+  }
+  return p;
+}
+
 namespace {
 
 // Makes the mount at `path` read-only, keeping the flags it has: in a user namespace the
@@ -272,6 +286,15 @@ int BindHostPathsInChild(const MountPlan& p, ChildFailure* f) {
   if (!p.ws_source.empty() &&
       ::mount(p.ws_source.c_str(), p.workspace.c_str(), nullptr, MS_BIND, nullptr) != 0) {
     return Failed(f, "bind /workspace", errno, p.workspace.c_str());
+  }
+  for (const auto& b : p.host_binds) {
+    if (::mount(b.source.c_str(), b.target.c_str(), nullptr, MS_BIND, nullptr) != 0) {
+      return Failed(f, "bind host path", errno, b.target.c_str());
+    }
+    if (!b.read_only) continue;
+    if (int e = RemountReadOnly(b.target.c_str(), MS_NOSUID | MS_NODEV)) {
+      return Failed(f, "remount read-only", e, b.target.c_str());
+    }
   }
   if (::chdir(p.root.c_str()) != 0) return Failed(f, "chdir new root", errno, p.root.c_str());
   return 0;

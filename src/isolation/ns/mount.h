@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "isolation/ns/child_step.h"
@@ -44,6 +45,14 @@ struct MountPlan {
   std::vector<std::string> masked_dirs;     // read-only empty tmpfs over them
   std::vector<std::string> readonly_paths;  // bound onto themselves read-only
   std::string tmp_options, shm_options, dev_options, devpts_options;
+  // More host paths bound in phase 1 (after the workspace), onto absolute targets below
+  // `root` that exist; read_only ones are remounted read-only, nosuid and nodev. For a
+  // helper's jail (a microVM's QEMU: its binary's /usr, its images and its socket directory).
+  struct HostBind {
+    std::string source, target;
+    bool read_only = true;
+  };
+  std::vector<HostBind> host_binds;
 };
 
 /// What /proc/cmdline reads inside: the host's boot line is not the sandbox's business.
@@ -56,6 +65,13 @@ MountPlan MakeMountPlan(const std::string& rootfs, const std::string& ws_source,
 /// The plan of a template build step (templates/build_sandbox.h): `rootfs` writable as /, with
 /// the sandbox's /proc (masked) and /dev; `shm_bytes` sizes /dev/shm.
 MountPlan MakeBuildMountPlan(const std::string& rootfs, uint64_t shm_bytes);
+/// The plan of a helper jailed in an empty root we made (`root`, a host directory holding the
+/// mount points of `binds`): the sandbox's /proc (masked) and /dev, no /sys or /tmp, and
+/// nothing of the host but `binds`; / read-only. `extra_dev_nodes` are (source, name below
+/// dev/) pairs bound like /dev/null (a source relative to `root` resolves inside it).
+MountPlan MakeJailMountPlan(
+    const std::string& root, std::vector<MountPlan::HostBind> binds,
+    const std::vector<std::pair<std::string, std::string>>& extra_dev_nodes);
 /// Adds a scratch file (see MountPlan::ScratchFile) for `target`, relative to the new root.
 void AddScratchFile(MountPlan* plan, std::string content, const std::string& target, bool optional);
 
