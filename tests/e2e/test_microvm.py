@@ -10,6 +10,7 @@ at a time: under TCG (software, as on these machines) a boot takes a few seconds
 
 import os
 import platform
+import signal
 import subprocess
 import sys
 import time
@@ -73,7 +74,9 @@ class MicrovmTest(unittest.TestCase):
         if why:
             raise unittest.SkipTest(why)
         cls.server = Server(env={"AGENT_SANDBOX_BACKEND": "microvm",
-                                 "AGENT_SANDBOX_MICROVM_GUEST": GUEST}).start()
+                                 "AGENT_SANDBOX_MICROVM_GUEST": GUEST,
+                                 # A hung guest is ended after this (default 30 s under TCG).
+                                 "AGENT_SANDBOX_MICROVM_HEARTBEAT_TIMEOUT_MS": "4000"}).start()
 
     @classmethod
     def tearDownClass(cls):
@@ -177,6 +180,27 @@ class MicrovmTest(unittest.TestCase):
             self.assertNotIn("/var/", got.get("error_message", ""), got)
         finally:
             s.request("DELETE", "/v1/sandboxes/" + sid, check=False)
+        self.assertEqual(qemu_pids(s.data_dir), [])
+
+    def test_a_hung_guest_is_the_sandboxs_failure_not_a_hung_request(self):
+        # A guest that stops answering (here QEMU stopped by SIGSTOP: the socket stays open and
+        # nothing answers) fails its heartbeat: the VM is ended, a call in flight fails at once
+        # instead of waiting out its own timeout, and the sandbox says why.
+        s = self.server
+        sid = s.request("POST", "/v1/sandboxes", {"template": "base"}).json()["id"]
+        try:
+            (pid,) = qemu_pids(s.data_dir)
+            os.kill(pid, signal.SIGSTOP)
+            t0 = time.monotonic()
+            r = s.exec(sid, {"command": "echo never", "timeout_seconds": 60})
+            waited = time.monotonic() - t0
+            self.assertIn(r.status, (502, 503), r)  # the connection ended under it
+            self.assertLess(waited, 15)  # the heartbeat (4 s + its 2 s interval), not 60 s
+            got = s.request("GET", "/v1/sandboxes/" + sid).json()
+            self.assertEqual(got["status"], "error", got)
+            self.assertIn("the guest stopped answering", got.get("error_message", ""), got)
+        finally:
+            self.assertEqual(s.request("DELETE", "/v1/sandboxes/" + sid, check=False).status, 204)
         self.assertEqual(qemu_pids(s.data_dir), [])
 
     def test_z_a_sigkilled_server_leaves_no_vm_after_its_restart(self):

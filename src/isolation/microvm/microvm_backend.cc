@@ -9,8 +9,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <cmath>
+#include <condition_variable>
 #include <filesystem>
 #include <map>
 #include <mutex>
@@ -30,6 +32,7 @@
 #include "isolation/ns/ns_backend.h"
 #include "isolation/ns/user.h"
 #include "isolation/ns/workspace.h"
+#include "protocol/client.h"
 #include "protocol/messages.h"
 
 namespace asb::isolation::microvm {
@@ -138,10 +141,38 @@ class MicrovmSandbox final : public Sandbox {
     return u;
   }
   Result<int> ConnectTcp(uint16_t, int) override { return Fail(NotCapable("microvm", "ports")); }
+
+  /// Starts one heartbeat: a small request (a stat) the guest's sandboxd must answer. Any
+  /// answer, an error included, proves the guest runs. nullptr when there is nothing to ask
+  /// (the connection is gone or the guest was already found hung).
+  std::shared_ptr<protocol::Channel> StartHeartbeat() {
+    if (hung_.load() || !conn_ || !conn_->alive()) return nullptr;
+    protocol::FileStatRequest stat;
+    stat.path = "/";
+    auto ch = conn_->Open(protocol::EncodeFileStatRequest(stat));
+    return ch ? std::move(*ch) : nullptr;
+  }
+  /// The guest did not answer a heartbeat in `waited_ms`: the VM is ended (QEMU killed; it is
+  /// this process's unreaped child, so the pid cannot be reused before Destroy reaps it) and
+  /// the connection closed, so every call in flight fails at once and the registry records
+  /// the sandbox's failure with LostReason.
+  void MarkHung(int64_t waited_ms) {
+    hung_after_s_.store(static_cast<int>((waited_ms + 999) / 1000));
+    if (hung_.exchange(true)) return;
+    spdlog::warn("sandbox_id={} the guest did not answer its heartbeat in {} ms: ending the VM",
+                 id_, waited_ms);
+    ::kill(pid_, SIGKILL);
+    conn_->Close();
+  }
+
   // What ended the VM: a guest kernel panic (panic=-1 and -no-reboot end the VM) or our init's
   // failure as the guest's console says, the host's OOM killer in the VM's cgroup, else that
   // the VM is gone. Guest text only, never a host path.
   std::string LostReason() override {
+    if (hung_.load()) {
+      return "the guest stopped answering (no heartbeat answer in " +
+             std::to_string(hung_after_s_.load()) + " s)";
+    }
     auto text = ns::ReadSmallFile(console_);
     if (text) {
       for (const char* mark : {"Kernel panic - not syncing:", "asb-init:"}) {
@@ -169,6 +200,8 @@ class MicrovmSandbox final : public Sandbox {
   std::string image_;
   std::string console_;
   ns::CgroupPaths cgroups_;
+  std::atomic<bool> hung_{false};
+  std::atomic<int> hung_after_s_{0};  // how long the unanswered heartbeat waited
 };
 
 class MicrovmBackend final : public Backend {
@@ -180,7 +213,17 @@ class MicrovmBackend final : public Backend {
         images_(opts_.state_dir + "/.images", std::move(kernel), opts_.sandboxd_path),
         layout_(std::move(layout)),
         slots_(ns::ChooseUidRegistry(opts_.state_dir), opts_.state_dir, opts_.uid_range_base,
-               opts_.max_slots) {}
+               opts_.max_slots) {
+    heartbeat_ = std::thread([this] { HeartbeatLoop(); });
+  }
+  ~MicrovmBackend() override {
+    {
+      std::lock_guard lock(heartbeat_mu_);
+      heartbeat_stop_ = true;
+    }
+    heartbeat_cv_.notify_all();
+    heartbeat_.join();
+  }
 
   std::string_view name() const override { return "microvm"; }
   BackendCapabilities Capabilities() const override { return {}; }
@@ -231,6 +274,7 @@ class MicrovmBackend final : public Backend {
         child = std::move(it->second);
         children_.erase(it);
       }
+      live_.erase(id);
     }
     if (child.pid > 0) {
       ::syscall(SYS_pidfd_send_signal, child.pidfd.get(), SIGKILL, nullptr, 0);
@@ -384,18 +428,80 @@ class MicrovmBackend final : public Backend {
       }
       std::this_thread::sleep_for(std::chrono::milliseconds(5));
     }
-    const int64_t left = std::chrono::duration_cast<std::chrono::milliseconds>(
-                             deadline - std::chrono::steady_clock::now())
-                             .count();
-    auto conn = protocol::Connection::Dial(p.sock, std::max<int64_t>(left, 1000));
+    // QEMU binds the socket a moment before it listens: a refused connect in that window is
+    // retried (as long as QEMU runs and time is left), not the create's failure.
+    auto ms_left = [&] {
+      return std::chrono::duration_cast<std::chrono::milliseconds>(deadline -
+                                                                   std::chrono::steady_clock::now())
+          .count();
+    };
+    auto conn = protocol::Connection::Dial(p.sock, std::max<int64_t>(ms_left(), 1000));
+    while (!conn && conn.error().sys_errno() == ECONNREFUSED && ms_left() > 0 &&
+           ::kill(pid, 0) == 0) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+      conn = protocol::Connection::Dial(p.sock, std::max<int64_t>(ms_left(), 1000));
+    }
     if (!conn) {
       return Fail(std::move(conn).error().WithContext("the guest's sandboxd did not answer (" +
                                                       accel_ + "): " + Tail(p.console)));
     }
     spdlog::info("sandbox_id={} microvm up: accel={} pid={} uid={}", spec.id, accel_, pid,
                  JailHostId(id_base));
-    return std::shared_ptr<Sandbox>(std::make_shared<MicrovmSandbox>(spec.id, std::move(*conn), pid,
-                                                                     p.image, p.console, cgroups));
+    auto sandbox = std::make_shared<MicrovmSandbox>(spec.id, std::move(*conn), pid, p.image,
+                                                    p.console, cgroups);
+    {
+      std::lock_guard lock(mu_);
+      live_[spec.id] = sandbox;
+    }
+    return std::shared_ptr<Sandbox>(std::move(sandbox));
+  }
+
+  // A hung guest (its kernel stuck, QEMU stopped, a vCPU spinning with interrupts off) keeps
+  // its socket open and answers nothing: without this, every call to it would wait out its
+  // own timeout and the sandbox would look running forever. Every interval, each VM gets a
+  // heartbeat (all sent first, then awaited against one deadline, so one hung guest does not
+  // delay the others' checks); one unanswered within the timeout ends that VM.
+  void HeartbeatLoop() {
+    const int64_t timeout = opts_.heartbeat_timeout_ms > 0 ? opts_.heartbeat_timeout_ms
+                            : accel_ == "kvm"              ? 10'000
+                                                           : 30'000;
+    const auto interval = std::chrono::milliseconds(std::min<int64_t>(5'000, timeout / 2));
+    for (;;) {
+      {
+        std::unique_lock lock(heartbeat_mu_);
+        if (heartbeat_cv_.wait_for(lock, interval, [this] { return heartbeat_stop_; })) return;
+      }
+      std::vector<std::shared_ptr<MicrovmSandbox>> vms;
+      {
+        std::lock_guard lock(mu_);
+        for (auto& [id, weak] : live_) {
+          if (auto vm = weak.lock()) vms.push_back(std::move(vm));
+        }
+      }
+      std::vector<std::pair<std::shared_ptr<MicrovmSandbox>, std::shared_ptr<protocol::Channel>>>
+          pending;
+      for (auto& vm : vms) {
+        if (auto ch = vm->StartHeartbeat()) pending.emplace_back(vm, std::move(ch));
+      }
+      const auto start = std::chrono::steady_clock::now();
+      const auto deadline = start + std::chrono::milliseconds(timeout);
+      for (auto& [vm, ch] : pending) {
+        for (;;) {
+          const int64_t left =
+              std::max<int64_t>(0, std::chrono::duration_cast<std::chrono::milliseconds>(
+                                       deadline - std::chrono::steady_clock::now())
+                                       .count());
+          auto ev = ch->Next(left);
+          if (ev && !ev->terminal()) continue;
+          if (!ev && ev.error().code() == ErrorCode::kTimeout) {
+            vm->MarkHung(std::chrono::duration_cast<std::chrono::milliseconds>(
+                             std::chrono::steady_clock::now() - start)
+                             .count());
+          }
+          break;  // answered, or the connection ended (the registry notices that itself)
+        }
+      }
+    }
   }
 
   // The last line of a log, for an error message (guest and QEMU text, not host paths).
@@ -415,6 +521,11 @@ class MicrovmBackend final : public Backend {
   ns::UidSlots slots_;
   std::mutex mu_;
   std::map<std::string, Child> children_;  // guarded by mu_: QEMUs this process started
+  std::map<std::string, std::weak_ptr<MicrovmSandbox>> live_;  // guarded by mu_: heartbeats
+  std::mutex heartbeat_mu_;
+  std::condition_variable heartbeat_cv_;
+  bool heartbeat_stop_ = false;  // guarded by heartbeat_mu_
+  std::thread heartbeat_;        // last: started after every member it reads
 };
 
 }  // namespace

@@ -11,6 +11,7 @@
 // unprivileged uid of its own in its own namespaces and an empty read-only root, born into
 // the sandbox's cgroups. Not yet: adopting VMs across a server restart (they are destroyed
 // instead), networking, exposed ports, pause, memory snapshots, workspace image snapshots.
+// A guest that stops answering its heartbeat is ended and reported, never waited on.
 #pragma once
 
 #include <cstdint>
@@ -37,6 +38,10 @@ struct MicrovmOptions {
   /// How long a create waits for the guest's sandboxd to answer; 0 picks by accelerator
   /// (60 s under TCG, 20 s under KVM).
   int64_t start_timeout_ms = 0;
+  /// A running guest must answer a heartbeat within this (0 picks by accelerator: 30 s under
+  /// TCG, 10 s under KVM) or its VM is ended and the sandbox fails with that reason. Sent
+  /// every half of it, at most every 5 s.
+  int64_t heartbeat_timeout_ms = 0;
   /// Our cgroup directory name in each hierarchy (the VMs' cgroups are <name>/<id>); differs
   /// from the ns backend's so that neither lists the other's sandboxes.
   std::string cgroup_name = "agent-sandbox-vm";
