@@ -182,6 +182,22 @@ class MicrovmTest(unittest.TestCase):
             s.request("DELETE", "/v1/sandboxes/" + sid, check=False)
         self.assertEqual(qemu_pids(s.data_dir), [])
 
+    def test_a_guest_oom_kill_is_reported_and_the_vm_lives_on(self):
+        # The VM's RAM is its memory limit: a command that fills it is ended by the guest
+        # kernel's OOM killer (sandboxd, the guest's init, is never its victim), the exec says
+        # oom_killed with exit 137, and the sandbox keeps answering.
+        s = self.server
+        sid = s.request("POST", "/v1/sandboxes", {"template": "base", "memory_mb": 192}).json()["id"]
+        try:
+            self.assertFalse(s.run(sid, "true")["oom_killed"])
+            out = s.run(sid, "python3 -c 'a = []\nwhile True: a.append(b\"x\" * (1 << 20))'",
+                        timeout_seconds=120)
+            self.assertEqual((out["oom_killed"], out["exit_code"]), (True, 137), out)
+            out = s.run(sid, "echo alive")
+            self.assertEqual((out["stdout"], out["oom_killed"]), ("alive\n", False), out)
+        finally:
+            self.assertEqual(s.request("DELETE", "/v1/sandboxes/" + sid, check=False).status, 204)
+
     def test_a_hung_guest_is_the_sandboxs_failure_not_a_hung_request(self):
         # A guest that stops answering (here QEMU stopped by SIGSTOP: the socket stays open and
         # nothing answers) fails its heartbeat: the VM is ended, a call in flight fails at once

@@ -138,6 +138,9 @@ class MicrovmSandbox final : public Sandbox {
     ASB_ASSIGN_OR_RETURN(SandboxUsage u, ns::ReadCgroupUsage(cgroups_));
     struct stat st;
     if (::stat(image_.c_str(), &st) == 0) u.workspace_used_bytes = uint64_t(st.st_blocks) * 512;
+    // The guest's OOM kills (its kernel's, inside its RAM): exec results' oom_killed compares
+    // this count before and after the command.
+    u.oom_kills += GuestOomKills();
     return u;
   }
   Result<int> ConnectTcp(uint16_t, int) override { return Fail(NotCapable("microvm", "ports")); }
@@ -163,6 +166,35 @@ class MicrovmSandbox final : public Sandbox {
                  id_, waited_ms);
     ::kill(pid_, SIGKILL);
     conn_->Close();
+  }
+
+  // How many processes the guest kernel's OOM killer ended so far, counted from the guest's
+  // console, where its kernel reports each kill at KERN_ERR ("Out of memory: Killed process
+  // N", "Memory cgroup out of memory: Killed process N"; mm/oom_kill.c), which `quiet` still
+  // prints. Incremental: each call reads only what the console gained since the last one, at
+  // most 4 MiB (a guest flooding its console cannot make a usage read expensive; the rest is
+  // read by later calls). Guest text: a guest can forge a line, which only marks its own
+  // command as OOM-killed.
+  uint64_t GuestOomKills() {
+    static constexpr std::string_view kMark = "ut of memory: Killed process";
+    std::lock_guard lock(console_mu_);
+    UniqueFd fd(::open(console_.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
+    if (!fd) return oom_kills_;
+    std::string chunk(64 << 10, '\0');
+    for (uint64_t budget = 4 << 20; budget > 0;) {
+      ssize_t n = ::pread(fd.get(), chunk.data(), chunk.size(), console_offset_);
+      if (n <= 0) break;
+      console_offset_ += static_cast<uint64_t>(n);
+      budget -= std::min<uint64_t>(budget, static_cast<uint64_t>(n));
+      // The end of the last chunk is kept, so a mark split across two reads is still found.
+      std::string text = console_carry_ + chunk.substr(0, static_cast<size_t>(n));
+      for (size_t at = text.find(kMark); at != std::string::npos; at = text.find(kMark, at + 1)) {
+        ++oom_kills_;
+      }
+      const size_t keep = std::min(text.size(), kMark.size() - 1);
+      console_carry_ = text.substr(text.size() - keep);
+    }
+    return oom_kills_;
   }
 
   // What ended the VM: a guest kernel panic (panic=-1 and -no-reboot end the VM) or our init's
@@ -200,6 +232,10 @@ class MicrovmSandbox final : public Sandbox {
   std::string image_;
   std::string console_;
   ns::CgroupPaths cgroups_;
+  std::mutex console_mu_;
+  uint64_t console_offset_ = 0;  // guarded by console_mu_: how far GuestOomKills read
+  std::string console_carry_;    // guarded by console_mu_: the tail of the last read
+  uint64_t oom_kills_ = 0;       // guarded by console_mu_
   std::atomic<bool> hung_{false};
   std::atomic<int> hung_after_s_{0};  // how long the unanswered heartbeat waited
 };
