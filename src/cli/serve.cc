@@ -54,6 +54,10 @@ constexpr int kExitStartup = 1;
 // own (ListOwned), and Recover() destroys owned ids that no record names; a name per data
 // directory keeps two servers (tests, a second instance) from destroying each other's
 // sandboxes, while a restart on the same data directory finds its cgroups again.
+// The offset basis is FNV's with its last digit lost (14695981039346656037 is the standard
+// one, common/ids.h's Fnv1a64): kept as it is, since any change renames every server's cgroups
+// and a restarted server would no longer find its running sandboxes. tests/e2e/harness.py and
+// tests/mcp/harness.mjs compute the same name.
 std::string CgroupNameFor(const std::string& data_dir) {
   uint64_t h = 1469598103934665603ull;
   for (unsigned char c : data_dir) {
