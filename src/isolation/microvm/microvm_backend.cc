@@ -302,7 +302,7 @@ class MicrovmBackend final : public Backend {
   Status Destroy(const std::string& id) override {
     if (!IsValidId(id, "sb_")) return {};
     const Paths p = PathsFor(opts_.state_dir, id);
-    Child child;
+    ns::ChildProcess child;
     {
       std::lock_guard lock(mu_);
       auto it = children_.find(id);
@@ -364,11 +364,6 @@ class MicrovmBackend final : public Backend {
   }
 
  private:
-  struct Child {
-    pid_t pid = -1;
-    UniqueFd pidfd;
-  };
-
   // The files QEMU opens, in the jail's /vm, owned by the jail's uid.
   Status PrepareVmDir(const SandboxSpec& spec, const Paths& p, uint32_t jail_id) {
     if (::mkdir(p.vm.c_str(), 0700) != 0) return FailErrno("mkdir " + p.vm);
@@ -443,7 +438,7 @@ class MicrovmBackend final : public Backend {
     const pid_t pid = started.pid;
     {
       std::lock_guard lock(mu_);
-      children_[spec.id] = Child{pid, std::move(started.pidfd)};
+      children_[spec.id] = std::move(started);
     }
     const int64_t timeout = opts_.start_timeout_ms > 0 ? opts_.start_timeout_ms
                             : accel_ == "kvm"          ? 20'000
@@ -556,7 +551,7 @@ class MicrovmBackend final : public Backend {
   const ns::CgroupLayout layout_;
   ns::UidSlots slots_;
   std::mutex mu_;
-  std::map<std::string, Child> children_;  // guarded by mu_: QEMUs this process started
+  std::map<std::string, ns::ChildProcess> children_;  // guarded by mu_: QEMUs this process started
   std::map<std::string, std::weak_ptr<MicrovmSandbox>> live_;  // guarded by mu_: heartbeats
   std::mutex heartbeat_mu_;
   std::condition_variable heartbeat_cv_;

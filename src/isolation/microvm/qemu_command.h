@@ -12,7 +12,7 @@ namespace asb::isolation::microvm {
 
 /// Every path as QEMU sees it: inside its jail (qemu_jail.h) when jailed.
 struct VmConfig {
-  std::string name;  // -name: the sandbox id (ps, and how a restarted server knows its QEMU)
+  std::string name;  // -name: the sandbox id (what ps shows of the VM)
   GuestKernel kernel;
   std::string initrd;           // initramfs with sandboxd (GuestImages::Initrd)
   std::string rootfs_image;     // the template's EROFS image, attached read-only
