@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <grp.h>
+#include <poll.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/signalfd.h>
@@ -88,6 +89,9 @@ Status Daemon::Init() {
   }
 
   if (!options_.port.empty()) {
+    port_timer_fd_.Reset(timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC));
+    if (!port_timer_fd_) return FailErrno("timerfd_create");
+    ASB_TRY(loop_->Add(port_timer_fd_.get(), EPOLLIN, [this](uint32_t) { OnPortTimer(); }));
     ASB_TRY(OpenPort());
   } else {
     int lfd = options_.listen_fd;
@@ -220,13 +224,40 @@ void Daemon::OnAccept() {
 }
 
 Status Daemon::OpenPort() {
-  int fd = open(options_.port.c_str(), O_RDWR | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
-  if (fd < 0) return FailErrno("open " + options_.port);
-  auto conn = std::make_unique<Connection>(*this, UniqueFd(fd));
+  UniqueFd fd(open(options_.port.c_str(), O_RDWR | O_NONBLOCK | O_CLOEXEC | O_NOCTTY));
+  if (!fd) return FailErrno("open " + options_.port);
+  // A virtio-serial port whose host side is not connected polls as hung up (and reads as end
+  // of file) until the host connects (drivers/char/virtio_console.c): a connection started
+  // now would end at once. Bytes the host sends meanwhile wait in QEMU until the port opens.
+  pollfd pfd{fd.get(), POLLIN, 0};
+  if (poll(&pfd, 1, 0) < 0) return FailErrno("poll " + options_.port);
+  if ((pfd.revents & POLLHUP) != 0) {
+    ArmPortTimer();
+    return {};
+  }
+  auto conn = std::make_unique<Connection>(*this, std::move(fd));
   Connection* raw = conn.get();
   ASB_TRY(raw->Start());
   connections_[raw] = std::move(conn);
+  port_conn_ = raw;
   return {};
+}
+
+void Daemon::ArmPortTimer() {
+  itimerspec its{};
+  its.it_value.tv_nsec = kPortRetryMs * 1'000'000L;
+  timerfd_settime(port_timer_fd_.get(), 0, &its, nullptr);
+}
+
+void Daemon::OnPortTimer() {
+  uint64_t ticks;
+  while (read(port_timer_fd_.get(), &ticks, sizeof ticks) > 0) {
+  }
+  if (port_conn_ != nullptr) return;
+  if (auto st = OpenPort(); !st) {
+    fprintf(stderr, "sandboxd: %s\n", st.error().ToString().c_str());
+    ArmPortTimer();
+  }
 }
 
 void Daemon::ConnectionClosed(Connection* conn) {
@@ -235,9 +266,13 @@ void Daemon::ConnectionClosed(Connection* conn) {
   std::shared_ptr<Connection> owned(std::move(it->second));
   connections_.erase(it);
   DestroyLater(*loop_, std::move(owned));
-  // A virtio-serial port is not served again once its host side has gone: microVM sandboxes
-  // are not adopted by a restarted server (BackendCapabilities::adopt is false), which ends
-  // the VM instead.
+  // The host side of a microVM's port went away (its server stopped; a restarted one adopts
+  // the VM and connects again): the port is opened anew once the old descriptor is closed
+  // (after this batch; the port takes one opener at a time). Commands keep running.
+  if (conn == port_conn_) {
+    port_conn_ = nullptr;
+    ArmPortTimer();
+  }
 }
 
 }  // namespace asb::sandboxd

@@ -67,8 +67,13 @@ class Daemon {
   void OnSignal();
   void ReapChildren();
   void OnAccept();
-  // Serves options_.port (a microVM's virtio-serial port) as the one connection.
+  // Serves options_.port (a microVM's virtio-serial port) as the one connection, once the
+  // host side is there; until then (a server restarting, which adopts the VM when it is back)
+  // the port is tried again every kPortRetryMs.
   Status OpenPort();
+  void OnPortTimer();
+  void ArmPortTimer();
+  static constexpr int kPortRetryMs = 200;
   void OnKillTimer();
   void ArmKillTimer();
 
@@ -78,6 +83,8 @@ class Daemon {
   UniqueFd workspace_fd_;
   UniqueFd signal_fd_;
   UniqueFd kill_timer_fd_;
+  UniqueFd port_timer_fd_;           // microVM: when to try the port again
+  Connection* port_conn_ = nullptr;  // microVM: the port's connection while it is served
   bool stop_ = false;
   std::unordered_map<pid_t, std::function<void(int)>> watched_;
   std::map<Connection*, std::unique_ptr<Connection>> connections_;

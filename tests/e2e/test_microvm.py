@@ -62,6 +62,19 @@ def qemu_pids(data_dir):
     return out
 
 
+def qemu_pid_of(data_dir, sid):
+    """The pid of sandbox `sid`'s QEMU (found by its cgroup), or None."""
+    marker = ("/%s/%s" % (vm_cgroup_name(data_dir), sid)).encode()
+    for pid in qemu_pids(data_dir):
+        try:
+            with open("/proc/%d/cgroup" % pid, "rb") as f:
+                if marker in f.read():
+                    return pid
+        except OSError:
+            continue
+    return None
+
+
 def status_fields(pid):
     with open("/proc/%d/status" % pid) as f:
         return dict(line.rstrip("\n").split(":\t", 1) for line in f if ":\t" in line)
@@ -182,6 +195,47 @@ class MicrovmTest(unittest.TestCase):
             s.request("DELETE", "/v1/sandboxes/" + sid, check=False)
         self.assertEqual(qemu_pids(s.data_dir), [])
 
+    def test_a_console_flood_costs_the_host_no_disk_and_hides_no_panic(self):
+        # Root in the guest may write to its serial console without end. The server reads the
+        # console into a bounded buffer (guest_console.h), so nothing of the VM's on the host
+        # grows (a file-backed console would, by every byte), and a panic after the flood is
+        # still found and reported.
+        s = self.server
+        sid = s.request("POST", "/v1/sandboxes", {"template": "base", "memory_mb": 256}).json()["id"]
+        vm_dir = os.path.join(s.data_dir, "microvm-sandboxes", sid)
+
+        def host_bytes():  # what the VM holds on the host's disk, its two disk images apart
+            total = 0
+            for root, _, files in os.walk(vm_dir):
+                for f in files:
+                    if f not in ("workspace.img", "config.img"):
+                        total += os.lstat(os.path.join(root, f)).st_blocks * 512
+            return total
+
+        try:
+            before = host_bytes()
+            out = s.run(sid, "timeout 8 sh -c 'yes flood-flood-flood-flood' | tee /dev/console"
+                             " | wc -c", user="root", timeout_seconds=60)
+            written = int(out["stdout"])
+            self.assertGreater(written, 256 << 10, out)  # well past the 64 KiB kept
+            self.assertLess(host_bytes() - before, 64 << 10)
+            self.assertEqual(s.run(sid, "echo alive")["stdout"], "alive\n")
+            r = s.exec(sid, {"command": "echo c > /proc/sysrq-trigger", "user": "root",
+                             "timeout_seconds": 30})
+            self.assertEqual(r.status, 502, r)
+            deadline = time.monotonic() + 10
+            while time.monotonic() < deadline:
+                got = s.request("GET", "/v1/sandboxes/" + sid).json()
+                if got["status"] == "error":
+                    break
+                time.sleep(0.2)
+            self.assertIn("the guest kernel panicked", got.get("error_message", ""), got)
+            print("\nmicrovm console flood: %d bytes written by the guest, host grew %d bytes"
+                  % (written, host_bytes() - before), file=sys.stderr)
+        finally:
+            self.assertEqual(s.request("DELETE", "/v1/sandboxes/" + sid, check=False).status, 204)
+        self.assertEqual(qemu_pids(s.data_dir), [])
+
     def test_a_guest_oom_kill_is_reported_and_the_vm_lives_on(self):
         # The VM's RAM is its memory limit: a command that fills it is ended by the guest
         # kernel's OOM killer (sandboxd, the guest's init, is never its victim), the exec says
@@ -219,21 +273,41 @@ class MicrovmTest(unittest.TestCase):
             self.assertEqual(s.request("DELETE", "/v1/sandboxes/" + sid, check=False).status, 204)
         self.assertEqual(qemu_pids(s.data_dir), [])
 
-    def test_z_a_sigkilled_server_leaves_no_vm_after_its_restart(self):
-        # VMs are not adopted yet (capabilities.adopt is false): the restarted server ends what
-        # the old one left running, found by the VM's cgroup, and removes its state. QEMU
-        # must not hold the server's listening socket either, or the restart cannot bind.
+    def test_z_a_restarted_server_adopts_its_vms_and_drops_the_ended(self):
+        # A SIGKILLed server leaves its VMs running (QEMU has a session and cgroups of its own).
+        # The restarted server adopts each: the same VM (its /tmp, a tmpfs in the guest's RAM,
+        # and its kernel's boot id are as they were), commands run and destroy ends it. A VM
+        # that ended while no server ran is dropped and leaves nothing. QEMU must not hold the
+        # server's listening socket either, or the restart cannot bind.
         s = self.server
-        sid = s.request("POST", "/v1/sandboxes", {"template": "base"}).json()["id"]
-        self.assertEqual(len(qemu_pids(s.data_dir)), 1)
-        s.kill9()
-        self.assertEqual(len(qemu_pids(s.data_dir)), 1)  # it outlives the server...
-        s.start()
-        deadline = time.monotonic() + 10
-        while qemu_pids(s.data_dir) and time.monotonic() < deadline:
-            time.sleep(0.1)
-        self.assertEqual(qemu_pids(s.data_dir), [])  # ...until the next server starts
-        self.assertEqual(s.request("GET", "/v1/sandboxes/" + sid, check=False).status, 404)
+        keep = s.request("POST", "/v1/sandboxes", {"template": "base"}).json()["id"]
+        ended = s.request("POST", "/v1/sandboxes", {"template": "base"}).json()["id"]
+        try:
+            before = s.run(keep, "echo kept > /tmp/mark; cat /proc/sys/kernel/random/boot_id")
+            self.assertEqual(before["exit_code"], 0, before)
+            self.assertEqual(len(qemu_pids(s.data_dir)), 2)
+            s.kill9()
+            self.assertEqual(len(qemu_pids(s.data_dir)), 2)  # they outlive the server
+            os.kill(qemu_pid_of(s.data_dir, ended), signal.SIGKILL)  # one ends meanwhile
+            deadline = time.monotonic() + 10
+            while qemu_pid_of(s.data_dir, ended) and time.monotonic() < deadline:
+                time.sleep(0.1)
+            s.start()
+            got = s.request("GET", "/v1/sandboxes/" + keep).json()
+            self.assertEqual(got["status"], "running", got)
+            after = s.run(keep, "cat /tmp/mark /proc/sys/kernel/random/boot_id")
+            self.assertEqual(after["stdout"], "kept\n" + before["stdout"], after)
+            self.assertEqual(s.request("GET", "/v1/sandboxes/" + ended, check=False).status, 404)
+            self.assertFalse(os.path.exists(os.path.join(s.data_dir, "microvm-sandboxes", ended)))
+            self.assertEqual(len(qemu_pids(s.data_dir)), 1)
+            # Adopted twice: the guest serves its port again each time the host comes back.
+            s.kill9()
+            s.start()
+            self.assertEqual(s.run(keep, "cat /tmp/mark")["stdout"], "kept\n")
+        finally:
+            for sid in (keep, ended):
+                s.request("DELETE", "/v1/sandboxes/" + sid, check=False)
+        self.assertEqual(qemu_pids(s.data_dir), [])
         self.assertEqual(os.listdir(os.path.join(s.data_dir, "microvm-sandboxes")), [".images"])
 
     def test_qemu_runs_jailed_and_leaves_nothing(self):
@@ -267,7 +341,7 @@ class MicrovmTest(unittest.TestCase):
             self.assertEqual(sorted(os.listdir(root + "/guest")),
                              ["initrd", "rootfs.img", "vmlinuz"])
             self.assertEqual(sorted(os.listdir(root + "/vm")),
-                             ["config.img", "console.log", "sandboxd.sock", "workspace.img"])
+                             ["config.img", "console.sock", "sandboxd.sock", "workspace.img"])
             self.assertFalse(os.path.exists(root + "/var"))
             # The VM's cgroups bound QEMU: memory above the guest's 256 MiB (QEMU's own share)
             # but not unbounded; threads counted.

@@ -23,6 +23,7 @@
 #include "common/ids.h"
 #include "common/log.h"
 #include "common/unique_fd.h"
+#include "isolation/microvm/guest_console.h"
 #include "isolation/microvm/guest_images.h"
 #include "isolation/microvm/qemu_command.h"
 #include "isolation/microvm/qemu_jail.h"
@@ -53,7 +54,7 @@ Paths PathsFor(const std::string& state_dir, const std::string& id) {
   p.image = p.vm + "/workspace.img";
   p.config = p.vm + "/config.img";
   p.sock = p.vm + "/sandboxd.sock";
-  p.console = p.vm + "/console.log";
+  p.console = p.vm + "/console.sock";
   p.log = p.dir + "/qemu.log";
   return p;
 }
@@ -99,11 +100,16 @@ Result<pid_t> SpawnQemu(const std::vector<std::string>& argv, const std::string&
 }
 
 // A test boot with the guest's probe mode (it powers off at once): does `accel` work here?
-bool BootWorks(const std::string& qemu, const GuestKernel& k, const std::string& accel) {
+// Where KVM works this boot takes well under a second; where it does not, it may fail at once
+// or spin without end (a /dev/kvm that takes only PVM guest kernels, as on the machines of
+// docs/ARCHITECTURE.md, burns a core in the host kernel): `timeout` bounds what the server's
+// start pays for finding that out.
+bool BootWorks(const std::string& qemu, const GuestKernel& k, const std::string& accel,
+               std::chrono::seconds timeout) {
   std::vector<std::string> argv = ProbeCommand(qemu, k, accel);
   auto pid = SpawnQemu(argv, "/dev/null");
   if (!pid) return false;
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
   int status = 0;
   for (;;) {
     pid_t r = ::waitpid(*pid, &status, WNOHANG);
@@ -120,11 +126,16 @@ bool BootWorks(const std::string& qemu, const GuestKernel& k, const std::string&
 
 class MicrovmSandbox final : public Sandbox {
  public:
+  /// `pidfd` refers to QEMU (`pid`): this server's child, or the QEMU of an earlier server
+  /// process when adopted, which this one cannot reap (so its pid is never signalled, only
+  /// its pidfd).
   MicrovmSandbox(std::string id, std::shared_ptr<protocol::Connection> conn, pid_t pid,
-                 std::string image, std::string console, ns::CgroupPaths cgroups)
+                 UniqueFd pidfd, std::string image, std::unique_ptr<GuestConsole> console,
+                 ns::CgroupPaths cgroups)
       : id_(std::move(id)),
         conn_(std::move(conn)),
         pid_(pid),
+        pidfd_(std::move(pidfd)),
         image_(std::move(image)),
         console_(std::move(console)),
         cgroups_(std::move(cgroups)) {}
@@ -155,47 +166,22 @@ class MicrovmSandbox final : public Sandbox {
     auto ch = conn_->Open(protocol::EncodeFileStatRequest(stat));
     return ch ? std::move(*ch) : nullptr;
   }
-  /// The guest did not answer a heartbeat in `waited_ms`: the VM is ended (QEMU killed; it is
-  /// this process's unreaped child, so the pid cannot be reused before Destroy reaps it) and
-  /// the connection closed, so every call in flight fails at once and the registry records
-  /// the sandbox's failure with LostReason.
+  /// The guest did not answer a heartbeat in `waited_ms`: the VM is ended (QEMU killed through
+  /// its pidfd) and the connection closed, so every call in flight fails at once and the
+  /// registry records the sandbox's failure with LostReason.
   void MarkHung(int64_t waited_ms) {
     hung_after_s_.store(static_cast<int>((waited_ms + 999) / 1000));
     if (hung_.exchange(true)) return;
     spdlog::warn("sandbox_id={} the guest did not answer its heartbeat in {} ms: ending the VM",
                  id_, waited_ms);
-    ::kill(pid_, SIGKILL);
+    ::syscall(SYS_pidfd_send_signal, pidfd_.get(), SIGKILL, nullptr, 0);
     conn_->Close();
   }
 
-  // How many processes the guest kernel's OOM killer ended so far, counted from the guest's
-  // console, where its kernel reports each kill at KERN_ERR ("Out of memory: Killed process
-  // N", "Memory cgroup out of memory: Killed process N"; mm/oom_kill.c), which `quiet` still
-  // prints. Incremental: each call reads only what the console gained since the last one, at
-  // most 4 MiB (a guest flooding its console cannot make a usage read expensive; the rest is
-  // read by later calls). Guest text: a guest can forge a line, which only marks its own
-  // command as OOM-killed.
-  uint64_t GuestOomKills() {
-    static constexpr std::string_view kMark = "ut of memory: Killed process";
-    std::lock_guard lock(console_mu_);
-    UniqueFd fd(::open(console_.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
-    if (!fd) return oom_kills_;
-    std::string chunk(64 << 10, '\0');
-    for (uint64_t budget = 4 << 20; budget > 0;) {
-      ssize_t n = ::pread(fd.get(), chunk.data(), chunk.size(), console_offset_);
-      if (n <= 0) break;
-      console_offset_ += static_cast<uint64_t>(n);
-      budget -= std::min<uint64_t>(budget, static_cast<uint64_t>(n));
-      // The end of the last chunk is kept, so a mark split across two reads is still found.
-      std::string text = console_carry_ + chunk.substr(0, static_cast<size_t>(n));
-      for (size_t at = text.find(kMark); at != std::string::npos; at = text.find(kMark, at + 1)) {
-        ++oom_kills_;
-      }
-      const size_t keep = std::min(text.size(), kMark.size() - 1);
-      console_carry_ = text.substr(text.size() - keep);
-    }
-    return oom_kills_;
-  }
+  // How many processes the guest kernel's OOM killer ended so far, as its console says
+  // (ConsoleScanner::kOomKillMark). Guest text: a guest can forge a line, which only marks its
+  // own command as OOM-killed.
+  uint64_t GuestOomKills() { return console_->oom_kills(); }
 
   // What ended the VM: a guest kernel panic (panic=-1 and -no-reboot end the VM) or our init's
   // failure as the guest's console says, the host's OOM killer in the VM's cgroup, else that
@@ -205,19 +191,16 @@ class MicrovmSandbox final : public Sandbox {
       return "the guest stopped answering (no heartbeat answer in " +
              std::to_string(hung_after_s_.load()) + " s)";
     }
-    auto text = ns::ReadSmallFile(console_);
-    if (text) {
-      for (const char* mark : {"Kernel panic - not syncing:", "asb-init:"}) {
-        size_t at = text->rfind(mark);
-        if (at == std::string::npos) continue;
-        size_t end = text->find('\n', at);
-        std::string line = text->substr(at, std::min<size_t>(end - at, 200));
-        while (!line.empty() && (line.back() == '\r' || line.back() == ' ')) line.pop_back();
-        return std::string(mark[0] == 'K' ? "the guest kernel panicked (" : "the guest failed (") +
-               line + ")";
-      }
+    // The VM's last words: QEMU closes the console as it exits, which comes with the end of
+    // the protocol connection that made the registry ask; reading them is a moment's work.
+    console_->WaitClosed(1000);
+    if (auto line = console_->LastLine(ConsoleScanner::kPanicMark); !line.empty()) {
+      return "the guest kernel panicked (" + line + ")";
     }
-    if (::kill(pid_, 0) == 0) return "";
+    if (auto line = console_->LastLine(ConsoleScanner::kInitFailureMark); !line.empty()) {
+      return "the guest failed (" + line + ")";
+    }
+    if (::syscall(SYS_pidfd_send_signal, pidfd_.get(), 0, nullptr, 0) == 0) return "";
     auto usage = ns::ReadCgroupUsage(cgroups_);
     if (usage && usage->oom_kills > 0) {
       return "the virtual machine was killed: it exceeded its memory limit on the host";
@@ -229,13 +212,10 @@ class MicrovmSandbox final : public Sandbox {
   std::string id_;
   std::shared_ptr<protocol::Connection> conn_;
   pid_t pid_;
+  UniqueFd pidfd_;
   std::string image_;
-  std::string console_;
+  std::unique_ptr<GuestConsole> console_;
   ns::CgroupPaths cgroups_;
-  std::mutex console_mu_;
-  uint64_t console_offset_ = 0;  // guarded by console_mu_: how far GuestOomKills read
-  std::string console_carry_;    // guarded by console_mu_: the tail of the last read
-  uint64_t oom_kills_ = 0;       // guarded by console_mu_
   std::atomic<bool> hung_{false};
   std::atomic<int> hung_after_s_{0};  // how long the unanswered heartbeat waited
 };
@@ -262,7 +242,7 @@ class MicrovmBackend final : public Backend {
   }
 
   std::string_view name() const override { return "microvm"; }
-  BackendCapabilities Capabilities() const override { return {}; }
+  BackendCapabilities Capabilities() const override { return {.adopt = true}; }
   Status Probe() override {
     if (::access(opts_.qemu_path.c_str(), X_OK) != 0) {
       return Fail(Error::Unavailable(opts_.qemu_path + " not found (qemu-system-x86)"));
@@ -292,13 +272,47 @@ class MicrovmBackend final : public Backend {
     return result;
   }
 
+  // A VM outlives the server that started it (QEMU runs in a session and cgroups of its own):
+  // a restarted server finds its QEMU by the VM's cgroup, reads its console again and dials
+  // its protocol socket, where the guest's sandboxd, which opens its port again whenever the
+  // host side comes back, answers. kNotFound when the VM is gone (the registry then drops the
+  // record and Destroy clears what is left).
   Result<std::shared_ptr<Sandbox>> Adopt(const std::string& id) override {
-    return Fail(Error::NotFound("microvm sandbox " + id + " is not adopted after a restart"));
+    if (!IsValidId(id, "sb_")) return Fail(Error::NotFound("no such sandbox"));
+    const Paths p = PathsFor(opts_.state_dir, id);
+    const ns::CgroupPaths cgroups = ns::CgroupPathsFor(layout_, opts_.cgroup_name, id);
+    const std::vector<int> pids = ns::CgroupProcesses(cgroups);
+    if (pids.size() != 1 || !ns::PathExists(p.sock)) {
+      // No QEMU (the VM ended while no server ran), or not the one process a VM's cgroups
+      // hold: nothing of it is adopted.
+      return Fail(Error::NotFound("the virtual machine of " + id + " is gone"));
+    }
+    const pid_t pid = pids[0];
+    UniqueFd pidfd(static_cast<int>(::syscall(SYS_pidfd_open, pid, 0)));
+    if (!pidfd) return Fail(Error::NotFound("the virtual machine of " + id + " is gone"));
+    ASB_ASSIGN_OR_RETURN(std::unique_ptr<GuestConsole> console,
+                         GuestConsole::Connect(p.console, 2'000));
+    // The guest's sandboxd notices the old connection's end and opens its port again within
+    // Daemon::kPortRetryMs; until then QEMU holds our HELLO.
+    auto conn = protocol::Connection::Dial(p.sock, 10'000);
+    if (!conn) {
+      return Fail(std::move(conn).error().WithContext(
+          "adopt " + id + ": the guest did not answer (" + console->LastOutputLine() + ")"));
+    }
+    // Not this process's child: Destroy ends it through the VM's cgroups.
+    auto sandbox = std::make_shared<MicrovmSandbox>(id, std::move(*conn), pid, std::move(pidfd),
+                                                    p.image, std::move(console), cgroups);
+    {
+      std::lock_guard lock(mu_);
+      live_[id] = sandbox;
+    }
+    spdlog::info("sandbox_id={} microvm adopted: accel={} pid={}", id, accel_, pid);
+    return std::shared_ptr<Sandbox>(std::move(sandbox));
   }
 
-  // QEMU first (this process's child: killed through its pidfd and reaped), then whatever is
-  // left in the VM's cgroups (a QEMU of an earlier server process), the cgroups, the uid range
-  // and the directory.
+  // QEMU first when this process started it (killed through its pidfd and reaped), then
+  // whatever is left in the VM's cgroups (an adopted QEMU, an earlier server's), the cgroups,
+  // the uid range and the directory.
   Status Destroy(const std::string& id) override {
     if (!IsValidId(id, "sb_")) return {};
     const Paths p = PathsFor(opts_.state_dir, id);
@@ -398,7 +412,7 @@ class MicrovmBackend final : public Backend {
     vm.workspace_image = InJail(p, p.image);
     vm.config_image = InJail(p, p.config);
     vm.socket = InJail(p, p.sock);
-    vm.console_log = InJail(p, p.console);
+    vm.console_socket = InJail(p, p.console);
     vm.accel = accel_;
     vm.memory_mib = std::max<uint64_t>(spec.memory_bytes >> 20, 128);
     vm.vcpus = std::max(1, static_cast<int>(std::ceil(spec.cpus)));
@@ -459,13 +473,16 @@ class MicrovmBackend final : public Backend {
       }
       std::this_thread::sleep_for(std::chrono::milliseconds(5));
     }
-    // QEMU binds the socket a moment before it listens: a refused connect in that window is
-    // retried (as long as QEMU runs and time is left), not the create's failure.
+    // QEMU binds each socket a moment before it listens: a refused connect in that window is
+    // retried (as long as QEMU runs and time is left), not the create's failure. The console
+    // first (QEMU made it before the protocol's socket): the boot's lines are read from here on.
     auto ms_left = [&] {
       return std::chrono::duration_cast<std::chrono::milliseconds>(deadline -
                                                                    std::chrono::steady_clock::now())
           .count();
     };
+    ASB_ASSIGN_OR_RETURN(std::unique_ptr<GuestConsole> console,
+                         GuestConsole::Connect(p.console, std::max<int64_t>(ms_left(), 1000)));
     auto conn = protocol::Connection::Dial(p.sock, std::max<int64_t>(ms_left(), 1000));
     while (!conn && conn.error().sys_errno() == ECONNREFUSED && ms_left() > 0 &&
            ::kill(pid, 0) == 0) {
@@ -474,12 +491,18 @@ class MicrovmBackend final : public Backend {
     }
     if (!conn) {
       return Fail(std::move(conn).error().WithContext("the guest's sandboxd did not answer (" +
-                                                      accel_ + "): " + Tail(p.console)));
+                                                      accel_ + "): " + console->LastOutputLine()));
     }
     spdlog::info("sandbox_id={} microvm up: accel={} pid={} uid={}", spec.id, accel_, pid,
                  JailHostId(id_base));
-    auto sandbox = std::make_shared<MicrovmSandbox>(spec.id, std::move(*conn), pid, p.image,
-                                                    p.console, cgroups);
+    UniqueFd pidfd;
+    {
+      std::lock_guard lock(mu_);
+      pidfd.Reset(::fcntl(children_[spec.id].pidfd.get(), F_DUPFD_CLOEXEC, 0));
+    }
+    if (!pidfd) return FailErrno("dup pidfd");
+    auto sandbox = std::make_shared<MicrovmSandbox>(
+        spec.id, std::move(*conn), pid, std::move(pidfd), p.image, std::move(console), cgroups);
     {
       std::lock_guard lock(mu_);
       live_[spec.id] = sandbox;
@@ -551,7 +574,8 @@ class MicrovmBackend final : public Backend {
   const ns::CgroupLayout layout_;
   ns::UidSlots slots_;
   std::mutex mu_;
-  std::map<std::string, ns::ChildProcess> children_;  // guarded by mu_: QEMUs this process started
+  // guarded by mu_: QEMUs this process started (not adopted ones: another process reaps them)
+  std::map<std::string, ns::ChildProcess> children_;
   std::map<std::string, std::weak_ptr<MicrovmSandbox>> live_;  // guarded by mu_: heartbeats
   std::mutex heartbeat_mu_;
   std::condition_variable heartbeat_cv_;
@@ -580,7 +604,8 @@ Result<std::unique_ptr<Backend>> MakeMicrovmBackend(const MicrovmOptions& option
   std::string accel = options.accel;
   if (accel == "auto") {
     // Decided by a boot, never by the device: /dev/kvm here may take only PVM guest kernels.
-    accel = ::access("/dev/kvm", R_OK | W_OK) == 0 && BootWorks(options.qemu_path, kernel, "kvm")
+    accel = ::access("/dev/kvm", R_OK | W_OK) == 0 &&
+                    BootWorks(options.qemu_path, kernel, "kvm", std::chrono::seconds(5))
                 ? "kvm"
                 : "tcg";
   } else if (accel != "kvm" && accel != "tcg") {

@@ -25,7 +25,7 @@ namespace asb::isolation::microvm {
 
 struct MicrovmOptions {
   /// Per-sandbox state: <state_dir>/<id>/{root/ (QEMU's jail root), vm/ (workspace.img,
-  /// config.img, sandboxd.sock, console.log: the jail's /vm), qemu.log}, and the image caches
+  /// config.img, sandboxd.sock, console.sock: the jail's /vm), qemu.log}, and the image caches
   /// in <state_dir>/.images. Created 0700.
   std::string state_dir = "/var/lib/agent-sandbox/microvm-sandboxes";
   /// What scripts/microvm-guest.sh prepared: vmlinuz, initrd-base.cpio.

@@ -33,7 +33,7 @@ std::vector<std::string> Base(const std::string& qemu, const std::string& accel)
 
 std::string KernelArgs(const std::string& extra) {
   // tsc_early_khz: without it about 30% of TCG boots hang calibrating the TSC (measured,
-  // docs/ARCHITECTURE.md); quiet: the console log holds what matters.
+  // docs/ARCHITECTURE.md); quiet: the console holds only what matters.
   // panic=-1 reboot=t: a panic resets at once by triple fault (microvm has no keyboard
   // controller to reboot through, and the kernel would try one method after another).
   return "console=ttyS0 quiet tsc_early_khz=2500000 panic=-1 reboot=t " + extra;
@@ -64,8 +64,13 @@ std::vector<std::string> QemuCommand(const std::string& qemu, const VmConfig& vm
       "-append",
       KernelArgs("ASB_HOSTNAME=" + hostname + " ASB_TMP_SIZE=" + tmp_kib +
                  " ASB_PIDS_MAX=" + std::to_string(vm.pids_limit)),
+      // The serial console on a socket the server reads into a bounded buffer (a file would
+      // grow as long as the guest writes; guest_console.h). Unread, QEMU drops what the guest
+      // writes; read slowly, the guest's UART waits.
+      "-chardev",
+      "socket,id=con,path=" + vm.console_socket + ",server=on,wait=off",
       "-serial",
-      "file:" + vm.console_log,
+      "chardev:con",
       // The disks, found by the guest by serial, not probe order.
       "-drive",
       "id=root,file=" + vm.rootfs_image + ",format=raw,if=none,readonly=on",

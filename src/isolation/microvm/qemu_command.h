@@ -19,7 +19,7 @@ struct VmConfig {
   std::string workspace_image;  // the sandbox's ext4 workspace, read-write
   std::string config_image;     // sandboxd's config JSON, NUL-padded (SandboxdConfigJson)
   std::string socket;           // host end of the virtio-serial port (QEMU listens)
-  std::string console_log;      // the guest's serial console
+  std::string console_socket;   // the guest's serial console: QEMU listens (guest_console.h)
   std::string accel = "tcg";    // "kvm" or "tcg"
   uint64_t memory_mib = 512;
   int vcpus = 1;

@@ -8,7 +8,7 @@
 //  - a root of our making, read-only, holding only the host's /usr (QEMU, its libraries and
 //    firmware), /etc/ld.so.cache, a minimal /dev, a masked /proc, the guest's kernel, initramfs
 //    and template image (read-only, /guest) and the sandbox's directory (read-write, /vm:
-//    workspace and config disks, the protocol socket, the console log);
+//    workspace and config disks, the protocol socket, the console socket);
 //  - born into the sandbox's cgroups (memory = guest RAM + QEMU's overhead, pids, cpu);
 //  - no_new_privs, a session of its own, then QEMU's own seccomp filter (-sandbox on).
 // The host side reaches the VM only through the socket and the files in the sandbox directory.

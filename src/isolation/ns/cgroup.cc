@@ -11,6 +11,7 @@
 #include <chrono>
 #include <cmath>
 #include <iterator>
+#include <set>
 #include <sstream>
 #include <thread>
 
@@ -293,6 +294,14 @@ std::vector<int> ReadProcs(const std::string& dir) {
 }
 
 }  // namespace
+
+std::vector<int> CgroupProcesses(const CgroupPaths& paths) {
+  std::set<int> pids;
+  for (const auto& dir : paths.All()) {
+    for (int pid : ReadProcs(dir)) pids.insert(pid);
+  }
+  return std::vector<int>(pids.begin(), pids.end());
+}
 
 Status KillCgroupProcesses(const CgroupPaths& paths) {
   if (!paths.v2.empty() && PathExists(paths.v2 + "/cgroup.kill")) {

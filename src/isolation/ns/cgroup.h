@@ -110,6 +110,10 @@ class CloneIntoCgroups {
 /// Moves process `pid` into every directory (cgroup.procs).
 Status AddProcessFromParent(const CgroupPaths& paths, int pid);
 
+/// The processes (not threads) in any of the directories, ascending, each once; missing
+/// directories hold none.
+std::vector<int> CgroupProcesses(const CgroupPaths& paths);
+
 /// Kills every process in the sandbox's cgroups: cgroup.kill where the v2 directory has it,
 /// else freeze, SIGKILL each member of cgroup.procs, thaw. Missing directories are fine.
 Status KillCgroupProcesses(const CgroupPaths& paths);
