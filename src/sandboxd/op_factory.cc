@@ -8,6 +8,7 @@
 #include "sandboxd/file_watch_op.h"
 #include "sandboxd/kill_all_op.h"
 #include "sandboxd/proc_ops.h"
+#include "sandboxd/stats_op.h"
 #include "sandboxd/sync_op.h"
 #include "sandboxd/tar_ops.h"
 
@@ -88,6 +89,10 @@ Result<std::unique_ptr<Operation>> MakeOperation(Daemon& d, Connection& c, uint3
     out = std::make_unique<TarImportOp>(d, c, ch, std::move(req));
   } else if (op == "kill.all") {
     out = std::make_unique<KillAllOp>(d, c, ch);
+  } else if (op == "stats") {
+    out = std::make_unique<SyncOp>(d, c, ch, [&d](SyncOp&) -> Result<std::string> {
+      return protocol::EncodeSandboxStats(ReadSandboxStats(d.options().work_cgroup_fds));
+    });
   } else if (op.rfind("proc.", 0) == 0) {  // background processes (proc_ops.h)
     ASB_ASSIGN_OR_RETURN(out, MakeProcOperation(d, c, ch, op, json));
   } else {

@@ -236,6 +236,33 @@ class MicrovmTest(unittest.TestCase):
             self.assertEqual(s.request("DELETE", "/v1/sandboxes/" + sid, check=False).status, 204)
         self.assertEqual(qemu_pids(s.data_dir), [])
 
+    def test_the_guests_own_figures_pids_limited_and_metrics(self):
+        # The host sees only QEMU (its threads, its memory); the commands' figures are the
+        # guest's own, from its sandboxd (the stats operation): a fork refused by pids_limit
+        # inside the guest makes the exec say pids_limited, and the metrics count the memory
+        # of the guest's commands.
+        s = self.server
+        sid = s.request("POST", "/v1/sandboxes",
+                        {"template": "base", "memory_mb": 256, "pids_limit": 16}).json()["id"]
+        try:
+            self.assertFalse(s.run(sid, "true")["pids_limited"])
+            out = s.run(sid, "for i in $(seq 40); do sleep 2 & done 2>/dev/null; wait",
+                        timeout_seconds=60)
+            self.assertTrue(out["pids_limited"], out)
+            time.sleep(2.5)  # the sleeps the loop started (sh gave up at the refused fork) end
+            self.assertFalse(s.run(sid, "true")["pids_limited"])
+            # Shared memory stays charged to the commands' cgroup after its writer exits.
+            out = s.run(sid, "head -c 48m /dev/zero > /dev/shm/fill")
+            self.assertEqual(out["exit_code"], 0, out)
+            # E2B's route (its shape is E2B's, not in api/openapi.json)
+            r = s.request("GET", "/sandboxes/%s/metrics" % sid, check=False)
+            self.assertEqual(r.status, 200, r)
+            (m,) = r.json()
+            self.assertGreaterEqual(m["memUsed"], 48 << 20, m)
+            self.assertLess(m["memUsed"], 256 << 20, m)
+        finally:
+            self.assertEqual(s.request("DELETE", "/v1/sandboxes/" + sid, check=False).status, 204)
+
     def test_a_guest_oom_kill_is_reported_and_the_vm_lives_on(self):
         # The VM's RAM is its memory limit: a command that fills it is ended by the guest
         # kernel's OOM killer (sandboxd, the guest's init, is never its victim), the exec says

@@ -79,6 +79,8 @@ mount -t tmpfs -o nosuid,nodev,size=64m tmpfs /newroot/dev/shm
 mount -t cgroup2 -o nosuid,nodev,noexec cgroup2 /newroot/sys/fs/cgroup || fail "mount cgroup2"
 mkdir /newroot/sys/fs/cgroup/work || fail "work cgroup"
 echo +pids > /newroot/sys/fs/cgroup/cgroup.subtree_control || fail "pids controller"
+# The commands' memory figures (sandboxd's stats); the VM's RAM stays the limit.
+echo +memory > /newroot/sys/fs/cgroup/cgroup.subtree_control 2>/dev/null || true
 echo "${ASB_PIDS_MAX:-256}" > /newroot/sys/fs/cgroup/work/pids.max || fail "pids.max"
 hostname "${ASB_HOSTNAME:-sandbox}"
 exec 3< /newroot/run/asb/config.json

@@ -35,6 +35,7 @@
 #include "isolation/ns/workspace.h"
 #include "protocol/client.h"
 #include "protocol/messages.h"
+#include "protocol/stats_client.h"
 
 namespace asb::isolation::microvm {
 
@@ -67,6 +68,9 @@ std::string InJail(const Paths& p, const std::string& host_path) {
 // What QEMU's process costs beyond the guest's RAM (its own heap, device models, I/O buffers
 // and, under TCG, the translated-code cache), MiB: the cgroup's memory limit is RAM + this.
 constexpr uint64_t kQemuOverheadMib = 96;
+// How long a usage read waits for the guest's figures; a guest that does not answer in time is
+// reported with the host's (the heartbeat ends a guest that stays silent).
+constexpr int64_t kStatsTimeoutMs = 2'000;
 // QEMU's threads (vCPUs, the main loop, up to 64 block I/O workers, RCU, ...) count against
 // the pids limit: this many plus one per vCPU.
 constexpr uint32_t kQemuThreads = 96;
@@ -143,15 +147,30 @@ class MicrovmSandbox final : public Sandbox {
   std::shared_ptr<protocol::Connection> connection() override { return conn_; }
   int host_pid() const override { return pid_; }
   Result<SandboxUsage> Usage() override {
-    // The host's figures of the VM's cgroup (QEMU's memory: the guest RAM it touched plus its
-    // own; its cpu time; its threads). The guest's own figures come with the backend-neutral
-    // stats operation (later step). The workspace: the image's allocated size.
+    // The host sees QEMU (the guest RAM it touched plus its own memory, its cpu time, its
+    // threads) and the QEMU kills of the host's OOM killer; the commands' figures are the
+    // guest's own, from its sandboxd (the stats operation). The workspace: the image's
+    // allocated size.
     ASB_ASSIGN_OR_RETURN(SandboxUsage u, ns::ReadCgroupUsage(cgroups_));
     struct stat st;
     if (::stat(image_.c_str(), &st) == 0) u.workspace_used_bytes = uint64_t(st.st_blocks) * 512;
-    // The guest's OOM kills (its kernel's, inside its RAM): exec results' oom_killed compares
-    // this count before and after the command.
-    u.oom_kills += GuestOomKills();
+    // Exec results compare oom_kills and pids_limit_hits before and after a command
+    // (oom_killed, pids_limited): the guest's counters are read as the command ends, while the
+    // console's count of kill lines may lag its reader, so it only stands in when the guest
+    // cannot answer.
+    uint64_t guest_oom_kills = GuestOomKills();
+    u.pids_limit_hits = 0;
+    if (conn_ && conn_->alive()) {
+      if (auto s = protocol::ReadSandboxStats(*conn_, kStatsTimeoutMs)) {
+        if (s->memory_bytes > 0) u.memory_bytes = s->memory_bytes;
+        if (s->memory_peak_bytes > 0) u.memory_peak_bytes = s->memory_peak_bytes;
+        u.pids = s->pids;
+        u.cpu_usage_ns = s->cpu_usage_ns;
+        u.pids_limit_hits = s->pids_limit_hits;
+        guest_oom_kills = std::max(guest_oom_kills, s->oom_kills);
+      }
+    }
+    u.oom_kills += guest_oom_kills;
     return u;
   }
   Result<int> ConnectTcp(uint16_t, int) override { return Fail(NotCapable("microvm", "ports")); }
