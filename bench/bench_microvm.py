@@ -7,11 +7,14 @@
                sandboxd answered), then the first output of `echo`
   exec true    the round trip of a sync exec of `true` in a running sandbox, microvm and ns
   file 16 MiB  PUT then GET of a 16 MiB file through the file API, microvm and ns
+  idle PSS     host memory (proportional set size: shared pages split among their users) of
+               each of --idle idle sandboxes, all running at once: QEMU of each microVM, every
+               host process of each ns sandbox
 
 Every row names the accelerator; TCG figures are software emulation's (these machines have no
 usable KVM) and say nothing of a KVM host.
 
-    ASB_BIN=build/bin/agent-sandbox python3 bench/bench_microvm.py [--n 5]
+    ASB_BIN=build/bin/agent-sandbox python3 bench/bench_microvm.py [--n 5] [--idle 10]
 """
 
 import argparse
@@ -23,6 +26,7 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "e2e"))
 from harness import Server, missing_prerequisite  # noqa: E402
+from test_microvm import vm_cgroup_name  # noqa: E402
 
 GUEST = os.environ.get("AGENT_SANDBOX_MICROVM_GUEST", "/var/lib/agent-sandbox/microvm")
 QEMU = "/usr/bin/qemu-system-x86_64"
@@ -44,6 +48,39 @@ def raw_boot(accel):
     return ms(t0)
 
 
+def sandbox_pss_kib(cgroup_name, sid):
+    """PSS of every host process in the cgroups of sandbox `sid` under our `cgroup_name`."""
+    marker = "/%s/%s" % (cgroup_name, sid)
+    total = 0
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            with open("/proc/%s/cgroup" % pid) as f:
+                if not any(l.rstrip("\n").split(":", 2)[2].startswith(marker) for l in f):
+                    continue
+            with open("/proc/%s/smaps_rollup" % pid) as f:
+                total += sum(int(l.split()[1]) for l in f if l.startswith("Pss:"))
+        except (OSError, IndexError, ValueError):
+            continue
+    return total
+
+
+def idle_pss(server, cgroup_name, count, memory_mb):
+    """Starts `count` sandboxes, lets them settle, returns each one's PSS (MiB); destroys them
+    whatever happens."""
+    made = []
+    try:
+        for _ in range(count):
+            made.append(server.create(template="base", memory_mb=memory_mb)["id"])
+            server.run(made[-1], "true")
+        time.sleep(5)
+        return [sandbox_pss_kib(cgroup_name, sid) / 1024.0 for sid in made]
+    finally:
+        for sid in made:
+            server.request("DELETE", "/v1/sandboxes/" + sid, check=False)
+
+
 def row(name, accel, times):
     times = sorted(times)
     print("%-26s %-5s %10.1f %10.1f %10.1f" % (name, accel, times[0], statistics.median(times),
@@ -53,6 +90,7 @@ def row(name, accel, times):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--n", type=int, default=5)
+    ap.add_argument("--idle", type=int, default=10, help="sandboxes of the idle PSS rows")
     args = ap.parse_args()
     why = missing_prerequisite()
     if why or not os.access(QEMU, os.X_OK) or not os.path.isfile(os.path.join(GUEST, "vmlinuz")):
@@ -94,6 +132,13 @@ def main():
                 assert server.get_file(sid, "big.bin").body == data
                 io.append(ms(t0))
             row("file 16 MiB up+down, " + name, acc, io)
+        if args.idle > 0:
+            print("%-26s %-5s %10s %10s %10s  (%d idle sandboxes of 256 MiB at once)"
+                  % ("", "", "min MiB", "median MiB", "max MiB", args.idle))
+            ns_cgroup = vm_cgroup_name(ns.data_dir)[:-len("-vm")]
+            row("idle PSS, microvm", accel, idle_pss(vm, vm_cgroup_name(vm.data_dir), args.idle,
+                                                      256))
+            row("idle PSS, ns", "-", idle_pss(ns, ns_cgroup, args.idle, 256))
     finally:
         for server, sid in made:
             server.request("DELETE", "/v1/sandboxes/" + sid, check=False)
