@@ -28,7 +28,11 @@ LimitHits HitsOf(isolation::Sandbox& sb) {
   return u ? LimitHits{u->oom_kills, u->pids_limit_hits} : LimitHits{};
 }
 
-void MarkLimitsHit(isolation::Sandbox& sb, const LimitHits& before, ExecResult* r) {
+// Where sandboxd reports the limits hit itself (BackendCapabilities::exec_limit_hits), its
+// result stands and `before` was never read.
+void MarkLimitsHit(isolation::Sandbox& sb, bool sandboxd_reports, const LimitHits& before,
+                   ExecResult* r) {
+  if (sandboxd_reports) return;
   const LimitHits after = HitsOf(sb);
   r->oom_killed = after.oom_kills > before.oom_kills;
   r->pids_limited = after.pids > before.pids;
@@ -131,13 +135,14 @@ Result<ExecOutcome> ExecService::Exec(const std::string& owner, const std::strin
                        BuildExecRequest(reg_.cfg.limits, opts, DefaultsOf(*e)));
   ASB_ASSIGN_OR_RETURN(SandboxRegistry::Active act, reg_.BeginActivity(e));
   ASB_ASSIGN_OR_RETURN(auto conn, reg_.ConnectionFor(*e, act));
-  const LimitHits before = HitsOf(*act.sandbox);
+  const bool sandboxd_reports = reg_.backend.Capabilities().exec_limit_hits;
+  const LimitHits before = sandboxd_reports ? LimitHits{} : HitsOf(*act.sandbox);
   ASB_ASSIGN_OR_RETURN(
       ExecOutcome out,
       wire::FromWire(reg_.Checked(
           *e, act,
           protocol::ExecCollect(*conn, req, opts.stdin_data.value_or(""), opts.abandoned.get()))));
-  MarkLimitsHit(*act.sandbox, before, &out.result);
+  MarkLimitsHit(*act.sandbox, sandboxd_reports, before, &out.result);
   return out;
 }
 
@@ -150,7 +155,8 @@ Result<ExecStream> ExecService::StartExec(const std::string& owner, const std::s
   ASB_ASSIGN_OR_RETURN(SandboxRegistry::Active act,
                        reg_.BeginActivity(e, SandboxRegistry::Activity::kStream));
   ASB_ASSIGN_OR_RETURN(auto conn, reg_.ConnectionFor(*e, act));
-  const LimitHits before = HitsOf(*act.sandbox);
+  const bool sandboxd_reports = reg_.backend.Capabilities().exec_limit_hits;
+  const LimitHits before = sandboxd_reports ? LimitHits{} : HitsOf(*act.sandbox);
   ASB_ASSIGN_OR_RETURN(auto channel,
                        reg_.Checked(*e, act, conn->Open(protocol::EncodeExecRequest(req))));
   if (opts.stdin_data) {
@@ -161,9 +167,10 @@ Result<ExecStream> ExecService::StartExec(const std::string& owner, const std::s
   }
   std::shared_ptr<isolation::Sandbox> sandbox = act.sandbox;
   ExecStream s;
-  s.events =
-      wire::WrapChannel(std::move(channel), wire::Payloads::kExec,
-                        [sandbox, before](ExecResult* r) { MarkLimitsHit(*sandbox, before, r); });
+  s.events = wire::WrapChannel(std::move(channel), wire::Payloads::kExec,
+                               [sandbox, sandboxd_reports, before](ExecResult* r) {
+                                 MarkLimitsHit(*sandbox, sandboxd_reports, before, r);
+                               });
   s.keepalive = act.mark;
   return s;
 }

@@ -84,6 +84,10 @@ struct BackendCapabilities {
   /// SnapshotMemory and SandboxSpec::memory_snapshot: the whole machine state of a running
   /// sandbox saved and continued in new sandboxes (live fork, template snapshots).
   bool memory_snapshot = false;
+  /// sandboxd itself says in each exec's result whether the command was OOM-killed or refused
+  /// a fork (the sandbox's kernel is its own, as in a microVM): the host then reads no usage
+  /// around an exec. Without it the host compares its own cgroup counters before and after.
+  bool exec_limit_hits = false;
 };
 
 /// What SnapshotMemory wrote. Bytes: `memory_bytes` is the guest memory saved, `stored_bytes`

@@ -42,7 +42,9 @@ struct MessageSchema<ExecRequest> {
                                 Field("pty", &ExecRequest::pty)));
 };
 
-// pids_limited is not on the wire: the host fills it in from the sandbox's pids cgroup.
+// oom_killed and pids_limited: sandboxd's own where the kernel is the sandbox's (a microVM,
+// BackendCapabilities::exec_limit_hits), else the host's, from the sandbox's cgroups.
+// pids_limited is written only when true, so results of sandboxd elsewhere keep their bytes.
 template <>
 struct MessageSchema<ExecResult> {
   static constexpr std::string_view kWhat = "exec result";
@@ -53,7 +55,8 @@ struct MessageSchema<ExecResult> {
       Field("stderr_truncated", &ExecResult::stderr_truncated),
       Field("stdout_bytes", &ExecResult::stdout_bytes),
       Field("stderr_bytes", &ExecResult::stderr_bytes),
-      Field("duration_ms", &ExecResult::duration_ms), Field("oom_killed", &ExecResult::oom_killed));
+      Field("duration_ms", &ExecResult::duration_ms), Field("oom_killed", &ExecResult::oom_killed),
+      Field("pids_limited", &ExecResult::pids_limited, Emit::kUnlessDefault));
 };
 
 template <>

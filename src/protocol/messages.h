@@ -95,8 +95,10 @@ struct ExecResult {
   uint64_t stdout_bytes = 0;  // total bytes the command wrote, including discarded ones
   uint64_t stderr_bytes = 0;
   uint64_t duration_ms = 0;
-  bool oom_killed = false;    // filled in by the host from the sandbox's memory cgroup
-  bool pids_limited = false;  // filled in by the host: the pids limit refused a fork meanwhile
+  // A process was OOM-killed / the pids limit refused a fork while the command ran: sandboxd's
+  // own where the kernel is the sandbox's (a microVM), else filled in by the host.
+  bool oom_killed = false;
+  bool pids_limited = false;
 };
 
 // ---- files -----------------------------------------------------------------------------------

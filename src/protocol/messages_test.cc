@@ -185,6 +185,16 @@ TEST(MessagesTest, ExecResultGoldenAndRoundTrip) {
   EXPECT_EQ(d->stderr_bytes, 7u);
   EXPECT_EQ(d->duration_ms, 1002u);
   EXPECT_EQ(EncodeExecResult(*d), json);
+  // A microVM's sandboxd says which limits the command hit; pids_limited only when true.
+  ExecResult hit;
+  hit.oom_killed = true;
+  hit.pids_limited = true;
+  const std::string hit_json = EncodeExecResult(hit);
+  EXPECT_NE(hit_json.find(R"("oom_killed":true,"pids_limited":true})"), std::string::npos)
+      << hit_json;
+  auto dh = DecodeExecResult(hit_json);
+  ASSERT_TRUE(dh);
+  EXPECT_TRUE(dh->oom_killed && dh->pids_limited);
   // Negative exit codes (the "not set" default) survive.
   ExecResult neg;
   auto dn = DecodeExecResult(EncodeExecResult(neg));

@@ -60,6 +60,8 @@ void ExecOp::ScheduleTryFinish() {
 
 Status ExecOp::Launch() {
   start_ms_ = NowMs();
+  counts_limits_ = !daemon_.options().port.empty();
+  if (counts_limits_) limits_at_start_ = ReadLimitCounters(daemon_.options().work_cgroup_fds);
   ASB_ASSIGN_OR_RETURN(LaunchedCommand l, LaunchCommand(daemon_, req_));
   pid_ = l.pid;
   phase_ = Phase::kStarting;
@@ -307,6 +309,11 @@ void ExecOp::TryFinish() {
   r.stdout_bytes = total_[1];
   r.stderr_bytes = total_[2];
   r.duration_ms = static_cast<uint64_t>(NowMs() - start_ms_);
+  if (counts_limits_) {
+    const LimitCounters now = ReadLimitCounters(daemon_.options().work_cgroup_fds);
+    r.oom_killed = now.oom_kills > limits_at_start_.oom_kills;
+    r.pids_limited = now.pids_limit_hits > limits_at_start_.pids_limit_hits;
+  }
   phase_ = Phase::kDone;
   Succeed(protocol::EncodeExecResult(r));
 }

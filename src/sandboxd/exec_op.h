@@ -27,6 +27,7 @@
 #include "protocol/messages.h"
 #include "sandboxd/operation.h"
 #include "sandboxd/pipes.h"
+#include "sandboxd/stats_op.h"
 
 namespace asb::sandboxd {
 
@@ -74,6 +75,11 @@ class ExecOp final : public Operation, public OutputPipe::Owner {
   Phase phase_ = Phase::kIdle;
   pid_t pid_ = -1;
   int64_t start_ms_ = 0;
+  // In a microVM (the kernel is the sandbox's own): the limit counters as the command started,
+  // compared at its end for the result's oom_killed and pids_limited, so the host needs no
+  // round trips of its own around the exec.
+  bool counts_limits_ = false;
+  LimitCounters limits_at_start_;
   bool leader_exited_ = false;
   int wait_status_ = 0;
   bool timed_out_ = false;

@@ -60,6 +60,17 @@ uint64_t KeyedValue(const std::string& text, const std::string& key) {
   return 0;
 }
 
+LimitCounters ReadLimitCounters(const std::vector<int>& work_cgroup_fds, const std::string& proc) {
+  LimitCounters c;
+  for (int fd : work_cgroup_fds) {
+    const std::string dir = CgroupDirOf(fd);
+    if (dir.empty()) continue;
+    if (uint64_t v = KeyedValue(ReadText(dir + "/pids.events"), "max")) c.pids_limit_hits = v;
+  }
+  c.oom_kills = KeyedValue(ReadText(proc + "/vmstat"), "oom_kill");
+  return c;
+}
+
 protocol::SandboxStats ReadSandboxStats(const std::vector<int>& work_cgroup_fds,
                                         const std::string& proc) {
   protocol::SandboxStats s;

@@ -17,6 +17,17 @@ namespace asb::sandboxd {
 protocol::SandboxStats ReadSandboxStats(const std::vector<int>& work_cgroup_fds,
                                         const std::string& proc = "/proc");
 
+/// The counters an exec compares before and after its command (oom_killed, pids_limited).
+struct LimitCounters {
+  uint64_t oom_kills = 0;
+  uint64_t pids_limit_hits = 0;
+};
+
+/// Reads just those counters (the same sources as ReadSandboxStats). Meaningful only where the
+/// kernel is the sandbox's own (a microVM): elsewhere /proc/vmstat counts the host's kills.
+LimitCounters ReadLimitCounters(const std::vector<int>& work_cgroup_fds,
+                                const std::string& proc = "/proc");
+
 /// The value of `key` in a "key value" per line text (cpu.stat, pids.events, /proc/vmstat,
 /// /proc/meminfo with its " kB" unit scaled to bytes); 0 when absent.
 uint64_t KeyedValue(const std::string& text, const std::string& key);

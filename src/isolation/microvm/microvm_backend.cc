@@ -261,7 +261,9 @@ class MicrovmBackend final : public Backend {
   }
 
   std::string_view name() const override { return "microvm"; }
-  BackendCapabilities Capabilities() const override { return {.adopt = true}; }
+  BackendCapabilities Capabilities() const override {
+    return {.adopt = true, .exec_limit_hits = true};
+  }
   Status Probe() override {
     if (::access(opts_.qemu_path.c_str(), X_OK) != 0) {
       return Fail(Error::Unavailable(opts_.qemu_path + " not found (qemu-system-x86)"));
