@@ -11,6 +11,7 @@
 #include "sandboxd/stats_op.h"
 #include "sandboxd/sync_op.h"
 #include "sandboxd/tar_ops.h"
+#include "sandboxd/tcp_connect_op.h"
 
 namespace asb::sandboxd {
 
@@ -89,6 +90,9 @@ Result<std::unique_ptr<Operation>> MakeOperation(Daemon& d, Connection& c, uint3
     out = std::make_unique<TarImportOp>(d, c, ch, std::move(req));
   } else if (op == "kill.all") {
     out = std::make_unique<KillAllOp>(d, c, ch);
+  } else if (op == "tcp.connect") {
+    ASB_ASSIGN_OR_RETURN(auto req, Decode(protocol::DecodeTcpConnectRequest(json)));
+    out = std::make_unique<TcpConnectOp>(d, c, ch, req);
   } else if (op == "stats") {
     out = std::make_unique<SyncOp>(d, c, ch, [&d](SyncOp&) -> Result<std::string> {
       return protocol::EncodeSandboxStats(ReadSandboxStats(d.options().work_cgroup_fds));

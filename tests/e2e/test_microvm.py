@@ -8,6 +8,7 @@ scripts/microvm-guest.sh prepares (AGENT_SANDBOX_MICROVM_GUEST, default
 at a time: under TCG (software, as on these machines) a boot takes a few seconds.
 """
 
+import hashlib
 import os
 import platform
 import signal
@@ -260,6 +261,38 @@ class MicrovmTest(unittest.TestCase):
             (m,) = r.json()
             self.assertGreaterEqual(m["memUsed"], 48 << 20, m)
             self.assertLess(m["memUsed"], 256 << 20, m)
+        finally:
+            self.assertEqual(s.request("DELETE", "/v1/sandboxes/" + sid, check=False).status, 204)
+
+    def test_a_port_in_the_vm_is_reached_through_its_sandboxd(self):
+        # A microVM has no network the host could reach (none at all unless networked): the
+        # port proxy reaches its ports through the guest's sandboxd (tcp.connect), bytes intact
+        # both ways, and says so clearly when nothing listens.
+        s = self.server
+        sid = s.request("POST", "/v1/sandboxes", {"template": "base"}).json()["id"]
+        try:
+            r = s.request("GET", "/v1/sandboxes/%s/ports/8000/" % sid, check=False)
+            self.assertEqual(r.status, 503, r)
+            self.assertIn("nothing listens on port 8000", r.json()["error"]["message"])
+            out = s.run(sid, "echo hello-from-the-vm > index.html; head -c 3000000 /dev/urandom"
+                             " > big.bin; sha256sum big.bin")
+            digest = out["stdout"].split()[0]
+            r = s.request("POST", "/v1/sandboxes/%s/processes" % sid,
+                          {"command": "python3 -m http.server 8000 --bind 127.0.0.1"})
+            self.assertEqual(r.status, 201, r)
+            deadline = time.monotonic() + 30
+            while True:
+                r = s.request("GET", "/v1/sandboxes/%s/ports/8000/index.html" % sid, check=False)
+                if r.status == 200 or time.monotonic() > deadline:
+                    break
+                time.sleep(0.3)
+            self.assertEqual((r.status, r.body), (200, b"hello-from-the-vm\n"), r)
+            r = s.request("GET", "/v1/sandboxes/%s/ports/8000/big.bin" % sid, check=False)
+            self.assertEqual(r.status, 200, r)
+            self.assertEqual(hashlib.sha256(r.body).hexdigest(), digest)
+            caps = [b for b in s.request("GET", "/v1/backends").json()["backends"]
+                    if b["name"] == "microvm"][0]["capabilities"]
+            self.assertTrue(caps["tcp_connect"], caps)
         finally:
             self.assertEqual(s.request("DELETE", "/v1/sandboxes/" + sid, check=False).status, 204)
 

@@ -36,6 +36,7 @@
 #include "protocol/client.h"
 #include "protocol/messages.h"
 #include "protocol/stats_client.h"
+#include "protocol/tcp_client.h"
 
 namespace asb::isolation::microvm {
 
@@ -173,7 +174,12 @@ class MicrovmSandbox final : public Sandbox {
     u.oom_kills += guest_oom_kills;
     return u;
   }
-  Result<int> ConnectTcp(uint16_t, int) override { return Fail(NotCapable("microvm", "ports")); }
+  // The guest has no network of the host's to reach (none at all unless networked): its
+  // sandboxd connects inside and relays over the protocol (tcp.connect).
+  Result<int> ConnectTcp(uint16_t port, int timeout_ms) override {
+    if (!conn_ || !conn_->alive()) return Fail(Error::Unavailable("the sandbox is not running"));
+    return protocol::ConnectTcpThroughSandboxd(*conn_, port, timeout_ms);
+  }
 
   /// Starts one heartbeat: a small request (a stat) the guest's sandboxd must answer. Any
   /// answer, an error included, proves the guest runs. nullptr when there is nothing to ask
@@ -262,7 +268,7 @@ class MicrovmBackend final : public Backend {
 
   std::string_view name() const override { return "microvm"; }
   BackendCapabilities Capabilities() const override {
-    return {.adopt = true, .exec_limit_hits = true};
+    return {.adopt = true, .tcp_connect = true, .exec_limit_hits = true};
   }
   Status Probe() override {
     if (::access(opts_.qemu_path.c_str(), X_OK) != 0) {
