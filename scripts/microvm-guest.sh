@@ -19,7 +19,8 @@ META=linux-image-cloud-amd64
 # Load order matters: each after what it depends on (modinfo's depends=).
 MODULES=(drivers/virtio/virtio_ring drivers/virtio/virtio drivers/virtio/virtio_mmio
          drivers/char/virtio_console drivers/block/virtio_blk arch/x86/crypto/crc32c-intel
-         lib/libcrc32c fs/erofs/erofs)
+         lib/libcrc32c fs/erofs/erofs net/core/failover drivers/net/net_failover
+         drivers/net/virtio_net)
 
 for tool in apt-get apt-cache dpkg-deb cpio busybox; do
   command -v "$tool" >/dev/null || { echo "microvm-guest: $tool not found (scripts/install-deps.sh)" >&2; exit 1; }

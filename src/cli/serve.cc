@@ -304,6 +304,7 @@ int Serve(CLI::App& root, const ServeFlags& flags) {
         ::access((sandboxd + "-guest").c_str(), R_OK) == 0 ? sandboxd + "-guest" : sandboxd;
     mo.accel = cfg.microvm_accel;
     mo.cgroup_name = bo.cgroup_name + "-vm";
+    mo.network = bo.network;
     // Tests shorten it to see a hung guest ended quickly.
     if (const char* h = std::getenv("AGENT_SANDBOX_MICROVM_HEARTBEAT_TIMEOUT_MS")) {
       mo.heartbeat_timeout_ms = std::atoll(h);

@@ -154,15 +154,24 @@ class NetworkTest(harness.ServerTestCase):
     internet = None
 
     @classmethod
+    def backend_env(cls):
+        """The server's backend (test_network_microvm.py runs every test on microVMs)."""
+        return {}
+
+    @classmethod
+    def missing_backend(cls):
+        return None
+
+    @classmethod
     def setUpClass(cls):
-        reason = missing()
+        reason = missing() or cls.missing_backend()
         if reason:
             raise unittest.SkipTest(reason)
-        cls.server = harness.Server({
+        cls.server = harness.Server(dict({
             "AGENT_SANDBOX_NETWORK_SUBNET": SUBNET,
             "AGENT_SANDBOX_NETWORK_UPLINK": UPLINK,
             "AGENT_SANDBOX_DNS_UPSTREAM": DNS_IP,
-        })
+        }, **cls.backend_env()))
         cls.hash = fnv1a(os.path.join(cls.server.data_dir, "sandboxes"))
         cls.bridge = "asb" + cls.hash
         cls.internet = Internet(cls.bridge)

@@ -14,7 +14,8 @@ fail() {
 mount -t proc proc /proc || fail "mount /proc"
 mount -t sysfs sys /sys || fail "mount /sys"
 mount -t devtmpfs dev /dev || fail "mount /dev"
-for m in virtio_ring virtio virtio_mmio virtio_console virtio_blk crc32c-intel libcrc32c erofs; do
+for m in virtio_ring virtio virtio_mmio virtio_console virtio_blk crc32c-intel libcrc32c erofs \
+         failover net_failover virtio_net; do
   # crc32c-intel needs SSE4.2, which TCG's CPU lacks: its refusal is expected there.
   [ -e "/modules/$m.ko" ] && insmod "/modules/$m.ko" 2>/dev/null
 done
@@ -68,6 +69,18 @@ cp /sandboxd /newroot/run/asb/sandboxd || fail "copy sandboxd"
 # sandboxd's config (env, hostname): the disk's JSON without its NUL padding, read on fd 3.
 tr -d '\000' < "$cfg" > /newroot/run/asb/config.json || fail "read the config disk"
 ip link set lo up || fail "loopback"
+# A networked sandbox (ASB_NET_ADDR=a.b.c.d/len, ASB_NET_GW): its virtio-net interface as eth0,
+# its address and default route, the gateway's resolver in /etc/resolv.conf (the host's egress
+# policy applies to that address, as to an ns sandbox's).
+if [ -n "$ASB_NET_ADDR" ]; then
+  ip link set eth0 up || fail "eth0"
+  ip addr add "$ASB_NET_ADDR" dev eth0 || fail "eth0 address"
+  ip route add default via "$ASB_NET_GW" || fail "default route"
+  echo "nameserver $ASB_NET_GW" > /newroot/run/asb/resolv.conf
+  if [ -f /newroot/etc/resolv.conf ] && [ ! -L /newroot/etc/resolv.conf ]; then
+    mount --bind /newroot/run/asb/resolv.conf /newroot/etc/resolv.conf || fail "resolv.conf"
+  fi
+fi
 mount --move /proc /newroot/proc || fail "move /proc"
 mount --move /sys /newroot/sys || fail "move /sys"
 mount --move /dev /newroot/dev || fail "move /dev"

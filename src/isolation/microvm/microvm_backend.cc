@@ -13,6 +13,7 @@
 #include <chrono>
 #include <cmath>
 #include <condition_variable>
+#include <cstdio>
 #include <filesystem>
 #include <map>
 #include <mutex>
@@ -27,6 +28,8 @@
 #include "isolation/microvm/guest_images.h"
 #include "isolation/microvm/qemu_command.h"
 #include "isolation/microvm/qemu_jail.h"
+#include "isolation/net/command.h"
+#include "isolation/net/policy.h"
 #include "isolation/ns/cgroup.h"
 #include "isolation/ns/contain.h"
 #include "isolation/ns/files.h"
@@ -45,7 +48,7 @@ namespace {
 // The sandbox's host directory (0700, root): `root` is QEMU's jail root (mount points only),
 // `vm` (0700, the jail's uid) is what the jail sees as /vm; the QEMU log stays host-side.
 struct Paths {
-  std::string dir, root, vm, image, config, sock, console, log;
+  std::string dir, root, vm, image, config, sock, console, log, network;
 };
 
 Paths PathsFor(const std::string& state_dir, const std::string& id) {
@@ -58,6 +61,7 @@ Paths PathsFor(const std::string& state_dir, const std::string& id) {
   p.sock = p.vm + "/sandboxd.sock";
   p.console = p.vm + "/console.sock";
   p.log = p.dir + "/qemu.log";
+  p.network = p.dir + "/network.json";  // a networked sandbox's policy (kept for adoption)
   return p;
 }
 
@@ -127,6 +131,46 @@ bool BootWorks(const std::string& qemu, const GuestKernel& k, const std::string&
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
   return WIFEXITED(status) && WEXITSTATUS(status) == 0;
+}
+
+// The guest's MAC: locally administered (02:), then the guest's IPv4 address, so unique on the
+// host's bridge as the address is.
+std::string MacFor(const std::string& dotted) {
+  unsigned a = 0, b = 0, c = 0, d = 0;
+  std::sscanf(dotted.c_str(), "%u.%u.%u.%u", &a, &b, &c, &d);
+  char mac[32];
+  std::snprintf(mac, sizeof mac, "02:a5:%02x:%02x:%02x:%02x", a & 255, b & 255, c & 255, d & 255);
+  return mac;
+}
+
+// In the network namespace of QEMU (`pid`), where HostNetwork::Attach put the sandbox's veth
+// as eth0: eth0 becomes a bare port (its address and route are the guest's now), a tap device
+// owned by QEMU's host uid is made, and tc redirects every frame between the two, so the guest
+// is on the host's bridge as an ns sandbox's eth0 would be (Kata Containers' "tcfilter" model;
+// no bridge in the namespace, nothing learnt there).
+Status JoinTapToVeth(pid_t pid, uint32_t qemu_uid) {
+  const std::string ip = net::FindTool("ip"), tc = net::FindTool("tc");
+  const std::string nsenter = net::FindTool("nsenter");
+  if (ip.empty() || tc.empty() || nsenter.empty()) {
+    return Fail(Error::Unavailable("ip, tc or nsenter not found (iproute2, util-linux)"));
+  }
+  const std::string netns = "--net=/proc/" + std::to_string(pid) + "/ns/net";
+  const std::string tap = kNetTap, uid = std::to_string(qemu_uid);
+  ASB_TRY_CTX(net::RunTool({nsenter, netns, ip, "-batch", "-"},
+                           "route flush dev eth0\naddr flush dev eth0\n"
+                           "tuntap add dev " +
+                               tap + " mode tap user " + uid + " group " + uid + "\nlink set " +
+                               tap + " up\n"),
+              "tap device");
+  const std::string redirect =
+      " parent ffff: protocol all u32 match u32 0 0 action mirred egress"
+      " redirect dev ";
+  ASB_TRY_CTX(net::RunTool({nsenter, netns, tc, "-batch", "-"},
+                           "qdisc add dev eth0 ingress\nqdisc add dev " + tap + " ingress\n" +
+                               "filter add dev eth0" + redirect + tap + "\n" + "filter add dev " +
+                               tap + redirect + "eth0\n"),
+              "tap to veth");
+  return {};
 }
 
 class MicrovmSandbox final : public Sandbox {
@@ -268,7 +312,10 @@ class MicrovmBackend final : public Backend {
 
   std::string_view name() const override { return "microvm"; }
   BackendCapabilities Capabilities() const override {
-    return {.adopt = true, .tcp_connect = true, .exec_limit_hits = true};
+    return {.adopt = true,
+            .network = opts_.network != nullptr,
+            .tcp_connect = true,
+            .exec_limit_hits = true};
   }
   Status Probe() override {
     if (::access(opts_.qemu_path.c_str(), X_OK) != 0) {
@@ -280,7 +327,9 @@ class MicrovmBackend final : public Backend {
 
   Result<std::shared_ptr<Sandbox>> Create(const SandboxSpec& spec) override {
     if (!IsValidId(spec.id, "sb_")) return Fail(Error::InvalidArgument("bad sandbox id"));
-    if (spec.network) return Fail(NotCapable("microvm", "network (yet)"));
+    if (spec.network && !opts_.network) {
+      return Fail(Error::InvalidArgument("networking is not enabled on this server"));
+    }
     if (!spec.workspace_image.empty()) return Fail(NotCapable("microvm", "workspace images"));
     if (!spec.memory_snapshot.empty()) return Fail(NotCapable("microvm", "memory snapshots"));
     const Paths p = PathsFor(opts_.state_dir, spec.id);
@@ -326,6 +375,13 @@ class MicrovmBackend final : public Backend {
       return Fail(std::move(conn).error().WithContext(
           "adopt " + id + ": the guest did not answer (" + console->LastOutputLine() + ")"));
     }
+    // A networked VM keeps its network: this process's resolver learns its policy again.
+    if (auto text = ns::ReadSmallFile(p.network); text && opts_.network) {
+      ASB_ASSIGN_OR_RETURN(auto policy, net::PolicyFromJson(*text));
+      ASB_ASSIGN_OR_RETURN(uint32_t slot, slots_.Find(id));
+      ASB_TRY_CTX(opts_.network->Update(id, slot, pid, policy, /*forget_resolved=*/false),
+                  "adopt " + id);
+    }
     // Not this process's child: Destroy ends it through the VM's cgroups.
     auto sandbox = std::make_shared<MicrovmSandbox>(id, std::move(*conn), pid, std::move(pidfd),
                                                     p.image, std::move(console), cgroups);
@@ -365,6 +421,12 @@ class MicrovmBackend final : public Backend {
       ASB_TRY_CTX(ns::RemoveCgroups(cgroups), "destroy " + id);
       ns::RemoveEmptyCgroupParents(layout_, opts_.cgroup_name);
     }
+    if (opts_.network) {
+      // Idempotent; the veth went with QEMU's network namespace, its rules go here.
+      if (auto slot = slots_.Find(id)) {
+        ASB_TRY_CTX(opts_.network->Detach(id, *slot), "destroy " + id);
+      }
+    }
     ASB_TRY_CTX(slots_.ReleaseAll(id), "destroy " + id);
     return ns::RemoveTree(p.dir);
   }
@@ -395,8 +457,22 @@ class MicrovmBackend final : public Backend {
     return Fail(NotCapable("microvm", "workspace images"));
   }
   Status DropStagedWorkspace(const std::string&) override { return {}; }
-  Status UpdateNetwork(const std::string&, const net::NetworkPolicy&) override {
-    return Fail(NotCapable("microvm", "network (yet)"));
+  Status UpdateNetwork(const std::string& id, const net::NetworkPolicy& policy) override {
+    if (!IsValidId(id, "sb_")) return Fail(Error::InvalidArgument("not a sandbox id: " + id));
+    const Paths p = PathsFor(opts_.state_dir, id);
+    if (!opts_.network || !ns::PathExists(p.network)) {
+      return Fail(Error::InvalidArgument("sandbox " + id + " was created without network"));
+    }
+    pid_t pid = -1;
+    {
+      std::lock_guard lock(mu_);
+      auto it = live_.find(id);
+      if (auto vm = it == live_.end() ? nullptr : it->second.lock()) pid = vm->host_pid();
+    }
+    if (pid <= 0) return Fail(Error::NotFound("sandbox " + id + " is not running"));
+    ASB_ASSIGN_OR_RETURN(uint32_t slot, slots_.Find(id));
+    ASB_TRY(opts_.network->Update(id, slot, pid, policy, /*forget_resolved=*/true));
+    return ns::WriteFileAtomic(p.network, net::PolicyToJson(policy), /*durable=*/false);
   }
   Status Pause(const std::string&) override { return Fail(NotCapable("microvm", "pause (yet)")); }
   Status Resume(const std::string&) override { return Fail(NotCapable("microvm", "pause (yet)")); }
@@ -446,6 +522,13 @@ class MicrovmBackend final : public Backend {
     vm.hostname = spec.hostname;
     vm.tmp_bytes = spec.tmp_bytes;
     vm.pids_limit = spec.pids_limit;
+    if (spec.network) {
+      ASB_ASSIGN_OR_RETURN(std::string address, opts_.network->AddressOf(slot));
+      vm.net_address = address + "/" + std::to_string(opts_.network->prefix_length());
+      vm.net_gateway = opts_.network->GatewayAddress();
+      vm.net_mac = MacFor(address);
+      ASB_TRY(ns::WriteFileAtomic(p.network, net::PolicyToJson(spec.network_policy), false));
+    }
 
     JailSpec jail;
     jail.root = p.root;
@@ -454,6 +537,7 @@ class MicrovmBackend final : public Backend {
         {images_.kernel().vmlinuz, "vmlinuz"}, {initrd, "initrd"}, {rootfs, "rootfs.img"}};
     jail.qemu_path = opts_.qemu_path;
     jail.kvm = accel_ == "kvm";
+    jail.tun = spec.network;
     jail.host_id_base = id_base;
     UniqueFd null_fd(::open("/dev/null", O_RDONLY | O_CLOEXEC));
     UniqueFd log_fd(::open(p.log.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600));
@@ -473,7 +557,14 @@ class MicrovmBackend final : public Backend {
         "cgroups");
     ASB_ASSIGN_OR_RETURN(ns::CloneIntoCgroups into,
                          ns::CloneIntoCgroups::Prepare(layout_, ns::CommandCgroupPaths(cgroups)));
-    auto prepare = [&](pid_t pid) { return ns::WriteIdMapsFromParent(pid, id_base); };
+    // While QEMU waits before its exec: its id maps, and for a networked VM the network its
+    // tap device will join (QEMU opens the tap by name as it starts).
+    auto prepare = [&](pid_t pid) -> Status {
+      ASB_TRY(ns::WriteIdMapsFromParent(pid, id_base));
+      if (!spec.network) return {};
+      ASB_TRY_CTX(opts_.network->Attach(spec.id, slot, pid, spec.network_policy), "network");
+      return JoinTapToVeth(pid, JailHostId(id_base));
+    };
     ASB_ASSIGN_OR_RETURN(ns::ChildProcess started,
                          ns::StartContainedChild(plan, into, prepare, 10'000));
     const pid_t pid = started.pid;

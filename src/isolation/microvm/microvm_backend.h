@@ -9,9 +9,11 @@
 // machines /dev/kvm accepts only PVM guest kernels or is absent, so the device's presence
 // proves nothing. QEMU itself runs jailed (qemu_jail.h, docs/adr/0026-qemu-jail.md): an
 // unprivileged uid of its own in its own namespaces and an empty read-only root, born into
-// the sandbox's cgroups. Not yet: adopting VMs across a server restart (they are destroyed
-// instead), networking, exposed ports, pause, memory snapshots, workspace image snapshots.
-// A guest that stops answering its heartbeat is ended and reported, never waited on.
+// the sandbox's cgroups. A networked VM's virtio-net device is a tap device in QEMU's network
+// namespace, joined to the veth the host network gives that namespace, so the ns backend's
+// egress policy, resolver and bandwidth limits apply unchanged. VMs outlive the server and are
+// adopted by the next one. Not yet: pause, memory snapshots, workspace image snapshots. A
+// guest that stops answering its heartbeat is ended and reported, never waited on.
 #pragma once
 
 #include <cstdint>
@@ -20,6 +22,7 @@
 
 #include "common/result.h"
 #include "isolation/backend.h"
+#include "isolation/net/host_network.h"
 
 namespace asb::isolation::microvm {
 
@@ -49,6 +52,8 @@ struct MicrovmOptions {
   /// from the machine-wide registry the ns backend uses (ns::UidSlots), max_slots of them.
   uint32_t uid_range_base = 1'000'000'000;
   uint32_t max_slots = 16384;
+  /// Networked sandboxes (ADR 0013), shared with nothing else of this server; null: none.
+  std::shared_ptr<net::HostNetwork> network;
 };
 
 /// Builds the backend: checks QEMU, the guest kernel and mkfs.erofs and picks the accelerator

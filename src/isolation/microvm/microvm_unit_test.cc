@@ -106,5 +106,25 @@ TEST(QemuCommand, TheConsoleIsASocketNeverAFile) {
   EXPECT_TRUE(has("-no-reboot"));
 }
 
+TEST(QemuCommand, ANetworkedVmGetsATapDeviceAndItsAddressOnlyWhenNetworked) {
+  VmConfig vm;
+  vm.console_socket = "/vm/console.sock";
+  auto has = [](const std::vector<std::string>& argv, const std::string& a) {
+    return std::find(argv.begin(), argv.end(), a) != argv.end();
+  };
+  const auto plain = QemuCommand("/usr/bin/qemu-system-x86_64", vm);
+  EXPECT_FALSE(has(plain, "-netdev"));
+  vm.net_address = "10.213.0.7/16";
+  vm.net_gateway = "10.213.0.1";
+  vm.net_mac = "02:a5:0a:d5:00:07";
+  const auto net = QemuCommand("/usr/bin/qemu-system-x86_64", vm);
+  EXPECT_TRUE(has(net, "tap,id=net0,ifname=tap0,script=no,downscript=no"));
+  EXPECT_TRUE(has(net, "virtio-net-device,netdev=net0,mac=02:a5:0a:d5:00:07"));
+  const auto append = std::find(net.begin(), net.end(), "-append");
+  ASSERT_NE(append, net.end());
+  EXPECT_NE(append[1].find(" ASB_NET_ADDR=10.213.0.7/16 ASB_NET_GW=10.213.0.1"), std::string::npos)
+      << append[1];
+}
+
 }  // namespace
 }  // namespace asb::isolation::microvm

@@ -50,6 +50,9 @@ std::vector<std::string> QemuCommand(const std::string& qemu, const VmConfig& vm
     if (std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '.') hostname += c;
   }
   if (hostname.empty()) hostname = "sandbox";
+  const std::string net_args =
+      vm.net_address.empty() ? ""
+                             : " ASB_NET_ADDR=" + vm.net_address + " ASB_NET_GW=" + vm.net_gateway;
   const std::vector<std::string> rest = {
       "-name",
       vm.name,
@@ -63,7 +66,7 @@ std::vector<std::string> QemuCommand(const std::string& qemu, const VmConfig& vm
       vm.initrd,
       "-append",
       KernelArgs("ASB_HOSTNAME=" + hostname + " ASB_TMP_SIZE=" + tmp_kib +
-                 " ASB_PIDS_MAX=" + std::to_string(vm.pids_limit)),
+                 " ASB_PIDS_MAX=" + std::to_string(vm.pids_limit) + net_args),
       // The serial console on a socket the server reads into a bounded buffer (a file would
       // grow as long as the guest writes; guest_console.h). Unread, QEMU drops what the guest
       // writes; read slowly, the guest's UART waits.
@@ -95,6 +98,17 @@ std::vector<std::string> QemuCommand(const std::string& qemu, const VmConfig& vm
       "virtserialport,chardev=asb0,name=asb0",
   };
   a.insert(a.end(), rest.begin(), rest.end());
+  if (!vm.net_address.empty()) {
+    // The guest's network: a virtio-net device on the tap device the backend made in QEMU's
+    // network namespace (no helper scripts, no vhost: QEMU has no right to either).
+    const std::vector<std::string> net = {
+        "-netdev",
+        std::string("tap,id=net0,ifname=") + kNetTap + ",script=no,downscript=no",
+        "-device",
+        "virtio-net-device,netdev=net0,mac=" + vm.net_mac,
+    };
+    a.insert(a.end(), net.begin(), net.end());
+  }
   return a;
 }
 

@@ -26,7 +26,15 @@ struct VmConfig {
   std::string hostname = "sandbox";
   uint64_t tmp_bytes = 64ull << 20;  // the guest's /tmp tmpfs
   uint32_t pids_limit = 256;         // pids.max of the guest's cgroup of commands
+  /// A networked sandbox: a virtio-net device on the tap device kNetTap of QEMU's network
+  /// namespace, and the guest's address ("a.b.c.d/len"), gateway and MAC. Empty: no network.
+  std::string net_address;
+  std::string net_gateway;
+  std::string net_mac;
 };
+
+/// The tap device QEMU opens in its network namespace (made there by the backend).
+inline constexpr char kNetTap[] = "tap0";
 
 /// TCG's translated-code cache, MiB: bounds that part of QEMU's memory (QEMU 7.2's default
 /// reserves 1 GiB for it) so the VM fits its cgroup.

@@ -81,22 +81,26 @@ Result<ns::ChildPlan> PrepareQemuJail(const JailSpec& spec, std::vector<std::str
     binds.push_back({spec.qemu_path, root + qemu_in_jail, true});
   }
   std::vector<std::pair<std::string, std::string>> dev_nodes;
-  if (spec.kvm) {
-    // The host's /dev/kvm is root:kvm 0660, which the jail's uid may not open; a node of our
-    // own (misc device 10:232, devices.txt) owned by that uid is. It sits in the jail's root
-    // and is bound onto /dev/kvm (a source relative to the root resolves inside it).
-    const std::string node = root + "/.kvm";
-    if (::mknod(node.c_str(), S_IFCHR | 0600, makedev(10, 232)) != 0 && errno != EEXIST) {
+  // The host's /dev/kvm is root:kvm 0660 and /dev/net/tun root 0600, which the jail's uid may
+  // not open; a node of our own (misc devices 10:232 and 10:200, devices.txt) owned by that uid
+  // is. It sits in the jail's root and is bound onto /dev/<name> (a source relative to the
+  // root resolves inside it).
+  auto add_node = [&](const char* file, int minor, const char* name) -> Status {
+    const std::string node = root + "/" + file;
+    if (::mknod(node.c_str(), S_IFCHR | 0600, makedev(10, minor)) != 0 && errno != EEXIST) {
       return FailErrno("mknod " + node);
     }
     const uint32_t id = JailHostId(spec.host_id_base);
     if (::chown(node.c_str(), id, id) != 0) return FailErrno("chown " + node);
-    dev_nodes.emplace_back(".kvm", "kvm");
-  }
+    dev_nodes.emplace_back(file, name);
+    return {};
+  };
+  if (spec.kvm) ASB_TRY(add_node(".kvm", 232, "kvm"));
+  if (spec.tun) ASB_TRY(add_node(".tun", 200, "net/tun"));
 
   ns::ChildPlan plan;
   plan.hostname = spec.hostname;
-  plan.own_network = true;  // a tap device joins it when the sandbox is networked (later step)
+  plan.own_network = true;  // a networked VM's tap device is made in it (microvm_backend.cc)
   plan.new_session = true;
   plan.mounts = ns::MakeJailMountPlan(root, std::move(binds), dev_nodes);
   plan.workdir = kJailVmDir;

@@ -45,6 +45,8 @@ struct JailSpec {
   std::string qemu_path;
   /// Give the jail /dev/kvm (a node of our own, owned by the jail's uid).
   bool kvm = false;
+  /// Give the jail /dev/net/tun (likewise), for the tap device of a networked VM.
+  bool tun = false;
   /// First host id of the jail's user namespace range (ns::UidSlots).
   uint32_t host_id_base = 0;
   std::string hostname = "vm";

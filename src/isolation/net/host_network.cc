@@ -353,6 +353,8 @@ Status HostNetwork::ApplyBandwidthLocked(uint32_t slot, int pid, const NetworkPo
   return {};
 }
 
+std::string HostNetwork::GatewayAddress() const { return Dotted(subnet_ + 1); }
+
 Status HostNetwork::Attach(const std::string& id, uint32_t slot, int pid,
                            const NetworkPolicy& policy) {
   std::lock_guard lock(mu_);

@@ -80,6 +80,10 @@ class HostNetwork {
   std::string ResolvConf() const;
   /// Dotted address of `slot`; kLimitExceeded if the subnet has none for it.
   Result<std::string> AddressOf(uint32_t slot) const;
+  /// The gateway's dotted address (the sandboxes' default route and resolver) and the
+  /// subnet's prefix length: what a VM's guest configures itself with.
+  std::string GatewayAddress() const;
+  int prefix_length() const { return prefix_len_; }
   const std::string& bridge_name() const { return bridge_; }
   const std::string& table_name() const { return table_; }
 

@@ -237,6 +237,17 @@ int MountDevInChild(const MountPlan& p, ChildFailure* f) {
   }
   for (size_t i = 0; i < p.dev_node_dst.size(); ++i) {
     const char* dst = p.dev_node_dst[i].c_str();
+    // A node in a directory of /dev ("dev/net/tun"): that directory first (one level).
+    if (const char* slash = ::strrchr(dst, '/'); slash != nullptr && slash - dst > 4) {
+      char parent[256];
+      const size_t n = static_cast<size_t>(slash - dst);
+      if (n >= sizeof parent) return Failed(f, "device directory", ENAMETOOLONG, dst);
+      ::memcpy(parent, dst, n);
+      parent[n] = '\0';
+      if (::mkdir(parent, 0755) != 0 && errno != EEXIST) {
+        return Failed(f, "mkdir device directory", errno, dst);
+      }
+    }
     int fd = ::open(dst, O_CREAT | O_WRONLY | O_CLOEXEC, 0666);
     if (fd < 0) return Failed(f, "create device bind target", errno, dst);
     ::close(fd);
