@@ -8,6 +8,7 @@ scripts/microvm-guest.sh prepares (AGENT_SANDBOX_MICROVM_GUEST, default
 at a time: under TCG (software, as on these machines) a boot takes a few seconds.
 """
 
+import contextlib
 import hashlib
 import os
 import platform
@@ -104,6 +105,35 @@ class MicrovmTest(unittest.TestCase):
             for pid in qemu_pids(data_dir):  # a failed test must not leave a VM running
                 os.kill(pid, 9)
 
+    def crash_guest(self, sid):
+        """Panics the guest's kernel as root in it; the exec in flight must fail at once (502),
+        not hang. Returns the sandbox once it is in "error" (within 10 s)."""
+        s = self.server
+        t0 = time.monotonic()
+        r = s.exec(sid, {"command": "echo c > /proc/sysrq-trigger", "user": "root",
+                         "timeout_seconds": 30})
+        self.assertEqual(r.status, 502, r)
+        self.assertLess(time.monotonic() - t0, 20)
+        deadline = time.monotonic() + 10
+        while True:
+            got = s.request("GET", "/v1/sandboxes/" + sid).json()
+            if got["status"] == "error" or time.monotonic() > deadline:
+                break
+            time.sleep(0.2)
+        self.assertEqual(got["status"], "error", got)
+        return got
+
+    @contextlib.contextmanager
+    def vm(self, **spec):
+        """A sandbox of the base template (and `spec`) for the block, destroyed after it
+        whatever happens; the destroy must succeed (204)."""
+        s = self.server
+        sid = s.request("POST", "/v1/sandboxes", dict({"template": "base"}, **spec)).json()["id"]
+        try:
+            yield sid
+        finally:
+            self.assertEqual(s.request("DELETE", "/v1/sandboxes/" + sid, check=False).status, 204)
+
     def test_a_vm_boots_and_answers_exec_files_and_destroy(self):
         s = self.server
         t0 = time.monotonic()
@@ -182,17 +212,8 @@ class MicrovmTest(unittest.TestCase):
         sid = s.request("POST", "/v1/sandboxes", {"template": "base"}).json()["id"]
         try:
             t0 = time.monotonic()
-            r = s.exec(sid, {"command": "echo c > /proc/sysrq-trigger", "user": "root",
-                             "timeout_seconds": 30})
-            self.assertEqual(r.status, 502, r)
-            self.assertLess(time.monotonic() - t0, 20)
-            deadline = time.monotonic() + 10
-            while time.monotonic() < deadline:
-                got = s.request("GET", "/v1/sandboxes/" + sid).json()
-                if got["status"] == "error":
-                    break
-                time.sleep(0.2)
-            self.assertEqual(got["status"], "error", got)
+            got = self.crash_guest(sid)
+            self.assertLess(time.monotonic() - t0, 30)
             self.assertIn("the guest kernel panicked", got.get("error_message", ""), got)
             self.assertNotIn("/var/", got.get("error_message", ""), got)
         finally:
@@ -224,15 +245,7 @@ class MicrovmTest(unittest.TestCase):
             self.assertGreater(written, 256 << 10, out)  # well past the 64 KiB kept
             self.assertLess(host_bytes() - before, 64 << 10)
             self.assertEqual(s.run(sid, "echo alive")["stdout"], "alive\n")
-            r = s.exec(sid, {"command": "echo c > /proc/sysrq-trigger", "user": "root",
-                             "timeout_seconds": 30})
-            self.assertEqual(r.status, 502, r)
-            deadline = time.monotonic() + 10
-            while time.monotonic() < deadline:
-                got = s.request("GET", "/v1/sandboxes/" + sid).json()
-                if got["status"] == "error":
-                    break
-                time.sleep(0.2)
+            got = self.crash_guest(sid)
             self.assertIn("the guest kernel panicked", got.get("error_message", ""), got)
             print("\nmicrovm console flood: %d bytes written by the guest, host grew %d bytes"
                   % (written, host_bytes() - before), file=sys.stderr)
@@ -246,9 +259,7 @@ class MicrovmTest(unittest.TestCase):
         # inside the guest makes the exec say pids_limited, and the metrics count the memory
         # of the guest's commands.
         s = self.server
-        sid = s.request("POST", "/v1/sandboxes",
-                        {"template": "base", "memory_mb": 256, "pids_limit": 16}).json()["id"]
-        try:
+        with self.vm(memory_mb=256, pids_limit=16) as sid:
             self.assertFalse(s.run(sid, "true")["pids_limited"])
             out = s.run(sid, "for i in $(seq 40); do sleep 2 & done 2>/dev/null; wait",
                         timeout_seconds=60)
@@ -264,16 +275,13 @@ class MicrovmTest(unittest.TestCase):
             (m,) = r.json()
             self.assertGreaterEqual(m["memUsed"], 48 << 20, m)
             self.assertLess(m["memUsed"], 256 << 20, m)
-        finally:
-            self.assertEqual(s.request("DELETE", "/v1/sandboxes/" + sid, check=False).status, 204)
 
     def test_a_port_in_the_vm_is_reached_through_its_sandboxd(self):
         # A microVM has no network the host could reach (none at all unless networked): the
         # port proxy reaches its ports through the guest's sandboxd (tcp.connect), bytes intact
         # both ways, and says so clearly when nothing listens.
         s = self.server
-        sid = s.request("POST", "/v1/sandboxes", {"template": "base"}).json()["id"]
-        try:
+        with self.vm() as sid:
             r = s.request("GET", "/v1/sandboxes/%s/ports/8000/" % sid, check=False)
             self.assertEqual(r.status, 503, r)
             self.assertIn("nothing listens on port 8000", r.json()["error"]["message"])
@@ -296,24 +304,19 @@ class MicrovmTest(unittest.TestCase):
             caps = [b for b in s.request("GET", "/v1/backends").json()["backends"]
                     if b["name"] == "microvm"][0]["capabilities"]
             self.assertTrue(caps["tcp_connect"], caps)
-        finally:
-            self.assertEqual(s.request("DELETE", "/v1/sandboxes/" + sid, check=False).status, 204)
 
     def test_a_guest_oom_kill_is_reported_and_the_vm_lives_on(self):
         # The VM's RAM is its memory limit: a command that fills it is ended by the guest
         # kernel's OOM killer (sandboxd, the guest's init, is never its victim), the exec says
         # oom_killed with exit 137, and the sandbox keeps answering.
         s = self.server
-        sid = s.request("POST", "/v1/sandboxes", {"template": "base", "memory_mb": 192}).json()["id"]
-        try:
+        with self.vm(memory_mb=192) as sid:
             self.assertFalse(s.run(sid, "true")["oom_killed"])
             out = s.run(sid, "python3 -c 'a = []\nwhile True: a.append(b\"x\" * (1 << 20))'",
                         timeout_seconds=120)
             self.assertEqual((out["oom_killed"], out["exit_code"]), (True, 137), out)
             out = s.run(sid, "echo alive")
             self.assertEqual((out["stdout"], out["oom_killed"]), ("alive\n", False), out)
-        finally:
-            self.assertEqual(s.request("DELETE", "/v1/sandboxes/" + sid, check=False).status, 204)
 
     def test_a_hung_guest_is_the_sandboxs_failure_not_a_hung_request(self):
         # A guest that stops answering (here QEMU stopped by SIGSTOP: the socket stays open and
