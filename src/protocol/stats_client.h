@@ -1,4 +1,5 @@
-// The host's side of the "stats" operation (stats_messages.h).
+// The host's side of the small guest operations: "stats" (stats_messages.h) and "clock.set"
+// (clock_messages.h).
 #pragma once
 
 #include <cstdint>
@@ -14,5 +15,9 @@ namespace asb::protocol {
 /// cancelled), the connection's errors, sandboxd's error (kInvalidArgument "unknown op" from a
 /// sandboxd older than the operation), kBackend on a malformed answer.
 Result<SandboxStats> ReadSandboxStats(Connection& conn, int64_t timeout_ms);
+
+/// Sets a microVM guest's wall clock to `unix_ns`, waiting at most `timeout_ms`. Errors as
+/// ReadSandboxStats; kInvalidArgument where sandboxd is not a VM's PID 1.
+Status SetGuestClock(Connection& conn, int64_t unix_ns, int64_t timeout_ms);
 
 }  // namespace asb::protocol

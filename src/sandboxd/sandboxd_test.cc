@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "protocol/client.h"
+#include "protocol/stats_client.h"
 #include "sandboxd/sandboxd_harness.h"
 
 namespace asb::sandboxd::testing {
@@ -469,6 +470,22 @@ TEST_F(SandboxdTest, DISABLED_Figures) {
   double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   printf("stdout throughput: %llu bytes in %.2f s = %.0f MiB/s\n",
          static_cast<unsigned long long>(bytes), s, bytes / s / (1 << 20));
+}
+
+// clock.set is a VM guest's (sandboxd as its PID 1, --port): here sandboxd runs on the host,
+// whose clock it must never touch, whatever it may be allowed.
+TEST_F(SandboxdTest, ClockSetIsRefusedOutsideAVm) {
+  Status st = protocol::SetGuestClock(*conn_, 1'000'000'000'000'000'000, 5000);
+  ASSERT_FALSE(st);
+  EXPECT_EQ(st.error().code(), ErrorCode::kInvalidArgument) << st.error().ToString();
+  EXPECT_GT(::time(nullptr), 1'700'000'000);  // the host's clock as it was
+}
+
+// stats answers with the kernel's figures wherever sandboxd runs (zeros where it has none).
+TEST_F(SandboxdTest, StatsAnswers) {
+  auto s = protocol::ReadSandboxStats(*conn_, 5000);
+  ASSERT_TRUE(s) << s.error().ToString();
+  EXPECT_GT(s->memory_total_bytes, 0u);  // /proc/meminfo's MemTotal
 }
 
 }  // namespace

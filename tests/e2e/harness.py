@@ -400,9 +400,10 @@ def sandbox_leftovers(server, sid):
                 left.append("cgroup " + os.path.join(root, d))
         if root.count("/") > 6:
             dirs[:] = []
-    state = os.path.join(server.data_dir, "sandboxes", sid)
-    if os.path.exists(state):
-        left.append("state dir " + state)
+    for backend_dir in ("sandboxes", "microvm-sandboxes"):
+        state = os.path.join(server.data_dir, backend_dir, sid)
+        if os.path.exists(state):
+            left.append("state dir " + state)
     return left
 
 

@@ -31,6 +31,7 @@
 #include "isolation/net/command.h"
 #include "isolation/net/policy.h"
 #include "isolation/ns/cgroup.h"
+#include "isolation/ns/cgroup_freeze.h"
 #include "isolation/ns/contain.h"
 #include "isolation/ns/files.h"
 #include "isolation/ns/ns_backend.h"
@@ -205,7 +206,7 @@ class MicrovmSandbox final : public Sandbox {
     // cannot answer.
     uint64_t guest_oom_kills = GuestOomKills();
     u.pids_limit_hits = 0;
-    if (conn_ && conn_->alive()) {
+    if (!paused_.load() && conn_ && conn_->alive()) {  // a frozen guest cannot answer
       if (auto s = protocol::ReadSandboxStats(*conn_, kStatsTimeoutMs)) {
         if (s->memory_bytes > 0) u.memory_bytes = s->memory_bytes;
         if (s->memory_peak_bytes > 0) u.memory_peak_bytes = s->memory_peak_bytes;
@@ -229,12 +230,30 @@ class MicrovmSandbox final : public Sandbox {
   /// answer, an error included, proves the guest runs. nullptr when there is nothing to ask
   /// (the connection is gone or the guest was already found hung).
   std::shared_ptr<protocol::Channel> StartHeartbeat() {
-    if (hung_.load() || !conn_ || !conn_->alive()) return nullptr;
+    if (paused_.load() || hung_.load() || !conn_ || !conn_->alive()) return nullptr;
     protocol::FileStatRequest stat;
     stat.path = "/";
     auto ch = conn_->Open(protocol::EncodeFileStatRequest(stat));
     return ch ? std::move(*ch) : nullptr;
   }
+  /// Paused (its cgroups frozen, so it cannot answer): the heartbeat leaves it alone. Set before
+  /// the freeze and cleared after the thaw.
+  void SetPaused(bool paused) { paused_.store(paused); }
+  bool paused() const { return paused_.load(); }
+
+  /// Sets the guest's wall clock to the host's: it stood still while the VM was frozen.
+  /// Best effort (a guest that does not answer is the heartbeat's concern).
+  void SyncClock() {
+    if (!conn_ || !conn_->alive()) return;
+    const int64_t now_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                               std::chrono::system_clock::now().time_since_epoch())
+                               .count();
+    if (auto st = protocol::SetGuestClock(*conn_, now_ns, kStatsTimeoutMs); !st) {
+      spdlog::warn("sandbox_id={} the guest's clock was not set after the resume: {}", id_,
+                   st.error().ToString());
+    }
+  }
+
   /// The guest did not answer a heartbeat in `waited_ms`: the VM is ended (QEMU killed through
   /// its pidfd) and the connection closed, so every call in flight fails at once and the
   /// registry records the sandbox's failure with LostReason.
@@ -286,6 +305,7 @@ class MicrovmSandbox final : public Sandbox {
   std::unique_ptr<GuestConsole> console_;
   ns::CgroupPaths cgroups_;
   std::atomic<bool> hung_{false};
+  std::atomic<bool> paused_{false};
   std::atomic<int> hung_after_s_{0};  // how long the unanswered heartbeat waited
 };
 
@@ -315,6 +335,7 @@ class MicrovmBackend final : public Backend {
     return {.adopt = true,
             .network = opts_.network != nullptr,
             .tcp_connect = true,
+            .pause = ns::CanFreeze(layout_),
             .exec_limit_hits = true};
   }
   Status Probe() override {
@@ -368,9 +389,14 @@ class MicrovmBackend final : public Backend {
     if (!pidfd) return Fail(Error::NotFound("the virtual machine of " + id + " is gone"));
     ASB_ASSIGN_OR_RETURN(std::unique_ptr<GuestConsole> console,
                          GuestConsole::Connect(p.console, 2'000));
+    // A paused VM cannot answer the handshake: thawed for it and frozen again, as it was found
+    // (the manager then decides whether it stays paused).
+    const bool was_frozen = ns::CgroupsFrozen(cgroups);
+    if (was_frozen) ASB_TRY_CTX(ns::ThawCgroups(cgroups), "adopt " + id);
     // The guest's sandboxd notices the old connection's end and opens its port again within
     // Daemon::kPortRetryMs; until then QEMU holds our HELLO.
     auto conn = protocol::Connection::Dial(p.sock, 10'000);
+    if (was_frozen) (void)ns::FreezeCgroups(cgroups, kFreezeTimeoutMs);
     if (!conn) {
       return Fail(std::move(conn).error().WithContext(
           "adopt " + id + ": the guest did not answer (" + console->LastOutputLine() + ")"));
@@ -385,6 +411,7 @@ class MicrovmBackend final : public Backend {
     // Not this process's child: Destroy ends it through the VM's cgroups.
     auto sandbox = std::make_shared<MicrovmSandbox>(id, std::move(*conn), pid, std::move(pidfd),
                                                     p.image, std::move(console), cgroups);
+    sandbox->SetPaused(was_frozen && ns::CgroupsFrozen(cgroups));
     {
       std::lock_guard lock(mu_);
       live_[id] = sandbox;
@@ -474,13 +501,38 @@ class MicrovmBackend final : public Backend {
     ASB_TRY(opts_.network->Update(id, slot, pid, policy, /*forget_resolved=*/true));
     return ns::WriteFileAtomic(p.network, net::PolicyToJson(policy), /*durable=*/false);
   }
-  Status Pause(const std::string&) override { return Fail(NotCapable("microvm", "pause (yet)")); }
-  Status Resume(const std::string&) override { return Fail(NotCapable("microvm", "pause (yet)")); }
+  // Pause freezes the VM's cgroups: QEMU's every thread stops, so the guest (its vCPUs, its
+  // clocks as QEMU drives them, its devices) stops where it is and keeps its memory, and later
+  // continues. Pause to disk (the VM's state saved and QEMU gone) is a later step.
+  Status Pause(const std::string& id) override { return SetFrozen(id, true); }
+  Status Resume(const std::string& id) override { return SetFrozen(id, false); }
   Result<MemorySnapshotInfo> SnapshotMemory(const std::string&, const std::string&) override {
     return Fail(NotCapable("microvm", "memory snapshots (yet)"));
   }
 
  private:
+  static constexpr int64_t kFreezeTimeoutMs = 5000;
+
+  Status SetFrozen(const std::string& id, bool frozen) {
+    const std::string what = frozen ? "pause " : "resume ";
+    if (!ns::CanFreeze(layout_)) return Fail(NotCapable(name(), "pause"));
+    if (!IsValidId(id, "sb_")) return Fail(Error::NotFound("no sandbox " + id));
+    const ns::CgroupPaths cgroups = ns::CgroupPathsFor(layout_, opts_.cgroup_name, id);
+    if (!ns::AnyCgroupExists(cgroups)) {
+      return Fail(Error::NotFound("sandbox " + id + " is not running"));
+    }
+    std::shared_ptr<MicrovmSandbox> vm;
+    {
+      std::lock_guard lock(mu_);
+      if (auto it = live_.find(id); it != live_.end()) vm = it->second.lock();
+    }
+    if (vm && frozen) vm->SetPaused(true);  // before: no heartbeat may time out on the freeze
+    Status st = frozen ? ns::FreezeCgroups(cgroups, kFreezeTimeoutMs) : ns::ThawCgroups(cgroups);
+    if (vm && (frozen ? !st : static_cast<bool>(st))) vm->SetPaused(false);
+    if (vm && !frozen && st) vm->SyncClock();
+    return st.map_error([&](Error e) { return std::move(e).WithContext(what + id); });
+  }
+
   // The files QEMU opens, in the jail's /vm, owned by the jail's uid.
   Status PrepareVmDir(const SandboxSpec& spec, const Paths& p, uint32_t jail_id) {
     if (::mkdir(p.vm.c_str(), 0700) != 0) return FailErrno("mkdir " + p.vm);
@@ -665,7 +717,8 @@ class MicrovmBackend final : public Backend {
                                        .count());
           auto ev = ch->Next(left);
           if (ev && !ev->terminal()) continue;
-          if (!ev && ev.error().code() == ErrorCode::kTimeout) {
+          // A VM paused while its heartbeat was out cannot answer it: not a hung guest.
+          if (!ev && ev.error().code() == ErrorCode::kTimeout && !vm->paused()) {
             vm->MarkHung(std::chrono::duration_cast<std::chrono::milliseconds>(
                              std::chrono::steady_clock::now() - start)
                              .count());

@@ -12,8 +12,9 @@
 // the sandbox's cgroups. A networked VM's virtio-net device is a tap device in QEMU's network
 // namespace, joined to the veth the host network gives that namespace, so the ns backend's
 // egress policy, resolver and bandwidth limits apply unchanged. VMs outlive the server and are
-// adopted by the next one. Not yet: pause, memory snapshots, workspace image snapshots. A
-// guest that stops answering its heartbeat is ended and reported, never waited on.
+// adopted by the next one; pause freezes a VM's cgroups. Not yet: pause to disk, memory
+// snapshots, workspace image snapshots. A guest that stops answering its heartbeat is ended and
+// reported, never waited on.
 #pragma once
 
 #include <cstdint>
