@@ -122,7 +122,8 @@ std::vector<Setting> MakeSettings() {
       }));
   add("BACKEND", "backend",
       "isolation of every sandbox: ns (Linux namespaces, the default) or microvm (a QEMU "
-      "microVM with a kernel of its own; its first step: create, exec, files, destroy)",
+      "microVM with a kernel of its own; its guest comes from scripts/microvm-guest.sh; no "
+      "snapshots of memory or pause to disk yet)",
       [](ServeConfig& c, std::string_view v) -> Status {
         if (v != "ns" && v != "microvm")
           return Fail(Error::InvalidArgument("must be ns or microvm"));
