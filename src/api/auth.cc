@@ -377,21 +377,26 @@ HttpResponse AuthLayer::Handle(const Route& route, HttpRequest& req) {
 
   if (call.create) {
     std::string tmpl = "other";
+    std::string backend = options_.backend_name;  // a failed create's: the default's
     if (out.status == 201) {
-      try {
-        auto pos = out.body.find("\"template\":\"");
-        if (pos != std::string::npos) {
-          auto end = out.body.find('"', pos + 12);
-          tmpl = out.body.substr(pos + 12, end - pos - 12);
-        }
-      } catch (...) {
-      }
+      // A string field of the created sandbox, as SandboxJson wrote it (no escapes: template and
+      // backend names are plain). Typed audit facts would spare this scan of the text.
+      auto field = [&](std::string_view key, std::string* value) {
+        const std::string open = "\"" + std::string(key) + "\":\"";
+        auto pos = out.body.find(open);
+        if (pos == std::string::npos) return;
+        auto end = out.body.find('"', pos + open.size());
+        if (end != std::string::npos)
+          *value = out.body.substr(pos + open.size(), end - pos - open.size());
+      };
+      field("template", &tmpl);
+      field("backend", &backend);
     } else if (manager_.templates().Find(call.target)) {
       tmpl = call.target;
     } else if (call.target.empty()) {
       tmpl = manager_.config().default_template;
     }
-    metrics_.ObserveCreate(options_.backend_name, tmpl, WireResult(out.status, out.body),
+    metrics_.ObserveCreate(backend, tmpl, WireResult(out.status, out.body),
                            Seconds(clock_.MonotonicMs() - start));
   }
 

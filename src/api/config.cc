@@ -1,5 +1,6 @@
 #include "api/config.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
@@ -121,13 +122,32 @@ std::vector<Setting> MakeSettings() {
         c.manager.snapshots.max_total_bytes_per_owner = static_cast<uint64_t>(n);
       }));
   add("BACKEND", "backend",
-      "isolation of every sandbox: ns (Linux namespaces, the default) or microvm (a QEMU "
-      "microVM with a kernel of its own; its guest comes from scripts/microvm-guest.sh; no "
-      "snapshots of memory or pause to disk yet)",
+      "isolation of a sandbox whose create names none: ns (Linux namespaces, the default) or "
+      "microvm (a QEMU microVM with a kernel of its own; its guest comes from "
+      "scripts/microvm-guest.sh; no snapshots of memory or pause to disk yet)",
       [](ServeConfig& c, std::string_view v) -> Status {
         if (v != "ns" && v != "microvm")
           return Fail(Error::InvalidArgument("must be ns or microvm"));
         c.backend = std::string(v);
+        return {};
+      });
+  add("BACKENDS", "backends",
+      "comma list of the backends a create may name beside --backend (ns, microvm), each run "
+      "where this host can; none: only --backend. GET /v1/backends says why one cannot run",
+      [](ServeConfig& c, std::string_view v) -> Status {
+        std::vector<std::string> names;
+        for (size_t start = 0; start <= v.size();) {
+          size_t end = std::min(v.find(',', start), v.size());
+          std::string_view name = v.substr(start, end - start);
+          if (!name.empty() && name != "none") {
+            if (name != "ns" && name != "microvm") {
+              return Fail(Error::InvalidArgument("must name ns or microvm, or be none"));
+            }
+            names.emplace_back(name);
+          }
+          start = end + 1;
+        }
+        c.extra_backends = std::move(names);
         return {};
       });
   add("MICROVM_ACCEL", "microvm-accel",

@@ -60,8 +60,13 @@ struct ServeConfig {
   /// on the sparse loop file <data>/workspace-pool.xfs (made on first use), mounted at
   /// <data>/xfs, so image clones share extents even on an ext4 host.
   std::string workspace_pool = "none";
-  /// The isolation backend of every sandbox: "ns" or "microvm" (isolation/microvm/).
+  /// The isolation backend of a sandbox whose create names none: "ns" or "microvm"
+  /// (isolation/microvm/). The server must be able to run it.
   std::string backend = "ns";
+  /// The others it runs beside it where this host can ("ns", "microvm"; a create's `backend`
+  /// picks one). One it cannot run (no guest kernel, no QEMU) is listed by GET /v1/backends
+  /// with the reason; the server starts all the same.
+  std::vector<std::string> extra_backends = {"ns", "microvm"};
   /// The microvm backend's accelerator: "auto", "kvm" or "tcg".
   std::string microvm_accel = "auto";
   /// Size of that sparse file, GiB.

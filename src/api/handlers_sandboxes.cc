@@ -60,6 +60,11 @@ Result<core::CreateRequest> ParseCreate(std::string_view text) {
   if (network) req.network = *network;
   ASB_ASSIGN_OR_RETURN(auto auto_pause, body.Bool("auto_pause"));
   if (auto_pause) req.auto_pause = *auto_pause;
+  ASB_ASSIGN_OR_RETURN(auto backend, body.String("backend"));
+  if (backend) {
+    if (backend->empty()) return Fail(Error::InvalidArgument("backend: must not be empty"));
+    req.backend = std::move(*backend);
+  }
   ASB_ASSIGN_OR_RETURN(auto policy, body.ObjectJson("network_policy"));
   if (policy) {
     auto p = isolation::net::PolicyFromJson(*policy);
@@ -79,6 +84,7 @@ json::object SandboxJson(const core::SandboxInfo& s) {
   o["status"] = core::SandboxStateName(s.state);
   o["template"] = s.template_name;
   o["image"] = s.template_name;  // seed B's name for the same
+  o["backend"] = s.backend;
   o["cpus"] = JsonNumber(s.cpus);
   o["memory_mb"] = s.memory_mb;
   o["pids_limit"] = s.pids_limit;

@@ -70,6 +70,7 @@ std::string DecodeBase64(std::string_view in) {
 
 struct CreateFlags {
   std::string template_name;
+  std::string backend;
   std::optional<double> cpus;
   std::optional<int64_t> memory_mb, pids_limit, workspace_mb, timeout, idle_timeout;
   std::vector<std::string> env;
@@ -89,6 +90,7 @@ int Create(const CreateFlags& f) {
   }
   json::object body;
   if (!f.template_name.empty()) body["template"] = f.template_name;
+  if (!f.backend.empty()) body["backend"] = f.backend;
   if (f.cpus) body["cpus"] = *f.cpus;
   if (f.memory_mb) body["memory_mb"] = *f.memory_mb;
   if (f.pids_limit) body["pids_limit"] = *f.pids_limit;
@@ -142,15 +144,15 @@ int List(bool as_json, bool quiet) {
     std::cout << "\n";
     return 0;
   }
-  std::printf("%-20s %-9s %-10s %-5s %-7s %-24s %s\n", "ID", "STATUS", "TEMPLATE", "CPUS", "MEM_MB",
-              "CREATED", "EXPIRES");
+  std::printf("%-20s %-9s %-10s %-7s %-5s %-7s %-24s %s\n", "ID", "STATUS", "TEMPLATE", "BACKEND",
+              "CPUS", "MEM_MB", "CREATED", "EXPIRES");
   const json::value* list = v->as_object().if_contains("sandboxes");
   if (list == nullptr || !list->is_array()) return 0;
   for (const auto& s : list->as_array()) {
     const auto& o = s.as_object();
-    std::printf("%-20s %-9s %-10s %-5s %-7s %-24s %s\n", Str(o, "id").c_str(),
-                Str(o, "status").c_str(), Str(o, "template").c_str(), Str(o, "cpus").c_str(),
-                Str(o, "memory_mb").c_str(), Str(o, "created_at").c_str(),
+    std::printf("%-20s %-9s %-10s %-7s %-5s %-7s %-24s %s\n", Str(o, "id").c_str(),
+                Str(o, "status").c_str(), Str(o, "template").c_str(), Str(o, "backend").c_str(),
+                Str(o, "cpus").c_str(), Str(o, "memory_mb").c_str(), Str(o, "created_at").c_str(),
                 Str(o, "expires_at").c_str());
   }
   return 0;
@@ -453,6 +455,9 @@ void RegisterClientCommands(CLI::App& app) {
     auto f = std::make_shared<CreateFlags>();
     CLI::App* sub = app.add_subcommand("create", "Create a sandbox and print its id" + env_note);
     sub->add_option("--template", f->template_name, "Template name (default: the server's)");
+    sub->add_option("--backend", f->backend,
+                    "Isolation backend: ns or microvm (default: the server's; GET /v1/backends "
+                    "lists what it runs)");
     sub->add_option("--cpus", f->cpus, "CPU cores, e.g. 0.5");
     sub->add_option("--memory-mb", f->memory_mb, "Memory limit, MiB");
     sub->add_option("--pids-limit", f->pids_limit, "Process limit");

@@ -34,6 +34,7 @@
 #include "core/data_dir.h"
 #include "core/sandbox_manager.h"
 #include "core/templates.h"
+#include "isolation/backend_set.h"
 #include "isolation/microvm/microvm_backend.h"
 #include "isolation/ns/ns_backend.h"
 #include "isolation/ns/xfs_pool.h"
@@ -289,9 +290,9 @@ int Serve(CLI::App& root, const ServeFlags& flags) {
       spdlog::warn("networked sandboxes are unavailable: {}", net.error().message());
     }
   }
-  Result<std::unique_ptr<isolation::Backend>> backend =
-      Fail(Error::InvalidArgument("unknown backend " + cfg.backend));
-  if (cfg.backend == "microvm") {
+  // One backend of this server by name, with its options.
+  auto make_backend = [&](const std::string& name) -> Result<std::unique_ptr<isolation::Backend>> {
+    if (name != "microvm") return isolation::ns::MakeNsBackend(bo);
     // A VM per sandbox (isolation/microvm/); its guest comes from scripts/microvm-guest.sh.
     isolation::microvm::MicrovmOptions mo;
     mo.state_dir = data + "/microvm-sandboxes";
@@ -304,17 +305,37 @@ int Serve(CLI::App& root, const ServeFlags& flags) {
         ::access((sandboxd + "-guest").c_str(), R_OK) == 0 ? sandboxd + "-guest" : sandboxd;
     mo.accel = cfg.microvm_accel;
     mo.cgroup_name = bo.cgroup_name + "-vm";
-    mo.network = bo.network;
+    mo.network = bo.network;  // one HostNetwork for both (microvm_backend.h says why)
     // Tests shorten it to see a hung guest ended quickly.
     if (const char* h = std::getenv("AGENT_SANDBOX_MICROVM_HEARTBEAT_TIMEOUT_MS")) {
       mo.heartbeat_timeout_ms = std::atoll(h);
     }
-    backend = isolation::microvm::MakeMicrovmBackend(mo);
-    if (backend) spdlog::info("backend microvm: guest from {}", mo.guest_dir);
-  } else {
-    backend = isolation::ns::MakeNsBackend(bo);
+    auto made = isolation::microvm::MakeMicrovmBackend(mo);
+    if (made) spdlog::info("backend microvm: guest from {}", mo.guest_dir);
+    return made;
+  };
+  // The default backend must run; the others run where this host can (GET /v1/backends says
+  // why one cannot), so a guest built later needs only a restart, not another flag.
+  isolation::BackendSet backends;
+  {
+    auto backend = make_backend(cfg.backend);
+    if (!backend) return StartupError(backend.error().WithContext(cfg.backend + " backend"));
+    // Decided now when every create needs it: the log says which, the first create waits not.
+    if (cfg.backend == "microvm") (void)(*backend)->accelerator();
+    backends.Add(std::move(*backend));
   }
-  if (!backend) return StartupError(backend.error().WithContext(cfg.backend + " backend"));
+  for (const std::string& name : cfg.extra_backends) {
+    if (name == cfg.backend) continue;
+    auto backend = make_backend(name);
+    if (backend) {
+      backends.Add(std::move(*backend));
+    } else {
+      spdlog::info("backend {} not available (a create that asks for it gets why): {}", name,
+                   backend.error().ToString());
+      backends.AddUnavailable(name, std::move(backend).error());
+    }
+  }
+  isolation::Backend& default_backend = *backends.default_backend();
   // Sandboxes of `agent-sandbox run`s that were SIGKILLed with their watchers
   // (cli/run_leftovers.h); live runs' and our own sandboxes are not touched.
   RemoveDeadRunLeftovers(data, sandboxd);
@@ -350,10 +371,10 @@ int Serve(CLI::App& root, const ServeFlags& flags) {
     }
     ctx.console = std::move(console);
   }
-  core::SandboxManager manager(cfg.manager, **store, **backend, SystemClock::Instance(), templates);
+  core::SandboxManager manager(cfg.manager, **store, backends, SystemClock::Instance(), templates);
   ctx.manager = &manager;
   ctx.store = store->get();
-  ctx.backend_name = std::string((*backend)->name());
+  ctx.backend_name = std::string(default_backend.name());
   // Idempotency keys (api/idempotency.h): past the 24 h window, or claimed by a create this
   // server did not finish before it stopped (that create is gone; a retry runs it again).
   if (auto n = store::IdempotencyStore(**store).Prune(SystemClock::Instance().NowUnixMs(),
@@ -366,7 +387,7 @@ int Serve(CLI::App& root, const ServeFlags& flags) {
   ao.env_keys = std::move(auth_settings->env_keys);
   ao.event_retention_days = auth_settings->retention_days;
   ao.max_concurrent_requests_per_key = cfg.max_requests_per_key;
-  ao.backend_name = std::string((*backend)->name());
+  ao.backend_name = std::string(default_backend.name());
   ao.data_dir = data;
   api::AuthLayer auth(std::move(ao), **store, manager, SystemClock::Instance());
   api::Router routes = api::BuildRouter(ctx);
@@ -396,7 +417,7 @@ int Serve(CLI::App& root, const ServeFlags& flags) {
   spdlog::info(
       "agent-sandbox {} serving on http://{}:{} (data dir {}, backend {}, max {} "
       "sandboxes)",
-      ASB_VERSION, cfg.host, server.port(), data, (*backend)->name(),
+      ASB_VERSION, cfg.host, server.port(), data, default_backend.name(),
       cfg.manager.limits.max_sandboxes);
   spdlog::info("preview URLs: {}://<port>-<sandbox>.{}/", ctx.preview.scheme, ctx.preview.domain);
   bool clean = server.Run();

@@ -122,8 +122,8 @@ bool StartsAPath(std::string_view text, size_t i) {
          before == ',';
 }
 
-// "import /var/lib/agent-sandbox/x.tar.zst into sb_1" -> "import (host path) into sb_1". A
-// path runs to the next space, quote, comma, closing parenthesis or ": ".
+}  // namespace
+
 std::string ScrubHostPaths(std::string_view text) {
   std::string out;
   for (size_t i = 0; i < text.size();) {
@@ -143,8 +143,6 @@ std::string ScrubHostPaths(std::string_view text) {
   }
   return out;
 }
-
-}  // namespace
 
 std::string Error::ClientSafeMessage() const {
   if (from_host_call()) {

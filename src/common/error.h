@@ -110,4 +110,11 @@ class Error {
   size_t host_text_bytes_ = 0;
 };
 
+/// `text` with every absolute path replaced by "(host path)", the rule ClientSafeMessage
+/// applies to host calls' errors: "import /var/lib/x.tar.zst into sb_1" -> "import (host path)
+/// into sb_1". A path starts at a '/' after a space, '(', quote, '=' or ',' (or at the start)
+/// and runs to the next space, quote, comma, ')' or ": ". For messages that are not a host
+/// call's error but may name host files all the same (a missing guest kernel).
+std::string ScrubHostPaths(std::string_view text);
+
 }  // namespace asb

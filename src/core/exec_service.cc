@@ -135,7 +135,8 @@ Result<ExecOutcome> ExecService::Exec(const std::string& owner, const std::strin
                        BuildExecRequest(reg_.cfg.limits, opts, DefaultsOf(*e)));
   ASB_ASSIGN_OR_RETURN(SandboxRegistry::Active act, reg_.BeginActivity(e));
   ASB_ASSIGN_OR_RETURN(auto conn, reg_.ConnectionFor(*e, act));
-  const bool sandboxd_reports = reg_.backend.Capabilities().exec_limit_hits;
+  ASB_ASSIGN_OR_RETURN(isolation::Backend * backend, reg_.BackendOf(*e));
+  const bool sandboxd_reports = backend->Capabilities().exec_limit_hits;
   const LimitHits before = sandboxd_reports ? LimitHits{} : HitsOf(*act.sandbox);
   ASB_ASSIGN_OR_RETURN(
       ExecOutcome out,
@@ -155,7 +156,8 @@ Result<ExecStream> ExecService::StartExec(const std::string& owner, const std::s
   ASB_ASSIGN_OR_RETURN(SandboxRegistry::Active act,
                        reg_.BeginActivity(e, SandboxRegistry::Activity::kStream));
   ASB_ASSIGN_OR_RETURN(auto conn, reg_.ConnectionFor(*e, act));
-  const bool sandboxd_reports = reg_.backend.Capabilities().exec_limit_hits;
+  ASB_ASSIGN_OR_RETURN(isolation::Backend * backend, reg_.BackendOf(*e));
+  const bool sandboxd_reports = backend->Capabilities().exec_limit_hits;
   const LimitHits before = sandboxd_reports ? LimitHits{} : HitsOf(*act.sandbox);
   ASB_ASSIGN_OR_RETURN(auto channel,
                        reg_.Checked(*e, act, conn->Open(protocol::EncodeExecRequest(req))));

@@ -53,7 +53,13 @@ Status SandboxLifecycle::DestroyLocked(Entry& e, std::string_view why) {
     std::lock_guard l(e.info_mu);
     sandbox = std::move(e.sandbox);
   }
-  Status st = reg_.backend.Destroy(info.id);
+  // A record of a backend this server does not run has nothing here to destroy; what that
+  // backend left is removed by the first server that runs it again (Recover's ListOwned pass).
+  auto backend = reg_.BackendOf(info);
+  Status st = backend ? (*backend)->Destroy(info.id) : Status{};
+  if (!backend) {
+    spdlog::warn("sandbox_id={} destroy: {}", info.id, backend.error().ToString());
+  }
   if (sandbox) {
     // Ends execs still streaming on the connection (their channels see an error event).
     if (auto conn = sandbox->connection()) conn->Close();
@@ -125,8 +131,9 @@ Result<SandboxInfo> SandboxLifecycle::CreateWith(const std::string& owner, const
     return Fail(Error::InvalidArgument("network_policy needs network: true"));
   }
 
-  if (req.auto_pause && !reg_.backend.Capabilities().pause) {
-    return Fail(Error::InvalidArgument("auto_pause: the " + std::string(reg_.backend.name()) +
+  ASB_ASSIGN_OR_RETURN(isolation::Backend* const backend, reg_.backends.Find(req.backend));
+  if (req.auto_pause && !backend->Capabilities().pause) {
+    return Fail(Error::InvalidArgument("auto_pause: the " + std::string(backend->name()) +
                                        " backend cannot pause sandboxes on this host"));
   }
   info.auto_pause = req.auto_pause;
@@ -139,7 +146,7 @@ Result<SandboxInfo> SandboxLifecycle::CreateWith(const std::string& owner, const
   info.network = req.network;
   info.read_only_rootfs = true;
   info.tmp_size_mb = res.tmp_size_mb;
-  info.backend = std::string(reg_.backend.name());
+  info.backend = std::string(backend->name());
   info.state = SandboxState::kCreating;
 
   auto entry = std::make_shared<Entry>(info);
@@ -172,7 +179,7 @@ Result<SandboxInfo> SandboxLifecycle::CreateWith(const std::string& owner, const
   spec.env = info.env;
   spec.workspace_image = workspace_image;
 
-  auto created = reg_.backend.Create(spec);
+  auto created = backend->Create(spec);
   if (!created) {
     Error err = std::move(created).error();
     spdlog::warn("sandbox_id={} create failed: {}", info.id, err.ToString());
@@ -181,7 +188,7 @@ Result<SandboxInfo> SandboxLifecycle::CreateWith(const std::string& owner, const
     // The record's error_message is shown to clients: what a client may read of it.
     (void)reg_.WriteState(*entry, SandboxState::kError, err.ClientSafeMessage());
     reg_.ReleaseSlot(*entry);
-    if (Status st = reg_.backend.Destroy(info.id); !st) {
+    if (Status st = backend->Destroy(info.id); !st) {
       spdlog::warn("sandbox_id={} cleanup after failed create: {}", info.id, st.error().ToString());
     }
     return Fail(std::move(err).WithContext("create sandbox"));
@@ -247,28 +254,44 @@ Result<SandboxInfo> SandboxLifecycle::SetTimeout(const std::string& owner, const
   return e->Snapshot();
 }
 
-std::string_view SandboxLifecycle::BackendName() const { return reg_.backend.name(); }
+std::string_view SandboxLifecycle::BackendName() const {
+  const isolation::Backend* b = reg_.backends.default_backend();
+  return b ? b->name() : std::string_view();
+}
 
-Status SandboxLifecycle::ProbeBackend() { return reg_.backend.Probe(); }
+Status SandboxLifecycle::ProbeBackend() {
+  ASB_ASSIGN_OR_RETURN(isolation::Backend * b, reg_.backends.Find(""));
+  return b->Probe();
+}
 
 std::vector<BackendInfo> SandboxLifecycle::Backends() {
-  BackendInfo b;
-  b.name = std::string(reg_.backend.name());
-  b.is_default = true;
-  b.accelerator = reg_.backend.accelerator();
-  if (Status st = reg_.backend.Probe(); st) {
-    b.available = true;
-  } else {
-    b.reason = st.error().ClientSafeMessage();
+  std::vector<BackendInfo> out;
+  for (const isolation::BackendSet::Listed& k : reg_.backends.All()) {
+    BackendInfo b;
+    b.name = k.name;
+    b.is_default = k.is_default;
+    // One the server could not start offers nothing here: every capability false.
+    isolation::BackendCapabilities c{};
+    if (!k.backend) {
+      b.reason = k.ClientReason();
+    } else {
+      b.accelerator = k.backend->accelerator();
+      if (Status st = k.backend->Probe(); st) {
+        b.available = true;
+      } else {
+        b.reason = st.error().ClientSafeMessage();
+      }
+      c = k.backend->Capabilities();
+    }
+    b.capabilities = {{"adopt", c.adopt},
+                      {"pause", c.pause},
+                      {"workspace_images", c.workspace_images},
+                      {"network", c.network},
+                      {"tcp_connect", c.tcp_connect},
+                      {"memory_snapshot", c.memory_snapshot}};
+    out.push_back(std::move(b));
   }
-  const isolation::BackendCapabilities c = reg_.backend.Capabilities();
-  b.capabilities = {{"adopt", c.adopt},
-                    {"pause", c.pause},
-                    {"workspace_images", c.workspace_images},
-                    {"network", c.network},
-                    {"tcp_connect", c.tcp_connect},
-                    {"memory_snapshot", c.memory_snapshot}};
-  return {std::move(b)};
+  return out;
 }
 
 std::map<SandboxState, int64_t> SandboxLifecycle::CountByState() {

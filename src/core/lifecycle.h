@@ -115,13 +115,14 @@ class SandboxLifecycle {
   /// ones. Returns how many were destroyed.
   int ReapOnce();
 
-  /// The isolation backend's short name ("ns").
+  /// The default isolation backend's short name ("ns"): a create that names none gets it.
   std::string_view BackendName() const;
-  /// Whether the host can run the backend now (Backend::Probe). Errors: kUnavailable with the
-  /// reason.
+  /// Whether the host can run the default backend now (Backend::Probe). Errors: kUnavailable
+  /// with the reason.
   Status ProbeBackend();
 
-  /// The server's backends (one today: the one it was started with), probed now.
+  /// Every backend the server knows, default first, probed now; one it cannot run is listed
+  /// with available false and the reason.
   std::vector<BackendInfo> Backends();
 
   /// Counts for metrics: sandboxes per state (live ones only).

@@ -57,8 +57,9 @@ Result<SandboxInfo> SandboxLifecycle::PauseLocked(Entry& e, std::string_view why
     return Fail(Error::Conflict("sandbox " + info.id + " is already paused"));
   }
   ASB_TRY(SandboxRegistry::RequireRunning(info));
-  if (!reg_.backend.Capabilities().pause) {
-    return Fail(Error::Unavailable("the " + std::string(reg_.backend.name()) +
+  ASB_ASSIGN_OR_RETURN(isolation::Backend* const backend, reg_.BackendOf(info));
+  if (!backend->Capabilities().pause) {
+    return Fail(Error::Unavailable("the " + std::string(backend->name()) +
                                    " backend cannot pause sandboxes on this host"));
   }
   if (!DrainCalls(e)) {
@@ -75,7 +76,7 @@ Result<SandboxInfo> SandboxLifecycle::PauseLocked(Entry& e, std::string_view why
   } clear{e};
   // The side effect first, then the record (lifecycle.h): a crash in between leaves a running
   // record of a frozen sandbox, which Recover thaws.
-  if (Status st = reg_.backend.Pause(info.id); !st) {
+  if (Status st = backend->Pause(info.id); !st) {
     return Fail(BackendFailure(std::move(st).error(), "pause sandbox " + info.id));
   }
   const int64_t now = reg_.clock.NowUnixMs();
@@ -85,7 +86,7 @@ Result<SandboxInfo> SandboxLifecycle::PauseLocked(Entry& e, std::string_view why
   paused.expires_at_ms = now + reg_.cfg.limits.paused_timeout_seconds * 1000;
   paused.updated_at_ms = now;
   if (Status st = reg_.WriteLifecycle(e, paused); !st) {
-    (void)reg_.backend.Resume(info.id);  // the record still says running, and so must it
+    (void)backend->Resume(info.id);  // the record still says running, and so must it
     return Fail(std::move(st).error().WithContext("pause sandbox " + info.id));
   }
   spdlog::info("sandbox_id={} paused ({})", info.id, why);
@@ -110,7 +111,8 @@ Result<SandboxInfo> SandboxLifecycle::Resume(const std::string& owner, const std
   int64_t seconds = timeout_seconds.value_or(info.timeout_seconds);
   if (seconds < lim.min_timeout_seconds) seconds = lim.default_timeout_seconds;
   seconds = std::min(seconds, lim.max_timeout_seconds);
-  if (Status st = reg_.backend.Resume(info.id); !st) {
+  ASB_ASSIGN_OR_RETURN(isolation::Backend* const backend, reg_.BackendOf(info));
+  if (Status st = backend->Resume(info.id); !st) {
     return Fail(BackendFailure(std::move(st).error(), "resume sandbox " + info.id));
   }
   const int64_t now = reg_.clock.NowUnixMs();
@@ -122,7 +124,7 @@ Result<SandboxInfo> SandboxLifecycle::Resume(const std::string& owner, const std
   running.last_activity_at_ms = now;
   running.updated_at_ms = now;
   if (Status st = reg_.WriteLifecycle(e, running); !st) {
-    (void)reg_.backend.Pause(info.id);  // the record still says paused, and so must it
+    (void)backend->Pause(info.id);  // the record still says paused, and so must it
     return Fail(std::move(st).error().WithContext("resume sandbox " + info.id));
   }
   spdlog::info("sandbox_id={} resumed (ttl {} s)", info.id, seconds);

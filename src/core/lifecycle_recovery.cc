@@ -35,16 +35,18 @@ constexpr int kAdoptRetryPasses = 30;
 }  // namespace
 
 void SandboxLifecycle::MatchPauseToRecord(Entry& e) {
-  if (!reg_.backend.Capabilities().pause) return;
   const SandboxInfo info = e.Snapshot();
+  auto found = reg_.BackendOf(info);
+  if (!found || !(*found)->Capabilities().pause) return;
+  isolation::Backend& backend = **found;
   if (info.state != SandboxState::kPaused) {
     // A crash between a freeze and its record (or a thaw and its record) is undone here.
-    if (Status st = reg_.backend.Resume(info.id); !st) {
+    if (Status st = backend.Resume(info.id); !st) {
       spdlog::warn("sandbox_id={} thaw after restart: {}", info.id, st.error().ToString());
     }
     return;
   }
-  if (Status st = reg_.backend.Pause(info.id); !st) {
+  if (Status st = backend.Pause(info.id); !st) {
     // It runs, so the record says so: its TTL restarts from now.
     spdlog::warn("sandbox_id={} could not be paused again after restart, left running: {}", info.id,
                  st.error().ToString());
@@ -63,14 +65,19 @@ bool SandboxLifecycle::RetryAdopt(Entry& e) {
   const SandboxInfo info = e.Snapshot();
   if (info.state != SandboxState::kError || e.adopt_retries_left <= 0) return false;
   --e.adopt_retries_left;
-  auto sb = reg_.backend.Adopt(info.id);
+  auto backend = reg_.BackendOf(info);
+  if (!backend) {
+    e.adopt_retries_left = 0;  // this server does not run its backend: no retry can reach it
+    return false;
+  }
+  auto sb = (*backend)->Adopt(info.id);
   if (sb) {
     {
       std::lock_guard l(e.info_mu);
       e.sandbox = *sb;
     }
     // Adopt leaves a frozen sandbox frozen; the record now says running, and so must it.
-    if (reg_.backend.Capabilities().pause) (void)reg_.backend.Resume(info.id);
+    if ((*backend)->Capabilities().pause) (void)(*backend)->Resume(info.id);
     if (!reg_.WriteState(e, SandboxState::kRunning)) return false;
     (void)reg_.ReserveSlot(e, /*force=*/true);
     e.adopt_retries_left = 0;
@@ -100,11 +107,14 @@ Status SandboxLifecycle::Recover() {
     switch (info.state) {
       case SandboxState::kRunning:
       case SandboxState::kPaused: {
-        // A backend whose sandboxes end with the server: the record's sandbox is gone.
-        auto sb = m.backend.Capabilities().adopt
-                      ? AdoptPatiently(m.backend, info.id)
+        // A backend whose sandboxes end with the server: the record's sandbox is gone. One
+        // this server does not run: kUnavailable, so the record stays as an error.
+        auto backend = m.BackendOf(info);
+        auto sb = !backend ? Result<std::shared_ptr<isolation::Sandbox>>(Fail(backend.error()))
+                  : (*backend)->Capabilities().adopt
+                      ? AdoptPatiently(**backend, info.id)
                       : Result<std::shared_ptr<isolation::Sandbox>>(Fail(Error::NotFound(
-                            "the " + std::string(m.backend.name()) + " backend cannot adopt")));
+                            "the " + std::string((*backend)->name()) + " backend cannot adopt")));
         if (sb) {
           {
             std::lock_guard l(entry->info_mu);
@@ -128,7 +138,7 @@ Status SandboxLifecycle::Recover() {
           (void)m.WriteState(
               *entry, SandboxState::kError,
               "could not be adopted after restart: " + sb.error().ClientSafeMessage());
-          entry->adopt_retries_left = kAdoptRetryPasses;
+          entry->adopt_retries_left = backend ? kAdoptRetryPasses : 0;
           live.insert(info.id);
         }
         break;
@@ -150,24 +160,27 @@ Status SandboxLifecycle::Recover() {
     }
   }
 
-  // Resources we own that no live record names: destroy them. The backend lists only what it
+  // Resources we own that no live record names: destroy them. Each backend lists only what it
   // made itself, so nothing foreign is touched.
-  auto owned = m.backend.ListOwned();
   int orphans = 0;
-  if (!owned) {
-    spdlog::warn("recover: cannot list backend resources: {}", owned.error().ToString());
-  } else {
+  for (isolation::Backend* backend : m.backends.Running()) {
+    auto owned = backend->ListOwned();
+    if (!owned) {
+      spdlog::warn("recover: cannot list {} backend resources: {}", backend->name(),
+                   owned.error().ToString());
+      continue;
+    }
     for (const auto& id : *owned) {
       if (live.count(id) != 0) continue;
       if (!IsValidId(id, "sb_")) {
         spdlog::warn("recover: backend listed a malformed id, left alone");
         continue;
       }
-      if (Status st = m.backend.Destroy(id); !st) {
+      if (Status st = backend->Destroy(id); !st) {
         spdlog::warn("sandbox_id={} orphan destroy failed: {}", id, st.error().ToString());
       } else {
         ++orphans;
-        spdlog::info("sandbox_id={} orphan destroyed at restart", id);
+        spdlog::info("sandbox_id={} orphan destroyed at restart ({} backend)", id, backend->name());
       }
     }
   }

@@ -1,6 +1,6 @@
 // Shared fixture of core/'s manager tests: a temp data dir with two templates, a real SQLite
-// file, a FakeBackend, a FakeClock, and a manager that can be "restarted" (destroyed and built
-// again over the same store file and backend) for recovery tests.
+// file, a FakeBackend (or a set of backends), a FakeClock, and a manager that can be "restarted"
+// (destroyed and built again over the same store file and backend) for recovery tests.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -14,6 +14,7 @@
 #include "core/sandbox_manager.h"
 #include "core/templates.h"
 #include "core/testing/fake_backend.h"
+#include "isolation/backend_set.h"
 #include "store/store.h"
 
 #ifndef ASB_TEST_SANDBOXD_PATH
@@ -42,6 +43,7 @@ class ManagerTest : public ::testing::Test {
   void TearDown() override {
     manager_.reset();
     store_.reset();
+    backends_.reset();
     backend_.reset();
     std::error_code ec;
     std::filesystem::remove_all(dir_, ec);
@@ -62,7 +64,10 @@ class ManagerTest : public ::testing::Test {
   void NewManager() {
     manager_.reset();
     ASSERT_TRUE(config_.Validate()) << config_.Validate().error().ToString();
-    manager_ = std::make_unique<SandboxManager>(config_, *store_, *backend_, clock_, *catalog_);
+    manager_ =
+        backends_
+            ? std::make_unique<SandboxManager>(config_, *store_, *backends_, clock_, *catalog_)
+            : std::make_unique<SandboxManager>(config_, *store_, *backend_, clock_, *catalog_);
   }
 
   /// Simulates a restart of the server (SIGKILL: nothing is shut down first): drops the
@@ -92,6 +97,8 @@ class ManagerTest : public ::testing::Test {
   FakeClock clock_;
   std::unique_ptr<DirTemplateCatalog> catalog_;
   std::unique_ptr<testing::FakeBackend> backend_;
+  /// When set, managers run over these backends instead of backend_ alone.
+  std::unique_ptr<isolation::BackendSet> backends_;
   std::unique_ptr<store::Store> store_;
   std::unique_ptr<SandboxManager> manager_;
 };

@@ -26,11 +26,12 @@ Result<NetworkPolicy> NetworkService::SetNetwork(const std::string& owner, const
     return Fail(Error::InvalidArgument("sandbox " + id + " was created without network"));
   }
   ASB_TRY(SandboxRegistry::RequireRunning(info));
-  if (!reg_.backend.Capabilities().network) {
-    return Fail(isolation::NotCapable(reg_.backend.name(), "networking"));
+  ASB_ASSIGN_OR_RETURN(isolation::Backend * backend, reg_.BackendOf(info));
+  if (!backend->Capabilities().network) {
+    return Fail(isolation::NotCapable(backend->name(), "networking"));
   }
   // The side effect first: a policy that could not be applied is not recorded.
-  ASB_TRY_CTX(reg_.backend.UpdateNetwork(id, canonical), "set network policy of " + id);
+  ASB_TRY_CTX(backend->UpdateNetwork(id, canonical), "set network policy of " + id);
   info.network_policy = canonical;
   info.updated_at_ms = reg_.clock.NowUnixMs();
   ASB_TRY_CTX(reg_.store.UpdateSandbox(ToRecord(info)), "set network policy of " + id);
@@ -48,8 +49,9 @@ Result<PortConnection> NetworkService::ConnectPort(const std::string& owner, con
     return Fail(Error::InvalidArgument("port must be 1..65535, got " + std::to_string(port)));
   }
   ASB_ASSIGN_OR_RETURN(auto e, reg_.Find(owner, id));
-  if (!reg_.backend.Capabilities().tcp_connect) {
-    return Fail(isolation::NotCapable(reg_.backend.name(), "ports"));
+  ASB_ASSIGN_OR_RETURN(isolation::Backend * backend, reg_.BackendOf(*e));
+  if (!backend->Capabilities().tcp_connect) {
+    return Fail(isolation::NotCapable(backend->name(), "ports"));
   }
   ASB_ASSIGN_OR_RETURN(SandboxRegistry::Active a,
                        reg_.BeginActivity(e, SandboxRegistry::Activity::kStream));

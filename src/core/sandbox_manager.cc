@@ -6,15 +6,39 @@
 #include <chrono>
 
 #include "core/sandbox_registry.h"
+#include "isolation/backend_set.h"
 
 namespace asb::core {
+
+namespace {
+
+std::unique_ptr<isolation::BackendSet> SetOf(isolation::Backend& only) {
+  auto set = std::make_unique<isolation::BackendSet>();
+  set->AddUnowned(only);
+  return set;
+}
+
+}  // namespace
 
 SandboxManager::SandboxManager(ManagerConfig config, store::Store& store,
                                isolation::Backend& backend, Clock& clock,
                                const TemplateCatalog& templates)
+    : SandboxManager(std::move(config), store, SetOf(backend), nullptr, clock, templates) {}
+
+SandboxManager::SandboxManager(ManagerConfig config, store::Store& store,
+                               const isolation::BackendSet& backends, Clock& clock,
+                               const TemplateCatalog& templates)
+    : SandboxManager(std::move(config), store, nullptr, &backends, clock, templates) {}
+
+SandboxManager::SandboxManager(ManagerConfig config, store::Store& store,
+                               std::unique_ptr<isolation::BackendSet> own,
+                               const isolation::BackendSet* shared, Clock& clock,
+                               const TemplateCatalog& templates)
     : config_(std::move(config)),
       templates_(templates),
-      registry_(std::make_unique<SandboxRegistry>(config_, store, backend, clock, templates)),
+      own_backends_(std::move(own)),
+      registry_(std::make_unique<SandboxRegistry>(config_, store, shared ? *shared : *own_backends_,
+                                                  clock, templates)),
       lifecycle_(std::make_unique<SandboxLifecycle>(*registry_)),
       exec_(std::make_unique<ExecService>(*registry_)),
       files_(std::make_unique<FileService>(*registry_)),

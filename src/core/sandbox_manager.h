@@ -39,7 +39,8 @@ class Store;
 }
 namespace asb::isolation {
 class Backend;
-}
+class BackendSet;
+}  // namespace asb::isolation
 
 namespace asb::core {
 
@@ -50,6 +51,10 @@ class SandboxManager {
   /// `store`, `backend`, `clock` and `templates` must outlive the manager. Call Start() before
   /// serving requests. `config` should have passed Validate().
   SandboxManager(ManagerConfig config, store::Store& store, isolation::Backend& backend,
+                 Clock& clock, const TemplateCatalog& templates);
+  /// The same over several backends (a create's `backend` chooses one; the set's default
+  /// serves creates that name none). `backends` must be complete and outlive the manager.
+  SandboxManager(ManagerConfig config, store::Store& store, const isolation::BackendSet& backends,
                  Clock& clock, const TemplateCatalog& templates);
   /// Stops the reaper. Running sandboxes are left running (a later Start() adopts them).
   ~SandboxManager();
@@ -74,10 +79,15 @@ class SandboxManager {
   const TemplateCatalog& templates() const { return templates_; }
 
  private:
+  SandboxManager(ManagerConfig config, store::Store& store,
+                 std::unique_ptr<isolation::BackendSet> own, const isolation::BackendSet* shared,
+                 Clock& clock, const TemplateCatalog& templates);
   void ReaperLoop();
 
   ManagerConfig config_;
   const TemplateCatalog& templates_;
+  /// The one-backend constructor's set; null with the other one.
+  std::unique_ptr<isolation::BackendSet> own_backends_;
   std::unique_ptr<SandboxRegistry> registry_;
   std::unique_ptr<SandboxLifecycle> lifecycle_;
   std::unique_ptr<ExecService> exec_;

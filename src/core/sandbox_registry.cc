@@ -33,6 +33,30 @@ struct ActivityMark {
 
 // ---- entries --------------------------------------------------------------------------------
 
+namespace {
+
+Result<isolation::Backend*> FindBackend(const isolation::BackendSet& backends,
+                                        const std::string& id, const std::string& name) {
+  auto b = backends.Find(name);
+  if (!b && b.error().code() == ErrorCode::kInvalidArgument) {
+    // Not the caller's input: a record from a server that ran a backend this one does not.
+    return Fail(Error::Unavailable("sandbox " + id + " runs on the " + name +
+                                   " backend, which this server does not run"));
+  }
+  return b;
+}
+
+}  // namespace
+
+Result<isolation::Backend*> SandboxRegistry::BackendOf(const SandboxInfo& info) const {
+  return FindBackend(backends, info.id, info.backend);
+}
+
+Result<isolation::Backend*> SandboxRegistry::BackendOf(Entry& e) const {
+  std::lock_guard l(e.info_mu);
+  return FindBackend(backends, e.info.id, e.info.backend);
+}
+
 Result<std::shared_ptr<Entry>> SandboxRegistry::Find(const std::string& owner,
                                                      const std::string& id) {
   std::shared_ptr<Entry> e;

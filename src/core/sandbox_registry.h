@@ -29,6 +29,7 @@
 #include "core/sandbox_types.h"
 #include "core/templates.h"
 #include "isolation/backend.h"
+#include "isolation/backend_set.h"
 
 namespace asb::store {
 class Store;
@@ -61,18 +62,27 @@ struct Entry {
 
 class SandboxRegistry {
  public:
-  /// All references must outlive the registry. `config` should have passed Validate().
-  SandboxRegistry(const ManagerConfig& config, store::Store& store, isolation::Backend& backend,
-                  Clock& clock, const TemplateCatalog& templates)
-      : cfg(config), store(store), backend(backend), clock(clock), templates(templates) {}
+  /// All references must outlive the registry. `config` should have passed Validate();
+  /// `backends` is complete (nothing is added to it while the registry lives).
+  SandboxRegistry(const ManagerConfig& config, store::Store& store,
+                  const isolation::BackendSet& backends, Clock& clock,
+                  const TemplateCatalog& templates)
+      : cfg(config), store(store), backends(backends), clock(clock), templates(templates) {}
   SandboxRegistry(const SandboxRegistry&) = delete;
   SandboxRegistry& operator=(const SandboxRegistry&) = delete;
 
   const ManagerConfig& cfg;
   store::Store& store;
-  isolation::Backend& backend;
+  const isolation::BackendSet& backends;
   Clock& clock;
   const TemplateCatalog& templates;
+
+  /// The backend that runs `info`'s sandbox: the one its record names ("" = the default, as
+  /// for records written before a create could choose). Errors: kUnavailable when this server
+  /// does not run that backend now (started without it, or its host support went away).
+  Result<isolation::Backend*> BackendOf(const SandboxInfo& info) const;
+  /// The same for a live entry, without copying its info (exec's hot path asks).
+  Result<isolation::Backend*> BackendOf(Entry& e) const;
 
   // ---- entries -----------------------------------------------------------------------------
   /// The live entry `id` visible to `owner` (kAnyOwner sees all). Errors: kNotFound, with one

@@ -60,6 +60,10 @@ struct CreateRequest {
   /// autoPause); it is then kept paused for paused_timeout_seconds. Needs a backend that can
   /// pause (kInvalidArgument otherwise).
   bool auto_pause = false;
+  /// The isolation backend to run it on (GET /v1/backends lists them); "" = the server's
+  /// default. kInvalidArgument for a name the server does not know, kUnavailable for one it
+  /// knows but cannot run on this host.
+  std::string backend{};
 };
 
 /// Limits of CreateRequest::metadata.

@@ -139,8 +139,9 @@ void RefreshWorkspace(protocol::Connection& conn) {
 std::string SnapshotService::SnapshotUploadDir() const { return reg_.cfg.data_dir + "/snapshots"; }
 
 std::optional<std::string> SnapshotService::SnapshotImage(const std::string& snapshot_id) const {
-  if (!reg_.backend.Capabilities().workspace_images) return std::nullopt;
-  auto dir = reg_.backend.WorkspaceImageDir();
+  const isolation::Backend* images = reg_.backends.ImageBackend();
+  if (images == nullptr) return std::nullopt;
+  auto dir = images->WorkspaceImageDir();
   if (!dir) return std::nullopt;
   std::string path = *dir + "/" + ImageName(snapshot_id);
   if (::access(path.c_str(), F_OK) != 0) return std::nullopt;
@@ -178,15 +179,18 @@ Result<SnapshotInfo> SnapshotService::CreateSnapshot(const std::string& owner,
     if (!image.empty()) ::unlink(image.c_str());
     (void)store::DeleteSnapshot(reg_.store, rec.id);
   };
-  if (reg_.backend.Capabilities().workspace_images) {
-    auto dir_or = reg_.backend.WorkspaceImageDir();
+  // Only the backend whose directory SnapshotImage reads keeps snapshot images.
+  isolation::Backend* const images = reg_.backends.ImageBackend();
+  auto own = reg_.BackendOf(info);
+  if (own && *own == images && images != nullptr) {
+    auto dir_or = images->WorkspaceImageDir();
     if (!dir_or) {
       drop();
       return Fail(std::move(dir_or).error().WithContext("snapshot " + info.id));
     }
     const std::string img_dir = *dir_or;
     const std::string tmp = img_dir + "/" + kSnapshotTempPrefix + ImageName(rec.id);
-    auto copy = reg_.backend.CopyWorkspaceImage(info.id, tmp);
+    auto copy = images->CopyWorkspaceImage(info.id, tmp);
     if (copy) {
       const std::string final_path = img_dir + "/" + ImageName(rec.id);
       if (::rename(tmp.c_str(), final_path.c_str()) != 0) {
@@ -325,12 +329,14 @@ Result<std::string> SnapshotService::EnsureArchive(const SnapshotInfo& snap) {
   spec.workspace_bytes = static_cast<uint64_t>(st.st_size);
   spec.tmp_bytes = 1ull << 20;
   spec.workspace_image = *image;
-  auto sb = reg_.backend.Create(spec);
+  // SnapshotImage found the image, so the image backend exists.
+  isolation::Backend& images = *reg_.backends.ImageBackend();
+  auto sb = images.Create(spec);
   struct DestroyAtEnd {
     isolation::Backend& b;
     std::string id;
     ~DestroyAtEnd() { (void)b.Destroy(id); }
-  } destroy{reg_.backend, spec.id};
+  } destroy{images, spec.id};
   if (!sb) return Fail(std::move(sb).error().WithContext("archive of " + snap.id));
   ASB_ASSIGN_OR_RETURN(auto ch, wire::OpenTarExport(*(*sb)->connection(), "/workspace"));
   ASB_ASSIGN_OR_RETURN(ArchiveFacts facts, ReceiveTarZst(*ch, dir, FileName(snap.id),
@@ -384,18 +390,20 @@ Result<SandboxInfo> SnapshotService::Rollback(const std::string& owner,
   // workspace) touches nothing the sandbox sees; the swap happens after the processes ended.
   // If the swap fails the old workspace stays mounted (S5); a crash after staging is rolled
   // forward by RecoverSnapshots.
+  ASB_ASSIGN_OR_RETURN(isolation::Backend* const backend, reg_.BackendOf(info));
   if (auto image = SnapshotImage(snap.id)) {
-    auto staged = reg_.backend.StageWorkspace(info.id, *image);
+    // A backend without workspace images answers kUnavailable: the archive path below.
+    auto staged = backend->StageWorkspace(info.id, *image);
     if (staged) {
       Status done = [&]() -> Status {
         ASB_TRY(reg_.Checked(*e, act, ClearRuntime(*conn, info.id)));
-        ASB_ASSIGN_OR_RETURN(bool swapped, reg_.backend.SwapStagedWorkspace(info.id));
+        ASB_ASSIGN_OR_RETURN(bool swapped, backend->SwapStagedWorkspace(info.id));
         if (!swapped) return Fail(Error::Backend("the staged workspace disappeared"));
         RefreshWorkspace(*conn);
         return {};
       }();
       if (!done) {
-        (void)reg_.backend.DropStagedWorkspace(info.id);
+        (void)backend->DropStagedWorkspace(info.id);
         return Fail(std::move(done).error().WithContext("rollback " + info.id + " to " + snap.id));
       }
       spdlog::info("sandbox_id={} rolled back to {} (image, {})", info.id, snap.id, staged->method);
@@ -486,7 +494,12 @@ Result<SandboxInfo> SnapshotService::Fork(const std::string& owner, const std::s
   // Fast path: the new sandbox's workspace is a clone of the snapshot's image (a reflink where
   // the file system shares extents); its quota is the image's size.
   std::string image;
-  if (auto img = SnapshotImage(snap.id)) {
+  cr.backend = base.backend;  // a fork runs where its source ran
+  auto target = reg_.backends.Find(cr.backend);
+  if (!target) {
+    return Fail(std::move(target).error().WithContext("fork of " + snap.id));
+  }
+  if (auto img = SnapshotImage(snap.id); img && *target == reg_.backends.ImageBackend()) {
     struct stat st;
     if (::stat(img->c_str(), &st) == 0 && st.st_size % (1 << 20) == 0 &&
         (st.st_size >> 20) <= reg_.cfg.limits.max_workspace_mb &&
@@ -585,8 +598,9 @@ Status SnapshotService::FinishStagedRollback(const std::string& sandbox_id) {
   std::lock_guard op(e->op_mu);
   ASB_ASSIGN_OR_RETURN(SandboxRegistry::Active act, reg_.BeginActivity(e));
   ASB_ASSIGN_OR_RETURN(auto conn, reg_.ConnectionFor(*e, act));
+  ASB_ASSIGN_OR_RETURN(isolation::Backend * backend, reg_.BackendOf(*e));
   ASB_TRY(ClearRuntime(*conn, sandbox_id));
-  ASB_TRY(reg_.backend.SwapStagedWorkspace(sandbox_id));
+  ASB_TRY(backend->SwapStagedWorkspace(sandbox_id));
   RefreshWorkspace(*conn);
   spdlog::info("sandbox_id={} interrupted rollback finished (staged image swapped in)", sandbox_id);
   return {};
@@ -596,10 +610,11 @@ Status SnapshotService::RecoverSnapshots() {
   const std::string dir = SnapshotUploadDir();
   ASB_TRY(EnsureDir(dir));
   ASB_ASSIGN_OR_RETURN(auto pending, store::ListSnapshots(reg_.store, {.state = "pending"}));
-  const bool images = reg_.backend.Capabilities().workspace_images;
+  isolation::Backend* const image_backend = reg_.backends.ImageBackend();
+  const bool images = image_backend != nullptr;
   std::string img_dir;
   if (images) {
-    ASB_ASSIGN_OR_RETURN(img_dir, reg_.backend.WorkspaceImageDir());
+    ASB_ASSIGN_OR_RETURN(img_dir, image_backend->WorkspaceImageDir());
   }
   for (const auto& r : pending) {
     ::unlink((dir + "/" + FileName(r.id)).c_str());
@@ -627,11 +642,12 @@ Status SnapshotService::RecoverSnapshots() {
   for (const auto& e : reg_.AllEntries()) {
     if (!images) break;
     const std::string sid = e->Snapshot().id;
-    if (!reg_.backend.HasStagedWorkspace(sid)) continue;
+    auto backend = reg_.BackendOf(*e);
+    if (!backend || !(*backend)->HasStagedWorkspace(sid)) continue;
     if (Status st = FinishStagedRollback(sid); !st) {
       spdlog::warn("sandbox_id={} finishing an interrupted rollback: {}", sid,
                    st.error().ToString());
-      (void)reg_.backend.DropStagedWorkspace(sid);
+      (void)(*backend)->DropStagedWorkspace(sid);
     }
   }
   ASB_ASSIGN_OR_RETURN(auto ready, store::ListSnapshots(reg_.store, {.state = "ready"}));

@@ -47,6 +47,8 @@ Result<core::CreateRequest> ParseCreate(const json::object& o) {
   core::CreateRequest req;
   ASB_ASSIGN_OR_RETURN(auto tmpl, body.String("template"));
   if (tmpl) req.template_name = *tmpl;
+  ASB_ASSIGN_OR_RETURN(auto backend, body.String("backend"));
+  if (backend) req.backend = *backend;
   ASB_ASSIGN_OR_RETURN(req.cpus, body.Number("cpus"));
   ASB_ASSIGN_OR_RETURN(req.memory_mb, body.Integer("memory_mb", kMinInt, kMaxInt));
   ASB_ASSIGN_OR_RETURN(req.timeout_seconds, body.Integer("timeout_seconds", kMinInt, kMaxInt));

@@ -39,6 +39,7 @@ json::object SandboxSchema() {
   p["status"].as_object()["enum"] =
       json::array{"creating", "running", "paused", "stopping", "destroyed", "error"};
   p["template"] = Prop("string", "");
+  p["backend"] = Prop("string", "Isolation backend: ns or microvm.");
   p["cpus"] = Prop("number", "");
   p["memory_mb"] = Prop("integer", "");
   p["network"] = Prop("boolean", "");
@@ -63,6 +64,9 @@ json::array BuildDefinitions() {
   {
     json::object p;
     p["template"] = Prop("string", "Template name (see sandbox_list_templates); default base.");
+    p["backend"] = Prop("string",
+                        "Isolation: ns (Linux namespaces) or microvm (a VM with a kernel of its "
+                        "own); default the server's.");
     p["cpus"] = Prop("number", "CPU limit in cores.");
     p["memory_mb"] = Prop("integer", "Memory limit in MiB.");
     p["timeout_seconds"] = Prop("integer", "Lifetime in seconds before it is reaped.");
@@ -306,7 +310,8 @@ json::object Tools::Call(std::string_view name, const json::object& a,
 
   if (name == "sandbox_create") {
     json::object body;
-    CopyFields(a, body, {"template", "cpus", "memory_mb", "timeout_seconds", "network", "env"});
+    CopyFields(a, body,
+               {"template", "backend", "cpus", "memory_mb", "timeout_seconds", "network", "env"});
     auto v = b.CreateSandbox(body);
     if (!v) return fail(v.error());
     std::string text = "created sandbox " + std::string(v->at("id").as_string());

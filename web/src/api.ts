@@ -147,6 +147,8 @@ export interface Sandbox {
   id: string;
   status: string;
   template: string;
+  /** The isolation it runs on: "ns" or "microvm". */
+  backend?: string;
   cpus: number;
   memory_mb: number;
   workspace_mb: number;

@@ -61,17 +61,26 @@ class SandboxClient:
         "version", "backend"}. Raises SandboxConnectionError when it does not answer."""
         return self._transport.json("GET", "/healthz")
 
+    def backends(self):
+        """The isolation backends the server knows (GET /v1/backends): a dict {"default": name,
+        "backends": [{"name", "available", "reason", "accelerator", "capabilities"}]}. A
+        create's backend= names one that is available; reason says why one is not (e.g.
+        microvm without its guest kernel). Raises SandboxAPIError, SandboxConnectionError."""
+        return self._transport.json("GET", "/v1/backends")
+
     def create(self, template=None, cpus=None, memory_mb=None, pids_limit=None,
                workspace_mb=None, timeout_seconds=None, idle_timeout_seconds=None, env=None,
                network=None, idempotency_key=None, image=None, read_only_rootfs=None,
-               auto_pause=None):
+               auto_pause=None, backend=None):
         """Creates and starts a sandbox (POST /v1/sandboxes); returns its Sandbox handle.
 
         template: name (default "base"); cpus: cores (float); memory_mb, workspace_mb: MiB;
         pids_limit: process cap; timeout_seconds: time to live; idle_timeout_seconds; env:
         dict of variables for every command; network: bool; auto_pause: True pauses the
         sandbox when its TTL or idle timeout passes instead of destroying it (resume() lets it
-        go on; the server destroys it after its paused timeout). Omitted values take the
+        go on; the server destroys it after its paused timeout); backend: the isolation, "ns"
+        (Linux namespaces) or "microvm" (a VM with a kernel of its own), one that
+        backends() lists (default: the server's). Omitted values take the
         server's defaults. idempotency_key: 1-255 printable ASCII characters sent as
         Idempotency-Key, so a retry after a cut-off create returns the same sandbox instead of
         making a second one (the same key with other arguments: SandboxAPIError 409 conflict).
@@ -79,7 +88,9 @@ class SandboxClient:
         read_only_rootfs: True is what every sandbox has (the template's root is read-only);
         False answers SandboxAPIError 400, as this server cannot give a writable root.
         Raises SandboxAPIError 400 (invalid_request: out of range, unknown template, auto_pause
-        on a backend that cannot pause), 429 (limit_exceeded), SandboxConnectionError.
+        on a backend that cannot pause, an unknown backend), 429 (limit_exceeded), 503
+        (unavailable: a backend the server knows but cannot run here, with the reason),
+        SandboxConnectionError.
         """
         if template is not None and image is not None and template != image:
             raise ValueError("template=%r and image=%r: both given with different values "
@@ -89,7 +100,7 @@ class SandboxClient:
             ("memory_mb", memory_mb), ("pids_limit", pids_limit), ("workspace_mb", workspace_mb),
             ("timeout_seconds", timeout_seconds), ("idle_timeout_seconds", idle_timeout_seconds),
             ("env", env), ("network", network), ("read_only_rootfs", read_only_rootfs),
-            ("auto_pause", auto_pause))
+            ("auto_pause", auto_pause), ("backend", backend))
             if v is not None}
         headers = {"Idempotency-Key": idempotency_key} if idempotency_key is not None else None
         return Sandbox(self, self._transport.json("POST", "/v1/sandboxes", json_body=body,

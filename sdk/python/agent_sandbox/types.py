@@ -287,6 +287,7 @@ class SandboxInfo:
     status: str
     template: str = ""
     image: str = ""  # seed B's name for template: the same value
+    backend: str = ""  # the isolation it runs on: "ns" or "microvm"
     cpus: float = 0.0
     memory_mb: int = 0
     pids_limit: int = 0

@@ -90,6 +90,20 @@ class SdkTest(unittest.TestCase):
         with self.assertRaises(NotFoundError):
             sb.destroy()
 
+    def test_backends_and_a_create_that_names_one(self):
+        c = self.client()
+        listed = c.backends()
+        self.assertEqual(listed["default"], "ns")
+        names = [b["name"] for b in listed["backends"]]
+        self.assertEqual(names[0], "ns")
+        self.assertIn("microvm", names)  # available or not, with the reason
+        sb = self.sandbox(backend="ns")
+        self.assertEqual((sb.info.backend, c.get(sb.id).info.backend), ("ns", "ns"))
+        with self.assertRaises(SandboxAPIError) as cm:
+            c.create(backend="firecracker")
+        self.assertEqual((cm.exception.status_code, cm.exception.code), (400, "invalid_request"))
+        self.assertIn("firecracker", str(cm.exception))
+
     def test_pause_and_resume(self):
         sb = self.sandbox(timeout_seconds=120)
         self.assertEqual((sb.auto_pause, sb.paused_at), (False, None))

@@ -72,6 +72,7 @@ export class Sandbox {
       ["network", "network"],
       ["readOnlyRootfs", "read_only_rootfs"],
       ["autoPause", "auto_pause"],
+      ["backend", "backend"],
     ];
     for (const [k, wire] of map) if (options[k] !== undefined) body[wire] = options[k];
     if (body.template === undefined && options.image !== undefined) body.template = options.image;
@@ -105,6 +106,23 @@ export class Sandbox {
   async health(): Promise<{ status: string; version: string; backend: string }> {
     // eslint-disable-next-line @typescript-eslint/no-explicit-any
     return (await this.#t.json("GET", "/healthz")) as any;
+  }
+
+  /** The isolation backends the server knows (GET /v1/backends): the default's name and, per
+   * backend, whether it is available now, why not, its accelerator ("kvm"/"tcg" for microvm,
+   * null for ns) and capabilities. CreateOptions.backend names one of them. */
+  async backends(): Promise<{
+    default: string;
+    backends: {
+      name: string;
+      available: boolean;
+      reason: string | null;
+      accelerator: string | null;
+      capabilities: Record<string, boolean>;
+    }[];
+  }> {
+    // eslint-disable-next-line @typescript-eslint/no-explicit-any
+    return (await this.#t.json("GET", "/v1/backends")) as any;
   }
 
   /** Starts a new sandbox whose workspace is a snapshot's (POST /v1/snapshots/{id}/fork);

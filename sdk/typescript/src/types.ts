@@ -9,6 +9,8 @@ export interface SandboxInfo {
   template: string;
   /** Seed B's name for template (the same value). */
   image: string;
+  /** The isolation it runs on: "ns" (Linux namespaces) or "microvm" (a VM, its own kernel). */
+  backend: string;
   cpus: number;
   memoryMb: number;
   pidsLimit: number;
@@ -49,6 +51,12 @@ export interface CreateOptions {
   template?: string;
   /** Seed B's name for template; both given with different values: TypeError. */
   image?: string;
+  /**
+   * The isolation backend, one that backends() lists as available: "ns" or "microvm" (default:
+   * the server's). SandboxAPIError 400 for an unknown one, 503 with the reason for one the
+   * server cannot run here.
+   */
+  backend?: string;
   /**
    * Seed B's option. Every sandbox's root file system is its template, mounted read-only:
    * true is what every sandbox has, false rejects with SandboxAPIError 400.
@@ -292,6 +300,7 @@ export function sandboxInfo(o: any): SandboxInfo {
     status: o.status,
     template: o.template,
     image: o.image ?? o.template,
+    backend: o.backend ?? "",
     cpus: o.cpus,
     memoryMb: o.memory_mb,
     pidsLimit: o.pids_limit,

@@ -182,6 +182,20 @@ test("exec: shell, argv with args, env, cwd, stdin, timeout, seed A output", asy
   assert.ok(!r.stdout.includes("never"));
 });
 
+test("backends(), and a create that names one", async () => {
+  const listed = await client.backends();
+  assert.equal(listed.default, "ns");
+  const names = listed.backends.map((b) => b.name);
+  assert.equal(names[0], "ns");
+  assert.ok(names.includes("microvm"), names); // available or not, with the reason
+  const s = await session({ backend: "ns" }).ready();
+  assert.deepEqual([s.info.backend, (await client.get(s.id)).info.backend], ["ns", "ns"]);
+  await assert.rejects(
+    session({ backend: "firecracker" }).ready(),
+    (e) => e instanceof SandboxAPIError && e.statusCode === 400 && /firecracker/.test(e.message),
+  );
+});
+
 test("create with idempotencyKey: a retry returns the same sandbox, other options 409", async () => {
   const key = "ts-" + randomBytes(8).toString("hex");
   const a = await session({ timeoutSeconds: 300, idempotencyKey: key }).ready();

@@ -37,6 +37,8 @@ struct FakeBackendOptions {
   /// States BackendCapabilities::workspace_images and keeps images in a temp dir (removed with
   /// the backend). Off: the image operations answer kUnavailable, as a backend without them.
   bool workspace_images = false;
+  /// Backend::name(): a second fake beside the first needs another (BackendSet keys by name).
+  std::string name = "fake";
 };
 
 class FakeBackend final : public isolation::Backend {
@@ -45,7 +47,7 @@ class FakeBackend final : public isolation::Backend {
   explicit FakeBackend(std::string sandboxd_path = "", FakeBackendOptions options = {});
   ~FakeBackend() override;
 
-  std::string_view name() const override { return "fake"; }
+  std::string_view name() const override { return options_.name; }
   isolation::BackendCapabilities Capabilities() const override;
   Status Probe() override { return {}; }
   /// With SandboxSpec::workspace_image, the fake workspace is unpacked from it (kInvalidArgument

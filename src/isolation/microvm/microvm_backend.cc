@@ -314,7 +314,7 @@ class MicrovmBackend final : public Backend {
   MicrovmBackend(MicrovmOptions opts, GuestKernel kernel, std::string accel,
                  ns::CgroupLayout layout)
       : opts_(std::move(opts)),
-        accel_(std::move(accel)),
+        requested_accel_(std::move(accel)),
         images_(opts_.state_dir + "/.images", std::move(kernel), opts_.sandboxd_path),
         layout_(std::move(layout)),
         slots_(ns::ChooseUidRegistry(opts_.state_dir), opts_.state_dir, opts_.uid_range_base,
@@ -344,7 +344,7 @@ class MicrovmBackend final : public Backend {
     }
     return {};
   }
-  std::string accelerator() const override { return accel_; }
+  std::string accelerator() const override { return Accel(); }
 
   Result<std::shared_ptr<Sandbox>> Create(const SandboxSpec& spec) override {
     if (!IsValidId(spec.id, "sb_")) return Fail(Error::InvalidArgument("bad sandbox id"));
@@ -416,7 +416,7 @@ class MicrovmBackend final : public Backend {
       std::lock_guard lock(mu_);
       live_[id] = sandbox;
     }
-    spdlog::info("sandbox_id={} microvm adopted: accel={} pid={}", id, accel_, pid);
+    spdlog::info("sandbox_id={} microvm adopted: accel={} pid={}", id, Accel(), pid);
     return std::shared_ptr<Sandbox>(std::move(sandbox));
   }
 
@@ -568,7 +568,7 @@ class MicrovmBackend final : public Backend {
     vm.config_image = InJail(p, p.config);
     vm.socket = InJail(p, p.sock);
     vm.console_socket = InJail(p, p.console);
-    vm.accel = accel_;
+    vm.accel = Accel();
     vm.memory_mib = std::max<uint64_t>(spec.memory_bytes >> 20, 128);
     vm.vcpus = std::max(1, static_cast<int>(std::ceil(spec.cpus)));
     vm.hostname = spec.hostname;
@@ -588,7 +588,7 @@ class MicrovmBackend final : public Backend {
     jail.guest_files = {
         {images_.kernel().vmlinuz, "vmlinuz"}, {initrd, "initrd"}, {rootfs, "rootfs.img"}};
     jail.qemu_path = opts_.qemu_path;
-    jail.kvm = accel_ == "kvm";
+    jail.kvm = Accel() == "kvm";
     jail.tun = spec.network;
     jail.host_id_base = id_base;
     UniqueFd null_fd(::open("/dev/null", O_RDONLY | O_CLOEXEC));
@@ -601,7 +601,7 @@ class MicrovmBackend final : public Backend {
     // commands, so the v1 work children are where it runs). Memory: the guest's RAM plus
     // QEMU's own; a VM that passes it is OOM-killed on the host and reported as such.
     const ns::CgroupPaths cgroups = ns::CgroupPathsFor(layout_, opts_.cgroup_name, spec.id);
-    const uint64_t overhead_mib = kQemuOverheadMib + (accel_ == "kvm" ? 0 : kTcgCacheMib);
+    const uint64_t overhead_mib = kQemuOverheadMib + (Accel() == "kvm" ? 0 : kTcgCacheMib);
     ASB_TRY_CTX(
         ns::CreateCgroupsFromParent(layout_, opts_.cgroup_name, cgroups,
                                     {(vm.memory_mib + overhead_mib) << 20,
@@ -625,7 +625,7 @@ class MicrovmBackend final : public Backend {
       children_[spec.id] = std::move(started);
     }
     const int64_t timeout = opts_.start_timeout_ms > 0 ? opts_.start_timeout_ms
-                            : accel_ == "kvm"          ? 20'000
+                            : Accel() == "kvm"         ? 20'000
                                                        : 60'000;
     // QEMU makes the socket at once and holds our HELLO until the guest's sandboxd opens the
     // port, so one dial waits out the boot; a VM that ended meanwhile fails it at once.
@@ -661,9 +661,9 @@ class MicrovmBackend final : public Backend {
     }
     if (!conn) {
       return Fail(std::move(conn).error().WithContext("the guest's sandboxd did not answer (" +
-                                                      accel_ + "): " + console->LastOutputLine()));
+                                                      Accel() + "): " + console->LastOutputLine()));
     }
-    spdlog::info("sandbox_id={} microvm up: accel={} pid={} uid={}", spec.id, accel_, pid,
+    spdlog::info("sandbox_id={} microvm up: accel={} pid={} uid={}", spec.id, Accel(), pid,
                  JailHostId(id_base));
     UniqueFd pidfd;
     {
@@ -687,7 +687,7 @@ class MicrovmBackend final : public Backend {
   // delay the others' checks); one unanswered within the timeout ends that VM.
   void HeartbeatLoop() {
     const int64_t timeout = opts_.heartbeat_timeout_ms > 0 ? opts_.heartbeat_timeout_ms
-                            : accel_ == "kvm"              ? 10'000
+                            : Accel() == "kvm"             ? 10'000
                                                            : 30'000;
     const auto interval = std::chrono::milliseconds(std::min<int64_t>(5'000, timeout / 2));
     for (;;) {
@@ -739,8 +739,25 @@ class MicrovmBackend final : public Backend {
     return nl == std::string::npos ? t : t.substr(nl + 1);
   }
 
+  /// The accelerator VMs use, decided on first use: "auto" costs a test boot (up to 5 s on a
+  /// /dev/kvm that spins), which a server that may never start a VM should not pay at start.
+  const std::string& Accel() const {
+    std::call_once(accel_once_, [this] {
+      accel_ = requested_accel_ != "auto" ? requested_accel_
+               // Decided by a boot, never by the device: /dev/kvm here may take only PVM guests.
+               : ::access("/dev/kvm", R_OK | W_OK) == 0 &&
+                       BootWorks(opts_.qemu_path, images_.kernel(), "kvm", std::chrono::seconds(5))
+                   ? "kvm"
+                   : "tcg";
+      spdlog::info("microvm backend: accelerator {}", accel_);
+    });
+    return accel_;
+  }
+
   const MicrovmOptions opts_;
-  const std::string accel_;
+  const std::string requested_accel_;  // "auto", "kvm" or "tcg"
+  mutable std::once_flag accel_once_;
+  mutable std::string accel_;  // written once, under accel_once_
   GuestImages images_;
   const ns::CgroupLayout layout_;
   ns::UidSlots slots_;
@@ -772,14 +789,8 @@ Result<std::unique_ptr<Backend>> MakeMicrovmBackend(const MicrovmOptions& option
     return Fail(Error::Unavailable("sandboxd binary not readable: " + options.sandboxd_path));
   }
   ASB_ASSIGN_OR_RETURN(GuestKernel kernel, FindGuestKernel(options.guest_dir));
-  std::string accel = options.accel;
-  if (accel == "auto") {
-    // Decided by a boot, never by the device: /dev/kvm here may take only PVM guest kernels.
-    accel = ::access("/dev/kvm", R_OK | W_OK) == 0 &&
-                    BootWorks(options.qemu_path, kernel, "kvm", std::chrono::seconds(5))
-                ? "kvm"
-                : "tcg";
-  } else if (accel != "kvm" && accel != "tcg") {
+  const std::string& accel = options.accel;
+  if (accel != "auto" && accel != "kvm" && accel != "tcg") {
     return Fail(Error::InvalidArgument("accel must be auto, kvm or tcg"));
   }
   {
@@ -792,8 +803,8 @@ Result<std::unique_ptr<Backend>> MakeMicrovmBackend(const MicrovmOptions& option
   const std::string cache = options.state_dir + "/.images";
   if (::mkdir(cache.c_str(), 0700) != 0 && errno != EEXIST) return FailErrno("mkdir " + cache);
   ASB_ASSIGN_OR_RETURN(ns::CgroupLayout layout, ns::DetectCgroupLayout());
-  return std::unique_ptr<Backend>(std::make_unique<MicrovmBackend>(
-      options, std::move(kernel), std::move(accel), std::move(layout)));
+  return std::unique_ptr<Backend>(
+      std::make_unique<MicrovmBackend>(options, std::move(kernel), accel, std::move(layout)));
 }
 
 }  // namespace asb::isolation::microvm

@@ -53,12 +53,16 @@ struct MicrovmOptions {
   /// from the machine-wide registry the ns backend uses (ns::UidSlots), max_slots of them.
   uint32_t uid_range_base = 1'000'000'000;
   uint32_t max_slots = 16384;
-  /// Networked sandboxes (ADR 0013), shared with nothing else of this server; null: none.
+  /// Networked sandboxes (ADR 0013); null: none. The server's one HostNetwork, the ns
+  /// backend's too: addresses and veths go by uid slot, which the machine-wide registry keeps
+  /// unique across both backends (they share uid_range_base).
   std::shared_ptr<net::HostNetwork> network;
 };
 
-/// Builds the backend: checks QEMU, the guest kernel and mkfs.erofs and picks the accelerator
-/// (a test boot when KVM may work). Errors: kUnavailable naming what is missing.
+/// Builds the backend: checks QEMU, the guest kernel and mkfs.erofs. The accelerator is picked
+/// at first use (accelerator() or the first create; a test boot when KVM may work), so a server
+/// that runs this backend beside another pays nothing for it at start. Errors: kUnavailable
+/// naming what is missing.
 Result<std::unique_ptr<Backend>> MakeMicrovmBackend(const MicrovmOptions& options);
 
 }  // namespace asb::isolation::microvm

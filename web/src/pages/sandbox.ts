@@ -35,6 +35,7 @@ export function sandboxPage(id: string, tab: string): Page {
         summary,
         item('Status', info.status),
         item('Template', info.template),
+        item('Backend', info.backend ?? ''),
         item('Limits', `${info.cpus} CPU · ${info.memory_mb} MiB · ${info.workspace_mb} MiB disk`),
         item('Network', info.network ? 'on' : 'off'),
         item('Created', new Date(info.created_at).toLocaleString()),

@@ -24,6 +24,19 @@ function createForm(progress: Progress, onCreated: (s: Sandbox) => void): HTMLEl
       for (const t of r.templates ?? []) templates.appendChild(h('option', { value: t.name }, t.name));
     })
     .catch(() => templates.appendChild(h('option', { value: '' }, '(server default)')));
+  // The backends the server runs; one it cannot run here is shown, disabled, with why.
+  const backends = h('select', { name: 'backend', id: 'create-backend' });
+  api('GET', '/v1/backends')
+    .then((r) => {
+      for (const b of r.backends ?? []) {
+        const label = b.available ? b.name + (b.accelerator ? ` (${b.accelerator})` : '') : `${b.name} (unavailable)`;
+        const o = h('option', { value: b.name, title: b.reason ?? '' }, label) as HTMLOptionElement;
+        o.disabled = !b.available;
+        o.selected = b.name === r.default;
+        backends.appendChild(o);
+      }
+    })
+    .catch(() => backends.appendChild(h('option', { value: '' }, '(server default)')));
   const field = (label: string, input: HTMLElement) => h('label', {}, h('span', {}, label), input);
   const form: HTMLFormElement = h(
     'form',
@@ -35,6 +48,7 @@ function createForm(progress: Progress, onCreated: (s: Sandbox) => void): HTMLEl
         const body: Record<string, unknown> = {};
         const t = templates.value;
         if (t) body.template = t;
+        if (backends.value) body.backend = backends.value;
         for (const n of ['cpus', 'memory_mb', 'workspace_mb', 'timeout_seconds']) {
           const v = num(form, n);
           if (v !== undefined) body[n] = v;
@@ -56,6 +70,7 @@ function createForm(progress: Progress, onCreated: (s: Sandbox) => void): HTMLEl
     },
     h('h2', {}, 'New sandbox'),
     field('Template', templates),
+    field('Backend', backends),
     field('CPUs', h('input', { name: 'cpus', type: 'number', step: '0.1', min: '0.1', placeholder: 'default' })),
     field('Memory (MiB)', h('input', { name: 'memory_mb', type: 'number', min: '16', placeholder: 'default' })),
     field('Workspace (MiB)', h('input', { name: 'workspace_mb', type: 'number', min: '1', placeholder: 'default' })),
@@ -70,7 +85,7 @@ function createForm(progress: Progress, onCreated: (s: Sandbox) => void): HTMLEl
 
 export function sandboxesPage(): Page {
   const progress = new Progress();
-  const filter = h('input', { type: 'search', id: 'filter', placeholder: 'filter by id, template or status' });
+  const filter = h('input', { type: 'search', id: 'filter', placeholder: 'filter by id, template, backend or status' });
   const body = h('tbody', { id: 'sandbox-rows' });
   const status = h('p', { class: 'muted' });
   let all: Sandbox[] = [];
@@ -90,6 +105,7 @@ export function sandboxesPage(): Page {
       h('td', { class: 'status-' + s.status }, s.status),
       withOwner ? h('td', { class: 'mono owner' }, s.owner ?? '') : null,
       h('td', {}, s.template),
+      h('td', { class: 'backend' }, s.backend ?? ''),
       h('td', {}, duration(age)),
       h('td', {}, s.expires_at ? duration(left) : 'never'),
       h('td', {}, `${s.cpus} CPU · ${s.memory_mb} MiB${s.network ? ' · net' : ''}`),
@@ -126,9 +142,9 @@ export function sandboxesPage(): Page {
 
   const draw = () => {
     const f = filter.value.trim().toLowerCase();
-    const shown = all.filter((s) => !f || [s.id, s.template, s.status, s.owner ?? ''].some((v) => v.toLowerCase().includes(f)));
+    const shown = all.filter((s) => !f || [s.id, s.template, s.backend ?? '', s.status, s.owner ?? ''].some((v) => v.toLowerCase().includes(f)));
     withOwner = all.some((s) => typeof s.owner === 'string');
-    const heads = ['Id', 'Status', ...(withOwner ? ['Owner'] : []), 'Template', 'Age', 'TTL left', 'Limits', ''];
+    const heads = ['Id', 'Status', ...(withOwner ? ['Owner'] : []), 'Template', 'Backend', 'Age', 'TTL left', 'Limits', ''];
     replace(headRow, ...heads.map((t) => h('th', {}, t)));
     replace(body, shown.map(row));
     replace(status, `${shown.length} of ${all.length} sandboxes`);
