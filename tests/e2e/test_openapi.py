@@ -78,7 +78,7 @@ class DocumentTest(unittest.TestCase):
 
     def test_wrong_bodies_fail_validation(self):
         good = {"id": "sb_0123456789abcdef", "status": "running", "template": "base",
-                "image": "base", "cpus": 1,
+                "image": "base", "backend": "ns", "cpus": 1,
                 "memory_mb": 512, "pids_limit": 256, "workspace_mb": 1024, "network": False,
                 "read_only_rootfs": True, "env_keys": [], "default_workdir": "/workspace",
                 "default_user": "sandbox", "created_at": "2026-01-01T00:00:00Z",
