@@ -51,6 +51,25 @@ class BreakerTest(ServerTestCase):
     def sh(self, command, **kw):
         return self.server.run(self.sid, command, **kw)
 
+    # What the tests look at, as seen from where this backend's processes are: the host, for
+    # ns. A VM's processes are the guest's (test_breaker_microvm.py looks from inside).
+    def cmdlines(self, sid):
+        return host_cmdlines(sid)
+
+    def sandboxd_rss_kib(self, sid):
+        for pid in sandbox_pids(sid):
+            try:
+                with open("/proc/%d/cmdline" % pid, "rb") as f:
+                    if b"sandboxd" not in f.read().split(b"\0")[0]:
+                        continue
+                with open("/proc/%d/status" % pid) as f:
+                    for line in f:
+                        if line.startswith("VmRSS:"):
+                            return int(line.split()[1])
+            except OSError:
+                pass
+        self.fail("no sandboxd among the sandbox's processes")
+
     def test_setsid_children_do_not_outlive_a_timed_out_command(self):
         # `setsid` leaves the exec's session; the timeout kill used to miss such children.
         # ($((...)) keeps the numbers out of the shell's own command line.)
@@ -59,7 +78,7 @@ class BreakerTest(ServerTestCase):
                     "sleep $((3000+40)); echo never", timeout=1)
         self.assertIs(r["timed_out"], True, r)
         self.assertNotIn("never", r["stdout"])
-        left = [c for c in host_cmdlines(self.sid) if "sleep 304" in c]
+        left = [c for c in self.cmdlines(self.sid) if "sleep 304" in c]
         self.assertEqual(left, [])
         self.assertEqual(self.sh("echo alive")["stdout"], "alive\n")
 
@@ -71,10 +90,10 @@ class BreakerTest(ServerTestCase):
         self.assertEqual(r["stdout"], "started\n")
         deadline = time.time() + 5
         while time.time() < deadline and not any("sleep 3044" in c
-                                                 for c in host_cmdlines(self.sid)):
+                                                 for c in self.cmdlines(self.sid)):
             time.sleep(0.05)
         time.sleep(0.3)
-        self.assertEqual(len([c for c in host_cmdlines(self.sid) if "sleep 3044" in c]), 1)
+        self.assertEqual(len([c for c in self.cmdlines(self.sid) if "sleep 3044" in c]), 1)
         self.sh("pkill -x sleep; true")
 
     def test_symlinks_never_lead_the_file_api_outside_the_workspace(self):
@@ -298,18 +317,7 @@ class BreakerTest(ServerTestCase):
         sid = self.create(memory_mb=128)["id"]
 
         def sandboxd_rss_kib():
-            for pid in sandbox_pids(sid):
-                try:
-                    with open("/proc/%d/cmdline" % pid, "rb") as f:
-                        if b"sandboxd" not in f.read().split(b"\0")[0]:
-                            continue
-                    with open("/proc/%d/status" % pid) as f:
-                        for line in f:
-                            if line.startswith("VmRSS:"):
-                                return int(line.split()[1])
-                except OSError:
-                    pass
-            self.fail("no sandboxd among the sandbox's processes")
+            return self.sandboxd_rss_kib(sid)
 
         self.server.put_file(sid, "/workspace/pieces.py",
                              b"import os\nfor i in range(300000):\n"

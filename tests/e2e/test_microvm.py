@@ -313,11 +313,22 @@ class MicrovmTest(unittest.TestCase):
             self.assertTrue(caps["tcp_connect"], caps)
 
     def test_a_guest_oom_kill_is_reported_and_the_vm_lives_on(self):
-        # The VM's RAM is its memory limit: a command that fills it is ended by the guest
-        # kernel's OOM killer (sandboxd, the guest's init, is never its victim), the exec says
-        # oom_killed with exit 137, and the sandbox keeps answering.
+        # The sandbox's memory limit is its commands' (memory.max of the guest's cgroup of
+        # commands, its /tmp included, as on ns); the VM has that plus what the guest kernel and
+        # sandboxd need. A command past it is ended by the guest kernel's OOM killer (sandboxd,
+        # the guest's init, outside that cgroup, is never its victim), the exec says oom_killed
+        # with exit 137, and the sandbox keeps answering.
         s = self.server
-        with self.vm(memory_mb=192) as sid:
+        with self.vm(memory_mb=128) as sid:
+            out = s.run(sid, "cat /sys/fs/cgroup/work/memory.max; "
+                             "awk '/MemTotal/ {print ($2 > 128 * 1024)}' /proc/meminfo")
+            self.assertEqual(out["stdout"], "134217728\n1\n", out)
+            # All of /tmp (64 MiB) fits beside the commands: no OOM, the tmpfs is full.
+            out = s.run(sid, "head -c 100m /dev/zero > /tmp/fill; df -P /tmp | tail -1",
+                        timeout_seconds=60)
+            self.assertFalse(out["oom_killed"], out)
+            self.assertIn(" 100% ", out["stdout"], out)
+            s.run(sid, "rm /tmp/fill")
             self.assertFalse(s.run(sid, "true")["oom_killed"])
             out = s.run(sid, "python3 -c 'a = []\nwhile True: a.append(b\"x\" * (1 << 20))'",
                         timeout_seconds=120)

@@ -42,8 +42,9 @@ class MicrovmPauseTest(OnMicrovm, PauseTest):
 
     def test_backends_say_the_ns_backend_can_pause(self):
         got = self.server.request("GET", "/v1/backends").json()
-        (vm,) = got["backends"]
-        self.assertEqual((got["default"], vm["name"]), ("microvm", "microvm"), got)
+        self.assertEqual(got["default"], "microvm", got)
+        vm = got["backends"][0]  # the default first (ns runs beside it)
+        self.assertEqual(vm["name"], "microvm", got)
         self.assertIs(vm["capabilities"]["pause"], True)
         self.assertIs(vm["capabilities"]["adopt"], True)
 

@@ -87,14 +87,23 @@ mount --move /dev /newroot/dev || fail "move /dev"
 mkdir -p /newroot/dev/pts /newroot/dev/shm
 mount -t devpts -o nosuid,noexec,newinstance,ptmxmode=0666,mode=0620 devpts /newroot/dev/pts
 mount -t tmpfs -o nosuid,nodev,size=64m tmpfs /newroot/dev/shm
-# Commands run in a cgroup of their own below sandboxd, with the sandbox's pids limit (the
-# VM's RAM is its memory limit): sandboxd moves each command there before exec (fd 4).
+# Commands run in a cgroup of their own below sandboxd, with the sandbox's pids and memory
+# limits (the VM's RAM is that limit plus what the guest itself needs): sandboxd moves each
+# command there before exec (fd 4). A command past the limit is OOM-killed inside that cgroup;
+# sandboxd, outside it, lives on and reports it.
 mount -t cgroup2 -o nosuid,nodev,noexec cgroup2 /newroot/sys/fs/cgroup || fail "mount cgroup2"
 mkdir /newroot/sys/fs/cgroup/work || fail "work cgroup"
 echo +pids > /newroot/sys/fs/cgroup/cgroup.subtree_control || fail "pids controller"
-# The commands' memory figures (sandboxd's stats); the VM's RAM stays the limit.
 echo +memory > /newroot/sys/fs/cgroup/cgroup.subtree_control 2>/dev/null || true
 echo "${ASB_PIDS_MAX:-256}" > /newroot/sys/fs/cgroup/work/pids.max || fail "pids.max"
+if [ -n "$ASB_MEMORY_MAX" ]; then
+  if [ -e /newroot/sys/fs/cgroup/work/memory.max ]; then
+    echo "$ASB_MEMORY_MAX" > /newroot/sys/fs/cgroup/work/memory.max || fail "memory.max"
+  else
+    # A kernel without the memory controller: the VM's RAM alone bounds the commands.
+    echo "asb-init: no memory controller; the commands share the VM's RAM" > /dev/console
+  fi
+fi
 hostname "${ASB_HOSTNAME:-sandbox}"
 exec 3< /newroot/run/asb/config.json
 exec 4> /newroot/sys/fs/cgroup/work/cgroup.procs

@@ -74,6 +74,13 @@ std::string InJail(const Paths& p, const std::string& host_path) {
 // What QEMU's process costs beyond the guest's RAM (its own heap, device models, I/O buffers
 // and, under TCG, the translated-code cache), MiB: the cgroup's memory limit is RAM + this.
 constexpr uint64_t kQemuOverheadMib = 96;
+// What the guest itself takes of its RAM before any command runs, MiB: measured on Debian's 6.1
+// cloud kernel, 36 MiB the kernel keeps (its image, memmap, the unpacked initramfs) and 37 MiB
+// in use after boot (sandboxd, slabs, page tables), plus room for the page cache the workspace
+// disk needs. The VM gets the sandbox's memory limit plus this, and the limit itself becomes
+// memory.max of the guest's cgroup of commands: a sandbox of 128 MiB has 128 MiB for its
+// commands (and its /tmp), as on ns, instead of the 55 MiB a 128 MiB VM leaves them.
+constexpr uint64_t kGuestReserveMib = 96;
 // How long a usage read waits for the guest's figures; a guest that does not answer in time is
 // reported with the host's (the heartbeat ends a guest that stays silent).
 constexpr int64_t kStatsTimeoutMs = 2'000;
@@ -569,7 +576,8 @@ class MicrovmBackend final : public Backend {
     vm.socket = InJail(p, p.sock);
     vm.console_socket = InJail(p, p.console);
     vm.accel = Accel();
-    vm.memory_mib = std::max<uint64_t>(spec.memory_bytes >> 20, 128);
+    vm.work_memory_bytes = std::max<uint64_t>(spec.memory_bytes, 32ull << 20);
+    vm.memory_mib = (vm.work_memory_bytes >> 20) + kGuestReserveMib;
     vm.vcpus = std::max(1, static_cast<int>(std::ceil(spec.cpus)));
     vm.hostname = spec.hostname;
     vm.tmp_bytes = spec.tmp_bytes;

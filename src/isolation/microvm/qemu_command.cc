@@ -66,7 +66,11 @@ std::vector<std::string> QemuCommand(const std::string& qemu, const VmConfig& vm
       vm.initrd,
       "-append",
       KernelArgs("ASB_HOSTNAME=" + hostname + " ASB_TMP_SIZE=" + tmp_kib +
-                 " ASB_PIDS_MAX=" + std::to_string(vm.pids_limit) + net_args),
+                 " ASB_PIDS_MAX=" + std::to_string(vm.pids_limit) +
+                 (vm.work_memory_bytes > 0
+                      ? " ASB_MEMORY_MAX=" + std::to_string(vm.work_memory_bytes)
+                      : std::string()) +
+                 net_args),
       // The serial console on a socket the server reads into a bounded buffer (a file would
       // grow as long as the guest writes; guest_console.h). Unread, QEMU drops what the guest
       // writes; read slowly, the guest's UART waits.
