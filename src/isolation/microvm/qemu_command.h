@@ -21,7 +21,7 @@ struct VmConfig {
   std::string socket;           // host end of the virtio-serial port (QEMU listens)
   std::string console_socket;   // the guest's serial console: QEMU listens (guest_console.h)
   std::string accel = "tcg";    // "kvm" or "tcg"
-  uint64_t memory_mib = 512;  // the guest's RAM: the commands' limit plus kGuestReserveMib
+  uint64_t memory_mib = 512;    // the guest's RAM: the commands' limit plus kGuestReserveMib
   /// memory.max of the guest's cgroup of commands (the sandbox's memory limit, as on ns; the
   /// guest's tmpfs pages count in it, as the ns backend's do); 0: none (the RAM bounds them).
   uint64_t work_memory_bytes = 0;
