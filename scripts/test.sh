@@ -11,7 +11,8 @@
 #        ASB_CI_TEMPLATE (built beside base; default go, the quickest; python and node are
 #        always built too: the code interpreter's tests run real kernels in them), ASB_TEMPLATES=all
 #        (also build and smoke-test every bundled template: ctest -L templates, minutes),
-#        ASB_CTEST_ARGS (extra ctest arguments, e.g. "-R cli").
+#        ASB_SLOW=1 (also the suites labelled slow: abuse and acceptance cases on microVMs,
+#        ~7 min), ASB_CTEST_ARGS (extra ctest arguments, e.g. "-R cli").
 # The last line is a summary: "test.sh: N passed, N failed, N skipped".
 set -euo pipefail
 
@@ -72,7 +73,7 @@ mkdir -p "$junit_dir"
 rc=0
 read -r -a extra <<<"${ASB_CTEST_ARGS:-}"
 step "ctest: unit tests (-j$JOBS)"
-ctest --test-dir "$BUILD_DIR" --output-on-failure --timeout 600 -j "$JOBS" -LE 'privileged|templates' \
+ctest --test-dir "$BUILD_DIR" --output-on-failure --timeout 600 -j "$JOBS" -LE 'privileged|templates|slow' \
   --output-junit "$junit_dir/unit.xml" "${extra[@]}" || rc=1
 
 step "fuzz smoke: scripts/fuzz.sh smoke (clang build of the fuzz targets only, ~8 s each)"
@@ -84,6 +85,12 @@ ASB_FUZZ_JUNIT="$junit_dir/fuzz.xml" ASB_JOBS="$JOBS" bash scripts/fuzz.sh smoke
 step "ctest: privileged tests (serial)"
 ctest --test-dir "$BUILD_DIR" --output-on-failure --timeout 900 -L privileged \
   --output-junit "$junit_dir/privileged.xml" "${extra[@]}" || rc=1
+
+if [[ ${ASB_SLOW:-} == 1 ]]; then
+  step "ctest: slow suites (label slow: the abuse and acceptance suites on microVMs, serial)"
+  ctest --test-dir "$BUILD_DIR" --output-on-failure -L slow \
+    --output-junit "$junit_dir/slow.xml" "${extra[@]}" || rc=1
+fi
 
 if [[ ${ASB_TEMPLATES:-} == all ]]; then
   step "ctest: every bundled template (label templates)"

@@ -129,6 +129,7 @@ class Core : public std::enable_shared_from_this<Core> {
 
   int fd() const { return fd_.get(); }
   bool alive() const { return alive_.load(); }
+  uint64_t bytes_received() const { return bytes_received_.load(std::memory_order_relaxed); }
   FrameDecoder& decoder() { return decoder_; }
 
   /// Sends one whole frame (header and payload in one sendmsg loop, under the write mutex).
@@ -218,6 +219,7 @@ class Core : public std::enable_shared_from_this<Core> {
         if (errno == EINTR) continue;
         return End(Error::FromErrno(ErrorCode::kBackend, errno, "recv"), false);
       }
+      bytes_received_.fetch_add(static_cast<uint64_t>(n), std::memory_order_relaxed);
       decoder_.Feed(std::string_view(buf.get(), static_cast<size_t>(n)));
     }
   }
@@ -315,6 +317,7 @@ class Core : public std::enable_shared_from_this<Core> {
   std::mutex write_mu_;
   std::mutex mu_;
   std::atomic<bool> alive_{true};
+  std::atomic<uint64_t> bytes_received_{0};  // by the reader thread, after the handshake
   Error end_error_ = Error::Backend(kLost);  // what Open answers once the connection ended
   std::map<uint32_t, std::shared_ptr<ChannelState>> channels_;
   uint32_t next_id_ = 1;
@@ -627,6 +630,7 @@ class ConnectionImpl final : public Connection {
   uint32_t version() const override { return version_; }
   const std::string& peer_software() const override { return software_; }
   bool alive() const override { return core_->alive(); }
+  uint64_t bytes_received() const override { return core_->bytes_received(); }
   void Close() override { core_->End(Error::Cancelled("closed"), /*closing=*/true); }
 
  private:

@@ -105,6 +105,11 @@ class Connection {
   /// end with a kError event of code kBackend.
   virtual bool alive() const = 0;
 
+  /// Bytes read from sandboxd since the handshake, any channel's. A peer whose count moves is
+  /// alive even while one answer waits (the microvm backend's heartbeat: a guest busy starting
+  /// 200 commands is slow, not hung).
+  virtual uint64_t bytes_received() const = 0;
+
   /// Closes the connection; open channels end with kError (kCancelled).
   virtual void Close() = 0;
 };

@@ -280,6 +280,7 @@ TEST(ClientChannelTest, EventsArriveInOrderAndTerminalClosesChannel) {
     };
   });
   ASSERT_TRUE(p);
+  const uint64_t bytes_before = p->conn->bytes_received();
   auto ch = p->conn->Open(R"({"op":"exec"})");
   ASSERT_TRUE(ch);
   std::vector<std::pair<Kind, std::string>> seen;
@@ -298,6 +299,9 @@ TEST(ClientChannelTest, EventsArriveInOrderAndTerminalClosesChannel) {
     }
   }
   ASSERT_EQ(seen.size(), 7u);
+  // Every frame read counts (the heartbeat's sign of a busy, not hung, peer): at least the
+  // seven frames' headers and their payloads.
+  EXPECT_GE(p->conn->bytes_received() - bytes_before, 7u * kFrameHeaderSize + 10 + 12);
   EXPECT_EQ(seen[0], std::make_pair(Kind::kInfo, std::string(R"({"pid":42})")));
   EXPECT_EQ(seen[1], std::make_pair(Kind::kData, std::string("1out1")));
   EXPECT_EQ(seen[2], std::make_pair(Kind::kData, std::string("2err1")));

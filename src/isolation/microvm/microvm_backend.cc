@@ -236,6 +236,9 @@ class MicrovmSandbox final : public Sandbox {
   /// Starts one heartbeat: a small request (a stat) the guest's sandboxd must answer. Any
   /// answer, an error included, proves the guest runs. nullptr when there is nothing to ask
   /// (the connection is gone or the guest was already found hung).
+  /// Bytes the guest's sandboxd has sent on any channel so far (0 without a connection).
+  uint64_t BytesReceived() const { return conn_ ? conn_->bytes_received() : 0; }
+
   std::shared_ptr<protocol::Channel> StartHeartbeat() {
     if (paused_.load() || hung_.load() || !conn_ || !conn_->alive()) return nullptr;
     protocol::FileStatRequest stat;
@@ -693,11 +696,14 @@ class MicrovmBackend final : public Backend {
   // own timeout and the sandbox would look running forever. Every interval, each VM gets a
   // heartbeat (all sent first, then awaited against one deadline, so one hung guest does not
   // delay the others' checks); one unanswered within the timeout ends that VM.
+  // Every interval, a stat of "/" to each running guest. A guest that sends nothing at all for
+  // the whole timeout is hung (MarkHung ends its VM); one that sends other channels' frames but
+  // is late with this answer is busy (under TCG, 200 commands starting at once keep a guest's
+  // sandboxd from answering for seconds) and is asked again at the next interval.
   void HeartbeatLoop() {
-    const int64_t timeout = opts_.heartbeat_timeout_ms > 0 ? opts_.heartbeat_timeout_ms
-                            : Accel() == "kvm"             ? 10'000
-                                                           : 30'000;
-    const auto interval = std::chrono::milliseconds(std::min<int64_t>(5'000, timeout / 2));
+    const auto interval = std::chrono::milliseconds(
+        opts_.heartbeat_timeout_ms > 0 ? std::min<int64_t>(5'000, opts_.heartbeat_timeout_ms / 2)
+                                       : 5'000);
     for (;;) {
       {
         std::unique_lock lock(heartbeat_mu_);
@@ -710,14 +716,24 @@ class MicrovmBackend final : public Backend {
           if (auto vm = weak.lock()) vms.push_back(std::move(vm));
         }
       }
-      std::vector<std::pair<std::shared_ptr<MicrovmSandbox>, std::shared_ptr<protocol::Channel>>>
-          pending;
+      if (vms.empty()) continue;
+      // Not before: deciding the accelerator may cost a test boot (Accel()).
+      const int64_t timeout = opts_.heartbeat_timeout_ms > 0 ? opts_.heartbeat_timeout_ms
+                              : Accel() == "kvm"             ? 10'000
+                                                             : 30'000;
+      struct Pending {
+        std::shared_ptr<MicrovmSandbox> vm;
+        std::shared_ptr<protocol::Channel> ch;
+        uint64_t bytes_before = 0;
+      };
+      std::vector<Pending> pending;
       for (auto& vm : vms) {
-        if (auto ch = vm->StartHeartbeat()) pending.emplace_back(vm, std::move(ch));
+        const uint64_t before = vm->BytesReceived();
+        if (auto ch = vm->StartHeartbeat()) pending.push_back({vm, std::move(ch), before});
       }
       const auto start = std::chrono::steady_clock::now();
       const auto deadline = start + std::chrono::milliseconds(timeout);
-      for (auto& [vm, ch] : pending) {
+      for (auto& [vm, ch, bytes_before] : pending) {
         for (;;) {
           const int64_t left =
               std::max<int64_t>(0, std::chrono::duration_cast<std::chrono::milliseconds>(
@@ -725,8 +741,10 @@ class MicrovmBackend final : public Backend {
                                        .count());
           auto ev = ch->Next(left);
           if (ev && !ev->terminal()) continue;
-          // A VM paused while its heartbeat was out cannot answer it: not a hung guest.
-          if (!ev && ev.error().code() == ErrorCode::kTimeout && !vm->paused()) {
+          // A VM paused while its heartbeat was out cannot answer it: not a hung guest. Nor is
+          // one that answered other channels meanwhile.
+          if (!ev && ev.error().code() == ErrorCode::kTimeout && !vm->paused() &&
+              vm->BytesReceived() == bytes_before) {
             vm->MarkHung(std::chrono::duration_cast<std::chrono::milliseconds>(
                              std::chrono::steady_clock::now() - start)
                              .count());
