@@ -1,5 +1,6 @@
 // `agent-sandbox run [options] -- CMD...`: the `docker run --rm` habit. Creates an ephemeral
-// sandbox with the ns backend directly (no server), runs CMD in it with its output streamed to
+// sandbox with the ns backend (or, with --backend microvm, the microvm one) directly (no
+// server), runs CMD in it with its output streamed to
 // this terminal as it comes, passes the exit code through, and destroys the sandbox afterwards,
 // also after Ctrl-C or SIGTERM (cli/signal_forwarder.h), and by its watcher when run itself is
 // SIGKILLed (cli/run_leftovers.h).
@@ -36,7 +37,8 @@ namespace {
 
 struct RunOptions {
   std::string template_name = "base";
-  ResourceFlags resources;  // checked by core, as a create request's (cli/local_sandbox.h)
+  std::string backend = "ns";  // a kRunBackends name (cli/run_leftovers.h)
+  ResourceFlags resources;     // checked by core, as a create request's (cli/local_sandbox.h)
   double timeout_s = 0;
   std::vector<std::string> env;
   std::string workdir;  // "" = the template's WORKDIR, else /workspace
@@ -73,11 +75,10 @@ Result<int> Run(const RunOptions& o) {
                                          : -1;
   ASB_ASSIGN_OR_RETURN(auto signals, SignalForwarder::Start(tty_fd));
 
-  isolation::ns::NsBackendOptions bo = RunBackendOptions(o.data_dir, sandboxd);
-  bo.default_workspace_bytes = static_cast<uint64_t>(resources.workspace_mb) << 20;
-  ASB_ASSIGN_OR_RETURN(auto backend, isolation::ns::MakeNsBackend(bo));
+  ASB_ASSIGN_OR_RETURN(RunBackend run, MakeRunBackend(o.backend, o.data_dir, sandboxd));
+  isolation::Backend* const backend = run.backend.get();
   // Sandboxes of runs that were SIGKILLed together with their watchers (cli/run_leftovers.h).
-  RemoveDeadRunLeftovers(*backend, bo.state_dir);
+  RemoveDeadRunLeftovers(*backend, run.state_dir);
 
   isolation::SandboxSpec spec;
   spec.id = NewId("sb_");
@@ -97,7 +98,7 @@ Result<int> Run(const RunOptions& o) {
                 o.argv.size(), o.argv.empty() ? "" : o.argv[0]);
   // Claimed and watched before it exists, so that a SIGKILL at any later point is cleaned up;
   // released after the guard has destroyed it.
-  ASB_ASSIGN_OR_RETURN(auto claim, RunClaim::Start(o.data_dir, spec.id));
+  ASB_ASSIGN_OR_RETURN(auto claim, RunClaim::Start(o.data_dir, o.backend, spec.id));
   SandboxGuard guard(*backend, spec.id);
   ASB_ASSIGN_OR_RETURN(auto sandbox, backend->Create(spec).map_error([](Error e) {
     return std::move(e).WithContext("create sandbox");
@@ -144,6 +145,12 @@ void RegisterRunCommand(CLI::App& app) {
   CLI::App* sub = app.add_subcommand(
       "run", "Run a command in a new sandbox, stream its output, then destroy the sandbox");
   sub->add_option("--template,-T", o->template_name, "Template whose rootfs the sandbox runs")
+      ->capture_default_str();
+  sub->add_option(
+         "--backend", o->backend,
+         "Isolation: ns (Linux namespaces) or microvm (a QEMU microVM with a kernel of its "
+         "own; its guest comes from scripts/microvm-guest.sh)")
+      ->check(CLI::IsMember({std::string(kRunBackends[0]), std::string(kRunBackends[1])}))
       ->capture_default_str();
   AddResourceFlags(sub, &o->resources, /*with_workspace=*/true);
   sub->add_option("--timeout", o->timeout_s,

@@ -4,10 +4,12 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/file.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -15,6 +17,7 @@
 #include "cli/run_support.h"
 #include "common/ids.h"
 #include "common/log.h"
+#include "isolation/microvm/microvm_backend.h"
 #include "isolation/ns/state.h"
 
 namespace asb::cli {
@@ -58,10 +61,45 @@ isolation::ns::NsBackendOptions RunBackendOptions(const std::string& data_dir,
   return bo;
 }
 
+std::string RunStateDir(const std::string& name, const std::string& data_dir) {
+  return name == "microvm" ? data_dir + "/run-microvm" : data_dir + "/run";
+}
+
+Result<RunBackend> MakeRunBackend(const std::string& name, const std::string& data_dir,
+                                  const std::string& sandboxd) {
+  RunBackend out;
+  out.state_dir = RunStateDir(name, data_dir);
+  if (name == "ns") {
+    ASB_ASSIGN_OR_RETURN(out.backend,
+                         isolation::ns::MakeNsBackend(RunBackendOptions(data_dir, sandboxd)));
+    return out;
+  }
+  if (name != "microvm") {
+    return Fail(Error::InvalidArgument("--backend: unknown backend \"" + name +
+                                       "\"; run knows ns and microvm"));
+  }
+  isolation::microvm::MicrovmOptions mo;
+  mo.state_dir = out.state_dir;
+  mo.guest_dir = data_dir + "/microvm";
+  if (const char* g = std::getenv("AGENT_SANDBOX_MICROVM_GUEST"); g != nullptr && *g != '\0') {
+    mo.guest_dir = g;
+  }
+  // The build's stripped copy beside sandboxd (src/sandboxd/CMakeLists.txt) when it is there.
+  mo.sandboxd_path =
+      ::access((sandboxd + "-guest").c_str(), R_OK) == 0 ? sandboxd + "-guest" : sandboxd;
+  mo.cgroup_name = "agent-sandbox-run-vm";
+  ASB_ASSIGN_OR_RETURN(out.backend, isolation::microvm::MakeMicrovmBackend(mo));
+  return out;
+}
+
 Result<std::unique_ptr<RunClaim>> RunClaim::Start(const std::string& data_dir,
+                                                  const std::string& backend,
                                                   const std::string& id) {
   std::unique_ptr<RunClaim> c(new RunClaim());
-  const std::string state_dir = data_dir + "/run";
+  const std::string state_dir = RunStateDir(backend, data_dir);
+  if (::mkdir(state_dir.c_str(), 0700) != 0 && errno != EEXIST) {
+    return FailErrno("mkdir " + state_dir);
+  }
   c->path_ = OwnerPath(state_dir, id);
   // Locked under a temporary name, then renamed: a sweeper never sees an unlocked claim.
   const std::string temp = c->path_ + ".tmp";
@@ -82,7 +120,8 @@ Result<std::unique_ptr<RunClaim>> RunClaim::Start(const std::string& data_dir,
   const int pipe_num = done_r.get();
   std::string lock_fd = std::to_string(lock_num);
   std::string pipe_fd = std::to_string(pipe_num);
-  std::vector<std::string> args = {"agent-sandbox", "run-watch", "--data-dir", data_dir, "--id", id,
+  std::vector<std::string> args = {"agent-sandbox", "run-watch", "--data-dir", data_dir,
+                                   "--backend",     backend,     "--id",       id,
                                    "--lock-fd",     lock_fd,     "--pipe-fd",  pipe_fd};
   std::vector<char*> argv;
   for (auto& a : args) argv.push_back(a.data());
@@ -144,20 +183,22 @@ int RemoveDeadRunLeftovers(isolation::Backend& backend, const std::string& state
 }
 
 void RemoveDeadRunLeftovers(const std::string& data_dir, const std::string& sandboxd) {
-  auto opts = RunBackendOptions(data_dir, sandboxd);
-  if (::access(opts.state_dir.c_str(), F_OK) != 0) return;  // no run ever used this data dir
-  auto backend = isolation::ns::MakeNsBackend(opts);
-  if (!backend) {
-    spdlog::warn("run leftovers: {}", backend.error().message());
-    return;
+  for (std::string_view name : kRunBackends) {
+    // No run of this backend ever used this data dir: nothing to make a backend for.
+    if (::access(RunStateDir(std::string(name), data_dir).c_str(), F_OK) != 0) continue;
+    auto run = MakeRunBackend(std::string(name), data_dir, sandboxd);
+    if (!run) {
+      spdlog::warn("run leftovers ({}): {}", name, run.error().message());
+      continue;
+    }
+    RemoveDeadRunLeftovers(*run->backend, run->state_dir);
   }
-  RemoveDeadRunLeftovers(**backend, opts.state_dir);
 }
 
 namespace {
 
 struct WatchFlags {
-  std::string data_dir, id;
+  std::string data_dir, backend = "ns", id;
   int lock_fd = -1, pipe_fd = -1;
 };
 
@@ -174,13 +215,12 @@ int Watch(const WatchFlags& f) {
   if (n == 1 && c == 'd') return 0;  // run cleaned up itself
   // run died: destroy its sandbox.
   auto sandboxd = FindSandboxd();
-  auto opts = RunBackendOptions(f.data_dir, sandboxd ? *sandboxd : "");
-  auto backend = isolation::ns::MakeNsBackend(opts);
-  if (!backend) return ReportError(backend.error().WithContext("run-watch"));
-  if (auto st = (*backend)->Destroy(f.id); !st) {
+  auto run = MakeRunBackend(f.backend, f.data_dir, sandboxd ? *sandboxd : "");
+  if (!run) return ReportError(run.error().WithContext("run-watch"));
+  if (auto st = run->backend->Destroy(f.id); !st) {
     return ReportError(st.error().WithContext("run-watch: destroy " + f.id));
   }
-  ::unlink(OwnerPath(opts.state_dir, f.id).c_str());
+  ::unlink(OwnerPath(run->state_dir, f.id).c_str());
   return 0;
 }
 
@@ -191,6 +231,7 @@ void RegisterRunWatchCommand(CLI::App& app) {
   CLI::App* sub = app.add_subcommand("run-watch", "");  // hidden: started by run itself
   sub->group("");
   sub->add_option("--data-dir", f->data_dir)->required();
+  sub->add_option("--backend", f->backend);
   sub->add_option("--id", f->id)->required();
   sub->add_option("--lock-fd", f->lock_fd)->required();
   sub->add_option("--pipe-fd", f->pipe_fd)->required();

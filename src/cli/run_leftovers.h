@@ -16,6 +16,7 @@
 #include <CLI/CLI.hpp>
 #include <memory>
 #include <string>
+#include <string_view>
 
 #include "common/result.h"
 #include "common/unique_fd.h"
@@ -29,14 +30,32 @@ namespace asb::cli {
 isolation::ns::NsBackendOptions RunBackendOptions(const std::string& data_dir,
                                                   const std::string& sandboxd);
 
+/// The backends `run --backend` takes, and the one it takes by default.
+inline constexpr std::string_view kRunBackends[] = {"ns", "microvm"};
+
+/// A backend of `run`'s own and the directory of its sandboxes' state and claims: for ns as
+/// RunBackendOptions says; for microvm <data_dir>/run-microvm, cgroup agent-sandbox-run-vm, the
+/// guest of scripts/microvm-guest.sh (<data_dir>/microvm, or $AGENT_SANDBOX_MICROVM_GUEST), no
+/// network. Apart from a server's, as run's ns sandboxes are.
+struct RunBackend {
+  std::unique_ptr<isolation::Backend> backend;
+  std::string state_dir;
+};
+/// Errors: kInvalidArgument for a name not in kRunBackends; the backend's own (kUnavailable
+/// naming what is missing: QEMU, the guest kernel).
+Result<RunBackend> MakeRunBackend(const std::string& name, const std::string& data_dir,
+                                  const std::string& sandboxd);
+/// Where MakeRunBackend(name, data_dir, ...) keeps its state, without making the backend.
+std::string RunStateDir(const std::string& name, const std::string& data_dir);
+
 /// run's claim on its sandbox plus its watcher; destroying it (after the sandbox is gone)
 /// tells the watcher all is done, removes the claim and reaps the watcher.
 class RunClaim {
  public:
-  /// Claims `id` and starts the watcher (this executable's `run-watch`). Errors: FromErrno of
-  /// open/flock/pipe/fork.
+  /// Claims `id` of run's `backend` (a kRunBackends name) and starts the watcher (this
+  /// executable's `run-watch`). Errors: FromErrno of open/flock/pipe/fork.
   static Result<std::unique_ptr<RunClaim>> Start(const std::string& data_dir,
-                                                 const std::string& id);
+                                                 const std::string& backend, const std::string& id);
   ~RunClaim();
   RunClaim(const RunClaim&) = delete;
   RunClaim& operator=(const RunClaim&) = delete;
@@ -53,7 +72,8 @@ class RunClaim {
 /// how many. Claims held by a live run or watcher are left alone.
 int RemoveDeadRunLeftovers(isolation::Backend& backend, const std::string& state_dir);
 
-/// The same for a data dir, with a backend of its own (for `serve`); errors are logged.
+/// The same for a data dir, with a backend of its own for each kRunBackends name whose state
+/// dir exists (for `serve`); errors are logged.
 void RemoveDeadRunLeftovers(const std::string& data_dir, const std::string& sandboxd);
 
 /// Registers the hidden `run-watch` subcommand (the watcher).

@@ -3,8 +3,9 @@ create's "backend" picks ns or microvm, the sandbox says which it runs on, a res
 from its own backend, and a backend the host cannot run is listed with the reason (no host
 path) and refused with it.
 
-MixedBackendsTest boots microVMs: it needs QEMU and the guest of scripts/microvm-guest.sh and
-skips (77) without them. UnavailableBackendTest needs neither.
+MixedBackendsTest and MicrovmRunTest (`agent-sandbox run --backend microvm`) boot microVMs:
+they need QEMU and the guest of scripts/microvm-guest.sh and skip (77) without them.
+UnavailableBackendTest needs neither.
 """
 
 import os
@@ -12,7 +13,10 @@ import platform
 import time
 import unittest
 
-from harness import Server, main, missing_prerequisite
+import subprocess
+
+from harness import BIN, Server, main, missing_prerequisite
+from test_cli import RunKillTest
 from test_microvm import GUEST, missing_microvm, qemu_pids
 
 
@@ -146,6 +150,38 @@ class MixedBackendsTest(unittest.TestCase):
         self.assertEqual(qemu_pids(s.data_dir), [])
         print("\nmixed: microvm create beside ns: %.2f s" % vm_boot_s)
 
+
+class MicrovmRunTest(RunKillTest):
+    """`agent-sandbox run --backend microvm`: the command in a VM of its own, its exit code
+    passed through, and RunKillTest's cleanup (a SIGKILLed run's VM ended by its watcher, or by
+    the next run when the watcher died too) for VMs."""
+
+    RUN_ARGS = ["--backend", "microvm"]
+    RUN_DIR = "run-microvm"
+
+    def setUp(self):
+        why = missing_microvm()
+        if why:
+            self.skipTest(why)
+        super().setUp()
+        self.env["AGENT_SANDBOX_MICROVM_GUEST"] = GUEST
+
+    def test_a_run_gets_a_kernel_of_its_own(self):
+        r = subprocess.run([BIN, "run", "--backend", "microvm", "--", "sh", "-c",
+                            "uname -r; echo out; echo err >&2; exit 3"], env=self.env,
+                           capture_output=True, text=True, timeout=180,
+                           stdin=subprocess.DEVNULL)
+        self.assertEqual(r.returncode, 3, r)
+        kernel, out = r.stdout.split("\n")[:2]
+        self.assertNotEqual(kernel, platform.release(), r)
+        self.assertEqual((out, r.stderr), ("out", "err\n"), r)
+        r = subprocess.run([BIN, "run", "--backend", "firecracker", "--", "true"], env=self.env,
+                           capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
+        self.assertNotEqual(r.returncode, 0, r)
+        self.assertIn("firecracker", r.stderr, r)
+
+
+del RunKillTest  # its ns tests run in test_cli.py
 
 if __name__ == "__main__":
     main()

@@ -528,6 +528,9 @@ class RunKillTest(unittest.TestCase):
     """`run` SIGKILLed leaves nothing behind (its watcher destroys the sandbox), and what a run
     killed together with its watcher left is removed by the next run."""
 
+    RUN_ARGS = []  # run's options before --cidfile: its backend (test_backends.py: microvm)
+    RUN_DIR = "run"  # where run keeps its sandboxes' claims and state, in the data dir
+
     def setUp(self):
         from harness import missing_prerequisite, TEMPLATES
         reason = missing_prerequisite()
@@ -544,14 +547,15 @@ class RunKillTest(unittest.TestCase):
                 p.kill()
                 p.wait()
         # Whatever a failed test left: a run of `true` sweeps dead runs' sandboxes.
-        subprocess.run([BIN, "run", "--", "true"], env=self.env, capture_output=True,
-                       timeout=120, stdin=subprocess.DEVNULL)
+        subprocess.run([BIN, "run"] + self.RUN_ARGS + ["--", "true"], env=self.env,
+                       capture_output=True, timeout=120, stdin=subprocess.DEVNULL)
         import shutil
         shutil.rmtree(self.data, ignore_errors=True)
 
     def start_run(self):
         cid = os.path.join(self.data, "cid-%d" % len(self.procs))
-        p = subprocess.Popen([BIN, "run", "--cidfile", cid, "--", "sleep", "1000"],
+        p = subprocess.Popen([BIN, "run"] + self.RUN_ARGS +
+                             ["--cidfile", cid, "--", "sleep", "1000"],
                              env=self.env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                              stderr=subprocess.DEVNULL)
         self.procs.append(p)
@@ -590,7 +594,7 @@ class RunKillTest(unittest.TestCase):
                         left.append("loop device " + dev)
             except OSError:
                 pass
-        run_dir = os.path.join(self.data, "run")
+        run_dir = os.path.join(self.data, self.RUN_DIR)
         for name in os.listdir(run_dir) if os.path.isdir(run_dir) else []:
             if name.startswith(sid):
                 left.append("run dir entry " + name)

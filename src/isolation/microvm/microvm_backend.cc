@@ -767,14 +767,35 @@ class MicrovmBackend final : public Backend {
 
   /// The accelerator VMs use, decided on first use: "auto" costs a test boot (up to 5 s on a
   /// /dev/kvm that spins), which a server that may never start a VM should not pay at start.
+  //
+  // The test boot's answer is kept in <state_dir>/.images/accel for this boot of the host and this
+  // guest kernel, so a server restart or each `agent-sandbox run --backend microvm` does not
+  // pay it again; a reboot (another boot_id) or another guest kernel asks again.
   const std::string& Accel() const {
     std::call_once(accel_once_, [this] {
-      accel_ = requested_accel_ != "auto" ? requested_accel_
-               // Decided by a boot, never by the device: /dev/kvm here may take only PVM guests.
-               : ::access("/dev/kvm", R_OK | W_OK) == 0 &&
-                       BootWorks(opts_.qemu_path, images_.kernel(), "kvm", std::chrono::seconds(5))
-                   ? "kvm"
-                   : "tcg";
+      if (requested_accel_ != "auto") {
+        accel_ = requested_accel_;
+      } else {
+        const std::string cache = opts_.state_dir + "/.images/accel";
+        std::string boot_id = ns::ReadSmallFile("/proc/sys/kernel/random/boot_id").value_or("?");
+        while (!boot_id.empty() && boot_id.back() == '\n') boot_id.pop_back();
+        const std::string key =
+            boot_id + " " + images_.kernel().release + " " + images_.kernel().vmlinuz;
+        auto cached = ns::ReadSmallFile(cache);
+        if (cached && cached->rfind(key + "\n", 0) == 0) {
+          accel_ = cached->substr(key.size() + 1);
+          while (!accel_.empty() && accel_.back() == '\n') accel_.pop_back();
+        }
+        if (accel_ != "kvm" && accel_ != "tcg") {
+          // Decided by a boot, never by the device: /dev/kvm here may take only PVM guests.
+          accel_ =
+              ::access("/dev/kvm", R_OK | W_OK) == 0 &&
+                      BootWorks(opts_.qemu_path, images_.kernel(), "kvm", std::chrono::seconds(5))
+                  ? "kvm"
+                  : "tcg";
+          (void)ns::WriteFileAtomic(cache, key + "\n" + accel_ + "\n", false);
+        }
+      }
       spdlog::info("microvm backend: accelerator {}", accel_);
     });
     return accel_;
