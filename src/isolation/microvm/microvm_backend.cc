@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
 #include <sys/syscall.h>
@@ -99,10 +100,15 @@ Result<pid_t> SpawnQemu(const std::vector<std::string>& argv, const std::string&
   for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
   args.push_back(nullptr);
   static char* const kEnv[] = {const_cast<char*>("PATH=/usr/bin:/bin"), nullptr};
+  const pid_t parent = ::getpid();
   pid_t pid = ::fork();
   if (pid < 0) return FailErrno("fork");
   if (pid == 0) {
     // Async-signal-safe calls only.
+    // It dies with the server: a probe whose server was SIGKILLed mid-boot was left spinning
+    // in the host kernel for good (a /dev/kvm that takes only PVM guests never ends it).
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (::getppid() != parent) ::_exit(127);  // the server died before the line above
     ::setsid();
     ::dup2(null_fd.get(), 0);
     ::dup2(log_fd.get(), 1);
