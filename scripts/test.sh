@@ -11,8 +11,8 @@
 #        ASB_CI_TEMPLATE (built beside base; default go, the quickest; python and node are
 #        always built too: the code interpreter's tests run real kernels in them), ASB_TEMPLATES=all
 #        (also build and smoke-test every bundled template: ctest -L templates, minutes),
-#        ASB_SLOW=1 (also the suites labelled slow: abuse and acceptance cases on microVMs,
-#        ~7 min), ASB_CTEST_ARGS (extra ctest arguments, e.g. "-R cli").
+#        ASB_SLOW=1 (also the suites labelled slow: the abuse, acceptance and code interpreter
+#        suites on microVMs, ~15 min), ASB_CTEST_ARGS (extra ctest arguments, e.g. "-R cli").
 # The last line is a summary: "test.sh: N passed, N failed, N skipped".
 set -euo pipefail
 
@@ -87,7 +87,7 @@ ctest --test-dir "$BUILD_DIR" --output-on-failure --timeout 900 -L privileged \
   --output-junit "$junit_dir/privileged.xml" "${extra[@]}" || rc=1
 
 if [[ ${ASB_SLOW:-} == 1 ]]; then
-  step "ctest: slow suites (label slow: the abuse and acceptance suites on microVMs, serial)"
+  step "ctest: slow suites (label slow: abuse, acceptance and code suites on microVMs, serial)"
   ctest --test-dir "$BUILD_DIR" --output-on-failure -L slow \
     --output-junit "$junit_dir/slow.xml" "${extra[@]}" || rc=1
 fi

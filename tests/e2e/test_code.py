@@ -376,11 +376,14 @@ class HostileCode(CodeCase):
     """Code in a context is hostile: it floods, forges the driver's protocol, and hoards
     contexts. Each attempt leaves the server answering and the context (or a restart) usable."""
 
+    # The flood's answer (the kernel's start included: the first run starts it) within this.
+    FLOOD_ANSWERED_WITHIN_S = 20
+
     def test_flood_is_capped_and_interrupted(self):
         sid = self.sandbox("python")
         t0 = time.time()
         r = self.run_code(sid, "while True:\n    print('x' * 65536)", timeout=3)
-        self.assertLess(time.time() - t0, 20)
+        self.assertLess(time.time() - t0, self.FLOOD_ANSWERED_WITHIN_S)
         self.assertEqual((r["status"], r["timed_out"], r["truncated"]), ("timeout", True, True))
         self.assertLessEqual(len(r["stdout"].encode()), 1 << 20)
         self.assertEqual(self.run_code(sid, "print('after')")["stdout"], "after\n")
