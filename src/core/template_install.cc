@@ -195,8 +195,9 @@ Status FinishRootfs(const std::string& r) {
     const char* path;
     mode_t mode;
   };
-  for (const Dir& d : {Dir{"/workspace", 0755}, Dir{"/tmp", 01777}, Dir{"/proc", 0755},
-                       Dir{"/sys", 0755}, Dir{"/dev", 0755}, Dir{"/etc", 0755}}) {
+  for (const Dir& d :
+       {Dir{"/workspace", 0755}, Dir{"/tmp", 01777}, Dir{"/proc", 0755}, Dir{"/sys", 0755},
+        Dir{"/dev", 0755}, Dir{"/run", 0755}, Dir{"/etc", 0755}}) {
     std::string p = r + d.path;
     if (mkdir(p.c_str(), d.mode) != 0 && errno != EEXIST) return FailErrno("mkdir " + p);
     if (chmod(p.c_str(), d.mode) != 0) return FailErrno("chmod " + p);

@@ -97,7 +97,8 @@ class StagingDir {
 Result<StagingDir> MakeStagingDir(const TemplateLayout& layout, std::string_view name);
 
 /// Makes a freshly built root filesystem fit for sandboxes, as ADR 0004 describes: mount points
-/// /workspace, /tmp (1777), /proc, /sys, /dev; /etc/hostname "sandbox", /etc/hosts, an empty
+/// /workspace, /tmp (1777), /proc, /sys, /dev, /run (a microVM guest mounts its tmpfs there: the
+/// root filesystem is a read-only disk); /etc/hostname "sandbox", /etc/hosts, an empty
 /// /etc/resolv.conf (networked sandboxes bind their resolver there) and /etc/machine-id; the
 /// user `sandbox` uid/gid 1000 home /workspace (protocol/messages.h kSandboxUid) unless it
 /// exists already; /home/user a symlink to /workspace (E2B's home, docs/e2b.md) unless it

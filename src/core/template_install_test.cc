@@ -176,7 +176,7 @@ TEST_F(TemplateInstallTest, FinishRootfsAddsTheSandboxUserAndMountPoints) {
   EXPECT_NE(Slurp(r + "/etc/group").find("sandbox:x:1000:"), std::string::npos);
   EXPECT_EQ(Slurp(r + "/etc/hostname"), "sandbox\n");
   EXPECT_EQ(Slurp(r + "/etc/resolv.conf"), "");
-  for (const char* d : {"/workspace", "/tmp", "/proc", "/sys", "/dev"}) {
+  for (const char* d : {"/workspace", "/tmp", "/proc", "/sys", "/dev", "/run"}) {
     EXPECT_TRUE(fs::is_directory(r + d)) << d;
   }
   EXPECT_EQ(fs::status(r + "/tmp").permissions() & fs::perms::sticky_bit, fs::perms::sticky_bit);

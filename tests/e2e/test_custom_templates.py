@@ -82,6 +82,11 @@ def oci_archive(path, layers, config):
 
 
 class CustomTemplatesTest(unittest.TestCase):
+    # The server's environment and `agent-sandbox run`'s extra arguments: what a subclass
+    # changes to run every test on another backend (test_custom_templates_microvm.py).
+    SERVER_ENV = {}
+    RUN_ARGS = []
+
     @classmethod
     def setUpClass(cls):
         cls.data_dir = tempfile.mkdtemp(prefix="asb-e2e-custom-", dir="/var/tmp")
@@ -113,7 +118,7 @@ class CustomTemplatesTest(unittest.TestCase):
     def srv(self):
         cls = type(self)
         if cls.server is None or not cls.server.running():
-            cls.server = Server(data_dir=self.data_dir).start()
+            cls.server = Server(env=self.SERVER_ENV, data_dir=self.data_dir).start()
         return cls.server
 
     def sandbox_run(self, template, command):
@@ -228,9 +233,9 @@ class CustomTemplatesTest(unittest.TestCase):
         for extra, want in [([], "/srv/app\n0\n"),
                             (["-w", "/tmp", "-u", "sandbox"], "/tmp\n1000\n")]:
             r = subprocess.run([BIN, "run", "--data-dir", self.data_dir, "--template", "e2ecustom"]
-                               + extra + ["--", "sh", "-c", "pwd; id -u"],
+                               + self.RUN_ARGS + extra + ["--", "sh", "-c", "pwd; id -u"],
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                               timeout=120)
+                               timeout=120, env=dict(os.environ, **self.SERVER_ENV))
             self.assertEqual((r.returncode, r.stdout), (0, want), r.stderr)
         # What a `USER sandbox` step wrote belongs to the sandbox user inside (the template is
         # mounted idmapped), so even a private file is readable; the rest belongs to root.

@@ -397,7 +397,8 @@ class MicrovmTest(unittest.TestCase):
             for sid in (keep, ended):
                 s.request("DELETE", "/v1/sandboxes/" + sid, check=False)
         self.assertEqual(qemu_pids(s.data_dir), [])
-        self.assertEqual(os.listdir(os.path.join(s.data_dir, "microvm-sandboxes")), [".images"])
+        self.assertEqual(sorted(os.listdir(os.path.join(s.data_dir, "microvm-sandboxes"))),
+                         [".images", ".seeds"])  # the caches alone: no VM's files are left
 
     def test_qemu_runs_jailed_and_leaves_nothing(self):
         # docs/adr/0026-qemu-jail.md: a guest that breaks out of its kernel into QEMU finds an

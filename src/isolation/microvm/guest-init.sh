@@ -61,6 +61,10 @@ ws=$(disk asbws) || fail "no workspace disk"
 cfg=$(disk asbcfg) || fail "no config disk"
 mkdir -p /newroot
 mount -t erofs -o ro "$root" /newroot || fail "mount root $root"
+# Mount points a read-only root cannot gain now (templates get them when built).
+for d in workspace tmp run proc sys dev; do
+  [ -d "/newroot/$d" ] || fail "the template's root has no directory $d: build or import it again"
+done
 mount -t ext4 -o nosuid,nodev "$ws" /newroot/workspace || fail "mount workspace $ws"
 mount -t tmpfs -o nosuid,nodev,mode=1777,size=${ASB_TMP_SIZE:-64m} tmpfs /newroot/tmp || fail "mount /tmp"
 mount -t tmpfs -o nosuid,nodev,mode=0755,size=16m tmpfs /newroot/run || fail "mount /run"

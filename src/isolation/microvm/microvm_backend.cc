@@ -38,6 +38,8 @@
 #include "isolation/ns/ns_backend.h"
 #include "isolation/ns/user.h"
 #include "isolation/ns/workspace.h"
+#include "isolation/ns/workspace_seed.h"
+#include "isolation/ns/workspace_snapshot.h"
 #include "protocol/client.h"
 #include "protocol/messages.h"
 #include "protocol/stats_client.h"
@@ -325,6 +327,16 @@ class MicrovmSandbox final : public Sandbox {
   std::atomic<int> hung_after_s_{0};  // how long the unanswered heartbeat waited
 };
 
+// The guest's own account of a boot that never reached sandboxd, for the create's error: a
+// kernel panic or our init's failure when the console has one (the VM powers off right after,
+// so its last line is the kernel's "Power down"), else its last line. Guest text only.
+std::string BootFailure(GuestConsole& console) {
+  console.WaitClosed(1000);
+  if (auto line = console.LastLine(ConsoleScanner::kPanicMark); !line.empty()) return line;
+  if (auto line = console.LastLine(ConsoleScanner::kInitFailureMark); !line.empty()) return line;
+  return console.LastOutputLine();
+}
+
 class MicrovmBackend final : public Backend {
  public:
   MicrovmBackend(MicrovmOptions opts, GuestKernel kernel, std::string accel,
@@ -332,6 +344,7 @@ class MicrovmBackend final : public Backend {
       : opts_(std::move(opts)),
         requested_accel_(std::move(accel)),
         images_(opts_.state_dir + "/.images", std::move(kernel), opts_.sandboxd_path),
+        seeds_(opts_.state_dir + "/.seeds", protocol::kSandboxUid),
         layout_(std::move(layout)),
         slots_(ns::ChooseUidRegistry(opts_.state_dir), opts_.state_dir, opts_.uid_range_base,
                opts_.max_slots) {
@@ -552,8 +565,18 @@ class MicrovmBackend final : public Backend {
   // The files QEMU opens, in the jail's /vm, owned by the jail's uid.
   Status PrepareVmDir(const SandboxSpec& spec, const Paths& p, uint32_t jail_id) {
     if (::mkdir(p.vm.c_str(), 0700) != 0) return FailErrno("mkdir " + p.vm);
-    ASB_TRY_CTX(ns::MakeWorkspaceImage(p.image, spec.workspace_bytes, protocol::kSandboxUid),
-                "workspace");
+    // What the template holds under /workspace (a Dockerfile's COPY or WORKDIR there) starts
+    // every sandbox's workspace, as on the ns backend: the guest mounts this disk over the
+    // rootfs's /workspace, which would otherwise hide it. The seed holds canonical ids, which
+    // the guest sees as they are (root 0, the sandbox user 1000).
+    ASB_ASSIGN_OR_RETURN(std::string seed, seeds_.ImageFor(spec.rootfs, spec.workspace_bytes));
+    if (!seed.empty()) {
+      ASB_TRY_CTX(ns::CloneImage(seed, p.image, /*force_copy=*/false, /*durable=*/false),
+                  "workspace");
+    } else {
+      ASB_TRY_CTX(ns::MakeWorkspaceImage(p.image, spec.workspace_bytes, protocol::kSandboxUid),
+                  "workspace");
+    }
     // sandboxd's config (env, hostname) as a small read-only disk, padded with NULs to whole
     // sectors; the guest's init strips them and hands the JSON to sandboxd's --config-fd.
     std::string config = ns::SandboxdConfigJson(spec);
@@ -678,7 +701,7 @@ class MicrovmBackend final : public Backend {
     }
     if (!conn) {
       return Fail(std::move(conn).error().WithContext("the guest's sandboxd did not answer (" +
-                                                      Accel() + "): " + console->LastOutputLine()));
+                                                      Accel() + "): " + BootFailure(*console)));
     }
     spdlog::info("sandbox_id={} microvm up: accel={} pid={} uid={}", spec.id, Accel(), pid,
                  JailHostId(id_base));
@@ -812,6 +835,7 @@ class MicrovmBackend final : public Backend {
   mutable std::once_flag accel_once_;
   mutable std::string accel_;  // written once, under accel_once_
   GuestImages images_;
+  ns::WorkspaceSeeds seeds_;  // templates' /workspace content (ns/workspace_seed.h)
   const ns::CgroupLayout layout_;
   ns::UidSlots slots_;
   std::mutex mu_;
@@ -853,8 +877,10 @@ Result<std::unique_ptr<Backend>> MakeMicrovmBackend(const MicrovmOptions& option
       return Fail(Error::Backend("cannot make the microvm state directory"));
     }
   }
-  const std::string cache = options.state_dir + "/.images";
-  if (::mkdir(cache.c_str(), 0700) != 0 && errno != EEXIST) return FailErrno("mkdir " + cache);
+  for (const char* sub : {"/.images", "/.seeds"}) {
+    const std::string cache = options.state_dir + sub;
+    if (::mkdir(cache.c_str(), 0700) != 0 && errno != EEXIST) return FailErrno("mkdir " + cache);
+  }
   ASB_ASSIGN_OR_RETURN(ns::CgroupLayout layout, ns::DetectCgroupLayout());
   return std::unique_ptr<Backend>(
       std::make_unique<MicrovmBackend>(options, std::move(kernel), accel, std::move(layout)));
