@@ -73,6 +73,8 @@ export class Progress {
   async run<T>(what: string, work: () => Promise<T>): Promise<T> {
     const start = Date.now();
     const tick = () => replace(this.el, h('span', { class: 'spinner' }), ` ${what}… ${duration((Date.now() - start) / 1000)}`);
+    // Busy until it ends: the previous outcome's class (ok/error) must not describe this work.
+    this.el.className = 'progress';
     tick();
     window.clearInterval(this.timer);
     this.timer = window.setInterval(tick, 1000);
@@ -90,6 +92,7 @@ export class Progress {
 
   /** Shows a fraction (0..1) of `what`. */
   fraction(what: string, f: number): void {
+    this.el.className = 'progress';
     replace(this.el, h('progress', { max: '100', value: String(Math.round(f * 100)) }), ` ${what} ${Math.round(f * 100)}%`);
   }
 
