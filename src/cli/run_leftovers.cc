@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "cli/command.h"
+#include "cli/microvm_options.h"
 #include "cli/run_support.h"
 #include "common/ids.h"
 #include "common/log.h"
@@ -78,16 +79,8 @@ Result<RunBackend> MakeRunBackend(const std::string& name, const std::string& da
     return Fail(Error::InvalidArgument("--backend: unknown backend \"" + name +
                                        "\"; run knows ns and microvm"));
   }
-  isolation::microvm::MicrovmOptions mo;
-  mo.state_dir = out.state_dir;
-  mo.guest_dir = data_dir + "/microvm";
-  if (const char* g = std::getenv("AGENT_SANDBOX_MICROVM_GUEST"); g != nullptr && *g != '\0') {
-    mo.guest_dir = g;
-  }
-  // The build's stripped copy beside sandboxd (src/sandboxd/CMakeLists.txt) when it is there.
-  mo.sandboxd_path =
-      ::access((sandboxd + "-guest").c_str(), R_OK) == 0 ? sandboxd + "-guest" : sandboxd;
-  mo.cgroup_name = "agent-sandbox-run-vm";
+  const isolation::microvm::MicrovmOptions mo =
+      MicrovmOptionsFor(data_dir, sandboxd, out.state_dir, "agent-sandbox-run-vm");
   ASB_ASSIGN_OR_RETURN(out.backend, isolation::microvm::MakeMicrovmBackend(mo));
   return out;
 }

@@ -26,6 +26,7 @@
 #include "api/seed_a_wire.h"
 #include "api/server.h"
 #include "cli/command.h"
+#include "cli/microvm_options.h"
 #include "cli/run_leftovers.h"
 #include "cli/run_support.h"
 #include "cli/server_commands.h"
@@ -294,17 +295,9 @@ int Serve(CLI::App& root, const ServeFlags& flags) {
   auto make_backend = [&](const std::string& name) -> Result<std::unique_ptr<isolation::Backend>> {
     if (name != "microvm") return isolation::ns::MakeNsBackend(bo);
     // A VM per sandbox (isolation/microvm/); its guest comes from scripts/microvm-guest.sh.
-    isolation::microvm::MicrovmOptions mo;
-    mo.state_dir = data + "/microvm-sandboxes";
-    mo.guest_dir = data + "/microvm";
-    if (const char* g = std::getenv("AGENT_SANDBOX_MICROVM_GUEST"); g != nullptr && *g != '\0') {
-      mo.guest_dir = g;
-    }
-    // The build's stripped copy (src/sandboxd/CMakeLists.txt) when it is there.
-    mo.sandboxd_path =
-        ::access((sandboxd + "-guest").c_str(), R_OK) == 0 ? sandboxd + "-guest" : sandboxd;
+    isolation::microvm::MicrovmOptions mo =
+        MicrovmOptionsFor(data, sandboxd, data + "/microvm-sandboxes", bo.cgroup_name + "-vm");
     mo.accel = cfg.microvm_accel;
-    mo.cgroup_name = bo.cgroup_name + "-vm";
     mo.network = bo.network;  // one HostNetwork for both (microvm_backend.h says why)
     // Tests shorten it to see a hung guest ended quickly.
     if (const char* h = std::getenv("AGENT_SANDBOX_MICROVM_HEARTBEAT_TIMEOUT_MS")) {

@@ -17,7 +17,7 @@ import subprocess
 
 from harness import BIN, Server, main, missing_prerequisite
 from test_cli import RunKillTest
-from test_microvm import GUEST, missing_microvm, qemu_pids
+from test_microvm import GUEST, close_and_end_vms, missing_microvm, qemu_pids
 
 
 class UnavailableBackendTest(unittest.TestCase):
@@ -96,12 +96,7 @@ class MixedBackendsTest(unittest.TestCase):
 
     @classmethod
     def tearDownClass(cls):
-        server = getattr(cls, "server", None)
-        if server is not None:
-            data_dir = server.data_dir
-            server.close()
-            for pid in qemu_pids(data_dir):  # a failed test must not leave a VM running
-                os.kill(pid, 9)
+        close_and_end_vms(getattr(cls, "server", None))
 
     def test_each_create_runs_where_it_asked_and_a_restart_keeps_both(self):
         s = self.server

@@ -42,6 +42,19 @@ def raw_http(port, data, timeout=5):
         s.close()
 
 
+def inotify_grab_script(most):
+    """A Python program that opens inotify instances until refused or `most` are open, then
+    prints how many it holds and the errno of the refusal (0 when none)."""
+    return ("import ctypes\n"
+            "libc = ctypes.CDLL(None, use_errno=True)\n"
+            "fds = []\n"
+            "while len(fds) < %d:\n"
+            "    fd = libc.inotify_init1(0)\n"
+            "    if fd < 0:\n"
+            "        break\n"
+            "    fds.append(fd)\n"
+            "print(len(fds), ctypes.get_errno(), flush=True)\n" % most)
+
 class BreakerTest(ServerTestCase):
     @classmethod
     def setUpClass(cls):
@@ -126,15 +139,7 @@ class BreakerTest(ServerTestCase):
         # inotify instances opened inside one were charged to the server's user (root: 128 by
         # default) and could be taken from the host and every other sandbox. Each sandbox now
         # has 16 of its own (isolation/ns/mount.cc).
-        grab = ("import ctypes, os, sys, time\n"
-                "libc = ctypes.CDLL(None, use_errno=True)\n"
-                "fds = []\n"
-                "while len(fds) < 200:\n"
-                "    fd = libc.inotify_init1(0)\n"
-                "    if fd < 0:\n"
-                "        break\n"
-                "    fds.append(fd)\n"
-                "print(len(fds), ctypes.get_errno(), flush=True)\n")
+        grab = inotify_grab_script(200)
         r = self.sh("python3 -c '%s'" % grab.replace("'", "'\\''"))
         self.assertEqual(r["exit_code"], 0, r)
         count, err = (int(x) for x in r["stdout"].split())

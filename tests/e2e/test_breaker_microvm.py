@@ -12,7 +12,7 @@ import time
 import unittest
 
 from harness import main
-from test_breaker import BreakerKillTest, BreakerTest
+from test_breaker import BreakerKillTest, BreakerTest, inotify_grab_script
 from test_microvm import qemu_pids
 from test_pause_microvm import MICROVM_ENV, OnMicrovm
 
@@ -43,15 +43,7 @@ class MicrovmBreakerTest(OnMicrovm, BreakerTest):
     def test_inotify_instances_are_bounded_per_sandbox_not_taken_from_the_host(self):
         # A guest's inotify instances are its own kernel's: however many it opens, the host's
         # stay whole. Inside, the guest's per-user limit (its kernel's default) still bounds them.
-        grab = ("import ctypes\n"
-                "libc = ctypes.CDLL(None, use_errno=True)\n"
-                "fds = []\n"
-                "while len(fds) < 1000:\n"
-                "    fd = libc.inotify_init1(0)\n"
-                "    if fd < 0:\n"
-                "        break\n"
-                "    fds.append(fd)\n"
-                "print(len(fds), ctypes.get_errno(), flush=True)\n")
+        grab = inotify_grab_script(1000)
         r = self.sh("python3 -c '%s'" % grab.replace("'", "'\\''"))
         self.assertEqual(r["exit_code"], 0, r)
         count, err = (int(x) for x in r["stdout"].split())

@@ -45,6 +45,29 @@ def vm_cgroup_name(data_dir):
     return "agent-sandbox-%08x-vm" % (h & 0xFFFFFFFF)
 
 
+def wait_for_few_commands(server, sid, timeout_s=20):
+    """Waits until the guest's cgroup of commands holds at most 2 processes (the probe and its
+    shell): what a fork loop started has ended. Under TCG on a busy host that takes longer than
+    the commands' own sleeps. Shell builtins only: it must not need a fork to look."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        n = server.run(sid, "read n < /sys/fs/cgroup/work/pids.current; echo $n")["stdout"]
+        if n.strip().isdigit() and int(n) <= 2:
+            return
+        time.sleep(0.3)
+
+
+def close_and_end_vms(server):
+    """Stops `server` (None: nothing) and SIGKILLs any QEMU left in its cgroups: a failed test
+    must not leave a VM running."""
+    if server is None:
+        return
+    data_dir = server.data_dir
+    server.close()
+    for pid in qemu_pids(data_dir):
+        os.kill(pid, 9)
+
+
 def qemu_pids(data_dir):
     """Pids of QEMU processes in the cgroups of the server on `data_dir` (jailed, QEMU's
     command line names only paths inside its jail)."""
@@ -99,12 +122,7 @@ class MicrovmTest(unittest.TestCase):
 
     @classmethod
     def tearDownClass(cls):
-        server = getattr(cls, "server", None)
-        if server is not None:
-            data_dir = server.data_dir
-            server.close()
-            for pid in qemu_pids(data_dir):  # a failed test must not leave a VM running
-                os.kill(pid, 9)
+        close_and_end_vms(getattr(cls, "server", None))
 
     def crash_guest(self, sid):
         """Panics the guest's kernel as root in it; the exec in flight must fail at once (502),
@@ -189,13 +207,7 @@ class MicrovmTest(unittest.TestCase):
             self.assertEqual(out["stdout"], "32\n", out)
             out = s.run(sid, "for i in $(seq 100); do sleep 1 & done; wait", timeout_seconds=30)
             self.assertTrue("fork" in out["stderr"] or "unavailable" in out["stderr"], out)
-            # Wait out the loop's orphans with shell builtins only (no fork needed).
-            deadline = time.monotonic() + 20
-            while time.monotonic() < deadline:
-                n = s.run(sid, "read n < /sys/fs/cgroup/work/pids.current; echo $n")["stdout"]
-                if n.strip().isdigit() and int(n) <= 2:
-                    break
-                time.sleep(0.3)
+            wait_for_few_commands(s, sid)  # the loop's orphans end
             # The file API reaches the guest through the same protocol.
             self.assertEqual(s.put_file(sid, "hello.txt", b"from the host").status, 200)
             self.assertEqual(s.run(sid, "cat hello.txt")["stdout"], "from the host")
@@ -269,14 +281,8 @@ class MicrovmTest(unittest.TestCase):
             out = s.run(sid, "for i in $(seq 40); do sleep 2 & done 2>/dev/null; wait",
                         timeout_seconds=60)
             self.assertTrue(out["pids_limited"], out)
-            # The sleeps the loop started (sh gave up at the refused fork) end; under TCG on a
-            # busy host that takes longer than their 2 s, so wait (shell builtins only).
-            deadline = time.monotonic() + 20
-            while time.monotonic() < deadline:
-                n = s.run(sid, "read n < /sys/fs/cgroup/work/pids.current; echo $n")["stdout"]
-                if n.strip().isdigit() and int(n) <= 2:
-                    break
-                time.sleep(0.3)
+            # The sleeps the loop started (sh gave up at the refused fork) end.
+            wait_for_few_commands(s, sid)
             self.assertFalse(s.run(sid, "true")["pids_limited"])
             # Shared memory stays charged to the commands' cgroup after its writer exits.
             out = s.run(sid, "head -c 48m /dev/zero > /dev/shm/fill")
