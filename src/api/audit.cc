@@ -73,6 +73,7 @@ constexpr Name kNames[] = {
     {"POST", "/v1/sandboxes/{id}/rollback", "sandbox.rollback"},
     {"DELETE", "/v1/snapshots/{id}", "snapshot.delete"},
     {"POST", "/v1/snapshots/{id}/fork", "snapshot.fork"},
+    {"POST", "/v1/sandboxes/{id}/fork", "sandbox.fork"},
     {"POST", "/v1/snapshots", "snapshot.import"},
     {"PUT", "/v1/sandboxes/{id}/archive", "archive.import"},
     {"POST", "/v1/sandboxes/{id}/previews", "preview.create"},
@@ -123,7 +124,7 @@ CallInfo DescribeCall(const Route& route, const HttpRequest& req) {
   c.exec = c.action == "exec" || c.action == "exec.stream";
   c.stream_exec = c.action == "exec.stream";
   c.create = c.action == "sandbox.create";
-  c.fork = c.action == "snapshot.fork";
+  c.fork = c.action == "snapshot.fork" || c.action == "sandbox.fork";
   c.audited = c.exec || (req.method != "GET" && req.method != "HEAD");
   if (!c.audited) return c;
 

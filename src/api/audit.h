@@ -24,7 +24,7 @@ struct CallInfo {
   bool exec = false;
   bool stream_exec = false;
   bool create = false;  // POST /v1/sandboxes
-  bool fork = false;    // POST /v1/snapshots/{id}/fork (makes a sandbox too)
+  bool fork = false;    // POST /v1/snapshots/{id}/fork or /v1/sandboxes/{id}/fork (makes sandboxes)
 };
 
 /// Longest target the audit trail keeps, in bytes (before the "..." of a cut).

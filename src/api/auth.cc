@@ -366,6 +366,7 @@ HttpResponse AuthLayer::Handle(const Route& route, HttpRequest& req) {
                                  std::to_string(p.max_sandboxes) + " sandboxes at once"),
             req.request_id);
       } else {
+        req.new_sandboxes_left = p.max_sandboxes - static_cast<int64_t>(live ? live->size() : 0);
         out = route.handler(req);
       }
     } else {

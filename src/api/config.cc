@@ -67,6 +67,8 @@ std::vector<Setting> MakeSettings() {
       });
   add("MAX_SANDBOXES", "max-sandboxes", "sandboxes at once",
       Int(1, 100000, [](ServeConfig& c, int64_t n) { c.manager.limits.max_sandboxes = n; }));
+  add("MAX_FORK_COUNT", "max-fork-count", "children one fork of a running sandbox may ask for",
+      Int(1, 100000, [](ServeConfig& c, int64_t n) { c.manager.limits.max_fork_count = n; }));
   add("DEFAULT_TIMEOUT_SECONDS", "default-timeout-seconds", "default sandbox TTL",
       Int(1, kMaxLifetimeSeconds,
           [](ServeConfig& c, int64_t n) { c.manager.limits.default_timeout_seconds = n; }));

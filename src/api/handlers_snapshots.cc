@@ -5,6 +5,8 @@
 //   GET    /v1/snapshots/{id}                               200 snapshot
 //   DELETE /v1/snapshots/{id}                               204
 //   POST   /v1/snapshots/{id}/fork  {cpus?, memory_mb?, network?, timeout_seconds?}  201 sandbox
+//   POST   /v1/sandboxes/{id}/fork  {count?, timeout_seconds?}  201 {"forks":[{sandbox,memory}
+//                                                            or {error,status}, ...]}
 //   GET    /v1/snapshots/{id}/archive                       200 application/zstd (tar.zst,
 //                                                            streamed from the file, chunked)
 //   POST   /v1/snapshots?name=&template=  (body: tar.zst)   201 snapshot
@@ -13,9 +15,11 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <boost/json.hpp>
 #include <limits>
 
+#include "api/errors.h"
 #include "api/handlers.h"
 #include "api/json_body.h"
 #include "api/resource_json.h"
@@ -57,6 +61,32 @@ json::object SnapshotJson(const core::SnapshotInfo& s) {
 }
 
 namespace {
+
+/// POST /v1/sandboxes/{id}/fork's answer: {"forks":[{"sandbox":{...},"memory":false} or
+/// {"error":{"code","message"},"status":429}, ...]}, one per child asked for, in order. A
+/// child's error says what ForClient lets a client see (ADR 0016), with its HTTP status.
+json::object ForkJson(const std::vector<core::ForkedChild>& children,
+                      const std::string& request_id) {
+  json::array forks;
+  for (const core::ForkedChild& c : children) {
+    json::object f;
+    if (c.sandbox) {
+      f["sandbox"] = SandboxJson(*c.sandbox);
+      f["memory"] = c.memory;
+    } else if (c.error) {
+      const ClientError ce = ForClient(*c.error, request_id);
+      json::object e;
+      e["code"] = WireCodeOf(ce.code);
+      e["message"] = ce.message;
+      f["error"] = std::move(e);
+      f["status"] = HttpStatusOf(ce.code);
+    }
+    forks.emplace_back(std::move(f));
+  }
+  json::object o;
+  o["forks"] = std::move(forks);
+  return o;
+}
 
 Result<std::string> SnapshotIdParam(const HttpRequest& req) {
   const std::string& id = req.Param("id");
@@ -163,6 +193,33 @@ void AddSnapshotRoutes(Router& router, ApiContext& ctx) {
                }
                ASB_ASSIGN_OR_RETURN(core::SandboxInfo s, m->Fork(OwnerOf(req), id, fr));
                return SandboxResponse(201, s);
+             }));
+
+  router.Add("POST", "/v1/sandboxes/{id}/fork", Wrap([m](HttpRequest& req) -> Result<HttpResponse> {
+               ASB_ASSIGN_OR_RETURN(std::string id, SandboxIdParam(req));
+               core::SandboxForkRequest fr;
+               if (!req.body.empty()) {
+                 ASB_ASSIGN_OR_RETURN(JsonBody body, JsonBody::Parse(req.body));
+                 ASB_ASSIGN_OR_RETURN(auto count, body.Integer("count", kMinInt, kMaxInt));
+                 ASB_ASSIGN_OR_RETURN(fr.timeout_seconds,
+                                      body.Integer("timeout_seconds", kMinInt, kMaxInt));
+                 ASB_TRY(body.Finish());
+                 if (count) fr.count = *count;
+               }
+               if (req.new_sandboxes_left >= 0) fr.quota_left = req.new_sandboxes_left;
+               ASB_ASSIGN_OR_RETURN(std::vector<core::ForkedChild> children,
+                                    m->ForkSandbox(OwnerOf(req), id, fr));
+               // None made: the first child's error is the answer (a fork past the quota is a 429).
+               const bool any =
+                   std::any_of(children.begin(), children.end(),
+                               [](const core::ForkedChild& c) { return c.sandbox.has_value(); });
+               if (!any && !children.empty() && children.front().error) {
+                 return Fail(*children.front().error);
+               }
+               HttpResponse r =
+                   JsonResponse(201, json::serialize(ForkJson(children, req.request_id)));
+               r.sandbox_id = id;
+               return r;
              }));
 
   router.Add("GET", "/v1/snapshots/{id}/archive",

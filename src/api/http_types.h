@@ -61,6 +61,10 @@ struct HttpRequest {
   /// API key that authenticated it ("" when auth is off). Never the key itself.
   std::string owner;
   std::string key_id;
+  /// Filled in by the auth layer on a call that makes sandboxes (create, fork) for a key with
+  /// its own sandbox quota: how many more it may have now (-1: no per-key quota). A fork of
+  /// several children makes at most this many; the rest are refused as past the quota.
+  int64_t new_sandboxes_left = -1;
   /// Set by the server while a blocking handler runs: becomes true when the client closes its
   /// connection (a long sync exec is then cancelled instead of running on unobserved).
   std::shared_ptr<std::atomic<bool>> client_gone;

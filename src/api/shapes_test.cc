@@ -291,6 +291,12 @@ TEST_F(ShapesTest, ExecFilesProcessesSnapshots) {
   HttpResponse imported = Call("POST", "/v1/snapshots?name=imp&template=base", zst.body);
   EXPECT_EQ(imported.status, 201) << imported.body;
   EXPECT_EQ(Call("DELETE", "/v1/sandboxes/" + Str(Obj(fork), "id")).status, 204);
+  HttpResponse kids = Call("POST", sb + "/fork", R"({"count":1,"timeout_seconds":60})");
+  ASSERT_EQ(kids.status, 201) << kids.body;
+  const json::object answer = Obj(kids);
+  const json::object& child =
+      answer.at("forks").as_array().at(0).as_object().at("sandbox").as_object();
+  EXPECT_EQ(Call("DELETE", "/v1/sandboxes/" + Str(child, "id")).status, 204);
   EXPECT_EQ(Call("DELETE", "/v1/snapshots/" + sid).status, 204);
   EXPECT_EQ(Call("DELETE", sb).status, 204);
 }

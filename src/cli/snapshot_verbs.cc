@@ -4,6 +4,8 @@
 //   rollback ID SNAPSHOT            POST /v1/sandboxes/{id}/rollback
 //   fork [--cpus X] [--memory-mb N] [--network] [--timeout S] SNAPSHOT
 //                                   POST /v1/snapshots/{id}/fork; prints the new sandbox's id
+//   fork [--count N] [--timeout S] SANDBOX
+//                                   POST /v1/sandboxes/{id}/fork; prints each child's id
 //   net ID                          GET /v1/sandboxes/{id}/network (the egress policy, JSON)
 //   net ID --allow R... --deny R... [--bandwidth-kbit N] [--burst-kbit N]
 //                                   PUT: replaces the whole policy
@@ -71,13 +73,51 @@ int Rollback(const std::string& id, const std::string& snapshot) {
 }
 
 struct ForkFlags {
-  std::string snapshot;
+  std::string snapshot;  // a snapshot id, or a sandbox id to fork as it runs
   std::optional<double> cpus;
-  std::optional<int64_t> memory_mb, timeout;
+  std::optional<int64_t> memory_mb, timeout, count;
   bool network = false;
 };
 
+// A running sandbox's fork: one line per child, its id; a child that could not be made is a
+// line on stderr with its error, and the exit status 1.
+int ForkRunning(const ForkFlags& f) {
+  if (f.cpus || f.memory_mb || f.network) {
+    return ReportError(Error::InvalidArgument(
+        "--cpus, --memory-mb and --network apply to a snapshot's fork; a sandbox's children "
+        "keep its limits"));
+  }
+  json::object body;
+  body["count"] = f.count.value_or(1);
+  if (f.timeout) body["timeout_seconds"] = *f.timeout;
+  auto v = CallJson("POST", SandboxPath(f.snapshot) + "/fork", json::serialize(body));
+  if (!v) return ReportError(v.error());
+  if (Globals().json) {
+    Pretty(std::cout, *v);
+    std::cout << "\n";
+  }
+  int rc = 0;
+  const json::value* forks = v->as_object().if_contains("forks");
+  if (forks == nullptr || !forks->is_array()) return 0;
+  for (const json::value& c : forks->as_array()) {
+    const json::object& o = c.as_object();
+    if (const json::value* sb = o.if_contains("sandbox"); sb && sb->is_object()) {
+      if (!Globals().json) std::cout << Str(sb->as_object(), "id") << "\n";
+    } else if (const json::value* e = o.if_contains("error"); e && e->is_object()) {
+      std::cerr << "agent-sandbox: a child was not made: " << Str(e->as_object(), "code") << ": "
+                << Str(e->as_object(), "message") << "\n";
+      rc = 1;
+    }
+  }
+  return rc;
+}
+
 int Fork(const ForkFlags& f) {
+  if (f.snapshot.rfind("sb_", 0) == 0) return ForkRunning(f);
+  if (f.count) {
+    return ReportError(Error::InvalidArgument(
+        "--count forks a running sandbox (an sb_ id); a snapshot's fork makes one"));
+  }
   json::object body;
   if (f.cpus) body["cpus"] = *f.cpus;
   if (f.memory_mb) body["memory_mb"] = *f.memory_mb;
@@ -138,12 +178,16 @@ void RegisterSnapshotCommands(CLI::App& app) {
   {
     auto f = std::make_shared<ForkFlags>();
     CLI::App* sub =
-        app.add_subcommand("fork", "Start a new sandbox from a snapshot and print its id");
+        app.add_subcommand("fork",
+                           "Start a new sandbox from a snapshot, or --count children of a running "
+                           "sandbox (its workspace now; it runs on), and print their ids");
     sub->add_option("--cpus", f->cpus, "CPU cores (default: the snapshot's sandbox's)");
     sub->add_option("--memory-mb", f->memory_mb, "Memory limit, MiB");
     sub->add_option("--timeout", f->timeout, "TTL in seconds");
+    sub->add_option("--count", f->count, "Children of a running sandbox (default 1)");
     sub->add_flag("--network", f->network, "Outbound network (ADR 0013)");
-    sub->add_option("snapshot", f->snapshot, "Snapshot id")->required();
+    sub->add_option("source", f->snapshot, "Snapshot id, or sandbox id to fork as it runs")
+        ->required();
     SetAction(sub, [f] { return Fork(*f); });
   }
   {

@@ -21,6 +21,8 @@ namespace asb::core {
 struct Limits {
   /// Sandboxes in state creating or running at once, across all owners. Over it: kLimitExceeded.
   int64_t max_sandboxes = 20;
+  /// Children one fork of a running sandbox may ask for (E2B's fork takes 1..100).
+  int64_t max_fork_count = 100;
 
   /// Absolute lifetime (TTL) of a sandbox, from its creation or its last SetTimeout.
   int64_t min_timeout_seconds = 1;

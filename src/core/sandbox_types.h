@@ -263,6 +263,25 @@ struct ForkRequest {
   std::optional<int64_t> timeout_seconds{};
 };
 
+/// A fork of a running sandbox (SnapshotService::ForkSandbox): how many children, and their
+/// TTL (absent = the parent's timeout_seconds).
+struct SandboxForkRequest {
+  int64_t count = 1;  // [1, Limits::max_fork_count]
+  std::optional<int64_t> timeout_seconds{};
+  /// The caller's own sandbox quota, when it has one: how many more it may have now. Children
+  /// past it are refused (kLimitExceeded) without being tried.
+  std::optional<int64_t> quota_left{};
+};
+
+/// One child of a fork: the sandbox made, or why it was not (its own error; the others are
+/// unaffected). `memory`: whether it started with the parent's memory (processes and RAM);
+/// false on every backend so far, whose children start their processes afresh.
+struct ForkedChild {
+  std::optional<SandboxInfo> sandbox{};
+  std::optional<Error> error{};
+  bool memory = false;
+};
+
 /// A background process request as the API decoded it (ADR 0011). Command, env, workdir and
 /// user follow ExecOptions' rules; there is no timeout and no output cap.
 struct ProcessOptions {

@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
 #include <filesystem>
 #include <mutex>
@@ -151,13 +152,18 @@ std::optional<std::string> SnapshotService::SnapshotImage(const std::string& sna
 Result<SnapshotInfo> SnapshotService::CreateSnapshot(const std::string& owner,
                                                      const std::string& sandbox_id,
                                                      const std::string& name) {
+  return Take(owner, sandbox_id, name, /*transient=*/false);
+}
+
+Result<SnapshotInfo> SnapshotService::Take(const std::string& owner, const std::string& sandbox_id,
+                                           const std::string& name, bool transient) {
   ASB_TRY(CheckSnapshotName(name));
   ASB_ASSIGN_OR_RETURN(auto e, reg_.Find(owner, sandbox_id));
   std::lock_guard op(e->op_mu);
   ASB_ASSIGN_OR_RETURN(SandboxRegistry::Active act, reg_.BeginActivity(e));
   ASB_ASSIGN_OR_RETURN(auto conn, reg_.ConnectionFor(*e, act));
   const SandboxInfo info = e->Snapshot();
-  ASB_TRY(CheckCounts(reg_.store, reg_.cfg.snapshots, info.owner, info.id));
+  if (!transient) ASB_TRY(CheckCounts(reg_.store, reg_.cfg.snapshots, info.owner, info.id));
   const std::string dir = SnapshotUploadDir();
   ASB_TRY(EnsureDir(dir));
 
@@ -172,6 +178,11 @@ Result<SnapshotInfo> SnapshotService::CreateSnapshot(const std::string& owner,
   rec.created_at_ms = reg_.clock.NowUnixMs();
   // Before the side effect: a crash from here on leaves "pending", which recovery deletes.
   ASB_TRY_CTX(store::InsertSnapshot(reg_.store, rec), "snapshot " + info.id);
+  // A transient snapshot stays pending: no list or lookup shows it, and recovery removes it.
+  auto mark_ready = [&](int64_t stored, int64_t content) -> Status {
+    if (transient) return {};
+    return store::MarkSnapshotReady(reg_.store, rec.id, stored, content);
+  };
   // The image (when the backend has them): the workspace frozen at one instant and cloned,
   // temp + fsync + rename. Fork and rollback clone it; the archive below is the portable form.
   std::string image;
@@ -216,8 +227,8 @@ Result<SnapshotInfo> SnapshotService::CreateSnapshot(const std::string& owner,
                                     std::to_string(copy->used_bytes) + " bytes, more than " +
                                     std::to_string(reg_.cfg.snapshots.max_snapshot_bytes)));
       }
-      if (Status ready = store::MarkSnapshotReady(reg_.store, rec.id, static_cast<int64_t>(stored),
-                                                  static_cast<int64_t>(copy->used_bytes));
+      if (Status ready =
+              mark_ready(static_cast<int64_t>(stored), static_cast<int64_t>(copy->used_bytes));
           !ready) {
         drop();
         return Fail(std::move(ready).error().WithContext("snapshot " + info.id));
@@ -241,9 +252,8 @@ Result<SnapshotInfo> SnapshotService::CreateSnapshot(const std::string& owner,
     drop();
     return Fail(std::move(facts).error().WithContext("snapshot " + info.id));
   }
-  if (Status st =
-          store::MarkSnapshotReady(reg_.store, rec.id, static_cast<int64_t>(facts->file_bytes),
-                                   static_cast<int64_t>(facts->content_bytes));
+  if (Status st = mark_ready(static_cast<int64_t>(facts->file_bytes),
+                             static_cast<int64_t>(facts->content_bytes));
       !st) {
     ::unlink((dir + "/" + FileName(rec.id)).c_str());
     drop();
@@ -284,16 +294,21 @@ Result<SnapshotInfo> SnapshotService::GetSnapshot(const std::string& owner,
 
 Status SnapshotService::DeleteSnapshot(const std::string& owner, const std::string& snapshot_id) {
   ASB_ASSIGN_OR_RETURN(SnapshotInfo s, GetSnapshot(owner, snapshot_id));
-  // The record goes first: a crash after it leaves an unnamed file, which recovery removes.
-  ASB_TRY(store::DeleteSnapshot(reg_.store, s.id));
-  const std::string path = SnapshotUploadDir() + "/" + FileName(s.id);
-  if (::unlink(path.c_str()) != 0 && errno != ENOENT) {
-    spdlog::warn("snapshot {}: unlink {}: {}", s.id, path, strerror(errno));
-  }
-  if (auto image = SnapshotImage(s.id); image && ::unlink(image->c_str()) != 0) {
-    spdlog::warn("snapshot {}: unlink {}: {}", s.id, *image, strerror(errno));
-  }
+  ASB_TRY(Drop(s.id));
   spdlog::info("snapshot {} deleted", s.id);
+  return {};
+}
+
+Status SnapshotService::Drop(const std::string& snapshot_id) {
+  // The record goes first: a crash after it leaves an unnamed file, which recovery removes.
+  ASB_TRY(store::DeleteSnapshot(reg_.store, snapshot_id));
+  const std::string path = SnapshotUploadDir() + "/" + FileName(snapshot_id);
+  if (::unlink(path.c_str()) != 0 && errno != ENOENT) {
+    spdlog::warn("snapshot {}: unlink {}: {}", snapshot_id, path, strerror(errno));
+  }
+  if (auto image = SnapshotImage(snapshot_id); image && ::unlink(image->c_str()) != 0) {
+    spdlog::warn("snapshot {}: unlink {}: {}", snapshot_id, *image, strerror(errno));
+  }
   return {};
 }
 
@@ -344,8 +359,12 @@ Result<std::string> SnapshotService::EnsureArchive(const SnapshotInfo& snap) {
   // Stored bytes are now the image's and the archive's; content is now exact.
   const auto stored =
       static_cast<int64_t>(static_cast<uint64_t>(st.st_blocks) * 512 + facts.file_bytes);
-  if (Status up = store::MarkSnapshotReady(reg_.store, snap.id, stored,
-                                           static_cast<int64_t>(facts.content_bytes));
+  // A transient (fork's) snapshot stays pending: only a ready one's sizes are recorded.
+  auto current = store::GetSnapshot(reg_.store, snap.id);
+  if (Status up = current && current->state != "ready"
+                      ? Status{}
+                      : store::MarkSnapshotReady(reg_.store, snap.id, stored,
+                                                 static_cast<int64_t>(facts.content_bytes));
       !up) {
     spdlog::warn("snapshot {}: recording the archive's size: {}", snap.id, up.error().ToString());
   }
@@ -465,6 +484,63 @@ Result<SandboxInfo> SnapshotService::Rollback(const std::string& owner,
 Result<SandboxInfo> SnapshotService::Fork(const std::string& owner, const std::string& snapshot_id,
                                           const ForkRequest& req) {
   ASB_ASSIGN_OR_RETURN(SnapshotInfo snap, GetSnapshot(owner, snapshot_id));
+  return ForkFrom(snap, req, /*from_snapshot=*/true);
+}
+
+Result<std::vector<ForkedChild>> SnapshotService::ForkSandbox(const std::string& owner,
+                                                              const std::string& sandbox_id,
+                                                              const SandboxForkRequest& req) {
+  const int64_t most = reg_.cfg.limits.max_fork_count;
+  if (req.count < 1 || req.count > most) {
+    return Fail(Error::InvalidArgument("count: must be between 1 and " + std::to_string(most)));
+  }
+  const Limits& limits = reg_.cfg.limits;
+  if (req.timeout_seconds && (*req.timeout_seconds < limits.min_timeout_seconds ||
+                              *req.timeout_seconds > limits.max_timeout_seconds)) {
+    return Fail(Error::InvalidArgument("timeout_seconds: must be between " +
+                                       std::to_string(limits.min_timeout_seconds) + " and " +
+                                       std::to_string(limits.max_timeout_seconds)));
+  }
+  // The parent's workspace at one instant, as a snapshot no one else sees (it stays pending,
+  // so a crash from here on leaves nothing that recovery does not remove). The parent runs on.
+  ASB_ASSIGN_OR_RETURN(SnapshotInfo snap, Take(owner, sandbox_id, "", /*transient=*/true));
+  struct DropAtEnd {
+    SnapshotService* self;
+    std::string id;
+    ~DropAtEnd() {
+      if (Status st = self->Drop(id); !st) {
+        spdlog::warn("fork: removing its snapshot {}: {}", id, st.error().ToString());
+      }
+    }
+  } drop{this, snap.id};
+  ForkRequest fr;
+  fr.timeout_seconds = req.timeout_seconds;
+  std::vector<ForkedChild> out;
+  out.reserve(static_cast<size_t>(req.count));
+  for (int64_t i = 0; i < req.count; ++i) {
+    ForkedChild child;
+    if (req.quota_left && i >= *req.quota_left) {
+      child.error = Error::LimitExceeded("the API key's sandbox quota is full (" +
+                                         std::to_string(*req.quota_left) + " more were allowed)");
+      out.push_back(std::move(child));
+      continue;
+    }
+    auto made = ForkFrom(snap, fr, /*from_snapshot=*/false);
+    if (made) {
+      child.sandbox = std::move(made).value();
+    } else {
+      child.error = std::move(made).error();
+    }
+    out.push_back(std::move(child));
+  }
+  spdlog::info("sandbox_id={} forked {} time(s): {} made", sandbox_id, req.count,
+               std::count_if(out.begin(), out.end(),
+                             [](const ForkedChild& c) { return c.sandbox.has_value(); }));
+  return out;
+}
+
+Result<SandboxInfo> SnapshotService::ForkFrom(const SnapshotInfo& snap, const ForkRequest& req,
+                                              bool from_snapshot) {
   ASB_ASSIGN_OR_RETURN(store::SnapshotRecord rec, store::GetSnapshot(reg_.store, snap.id));
   SandboxInfo base;
   base.cpus = reg_.cfg.limits.default_cpus;
@@ -489,6 +565,8 @@ Result<SandboxInfo> SnapshotService::Fork(const std::string& owner, const std::s
   cr.workspace_mb = std::max<int64_t>(base.workspace_mb, (snap.content_bytes >> 20) + 16);
   cr.timeout_seconds = req.timeout_seconds.value_or(base.timeout_seconds);
   cr.env = base.env;
+  cr.metadata = base.metadata;
+  cr.auto_pause = base.auto_pause;
   cr.network = req.network.value_or(base.network);
 
   // Fast path: the new sandbox's workspace is a clone of the snapshot's image (a reflink where
@@ -522,6 +600,8 @@ Result<SandboxInfo> SnapshotService::Fork(const std::string& owner, const std::s
       ASB_ASSIGN_OR_RETURN(auto ch, wire::OpenTarImport(*conn, "/workspace", true, 0));
       ASB_TRY(SendTarZst(archive, *ch));
     }
+    // A fork of a running sandbox names no snapshot: its snapshot is gone after the fork.
+    if (!from_snapshot) return e->Snapshot();
     SandboxInfo updated;
     {
       std::lock_guard l(e->info_mu);

@@ -49,6 +49,19 @@ class SnapshotService {
   /// destroyed. Errors: as Create, plus kNotFound for the snapshot.
   Result<SandboxInfo> Fork(const std::string& owner, const std::string& snapshot_id,
                            const ForkRequest& req);
+  /// Forks a running sandbox `req.count` times: its workspace is captured at one instant (as a
+  /// snapshot nobody sees, removed after) and each child is a new sandbox with the parent's
+  /// template, limits, env, metadata, network policy and command defaults, its workspace a
+  /// copy of that instant (a clone of the image where the backend has them), its TTL
+  /// `req.timeout_seconds` or the parent's. The parent runs on. Children start with fresh
+  /// processes: no backend here copies memory (ForkedChild::memory is false). A child that
+  /// cannot be made (kLimitExceeded past max_sandboxes, a backend failure) is that child's
+  /// error and leaves nothing behind; the others are made. Errors (nothing made): kNotFound,
+  /// kInvalidArgument (count outside [1, max_fork_count]), kConflict (not running), those of
+  /// CreateSnapshot's capture.
+  Result<std::vector<ForkedChild>> ForkSandbox(const std::string& owner,
+                                               const std::string& sandbox_id,
+                                               const SandboxForkRequest& req);
   /// Makes a snapshot from an uploaded archive: `temp_path` must be a file inside
   /// SnapshotUploadDir(); it is checked (ScanArchive) and renamed into place, or removed.
   /// Errors: kInvalidArgument (hostile or unreadable archive), kTooLarge, kLimitExceeded.
@@ -65,6 +78,16 @@ class SnapshotService {
   Status RestoreInterruptedRollback(const std::string& sandbox_id, const std::string& backup);
 
  private:
+  /// CreateSnapshot; a `transient` one is not counted against the snapshot limits and stays
+  /// pending (invisible to every list and lookup, removed by recovery after a crash).
+  Result<SnapshotInfo> Take(const std::string& owner, const std::string& sandbox_id,
+                            const std::string& name, bool transient);
+  /// A new sandbox from `snap` (Fork's work). `from_snapshot`: the child records the snapshot
+  /// as its origin (a fork of a running sandbox names none: its snapshot is transient).
+  Result<SandboxInfo> ForkFrom(const SnapshotInfo& snap, const ForkRequest& req,
+                               bool from_snapshot);
+  /// Removes a snapshot's record, archive and image, whatever its state or owner.
+  Status Drop(const std::string& snapshot_id);
   /// The snapshot's tar.zst, made from its image on first use when the snapshot has none yet
   /// (a short-lived sandbox exports it). Errors: kInternal (neither archive nor image), those
   /// of Create and the export.

@@ -369,6 +369,22 @@ class CliTest(ServerTestCase):
         self._created.append(created["id"])
         self.assertEqual(created["idle_timeout_seconds"], 123)
         self.server.request("DELETE", "/v1/snapshots/" + snap_id, check=False)
+        # A sandbox id forks it as it runs: one line per child, no snapshot left.
+        kids = self.cli("fork", "--count", "2", "--timeout", "120", sid)
+        self.assertEqual(kids.returncode, 0, kids.stderr)
+        ids = kids.stdout.decode().split()
+        self._created.extend(ids)
+        self.assertEqual(len(ids), 2, ids)
+        for k in ids:
+            self.assertEqual(self.sh(k, "cat f"), "one\n")
+        self.assertNotIn("snap_", self.cli("snapshots").stdout.decode())
+        # Snapshot-only flags on a sandbox, and --count on a snapshot, are refused clearly.
+        bad = self.cli("fork", "--memory-mb", "256", sid)
+        self.assertNotEqual(bad.returncode, 0)
+        self.assertIn("keep its limits", bad.stderr.decode())
+        bad = self.cli("fork", "--count", "2", "snap_0123456789abcdef")
+        self.assertNotEqual(bad.returncode, 0)
+        self.assertIn("--count forks a running sandbox", bad.stderr.decode())
 
     def test_pause_and_resume_verbs(self):
         made = self.cli("create", "--auto-pause", "--json")

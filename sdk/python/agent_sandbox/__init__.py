@@ -12,7 +12,7 @@ from .sandbox import Sandbox
 from .watch import FileWatch
 from .types import (Context, ErrorEvent, Execution, ExecutionError, Result,
                     ExecEvent, ExecResult, ExitEvent, FileEvent, FileInfo, FileWritten,
-                    OutputEvent, PreviewInfo, ProcessInfo, SandboxInfo, SkippedEvent,
+                    ForkResult, OutputEvent, PreviewInfo, ProcessInfo, SandboxInfo, SkippedEvent,
                     SnapshotInfo, TemplateInfo)
 
 __version__ = "0.1.0"
@@ -22,5 +22,5 @@ __all__ = [
     "SandboxConnectionError", "ExecResult", "OutputEvent", "ExitEvent", "ErrorEvent",
     "FileInfo", "SandboxInfo", "SnapshotInfo", "TemplateInfo", "ProcessInfo", "SkippedEvent",
     "ExecEvent", "FileWritten", "PreviewInfo", "Context", "Execution", "ExecutionError", "Result",
-    "FileEvent", "FileWatch",
+    "FileEvent", "FileWatch", "ForkResult",
 ]

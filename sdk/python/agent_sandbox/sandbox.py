@@ -11,8 +11,8 @@ import http.client
 from . import watch as _watch
 from .errors import NotFoundError, SandboxAPIError, SandboxConnectionError
 from .types import Context, ErrorEvent, ExecResult, Execution, ExecutionError, ExitEvent, \
-    FileInfo, FileWritten, OutputEvent, PreviewInfo, ProcessInfo, Result, SandboxInfo, \
-    SkippedEvent, SnapshotInfo
+    FileInfo, FileWritten, ForkResult, OutputEvent, PreviewInfo, ProcessInfo, Result, \
+    SandboxInfo, SkippedEvent, SnapshotInfo
 
 # run_code(language) -> the interpreter that reads the program from stdin.
 _GO_RUN = ["sh", "-c", 'd=$(mktemp -d) && cat > "$d/main.go" && cd "$d" && go run main.go']
@@ -731,6 +731,33 @@ class Sandbox:
         Sandbox. options as for SandboxClient.fork() (cpus, memory_mb, network,
         timeout_seconds)."""
         return self._client.fork(self.snapshot(name), **options)
+
+    def fork_running(self, count=1, timeout_seconds=None):
+        """Forks this sandbox as it runs (POST /v1/sandboxes/{id}/fork): `count` new sandboxes
+        (1..the server's limit, 100 by default) with its template, limits, env and command
+        defaults and a copy of its workspace at one instant; this one runs on, and no snapshot
+        is left behind. The children's processes start fresh (ForkResult.memory is False).
+        timeout_seconds: each child's TTL (default: this sandbox's).
+        Returns a list of ForkResult, one per child in order: .sandbox (a Sandbox) or .error (a
+        SandboxAPIError, e.g. 429 for a child past the quota). Raises SandboxAPIError when no
+        child could be made (400 bad count, 404, 429 at the quota)."""
+        body = {"count": int(count)}
+        if timeout_seconds is not None:
+            body["timeout_seconds"] = int(timeout_seconds)
+        o = self._t.json("POST", self._path("/fork"), json_body=body,
+                         timeout=max(self._t.timeout, 600))
+        out = []
+        for f in o.get("forks", []):
+            if "sandbox" in f:
+                out.append(ForkResult(sandbox=type(self)(self._client, f["sandbox"]),
+                                      memory=bool(f.get("memory", False))))
+            else:
+                e = f.get("error") or {}
+                status = int(f.get("status", 0))
+                cls = NotFoundError if status == 404 else SandboxAPIError
+                out.append(ForkResult(error=cls(status, e.get("code", "http_%d" % status),
+                                                e.get("message", ""))))
+        return out
 
     def set_timeout(self, timeout_seconds):
         """Sets the sandbox's time to live to timeout_seconds from now (POST .../timeout);

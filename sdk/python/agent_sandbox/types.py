@@ -244,6 +244,16 @@ class SnapshotInfo:
 
 
 @dataclass
+class ForkResult:
+    """One child of Sandbox.fork_running(): the new Sandbox, or the SandboxAPIError that kept
+    it from being made (the other children are unaffected). memory: whether it started with
+    the parent's memory (processes and RAM); False on every backend so far."""
+    sandbox: Optional[object] = None
+    error: Optional[Exception] = None
+    memory: bool = False
+
+
+@dataclass
 class PreviewInfo:
     """A preview URL of one port of a sandbox (Sandbox.preview_url(); docs/adr/0015).
 

@@ -781,6 +781,24 @@ class SdkTest(unittest.TestCase):
         self.assertNotIsInstance(bad.exception, NotFoundError)
         self.assertEqual((bad.exception.status_code, bad.exception.code), (400, "invalid_request"))
 
+    def test_fork_running(self):
+        sb = self.sandbox()
+        sb.write_file("state.txt", "at-fork")
+        kids = sb.fork_running(count=2, timeout_seconds=120)
+        for k in kids:
+            if k.sandbox is not None:
+                self.addCleanup(self._destroy_quietly, k.sandbox)
+        self.assertEqual([(k.error, k.memory) for k in kids], [(None, False), (None, False)])
+        a, b = kids[0].sandbox, kids[1].sandbox
+        self.assertEqual(a.info.timeout_seconds, 120)
+        sb.write_file("state.txt", "parent-later")
+        a.write_file("state.txt", "a")
+        self.assertEqual(b.read_text("state.txt"), "at-fork")
+        self.assertEqual(sb.read_text("state.txt"), "parent-later")
+        with self.assertRaises(SandboxAPIError) as bad:
+            sb.fork_running(count=0)
+        self.assertEqual((bad.exception.status_code, bad.exception.code), (400, "invalid_request"))
+
     # ---- errors and configuration -------------------------------------------------------
 
     def test_typed_errors(self):

@@ -8,7 +8,7 @@
  *   await session.destroy();
  */
 export { Sandbox, type SandboxOptions } from "./sandbox.js";
-export { Session, defaultLanguage } from "./session.js";
+export { Session, defaultLanguage, type ForkedChild } from "./session.js";
 export {
   NotFoundError,
   SandboxAPIError,

@@ -24,7 +24,7 @@ import {
   type SnapshotInfo,
   type WriteResult,
 } from "./types.js";
-import { SandboxConnectionError, StreamError } from "./errors.js";
+import { NotFoundError, SandboxAPIError, SandboxConnectionError, StreamError } from "./errors.js";
 import { FileWatch, type WatchFilesOptions } from "./watch.js";
 import {
   contextId,
@@ -108,6 +108,15 @@ function modeText(mode: number | string | undefined): string | undefined {
 /** A handle on one sandbox. Sandbox.create() returns it at once and creates the sandbox in
  * the background (seed A's shape); every method waits for the creation and rejects with its
  * error if it failed. `await session.ready()` waits explicitly. */
+/** One child of Session.forkRunning(): its Session, or why it was not made (the others are
+ * unaffected). `memory`: whether it started with the parent's memory (false on every backend
+ * so far). */
+export interface ForkedChild {
+  sandbox?: Session;
+  error?: SandboxAPIError;
+  memory: boolean;
+}
+
 export class Session {
   #t: Transport;
   #ready: Promise<SandboxInfo>;
@@ -753,6 +762,30 @@ export class Session {
       await this.#t.json("POST", await this.#path("/rollback"), { json: { snapshot_id: id } }),
     );
     return this.#info;
+  }
+
+  /** Forks this sandbox as it runs (POST /v1/sandboxes/{id}/fork): `count` new sandboxes
+   * (1..the server's limit, 100 by default) with its template, limits, env and command defaults
+   * and a copy of its workspace at one instant; this one runs on and no snapshot is left
+   * behind. Children's processes start fresh (`memory` false). `timeoutSeconds`: each child's
+   * TTL (default: this sandbox's). Resolves with one entry per child, in order: its Session or
+   * the SandboxAPIError that kept it from being made (429 past the quota). Rejects with
+   * SandboxAPIError when no child could be made (400 bad count, 404, 429 at the quota). */
+  async forkRunning(options: { count?: number; timeoutSeconds?: number } = {}): Promise<ForkedChild[]> {
+    const body: Record<string, unknown> = { count: options.count ?? 1 };
+    if (options.timeoutSeconds !== undefined) body.timeout_seconds = options.timeoutSeconds;
+    // eslint-disable-next-line @typescript-eslint/no-explicit-any
+    const o: any = await this.#t.json("POST", await this.#path("/fork"), { json: body });
+    // eslint-disable-next-line @typescript-eslint/no-explicit-any
+    return (o.forks ?? []).map((f: any): ForkedChild => {
+      if (f.sandbox) return { sandbox: new Session(this.#t, sandboxInfo(f.sandbox)), memory: !!f.memory };
+      const status = Number(f.status ?? 0);
+      const Err = status === 404 ? NotFoundError : SandboxAPIError;
+      return {
+        error: new Err(status, f.error?.code ?? `http_${status}`, f.error?.message ?? "", null),
+        memory: false,
+      };
+    });
   }
 
   /** Sets the time to live to `seconds` from now (POST .../timeout); resolves with the new

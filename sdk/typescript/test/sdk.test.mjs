@@ -895,6 +895,27 @@ test("snapshot, rollback, fork", async () => {
   await assert.rejects(client.getSnapshot(snap.id), NotFoundError);
 });
 
+test("forkRunning: children with the state at the fork, each its own", async () => {
+  const s = session();
+  await s.writeFile("state.txt", "at-fork");
+  const kids = await s.forkRunning({ count: 2, timeoutSeconds: 120 });
+  try {
+    assert.deepEqual(kids.map((k) => [k.error, k.memory]), [[undefined, false], [undefined, false]]);
+    const [a, b] = kids.map((k) => k.sandbox);
+    assert.equal(a.info.timeoutSeconds, 120);
+    await s.writeFile("state.txt", "parent-later");
+    await a.writeFile("state.txt", "a");
+    assert.equal(await b.readText("state.txt"), "at-fork");
+    assert.equal(await s.readText("state.txt"), "parent-later");
+    await assert.rejects(s.forkRunning({ count: 0 }),
+      (e) => e.statusCode === 400 && e.code === "invalid_request" && /count/.test(e.message));
+  } finally {
+    // The suite's server admits 20 at once; later tests need the room: these go now.
+    for (const k of kids) await k.sandbox?.destroy().catch(() => {});
+    await s.destroy();
+  }
+});
+
 // ---- preview URLs (ADR 0015) ----------------------------------------------------------
 
 // One GET to the server with the Host header a browser sends for a preview URL.
