@@ -89,6 +89,7 @@ constexpr Name kNames[] = {
     {"DELETE", "/sandboxes/{id}", "sandbox.destroy"},
     {"POST", "/sandboxes/{id}/timeout", "sandbox.timeout"},
     {"POST", "/sandboxes/{id}/pause", "sandbox.pause"},
+    {"POST", "/sandboxes/{id}/fork", "sandbox.fork"},
     {"POST", "/sandboxes/{id}/resume", "sandbox.resume"},
     {"POST", "/sandboxes/{id}/connect", "sandbox.connect"},
     {"POST", "/v2/sandboxes/{id}/connect", "sandbox.connect"},

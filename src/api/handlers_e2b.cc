@@ -6,7 +6,8 @@
 //                  POST /sandboxes/{id}/connect and /v2/sandboxes/{id}/connect,
 //                  GET /sandboxes/{id}/metrics (one sample taken now),
 //                  POST /sandboxes/{id}/pause and /resume (ADR 0024: the sandbox's processes
-//                  stop where they are, memory kept; connect and resume continue it).
+//                  stop where they are, memory kept; connect and resume continue it),
+//                  POST /sandboxes/{id}/fork (count children of a running sandbox).
 //                  The API key (X-API-KEY) goes through the auth layer like every /v1 call:
 //                  tenancy, scopes, rate limits, quotas and audit hold. Errors are E2B's
 //                  {"code": <HTTP status>, "message"}; an empty success is 204.
@@ -221,6 +222,47 @@ Result<core::SandboxInfo> CallersSandbox(const Deps& d, const HttpRequest& req) 
     return Fail(Error::NotFound("sandbox " + s.id + " is not running"));
   }
   return s;
+}
+
+// E2B's fork (POST /sandboxes/{id}/fork {count?, timeout?}): the running sandbox's workspace at
+// one instant in `count` new sandboxes (core's ForkSandbox), 201 with one {"sandbox"} (as create
+// answers it) or {"error": {code, message}} per fork, in order; E2B's SDKs read each on its
+// own. A fork that cannot start at all (unknown or killed sandbox, count < 1) is the request's
+// error. Children start their processes fresh: no memory is copied here (docs/e2b.md). Without a
+// timeout a child lives as long as its parent's TTL.
+Result<HttpResponse> Fork(const Deps& d, HttpRequest& req) {
+  ASB_ASSIGN_OR_RETURN(json::object body, JsonObject(req.body));
+  core::SandboxForkRequest fr;
+  if (const json::value* c = FieldOf(body, "count")) {
+    if (!c->is_int64()) return Fail(Error::InvalidArgument("count: must be a whole number"));
+    fr.count = c->as_int64();
+  }
+  ASB_ASSIGN_OR_RETURN(fr.timeout_seconds, Seconds(body, "timeout"));
+  if (fr.timeout_seconds) {
+    fr.timeout_seconds =
+        std::min(*fr.timeout_seconds, d.manager->config().limits.max_timeout_seconds);
+  }
+  ASB_ASSIGN_OR_RETURN(core::SandboxInfo s, CallersSandbox(d, req));
+  if (req.new_sandboxes_left >= 0) fr.quota_left = req.new_sandboxes_left;
+  ASB_ASSIGN_OR_RETURN(std::vector<core::ForkedChild> children,
+                       d.manager->snapshots().ForkSandbox(OwnerOf(req), s.id, fr));
+  json::array out;
+  for (const core::ForkedChild& c : children) {
+    json::object f;
+    if (c.sandbox) {
+      f["sandbox"] = SandboxJson(d, *c.sandbox);
+    } else if (c.error) {
+      const ClientError ce = ForClient(*c.error, req.request_id);
+      json::object e;
+      e["code"] = HttpStatusOf(ce.code);
+      e["message"] = ce.message;
+      f["error"] = std::move(e);
+    }
+    out.emplace_back(std::move(f));
+  }
+  HttpResponse r = JsonResponse(201, json::serialize(out));
+  r.sandbox_id = s.id;
+  return r;
 }
 
 // ?metadata= of GET /v2/sandboxes: "k=v&k2=v2", each part form-encoded (the SDK encodes the
@@ -637,6 +679,8 @@ void AddE2bRoutes(Router& router, ApiContext& ctx) {
              }));
   router.Add("GET", "/sandboxes/{id}/metrics",
              E2bWrap([d](HttpRequest& req) { return Metrics(*d, req); }));
+  router.Add("POST", "/sandboxes/{id}/fork",
+             E2bWrap([d](HttpRequest& req) { return Fork(*d, req); }));
 }
 
 }  // namespace asb::api

@@ -8,7 +8,8 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import http from 'node:http';
 import path from 'node:path';
-import { Sandbox, CommandExitError, NotFoundError, TimeoutError, AuthenticationError } from 'e2b';
+import { Sandbox, CommandExitError, NotFoundError, TimeoutError, AuthenticationError,
+  RateLimitError, SandboxError } from 'e2b';
 import { Sandbox as CodeInterpreter } from '@e2b/code-interpreter';
 import { Server, missingPrerequisite } from '../mcp/harness.mjs';
 
@@ -498,6 +499,70 @@ test('pause, list by state, connect resumes; autoPause pauses at the timeout', {
       assert.equal(await resumed.files.read('note.txt'), 'still here');
     } finally {
       await auto.kill();
+    }
+  });
+
+test('fork: children with the state at the fork, count, the static form, errors', { skip },
+  async () => {
+    const parent = await Sandbox.create({ metadata: { suite: 'fork' }, envs: { ROLE: 'parent' } });
+    const made = [];
+    const keep = (k) => {
+      assert.ok(k instanceof Sandbox, String(k));
+      made.push(k);
+      return k;
+    };
+    try {
+      await parent.files.write('/workspace/state.txt', 'at-fork');
+      const [one] = await parent.fork();
+      keep(one);
+      assert.notEqual(one.sandboxId, parent.sandboxId);
+      assert.equal(await one.files.read('/workspace/state.txt'), 'at-fork');
+      assert.equal((await one.commands.run('echo $ROLE')).stdout, 'parent\n');
+      assert.deepEqual((await one.getInfo()).metadata, { suite: 'fork' });
+      const two = await parent.fork({ count: 2, timeoutMs: 120_000 });
+      assert.equal(two.length, 2);
+      two.forEach(keep);
+      // Each its own copy; the parent runs on with its own.
+      await parent.files.write('/workspace/state.txt', 'later');
+      await two[0].files.write('/workspace/state.txt', 'mine');
+      assert.equal(await two[1].files.read('/workspace/state.txt'), 'at-fork');
+      assert.equal(await parent.files.read('/workspace/state.txt'), 'later');
+      assert.ok((await two[1].getInfo()).endAt.getTime() - Date.now() <= 121_000);
+      const [st] = await Sandbox.fork(parent.sandboxId);
+      keep(st);
+      assert.equal(await st.files.read('/workspace/state.txt'), 'later');
+      await assert.rejects(parent.fork({ count: 0 }),
+        (e) => e instanceof SandboxError && e.statusCode === 400 && /count/.test(e.message));
+      const doomed = await Sandbox.create();
+      await doomed.kill();
+      await assert.rejects(Sandbox.fork(doomed.sandboxId), NotFoundError);
+      useKey(keyB);
+      try {
+        await assert.rejects(Sandbox.fork(parent.sandboxId), NotFoundError);  // not B's
+      } finally {
+        useKey(keyA);
+      }
+    } finally {
+      for (const k of made) await k.kill().catch(() => {});
+      await parent.kill();
+    }
+    // A key's own sandbox quota: the fork that fits is made, the other is its RateLimitError.
+    const r = await server.rest('POST', '/v1/keys', { name: 'fork-quota', max_sandboxes: 2 });
+    assert.equal(r.status, 201, JSON.stringify(r));
+    server.keys.push(r.json.key);
+    useKey(r.json.key);
+    try {
+      const p = await Sandbox.create();
+      try {
+        const [a, b] = await p.fork({ count: 2 });
+        assert.ok(a instanceof Sandbox, String(a));
+        assert.ok(b instanceof RateLimitError, String(b));
+        await a.kill();
+      } finally {
+        await p.kill();
+      }
+    } finally {
+      useKey(keyA);
     }
   });
 
