@@ -90,6 +90,8 @@ constexpr Name kNames[] = {
     {"POST", "/sandboxes/{id}/timeout", "sandbox.timeout"},
     {"POST", "/sandboxes/{id}/pause", "sandbox.pause"},
     {"POST", "/sandboxes/{id}/fork", "sandbox.fork"},
+    {"POST", "/sandboxes/{id}/snapshots", "snapshot.create"},
+    {"DELETE", "/templates/{id}", "snapshot.delete"},
     {"POST", "/sandboxes/{id}/resume", "sandbox.resume"},
     {"POST", "/sandboxes/{id}/connect", "sandbox.connect"},
     {"POST", "/v2/sandboxes/{id}/connect", "sandbox.connect"},

@@ -7,7 +7,10 @@
 //                  GET /sandboxes/{id}/metrics (one sample taken now),
 //                  POST /sandboxes/{id}/pause and /resume (ADR 0024: the sandbox's processes
 //                  stop where they are, memory kept; connect and resume continue it),
-//                  POST /sandboxes/{id}/fork (count children of a running sandbox).
+//                  POST /sandboxes/{id}/fork (count children of a running sandbox),
+//                  POST /sandboxes/{id}/snapshots, GET /snapshots, DELETE /templates/{id}
+//                  (E2B's snapshots are our workspace snapshots; create boots one by id or
+//                  name).
 //                  The API key (X-API-KEY) goes through the auth layer like every /v1 call:
 //                  tenancy, scopes, rate limits, quotas and audit hold. Errors are E2B's
 //                  {"code": <HTTP status>, "message"}; an empty success is 204.
@@ -88,6 +91,18 @@ Result<std::optional<int64_t>> Seconds(const json::object& o, std::string_view n
       Error::InvalidArgument(std::string(name) + ": must be a whole number of seconds > 0"));
 }
 
+// ?limit= of a paged list: 1..kMaxPageSize, kDefaultPageSize when absent.
+Result<int64_t> PageLimit(const HttpRequest& req) {
+  const std::string* l = req.Query("limit");
+  if (l == nullptr) return kDefaultPageSize;
+  char* end = nullptr;
+  long long n = std::strtoll(l->c_str(), &end, 10);
+  if (l->empty() || *end != '\0' || n < 1 || n > kMaxPageSize) {
+    return Fail(Error::InvalidArgument("limit: must be 1.." + std::to_string(kMaxPageSize)));
+  }
+  return static_cast<int64_t>(n);
+}
+
 // E2B's memory switches (pause/connect/resume `memory`, create's `autoPauseMemory`): a pause here
 // is a freeze, so it always keeps the memory; false (a files-only pause, a reboot on resume) or a
 // value of another type is refused, never ignored. `what` says what false would have asked for.
@@ -152,6 +167,9 @@ json::object ListedJson(const core::SandboxInfo& s) {
   return o;
 }
 
+Result<std::optional<core::SnapshotInfo>> SnapshotToBoot(const Deps& d, const HttpRequest& req,
+                                                         const std::string& template_id);
+
 Result<HttpResponse> Create(const Deps& d, HttpRequest& req) {
   ASB_ASSIGN_OR_RETURN(json::object body, JsonObject(req.body));
   core::CreateRequest cr;
@@ -208,7 +226,22 @@ Result<HttpResponse> Create(const Deps& d, HttpRequest& req) {
     return Fail(Error::InvalidArgument(
         "network: E2B's egress rules are not supported; use /v1's network_policy (docs/e2b.md)"));
   }
-  ASB_ASSIGN_OR_RETURN(core::SandboxInfo s, d.manager->lifecycle().Create(OwnerOf(req), cr));
+  // A snapshot's id or name boots a sandbox from it (E2B's Sandbox.create(snapshotId)): its
+  // template, limits and workspace, with this request's TTL, env and metadata.
+  ASB_ASSIGN_OR_RETURN(std::optional<core::SnapshotInfo> snap,
+                       SnapshotToBoot(d, req, cr.template_name));
+  core::SandboxInfo s;
+  if (snap) {
+    core::ForkRequest fr;
+    fr.timeout_seconds = cr.timeout_seconds;
+    if (FieldOf(body, "allow_internet_access") != nullptr) fr.network = cr.network;
+    fr.env = cr.env;
+    fr.metadata = cr.metadata;
+    if (FieldOf(body, "autoPause") != nullptr) fr.auto_pause = cr.auto_pause;
+    ASB_ASSIGN_OR_RETURN(s, d.manager->snapshots().Fork(OwnerOf(req), snap->id, fr));
+  } else {
+    ASB_ASSIGN_OR_RETURN(s, d.manager->lifecycle().Create(OwnerOf(req), cr));
+  }
   HttpResponse r = JsonResponse(201, json::serialize(SandboxJson(d, s)));
   r.sandbox_id = s.id;
   return r;
@@ -265,6 +298,83 @@ Result<HttpResponse> Fork(const Deps& d, HttpRequest& req) {
   return r;
 }
 
+// E2B's snapshots are our workspace snapshots (a name reused is another snapshot under the same
+// name, the newest of which a create by that name boots): {"snapshotID", "names"}.
+json::object E2bSnapshotJson(const core::SnapshotInfo& s) {
+  json::object o;
+  o["snapshotID"] = s.id;
+  json::array names;
+  if (!s.name.empty()) names.emplace_back(s.name);
+  o["names"] = std::move(names);
+  return o;
+}
+
+// POST /sandboxes/{id}/snapshots {name?}: 201 with the snapshot (E2B's createSnapshot).
+Result<HttpResponse> CreateSnapshot(const Deps& d, HttpRequest& req) {
+  ASB_ASSIGN_OR_RETURN(json::object body, JsonObject(req.body));
+  std::string name;
+  if (const json::value* n = FieldOf(body, "name")) {
+    if (!n->is_string()) return Fail(Error::InvalidArgument("name: must be a string"));
+    name = n->as_string();
+  }
+  ASB_ASSIGN_OR_RETURN(core::SandboxInfo s, CallersSandbox(d, req));
+  ASB_ASSIGN_OR_RETURN(core::SnapshotInfo snap,
+                       d.manager->snapshots().CreateSnapshot(OwnerOf(req), s.id, name));
+  HttpResponse r = JsonResponse(201, json::serialize(E2bSnapshotJson(snap)));
+  r.sandbox_id = s.id;
+  return r;
+}
+
+// GET /snapshots?sandboxID=&name=&limit=&nextToken=: the caller's snapshots, newest first,
+// limit a page (X-Next-Token names where the next one starts, as GET /v2/sandboxes pages).
+Result<HttpResponse> ListSnapshots(const Deps& d, HttpRequest& req) {
+  std::optional<std::string> sandbox;
+  if (const std::string* q = req.Query("sandboxID"); q != nullptr && !q->empty()) sandbox = *q;
+  const std::string* name = req.Query("name");
+  ASB_ASSIGN_OR_RETURN(const int64_t limit, PageLimit(req));
+  const std::string* after = req.Query("nextToken");
+  ASB_ASSIGN_OR_RETURN(auto all, d.manager->snapshots().ListSnapshots(OwnerOf(req), sandbox));
+  std::reverse(all.begin(), all.end());
+  json::array out;
+  std::string next;
+  bool skipping = after != nullptr && !after->empty();
+  for (const core::SnapshotInfo& s : all) {
+    if (skipping) {
+      if (s.id == *after) skipping = false;
+      continue;
+    }
+    if (name != nullptr && !name->empty() && s.name != *name) continue;
+    if (static_cast<int64_t>(out.size()) == limit) {
+      next = out.back().as_object().at("snapshotID").as_string().c_str();
+      break;
+    }
+    out.push_back(E2bSnapshotJson(s));
+  }
+  HttpResponse r = JsonResponse(200, json::serialize(out));
+  if (!next.empty()) r.headers.emplace_back("X-Next-Token", next);
+  return r;
+}
+
+// The snapshot a create's templateID names, if it names one of the caller's: its id, or (when
+// no template has that name) the name of its snapshots, the newest of which. nullopt: it names
+// a template (or nothing known, which create then reports).
+Result<std::optional<core::SnapshotInfo>> SnapshotToBoot(const Deps& d, const HttpRequest& req,
+                                                         const std::string& template_id) {
+  core::SnapshotService& snaps = d.manager->snapshots();
+  if (template_id.rfind("snap_", 0) == 0) {
+    ASB_ASSIGN_OR_RETURN(core::SnapshotInfo s, snaps.GetSnapshot(OwnerOf(req), template_id));
+    return std::optional<core::SnapshotInfo>(std::move(s));
+  }
+  if (template_id.empty() || d.manager->templates().Find(template_id)) {
+    return std::optional<core::SnapshotInfo>();
+  }
+  ASB_ASSIGN_OR_RETURN(auto all, snaps.ListSnapshots(OwnerOf(req), std::nullopt));
+  for (auto it = all.rbegin(); it != all.rend(); ++it) {
+    if (it->name == template_id) return std::optional<core::SnapshotInfo>(*it);
+  }
+  return std::optional<core::SnapshotInfo>();
+}
+
 // ?metadata= of GET /v2/sandboxes: "k=v&k2=v2", each part form-encoded (the SDK encodes the
 // pairs with URLSearchParams, then the whole as one query value).
 Result<std::map<std::string, std::string>> MetadataQuery(std::string_view q) {
@@ -307,15 +417,7 @@ Result<HttpResponse> List(const Deps& d, HttpRequest& req, bool paged) {
       }
     }
   }
-  int64_t limit = kDefaultPageSize;
-  if (const std::string* l = req.Query("limit")) {
-    char* end = nullptr;
-    long long n = std::strtoll(l->c_str(), &end, 10);
-    if (l->empty() || *end != '\0' || n < 1 || n > kMaxPageSize) {
-      return Fail(Error::InvalidArgument("limit: must be 1.." + std::to_string(kMaxPageSize)));
-    }
-    limit = n;
-  }
+  ASB_ASSIGN_OR_RETURN(const int64_t limit, PageLimit(req));
   // Newest first unless ?order=asc, as E2B's API lists (an unknown order is refused, never
   // ignored); nextToken pages on in the same order.
   bool newest_first = true;
@@ -681,6 +783,18 @@ void AddE2bRoutes(Router& router, ApiContext& ctx) {
              E2bWrap([d](HttpRequest& req) { return Metrics(*d, req); }));
   router.Add("POST", "/sandboxes/{id}/fork",
              E2bWrap([d](HttpRequest& req) { return Fork(*d, req); }));
+  router.Add("POST", "/sandboxes/{id}/snapshots",
+             E2bWrap([d](HttpRequest& req) { return CreateSnapshot(*d, req); }));
+  router.Add("GET", "/snapshots",
+             E2bWrap([d](HttpRequest& req) { return ListSnapshots(*d, req); }));
+  // E2B deletes a snapshot as a template: 404 for anything but one of the caller's snapshots
+  // (the SDK's deleteSnapshot answers that as false).
+  router.Add("DELETE", "/templates/{id}", E2bWrap([d](HttpRequest& req) -> Result<HttpResponse> {
+               const std::string& id = req.Param("id");
+               if (!IsValidId(id, "snap_")) return Fail(Error::NotFound("snapshot not found"));
+               ASB_TRY(d->manager->snapshots().DeleteSnapshot(OwnerOf(req), id));
+               return NoContent();
+             }));
 }
 
 }  // namespace asb::api

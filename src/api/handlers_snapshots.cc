@@ -1,7 +1,7 @@
 // Snapshot routes (ADR 0008), seed B's contract:
 //   POST   /v1/sandboxes/{id}/snapshots  {name?}            201 snapshot
 //   POST   /v1/sandboxes/{id}/rollback   {snapshot_id}      200 sandbox (last_rollback)
-//   GET    /v1/snapshots?sandbox_id=                        200 {"snapshots":[...]}
+//   GET    /v1/snapshots?sandbox_id=&name=                  200 {"snapshots":[...]}
 //   GET    /v1/snapshots/{id}                               200 snapshot
 //   DELETE /v1/snapshots/{id}                               204
 //   POST   /v1/snapshots/{id}/fork  {cpus?, memory_mb?, network?, timeout_seconds?}  201 sandbox
@@ -159,9 +159,12 @@ void AddSnapshotRoutes(Router& router, ApiContext& ctx) {
   router.Add("GET", "/v1/snapshots", Wrap([m](HttpRequest& req) -> Result<HttpResponse> {
                std::optional<std::string> sb;
                if (const std::string* q = req.Query("sandbox_id")) sb = *q;
+               const std::string* name = req.Query("name");  // its versions, oldest first
                ASB_ASSIGN_OR_RETURN(auto all, m->ListSnapshots(OwnerOf(req), sb));
                json::array list;
-               for (const auto& s : all) list.emplace_back(SnapshotJson(s));
+               for (const auto& s : all) {
+                 if (name == nullptr || s.name == *name) list.emplace_back(SnapshotJson(s));
+               }
                json::object o;
                o["snapshots"] = std::move(list);
                return JsonResponse(200, json::serialize(o));

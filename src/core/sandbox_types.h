@@ -261,6 +261,11 @@ struct ForkRequest {
   std::optional<int64_t> memory_mb{};
   std::optional<bool> network{};
   std::optional<int64_t> timeout_seconds{};
+  /// Set over the source's env (CreateRequest::env's rules).
+  std::map<std::string, std::string> env{};
+  /// Replaces the source's metadata (CreateRequest::metadata's limits).
+  std::optional<std::map<std::string, std::string>> metadata{};
+  std::optional<bool> auto_pause{};
 };
 
 /// A fork of a running sandbox (SnapshotService::ForkSandbox): how many children, and their

@@ -565,8 +565,9 @@ Result<SandboxInfo> SnapshotService::ForkFrom(const SnapshotInfo& snap, const Fo
   cr.workspace_mb = std::max<int64_t>(base.workspace_mb, (snap.content_bytes >> 20) + 16);
   cr.timeout_seconds = req.timeout_seconds.value_or(base.timeout_seconds);
   cr.env = base.env;
-  cr.metadata = base.metadata;
-  cr.auto_pause = base.auto_pause;
+  for (const auto& [k, v] : req.env) cr.env[k] = v;
+  cr.metadata = req.metadata.value_or(base.metadata);
+  cr.auto_pause = req.auto_pause.value_or(base.auto_pause);
   cr.network = req.network.value_or(base.network);
 
   // Fast path: the new sandbox's workspace is a clone of the snapshot's image (a reflink where

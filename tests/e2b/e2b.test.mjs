@@ -566,6 +566,75 @@ test('fork: children with the state at the fork, count, the static form, errors'
     }
   });
 
+test('snapshots: create, boot from by id and by name, list, page, delete twice', { skip },
+  async () => {
+    const src = await Sandbox.create({ metadata: { suite: 'snap' } });
+    const booted = [];
+    const boot = async (idOrName, opts) => {
+      const b = await Sandbox.create(idOrName, opts);
+      booted.push(b);
+      return b;
+    };
+    const made = [];
+    try {
+      await src.files.write('/workspace/state.txt', 'v1');
+      const s1 = await src.createSnapshot({ name: 'e2e-snap' });
+      made.push(s1.snapshotId);
+      assert.match(s1.snapshotId, /^snap_/);
+      assert.deepEqual(s1.names, ['e2e-snap']);
+      await src.files.write('/workspace/state.txt', 'v2');
+      const s2 = await src.createSnapshot({ name: 'e2e-snap' });  // a new version of the name
+      made.push(s2.snapshotId);
+      const s3 = await Sandbox.createSnapshot(src.sandboxId);  // the static form, no name
+      made.push(s3.snapshotId);
+      assert.deepEqual(s3.names, []);
+      // Several sandboxes from one snapshot, each with its files; a name boots its newest.
+      const a = await boot(s1.snapshotId, { envs: { FROM: 'snap' }, timeoutMs: 120_000 });
+      const b = await boot(s1.snapshotId);
+      assert.equal(await a.files.read('/workspace/state.txt'), 'v1');
+      assert.equal(await b.files.read('/workspace/state.txt'), 'v1');
+      assert.equal((await a.commands.run('echo $FROM')).stdout, 'snap\n');
+      await a.files.write('/workspace/state.txt', 'a');
+      assert.equal(await b.files.read('/workspace/state.txt'), 'v1');
+      const byName = await boot('e2e-snap');
+      assert.equal(await byName.files.read('/workspace/state.txt'), 'v2');
+      // Lists: all, by sandbox, by name; newest first, paged.
+      const ids = (xs) => xs.map((x) => x.snapshotId);
+      const all = await Sandbox.listSnapshots().nextItems();
+      assert.deepEqual(ids(all).filter((x) => made.includes(x)), [...made].reverse());
+      assert.deepEqual(ids(await src.listSnapshots().nextItems()), [...made].reverse());
+      assert.deepEqual(ids(await Sandbox.listSnapshots({ name: 'e2e-snap' }).nextItems()),
+        [s2.snapshotId, s1.snapshotId]);
+      const pager = Sandbox.listSnapshots({ sandboxId: src.sandboxId, limit: 2 });
+      const first = await pager.nextItems();
+      assert.equal(first.length, 2);
+      assert.equal(pager.hasNext, true);
+      assert.deepEqual(ids(await pager.nextItems()), [s1.snapshotId]);
+      assert.equal(pager.hasNext, false);
+      // The same snapshots under /v1, with their names and the name filter.
+      const v1 = await server.rest('GET', '/v1/snapshots?name=e2e-snap', undefined, keyA);
+      assert.deepEqual(v1.json.snapshots.map((x) => x.id), [s1.snapshotId, s2.snapshotId]);
+      // Another tenant sees, boots and deletes none of them.
+      useKey(keyB);
+      try {
+        assert.deepEqual(ids(await Sandbox.listSnapshots().nextItems()).filter((x) => made.includes(x)), []);
+        await assert.rejects(Sandbox.create(s1.snapshotId));
+        assert.equal(await Sandbox.deleteSnapshot(s1.snapshotId), false);
+      } finally {
+        useKey(keyA);
+      }
+      // Delete: true, then false; a deleted one boots nothing.
+      assert.equal(await Sandbox.deleteSnapshot(s3.snapshotId), true);
+      assert.equal(await Sandbox.deleteSnapshot(s3.snapshotId), false);
+      assert.equal(await Sandbox.deleteSnapshot('base'), false);
+      await assert.rejects(Sandbox.create(s3.snapshotId));
+    } finally {
+      for (const x of booted) await x.kill().catch(() => {});
+      for (const id of made) await Sandbox.deleteSnapshot(id).catch(() => {});
+      await src.kill();
+    }
+  });
+
 test('two keys see none of each other\'s sandboxes', { skip }, async () => {
   useKey(keyB);
   try {
