@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Crash harness (ADR 0014): SIGKILL the real server at random points during create,
-snapshot, rollback, fork and destroy, restart it, and check after every restart that
+snapshot, rollback, fork (of a snapshot, and of a running sandbox) and destroy, restart it, and check after every restart that
 
   - no record is lost: every sandbox and snapshot whose creation was answered (201) before the
     kill is still listed, unless the kill interrupted its own destroy/delete;
@@ -31,7 +31,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from harness import Server, missing_prerequisite  # noqa: E402
 
-OPS = ("create", "snapshot", "rollback", "fork", "destroy")
+OPS = ("create", "snapshot", "rollback", "fork", "fork_running", "destroy")
 SPEC = {"memory_mb": 128, "pids_limit": 64, "workspace_mb": 32}
 POOL_MAX = 3  # NsBackendOptions::workspace_pool_size (2) + the one being made
 
@@ -86,6 +86,10 @@ class Harness:
             self.sandboxes.add(b["id"])
             self.call("POST", "/v1/sandboxes/%s/exec" % b["id"],
                       {"command": "head -c 4M /dev/urandom > /workspace/blob; echo v1 > f"})
+        while len(self.sandboxes) > 8:  # forks add two at a time: stay below max_sandboxes
+            sb = sorted(self.sandboxes)[0]
+            self.call("DELETE", "/v1/sandboxes/" + sb)
+            self.sandboxes.discard(sb)
         while len(self.snapshots) > 6:  # stay below the per-sandbox/owner snapshot limits
             sn = sorted(self.snapshots)[0]
             self.call("DELETE", "/v1/snapshots/" + sn)
@@ -116,6 +120,8 @@ class Harness:
                 op = out["op"] = "snapshot"
         if op == "snapshot":
             target = self.rng.choice(sbs)
+        if op == "fork_running":
+            target = self.rng.choice(sbs)
         if op == "destroy":
             target = self.rng.choice(sbs)
             self.sandboxes.discard(target)  # may or may not survive the kill
@@ -133,6 +139,9 @@ class Harness:
                                               owner_of[target], {"snapshot_id": target})
                 elif op == "fork":
                     out["answer"] = self.call("POST", "/v1/snapshots/%s/fork" % target, {})
+                elif op == "fork_running":
+                    out["answer"] = self.call("POST", "/v1/sandboxes/%s/fork" % target,
+                                              {"count": 2})
                 elif op == "destroy":
                     out["answer"] = self.call("DELETE", "/v1/sandboxes/%s" % target)
                 out["took"] = time.monotonic() - t0
@@ -153,6 +162,8 @@ class Harness:
         st, body = ans
         if out["op"] in ("create", "fork") and st == 201:
             self.sandboxes.add(body["id"])
+        if out["op"] == "fork_running" and st == 201:
+            self.sandboxes.update(f["sandbox"]["id"] for f in body["forks"] if "sandbox" in f)
         if out["op"] == "snapshot" and st == 201:
             self.snapshots.add(body["id"])
         return str(st)
