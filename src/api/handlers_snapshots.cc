@@ -60,11 +60,7 @@ json::object SnapshotJson(const core::SnapshotInfo& s) {
   return o;
 }
 
-namespace {
-
-/// POST /v1/sandboxes/{id}/fork's answer: {"forks":[{"sandbox":{...},"memory":false} or
-/// {"error":{"code","message"},"status":429}, ...]}, one per child asked for, in order. A
-/// child's error says what ForClient lets a client see (ADR 0016), with its HTTP status.
+// api/resource_json.h.
 json::object ForkJson(const std::vector<core::ForkedChild>& children,
                       const std::string& request_id) {
   json::array forks;
@@ -87,6 +83,8 @@ json::object ForkJson(const std::vector<core::ForkedChild>& children,
   o["forks"] = std::move(forks);
   return o;
 }
+
+namespace {
 
 Result<std::string> SnapshotIdParam(const HttpRequest& req) {
   const std::string& id = req.Param("id");

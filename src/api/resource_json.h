@@ -4,6 +4,8 @@
 #pragma once
 
 #include <boost/json.hpp>
+#include <string>
+#include <vector>
 
 #include "core/sandbox_manager.h"
 
@@ -13,6 +15,12 @@ namespace asb::api {
 boost::json::object SandboxJson(const core::SandboxInfo& s);
 /// A snapshot (handlers_snapshots.cc).
 boost::json::object SnapshotJson(const core::SnapshotInfo& s);
+/// POST /v1/sandboxes/{id}/fork's answer (handlers_snapshots.cc): {"forks": [{"sandbox",
+/// "memory"} or {"error": {code, message}, "status"}, ...]}, one per child asked for, in order.
+/// A child's error is what ForClient lets a client see (ADR 0016; `request_id` names the request
+/// in a hidden error's message, "" for none), with its HTTP status.
+boost::json::object ForkJson(const std::vector<core::ForkedChild>& children,
+                             const std::string& request_id);
 /// A file's stat (handlers_files.cc): {name, path, type, size, mode ("0644"), uid, gid, mtime,
 /// link_target?}.
 boost::json::object StatJson(const core::FileStat& s);

@@ -95,6 +95,14 @@ ToolResult<json::object> AuditedBackend::Fork(const std::string& snapshot_id,
   return r;
 }
 
+ToolResult<json::object> AuditedBackend::ForkSandbox(const std::string& id,
+                                                     const json::object& body) {
+  int64_t m = mono_ms_(), u = now_ms_();
+  auto r = base_->ForkSandbox(id, body);
+  Record("sandbox.fork", "", id, m, u, ErrorOf(r));
+  return r;
+}
+
 ToolResult<void> AuditedBackend::Destroy(const std::string& id) {
   int64_t m = mono_ms_(), u = now_ms_();
   auto r = base_->Destroy(id);

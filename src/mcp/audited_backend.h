@@ -51,6 +51,8 @@ class AuditedBackend final : public ToolBackend {
                                            const std::string& snapshot_id) override;
   ToolResult<boost::json::object> Fork(const std::string& snapshot_id,
                                        const boost::json::object& body) override;
+  ToolResult<boost::json::object> ForkSandbox(const std::string& id,
+                                              const boost::json::object& body) override;
   ToolResult<void> Destroy(const std::string& id) override;
   ToolResult<boost::json::object> Pause(const std::string& id) override;
   ToolResult<boost::json::object> Resume(const std::string& id,

@@ -142,6 +142,10 @@ class ToolBackend {
   /// The new Sandbox; `body` may hold timeout_seconds.
   virtual ToolResult<boost::json::object> Fork(const std::string& snapshot_id,
                                                const boost::json::object& body) = 0;
+  /// Forks running sandbox `id` (POST /v1/sandboxes/{id}/fork); `body` may hold count and
+  /// timeout_seconds. {"forks": [{"sandbox", "memory"} or {"error", "status"}, ...]}.
+  virtual ToolResult<boost::json::object> ForkSandbox(const std::string& id,
+                                                      const boost::json::object& body) = 0;
   virtual ToolResult<void> Destroy(const std::string& id) = 0;
   /// Pauses running sandbox `id` (ADR 0024); the Sandbox object, status "paused".
   virtual ToolResult<boost::json::object> Pause(const std::string& id) = 0;

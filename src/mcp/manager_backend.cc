@@ -3,6 +3,7 @@
 // REST route would give.
 #include "mcp/manager_backend.h"
 
+#include <algorithm>
 #include <chrono>
 #include <limits>
 
@@ -293,6 +294,39 @@ ToolResult<json::object> ManagerBackend::Fork(const std::string& snapshot_id,
   auto s = m_.snapshots().Fork(caller_.owner, snapshot_id, fr);
   if (!s) return FromError(s.error());
   return api::SandboxJson(*s);
+}
+
+ToolResult<json::object> ManagerBackend::ForkSandbox(const std::string& id,
+                                                     const json::object& body) {
+  if (auto c = CheckId(id, "sb_", "sandbox " + id); !c) return tl::unexpected<ToolError>(c.error());
+  core::SandboxForkRequest fr;
+  {
+    auto b = Body(body);
+    if (!b) return FromError(b.error());
+    auto count = b->Integer("count", kMinInt, kMaxInt);
+    if (!count) return FromError(count.error());
+    if (*count) fr.count = **count;
+    auto t = b->Integer("timeout_seconds", kMinInt, kMaxInt);
+    if (!t) return FromError(t.error());
+    fr.timeout_seconds = *t;
+    if (auto f = b->Finish(); !f) return FromError(f.error());
+  }
+  // The key's own quota bounds the children, as it bounds creates (held across the fork).
+  std::unique_lock<std::mutex> quota = QuotaGuard();
+  if (caller_.max_sandboxes > 0) {
+    if (auto q = CheckQuota(); !q) return tl::unexpected<ToolError>(q.error());
+    auto live = m_.lifecycle().List(caller_.create_owner);
+    if (!live) return FromError(live.error());
+    fr.quota_left = caller_.max_sandboxes - static_cast<int64_t>(live->size());
+  }
+  auto children = m_.snapshots().ForkSandbox(caller_.owner, id, fr);
+  if (!children) return FromError(children.error());
+  const bool any = std::any_of(children->begin(), children->end(),
+                               [](const core::ForkedChild& c) { return c.sandbox.has_value(); });
+  if (!any && !children->empty() && children->front().error) {
+    return FromError(*children->front().error);
+  }
+  return api::ForkJson(*children, "");
 }
 
 ToolResult<json::object> ManagerBackend::Pause(const std::string& id) {

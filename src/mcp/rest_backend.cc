@@ -212,6 +212,10 @@ ToolResult<json::object> RestBackend::Fork(const std::string& snapshot_id,
   return Json("POST", "/v1/snapshots/" + Enc(snapshot_id) + "/fork", json::serialize(body));
 }
 
+ToolResult<json::object> RestBackend::ForkSandbox(const std::string& id, const json::object& body) {
+  return Json("POST", "/v1/sandboxes/" + Enc(id) + "/fork", json::serialize(body));
+}
+
 ToolResult<json::object> RestBackend::Pause(const std::string& id) {
   return Json("POST", "/v1/sandboxes/" + Enc(id) + "/pause", "{}");
 }

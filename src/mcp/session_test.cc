@@ -150,6 +150,7 @@ TEST_F(SessionTest, ToolsHaveInputAndOutputSchemas) {
                                    "sandbox_snapshot",
                                    "sandbox_rollback",
                                    "sandbox_fork",
+                                   "sandbox_fork_running",
                                    "sandbox_destroy",
                                    "sandbox_pause",
                                    "sandbox_resume",

@@ -194,6 +194,28 @@ json::array BuildDefinitions() {
   {
     json::object p;
     p["sandbox_id"] = Prop("string", "");
+    p["count"] = Prop("integer", "How many children (default 1).");
+    p["timeout_seconds"] = Prop("integer", "Each child's lifetime; default the sandbox's.");
+    json::object err;
+    err["code"] = Prop("string", "");
+    err["message"] = Prop("string", "");
+    json::object child;
+    child["sandbox"] = SandboxSchema();
+    child["memory"] = Prop("boolean", "Whether it started with the sandbox's memory.");
+    child["error"] = ObjectSchema(std::move(err), {"code", "message"});
+    child["status"] = Prop("integer", "The HTTP status of this child's error.");
+    json::object o;
+    o["forks"] = ArrayOf(ObjectSchema(std::move(child), {}), "One per child asked for.");
+    tools.emplace_back(Tool(
+        "sandbox_fork_running", "Fork a running sandbox",
+        "Create count new sandboxes from a running one: each starts with its /workspace as it is "
+        "now (its own copy) and fresh processes; the sandbox itself runs on. To try several "
+        "approaches from one state.",
+        ObjectSchema(std::move(p), {"sandbox_id"}), ObjectSchema(std::move(o), {"forks"})));
+  }
+  {
+    json::object p;
+    p["sandbox_id"] = Prop("string", "");
     json::object o;
     o["id"] = Prop("string", "");
     o["destroyed"] = Prop("boolean", "");
@@ -449,6 +471,24 @@ json::object Tools::Call(std::string_view name, const json::object& a,
     auto v = b.Fork(str(snap), body);
     if (!v) return fail(v.error());
     std::string text = "forked into sandbox " + std::string(v->at("id").as_string());
+    return OkResult(std::move(*v), text);
+  }
+  if (name == "sandbox_fork_running") {
+    const json::string* id = need("sandbox_id");
+    if (!id) return bad;
+    json::object body;
+    CopyFields(a, body, {"count", "timeout_seconds"});
+    auto v = b.ForkSandbox(str(id), body);
+    if (!v) return fail(v.error());
+    std::string text = "forked:";
+    for (const json::value& f : v->at("forks").as_array()) {
+      const json::object& o = f.as_object();
+      if (const json::value* sb = o.if_contains("sandbox")) {
+        text += " " + std::string(sb->as_object().at("id").as_string());
+      } else {
+        text += " (a child was not made)";
+      }
+    }
     return OkResult(std::move(*v), text);
   }
   if (name == "sandbox_destroy") {

@@ -93,6 +93,9 @@ class ScriptedBackend final : public ToolBackend {
     return Nope();
   }
   ToolResult<json::object> Fork(const std::string&, const json::object&) override { return Nope(); }
+  ToolResult<json::object> ForkSandbox(const std::string&, const json::object&) override {
+    return Nope();
+  }
   ToolResult<void> Destroy(const std::string&) override {
     return ToolFail("not_found", "sandbox not found");
   }

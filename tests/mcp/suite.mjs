@@ -13,7 +13,7 @@ import { Server, missingPrerequisite } from './harness.mjs';
 export const skip = missingPrerequisite();
 export const TOOLS = ['sandbox_create', 'sandbox_list', 'sandbox_list_templates', 'sandbox_exec',
   'sandbox_read_file', 'sandbox_write_file', 'sandbox_list_files', 'sandbox_snapshot',
-  'sandbox_rollback', 'sandbox_fork', 'sandbox_destroy', 'sandbox_pause', 'sandbox_resume',
+  'sandbox_rollback', 'sandbox_fork', 'sandbox_fork_running', 'sandbox_destroy', 'sandbox_pause', 'sandbox_resume',
   'sandbox_process_start',
   'sandbox_process_list', 'sandbox_process_output', 'sandbox_process_stdin',
   'sandbox_process_signal', 'sandbox_process_kill', 'sandbox_port_list', 'sandbox_port_request',
@@ -113,6 +113,18 @@ describe(title, { skip: skip ?? false, timeout: 600000 }, () => {
     assert.notEqual(fork.id, sb.id);
     assert.equal(ok(await call(client, 'sandbox_read_file',
         { sandbox_id: fork.id, path: 'hello.txt' })).content, 'version one\n');
+    // A running sandbox forked: its children have its workspace as it is now, each its own.
+    const kids = ok(await call(client, 'sandbox_fork_running',
+        { sandbox_id: sb.id, count: 2, timeout_seconds: 120 }));
+    assert.equal(kids.forks.length, 2, JSON.stringify(kids));
+    for (const k of kids.forks) {
+      assert.equal(k.memory, false);
+      assert.equal(ok(await call(client, 'sandbox_read_file',
+          { sandbox_id: k.sandbox.id, path: 'hello.txt' })).content, 'version one\n');
+      ok(await call(client, 'sandbox_destroy', { sandbox_id: k.sandbox.id }));
+    }
+    assert.equal(errorCode(await call(client, 'sandbox_fork_running',
+        { sandbox_id: sb.id, count: 0 })), 'invalid_request');
     const files = ok(await call(client, 'sandbox_list_files', { sandbox_id: sb.id }));
     assert.ok(files.entries.some((f) => f.path === '/workspace/hello.txt'), JSON.stringify(files));
     // Pause and resume (ADR 0024): nothing runs in between, and it goes on after.
