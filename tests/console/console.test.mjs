@@ -257,6 +257,26 @@ test('the console in chromium', { skip: skip ?? false, timeout: 110000 }, async 
     await page.waitForFunction(() => document.querySelector('#editor')?.value === 'edited in the console\n');
   });
 
+  await t.test('fork: a new sandbox with the workspace as it is, opened on its files', async () => {
+    await page.click('#fork-sandbox');
+    // On success the console opens the child (its own page): no progress line to wait for.
+    await page.waitForFunction((parent) => /^#\/sandbox\/sb_[0-9a-f]+\/files$/.test(location.hash) &&
+        !location.hash.includes(parent), sandboxId);
+    const child = decodeURIComponent((await page.evaluate(() => location.hash)).split('/')[2]);
+    try {
+      await page.click('tr[data-name="hello.txt"] .file-name');
+      await page.waitForFunction(() => document.querySelector('#editor')?.value === 'edited in the console\n');
+      const got = await (await fetch(`${server.url}/v1/sandboxes/${child}`,
+          { headers: { Authorization: 'Bearer ' + server.adminKey } })).json();
+      assert.equal(got.status, 'running');
+    } finally {
+      await fetch(`${server.url}/v1/sandboxes/${child}`,
+          { method: 'DELETE', headers: { Authorization: 'Bearer ' + server.adminKey } });
+    }
+    await page.evaluate((id) => { location.hash = `#/sandbox/${id}/files`; }, sandboxId);
+    await page.waitForSelector('tr[data-name="hello.txt"]');
+  });
+
   await t.test('processes, network, audit, overview and keys pages', async () => {
     await page.click('#tab-link-processes');
     await page.fill('#process-command', 'echo "<b>not bold</b>"; for i in 1 2 3; do echo "line $i"; done');

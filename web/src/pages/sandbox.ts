@@ -96,6 +96,26 @@ export function sandboxPage(id: string, tab: string): Page {
       h(
         'button',
         {
+          id: 'fork-sandbox',
+          title: 'A new sandbox with this one\'s workspace as it is now (its own copy); this one runs on',
+          onclick: () =>
+            progress
+              .run('forking', () =>
+                api<{ forks: { sandbox?: Sandbox; error?: { message: string } }[] }>('POST', `/v1/sandboxes/${id}/fork`, {
+                  count: 1,
+                }),
+              )
+              .then((r) => {
+                const child = r.forks[0]?.sandbox;
+                if (child) location.hash = `#/sandbox/${encodeURIComponent(child.id)}/files`;
+                else progress.fail('forking: ' + (r.forks[0]?.error?.message ?? 'no sandbox was made'));
+              }, () => {}),
+        },
+        'Fork',
+      ),
+      h(
+        'button',
+        {
           class: 'danger',
           id: 'delete-sandbox',
           onclick: () =>
