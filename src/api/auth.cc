@@ -15,6 +15,20 @@ namespace asb::api {
 
 namespace {
 
+// Routes that need their sandbox running (its commands, files, processes, ports, code): these
+// wake a paused sandbox made with auto_resume. Lifecycle routes (pause, resume, timeout, GET,
+// DELETE) and snapshots never do.
+bool WakesPausedSandbox(std::string_view pattern) {
+  constexpr std::string_view kBase = "/v1/sandboxes/{id}/";
+  if (pattern.substr(0, kBase.size()) != kBase) return false;
+  const std::string_view rest = pattern.substr(kBase.size());
+  for (std::string_view p :
+       {"exec", "files", "processes", "archive", "ports", "code", "contexts"}) {
+    if (rest.substr(0, p.size()) == p) return true;
+  }
+  return false;
+}
+
 constexpr int64_t kWindowMs = 60'000;
 constexpr int64_t kTouchEveryMs = 30'000;
 
@@ -349,6 +363,14 @@ HttpResponse AuthLayer::Handle(const Route& route, HttpRequest& req) {
   // An uploaded snapshot is new, like a created sandbox: it belongs to the caller's lineage
   // (as kAnyOwner an admin's import was stored with no owner, outside the per-owner limits).
   if (call.action == "snapshot.import") req.owner = p.lineage;
+  // A paused sandbox made with auto_resume wakes for a request that needs it running, which is
+  // then served (E2B's autoResume); others still answer 409 "paused".
+  if (!refused && WakesPausedSandbox(route.pattern) && IsValidId(req.Param("id"), "sb_")) {
+    if (Status st = manager_.lifecycle().WakeIfAutoResume(req.owner, req.Param("id"));
+        !st && st.error().code() != ErrorCode::kNotFound) {
+      refused = ErrorResponse(st.error(), req.request_id);
+    }
+  }
   HttpResponse out;
   if (refused) {
     out = std::move(*refused);

@@ -162,7 +162,7 @@ json::object ListedJson(const core::SandboxInfo& s) {
   o["envdVersion"] = kEnvdVersion;
   json::object lifecycle;
   lifecycle["onTimeout"] = s.auto_pause ? "pause" : "kill";
-  lifecycle["autoResume"] = false;
+  lifecycle["autoResume"] = s.auto_resume;
   o["lifecycle"] = std::move(lifecycle);
   return o;
 }
@@ -211,11 +211,9 @@ Result<HttpResponse> Create(const Deps& d, HttpRequest& req) {
     if (!r->is_object() || (on != nullptr && !on->is_bool())) {
       return Fail(Error::InvalidArgument("autoResume: {\"enabled\": <boolean>}"));
     }
-    if (on != nullptr && on->as_bool()) {
-      return Fail(Error::InvalidArgument(
-          "autoResume: resuming on traffic is not supported; resume with Sandbox.connect() "
-          "(docs/e2b.md)"));
-    }
+    // Its commands, files and envd traffic resume it while paused (SandboxLifecycle::
+    // WakeIfAutoResume); a backend that cannot pause refuses it at create.
+    cr.auto_resume = on != nullptr && on->as_bool();
   }
   if (const json::value* v = FieldOf(body, "volumeMounts");
       v && v->is_array() && !v->as_array().empty()) {
@@ -608,6 +606,11 @@ HttpResponse Traffic(const Deps& d, HttpRequest& req) {
   if (auto refused = TrafficRefusal(d, req)) return std::move(*refused);
   const std::string& id = req.Param("id");
   const int64_t port = *TrafficPort(req);
+  // A paused sandbox made with autoResume wakes for its traffic, which is then served.
+  if (Status st = d.manager->lifecycle().WakeIfAutoResume(core::kAnyOwner, id);
+      !st && st.error().code() != ErrorCode::kNotFound) {
+    return TrafficError(req, st.error());
+  }
   auto s = d.manager->lifecycle().Get(core::kAnyOwner, id);
   const bool running = s && s->state == core::SandboxState::kRunning;
   if (req.path == "/health" && req.method == "GET" && port == kEnvdPort) {

@@ -60,6 +60,8 @@ Result<core::CreateRequest> ParseCreate(std::string_view text) {
   if (network) req.network = *network;
   ASB_ASSIGN_OR_RETURN(auto auto_pause, body.Bool("auto_pause"));
   if (auto_pause) req.auto_pause = *auto_pause;
+  ASB_ASSIGN_OR_RETURN(auto auto_resume, body.Bool("auto_resume"));
+  if (auto_resume) req.auto_resume = *auto_resume;
   ASB_ASSIGN_OR_RETURN(auto backend, body.String("backend"));
   if (backend) {
     if (backend->empty()) return Fail(Error::InvalidArgument("backend: must not be empty"));
@@ -101,6 +103,7 @@ json::object SandboxJson(const core::SandboxInfo& s) {
   o["timeout_seconds"] = s.timeout_seconds;
   o["idle_timeout_seconds"] = s.idle_timeout_seconds;
   o["auto_pause"] = s.auto_pause;
+  o["auto_resume"] = s.auto_resume;
   if (s.paused_at_ms != 0) {
     o["paused_at"] = FormatRfc3339(s.paused_at_ms);
   } else {

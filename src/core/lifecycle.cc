@@ -136,7 +136,12 @@ Result<SandboxInfo> SandboxLifecycle::CreateWith(const std::string& owner, const
     return Fail(Error::InvalidArgument("auto_pause: the " + std::string(backend->name()) +
                                        " backend cannot pause sandboxes on this host"));
   }
+  if (req.auto_resume && !backend->Capabilities().pause) {
+    return Fail(Error::InvalidArgument("auto_resume: the " + std::string(backend->name()) +
+                                       " backend cannot pause sandboxes on this host"));
+  }
   info.auto_pause = req.auto_pause;
+  info.auto_resume = req.auto_resume;
   info.template_name = tmpl.name;
   info.env = tmpl.manifest.env;  // the template's environment; the request's own wins
   for (const auto& [k, v] : req.env) info.env[k] = v;

@@ -95,6 +95,11 @@ class SandboxLifecycle {
   /// running, e.g. already paused), kUnavailable (its backend cannot pause), kTimeout (a
   /// process would not stop; the sandbox was left running), kBackend.
   Result<SandboxInfo> Pause(const std::string& owner, const std::string& id);
+  /// Resumes paused sandbox `id` when it was made with auto_resume (a request that needs it
+  /// running arrived; E2B's autoResume), with its last TTL; nothing for any other sandbox.
+  /// Concurrent callers resume it once (the others find it running). Errors: those of Resume
+  /// but kConflict, and kNotFound only when the sandbox is unknown to `owner`.
+  Status WakeIfAutoResume(const std::string& owner, const std::string& id);
   /// Lets paused sandbox `id` continue where it stopped. Its TTL starts again from now:
   /// `timeout_seconds` when given (checked and clamped as SetTimeout does), else the TTL it last
   /// had. Errors: kNotFound, kConflict (not paused), kInvalidArgument, kBackend.

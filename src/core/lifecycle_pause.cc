@@ -93,6 +93,19 @@ Result<SandboxInfo> SandboxLifecycle::PauseLocked(Entry& e, std::string_view why
   return e.Snapshot();
 }
 
+Status SandboxLifecycle::WakeIfAutoResume(const std::string& owner, const std::string& id) {
+  auto entry = reg_.Find(owner, id);
+  if (!entry) return Fail(std::move(entry).error());
+  const SandboxInfo info = (*entry)->Snapshot();
+  if (info.state != SandboxState::kPaused || !info.auto_resume) return {};
+  auto resumed = Resume(owner, id, std::nullopt);
+  if (!resumed && resumed.error().code() != ErrorCode::kConflict) {
+    return Fail(std::move(resumed).error());
+  }
+  if (resumed) spdlog::info("sandbox_id={} resumed by a request (auto_resume)", id);
+  return {};
+}
+
 Result<SandboxInfo> SandboxLifecycle::Resume(const std::string& owner, const std::string& id,
                                              std::optional<int64_t> timeout_seconds) {
   const Limits& lim = reg_.cfg.limits;

@@ -60,6 +60,10 @@ struct CreateRequest {
   /// autoPause); it is then kept paused for paused_timeout_seconds. Needs a backend that can
   /// pause (kInvalidArgument otherwise).
   bool auto_pause = false;
+  /// While paused, a request that needs it running (exec, files, processes, ports, previews)
+  /// resumes it first instead of failing with 409 (E2B's autoResume). Needs a backend that can
+  /// pause (kInvalidArgument otherwise).
+  bool auto_resume = false;
   /// The isolation backend to run it on (GET /v1/backends lists them); "" = the server's
   /// default. kInvalidArgument for a name the server does not know, kUnavailable for one it
   /// knows but cannot run on this host.
@@ -100,7 +104,8 @@ struct SandboxInfo {
   /// When it was paused; 0 unless state is paused. While paused, expires_at_ms is when the
   /// reaper destroys it (paused_at_ms + paused_timeout_seconds).
   int64_t paused_at_ms = 0;
-  bool auto_pause = false;  // CreateRequest::auto_pause
+  bool auto_pause = false;   // CreateRequest::auto_pause
+  bool auto_resume = false;  // CreateRequest::auto_resume
   /// The snapshot its workspace came from last: set by a fork or a create from a snapshot, and
   /// by every rollback (seed B's meaning, which its SDK checks). Which of the two it was is
   /// kept apart below.
@@ -266,6 +271,7 @@ struct ForkRequest {
   /// Replaces the source's metadata (CreateRequest::metadata's limits).
   std::optional<std::map<std::string, std::string>> metadata{};
   std::optional<bool> auto_pause{};
+  std::optional<bool> auto_resume{};
 };
 
 /// A fork of a running sandbox (SnapshotService::ForkSandbox): how many children, and their

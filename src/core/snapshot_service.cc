@@ -568,6 +568,7 @@ Result<SandboxInfo> SnapshotService::ForkFrom(const SnapshotInfo& snap, const Fo
   for (const auto& [k, v] : req.env) cr.env[k] = v;
   cr.metadata = req.metadata.value_or(base.metadata);
   cr.auto_pause = req.auto_pause.value_or(base.auto_pause);
+  cr.auto_resume = req.auto_resume.value_or(base.auto_resume);
   cr.network = req.network.value_or(base.network);
 
   // Fast path: the new sandbox's workspace is a clone of the snapshot's image (a reflink where

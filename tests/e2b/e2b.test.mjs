@@ -482,8 +482,23 @@ test('pause, list by state, connect resumes; autoPause pauses at the timeout', {
     } finally {
       await s.kill();
     }
-    await assert.rejects(Sandbox.create({ lifecycle: { onTimeout: 'pause', autoResume: true } }),
-      /autoResume/);
+    // autoResume: a paused sandbox's commands and files resume it, and are served.
+    const wakes = await Sandbox.create({ lifecycle: { onTimeout: 'pause', autoResume: true } });
+    try {
+      assert.deepEqual((await wakes.getInfo()).lifecycle, { onTimeout: 'pause', autoResume: true });
+      await wakes.files.write('woke.txt', 'kept');
+      assert.equal(await wakes.pause(), true);
+      assert.equal((await wakes.getInfo()).state, 'paused');
+      const [a, b] = await Promise.all([wakes.commands.run('cat woke.txt'),
+        wakes.files.read('woke.txt')]);  // two at once resume it once
+      assert.equal(a.stdout, 'kept');
+      assert.equal(b, 'kept');
+      assert.equal((await wakes.getInfo()).state, 'running');
+      const v1 = await server.rest('GET', '/v1/sandboxes/' + wakes.sandboxId, undefined, keyA);
+      assert.equal(v1.json.auto_resume, true);
+    } finally {
+      await wakes.kill();
+    }
 
     const auto = await Sandbox.create({ timeoutMs: 1000, lifecycle: { onTimeout: 'pause' } });
     try {

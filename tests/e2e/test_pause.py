@@ -297,6 +297,41 @@ class PauseTest(ServerTestCase):
         self.assertEqual(r.status, 200, r)
         self.assertEqual(self.server.get_file(sid, "note.txt").body, b"still here\n")
 
+    def test_auto_resume_wakes_a_paused_sandbox_for_its_requests(self):
+        s = self.create(auto_resume=True)
+        sid = s["id"]
+        self.assertIs(s["auto_resume"], True)
+        self.server.put_file(sid, "note.txt", b"kept\n")
+        self.assertEqual(self.pause(sid).status, 200)
+        # What needs it running wakes it, then is served: several at once resume it once.
+        results = []
+
+        def call(i):
+            if i % 2:
+                results.append(self.server.run(sid, "cat note.txt")["stdout"])
+            else:
+                results.append(self.server.get_file(sid, "note.txt").body.decode())
+        threads = [threading.Thread(target=call, args=(i,)) for i in range(4)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(60)
+        self.assertEqual(results, ["kept\n"] * 4)
+        got = self.server.request("GET", "/v1/sandboxes/" + sid).json()
+        self.assertEqual((got["status"], got["paused_at"]), ("running", None))
+        events = self.server.request("GET", "/v1/events?sandbox_id=" + sid).json()["events"]
+        self.assertEqual(len([e for e in events if e["action"] == "sandbox.pause"]), 1)
+        # Reading its record, or pausing it again, is no traffic: it stays paused.
+        self.assertEqual(self.pause(sid).status, 200)
+        for _ in range(3):
+            self.assertEqual(self.server.request("GET", "/v1/sandboxes/" + sid).json()["status"],
+                             "paused")
+        # Without auto_resume a paused sandbox's commands answer 409, as before.
+        plain = self.create()["id"]
+        self.assertEqual(self.pause(plain).status, 200)
+        r = self.server.request("POST", "/v1/sandboxes/%s/exec" % plain, {"command": "true"})
+        self.assertEqual((r.status, r.json()["error"]["code"]), (409, "conflict"))
+
 
 class PausedTimeoutTest(ServerTestCase):
     SERVER_ENV = {"AGENT_SANDBOX_PAUSED_TIMEOUT_SECONDS": "2"}

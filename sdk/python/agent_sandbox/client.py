@@ -71,14 +71,16 @@ class SandboxClient:
     def create(self, template=None, cpus=None, memory_mb=None, pids_limit=None,
                workspace_mb=None, timeout_seconds=None, idle_timeout_seconds=None, env=None,
                network=None, idempotency_key=None, image=None, read_only_rootfs=None,
-               auto_pause=None, backend=None):
+               auto_pause=None, backend=None, auto_resume=None):
         """Creates and starts a sandbox (POST /v1/sandboxes); returns its Sandbox handle.
 
         template: name (default "base"); cpus: cores (float); memory_mb, workspace_mb: MiB;
         pids_limit: process cap; timeout_seconds: time to live; idle_timeout_seconds; env:
         dict of variables for every command; network: bool; auto_pause: True pauses the
         sandbox when its TTL or idle timeout passes instead of destroying it (resume() lets it
-        go on; the server destroys it after its paused timeout); backend: the isolation, "ns"
+        go on; the server destroys it after its paused timeout); auto_resume: True lets a
+        request to a paused sandbox (exec, files, processes, ports, code) resume it and be
+        served instead of raising 409; backend: the isolation, "ns"
         (Linux namespaces) or "microvm" (a VM with a kernel of its own), one that
         backends() lists (default: the server's). Omitted values take the
         server's defaults. idempotency_key: 1-255 printable ASCII characters sent as
@@ -100,7 +102,7 @@ class SandboxClient:
             ("memory_mb", memory_mb), ("pids_limit", pids_limit), ("workspace_mb", workspace_mb),
             ("timeout_seconds", timeout_seconds), ("idle_timeout_seconds", idle_timeout_seconds),
             ("env", env), ("network", network), ("read_only_rootfs", read_only_rootfs),
-            ("auto_pause", auto_pause), ("backend", backend))
+            ("auto_pause", auto_pause), ("auto_resume", auto_resume), ("backend", backend))
             if v is not None}
         headers = {"Idempotency-Key": idempotency_key} if idempotency_key is not None else None
         return Sandbox(self, self._transport.json("POST", "/v1/sandboxes", json_body=body,

@@ -319,6 +319,7 @@ class SandboxInfo:
     owner: Optional[str] = None  # the key lineage that made it; only in an admin key's list()
     error_message: Optional[str] = None
     auto_pause: bool = False  # its TTL or idle timeout pauses it instead of destroying it
+    auto_resume: bool = False  # while paused, a request that needs it running resumes it
     paused_at: Optional[str] = None  # when it was paused; None unless status is "paused"
     raw: Dict = field(default_factory=dict, repr=False)
 

@@ -72,6 +72,7 @@ export class Sandbox {
       ["network", "network"],
       ["readOnlyRootfs", "read_only_rootfs"],
       ["autoPause", "auto_pause"],
+      ["autoResume", "auto_resume"],
       ["backend", "backend"],
     ];
     for (const [k, wire] of map) if (options[k] !== undefined) body[wire] = options[k];

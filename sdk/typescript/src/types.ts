@@ -38,6 +38,8 @@ export interface SandboxInfo {
   owner?: string;
   /** Its TTL or idle timeout pauses it instead of destroying it (CreateOptions.autoPause). */
   autoPause: boolean;
+  /** While paused, a request that needs it running resumes it (CreateOptions.autoResume). */
+  autoResume: boolean;
   /** When it was paused; null unless status is "paused". */
   pausedAt: string | null;
   errorMessage?: string;
@@ -84,6 +86,11 @@ export interface CreateOptions {
    * SandboxAPIError 400 when the server's backend cannot pause.
    */
   autoPause?: boolean;
+  /**
+   * While paused, a request that needs it running (exec, files, processes, ports, code)
+   * resumes it and is then served instead of answering 409 (default false).
+   */
+  autoResume?: boolean;
   /**
    * Sent as Idempotency-Key (1-255 printable ASCII): a retry with the same key returns the same
    * sandbox instead of making a second one; the key with other options is 409 conflict.
@@ -321,6 +328,7 @@ export function sandboxInfo(o: any): SandboxInfo {
       ? { snapshotId: o.last_rollback.snapshot_id, at: o.last_rollback.at }
       : null,
     autoPause: o.auto_pause ?? false,
+    autoResume: o.auto_resume ?? false,
     pausedAt: o.paused_at ?? null,
     raw: { ...o },
   };
