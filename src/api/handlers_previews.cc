@@ -137,6 +137,14 @@ Result<HttpResponse> Revoke(const Deps& d, HttpRequest& req) {
   return r;
 }
 
+// A paused sandbox made with auto_resume wakes for its port's traffic (after the token check):
+// the request is then proxied. A sandbox gone meanwhile is the proxy's to report.
+Status WakeForTraffic(const Deps& d, const std::string& owner, const std::string& id) {
+  Status st = d.sandboxes->WakeIfAutoResume(owner, id);
+  if (!st && st.error().code() != ErrorCode::kNotFound) return st;
+  return {};
+}
+
 // A request on a preview host: {id} and {port} come from the Host header.
 Result<HttpResponse> Serve(const Deps& d, HttpRequest& req) {
   ASB_ASSIGN_OR_RETURN(std::string id, SandboxIdParam(req));
@@ -163,6 +171,7 @@ Result<HttpResponse> Serve(const Deps& d, HttpRequest& req) {
     }
     auto s = d.sandboxes->Get(core::kAnyOwner, id);
     if (!s) return Fail(Error::Unauthenticated(kBadToken));  // a token outlives no sandbox
+    ASB_TRY(WakeForTraffic(d, s->owner, id));
     return ProxyToPort(*d.network, s->owner, id, port, req, up, d.proxy);
   }
   if (!from_query && from_cookies.empty()) {
@@ -206,6 +215,7 @@ Result<HttpResponse> Serve(const Deps& d, HttpRequest& req) {
     return r;
   }
   // The token's owner: a tenant's token reaches only that tenant's sandbox.
+  ASB_TRY(WakeForTraffic(d, rec->owner, id));
   return ProxyToPort(*d.network, rec->owner, id, port, req, up, d.proxy);
 }
 

@@ -76,6 +76,7 @@ struct CreateFlags {
   std::vector<std::string> env;
   bool network = false;
   bool auto_pause = false;
+  bool auto_resume = false;
   bool json = false;
   std::string idempotency_key;
 };
@@ -98,6 +99,7 @@ int Create(const CreateFlags& f) {
   if (f.timeout) body["timeout_seconds"] = *f.timeout;
   if (f.idle_timeout) body["idle_timeout_seconds"] = *f.idle_timeout;
   if (f.auto_pause) body["auto_pause"] = true;
+  if (f.auto_resume) body["auto_resume"] = true;
   if (f.network) body["network"] = true;
   if (!f.env.empty()) {
     auto env = ParseEnvAssignments(f.env);
@@ -470,6 +472,8 @@ void RegisterClientCommands(CLI::App& app) {
     sub->add_flag("--network", f->network, "Outbound network through the server (ADR 0013)");
     sub->add_flag("--auto-pause", f->auto_pause,
                   "Pause it instead of destroying it when its TTL or idle timeout passes");
+    sub->add_flag("--auto-resume", f->auto_resume,
+                  "While paused, its commands, files and ports resume it instead of failing");
     // One value per -e (docker's habit): `create -e K=V --json` and `-e K=V -e J=W` both work.
     sub->add_option("-e,--env", f->env, "K=V for every command (repeatable)")
         ->allow_extra_args(false);

@@ -393,6 +393,10 @@ class CliTest(ServerTestCase):
         sid = created["id"]
         self._created.append(sid)
         self.assertIs(created["auto_pause"], True)
+        woke = self.cli("create", "--auto-resume", "--json")
+        self.assertEqual(woke.returncode, 0, woke.stderr)
+        self._created.append(json.loads(woke.stdout)["id"])
+        self.assertIs(json.loads(woke.stdout)["auto_resume"], True)
         p = self.cli("pause", sid)
         self.assertEqual(p.returncode, 0, p.stderr)
         self.assertEqual(p.stdout.decode().strip(), sid)

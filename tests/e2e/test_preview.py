@@ -329,6 +329,37 @@ class PreviewTest(harness.ServerTestCase):
         self.assertError(self.on_host("0-%s.%s" % (self.a.replace("_", "-"), self.domain),
                                       "GET", "/"), 400, "invalid_request")
 
+    def test_a_paused_auto_resume_sandbox_wakes_for_its_preview_and_port_traffic(self):
+        s = self.server
+        r = s.request("POST", "/v1/sandboxes", {"auto_resume": True}, headers=bearer(self.tenant))
+        self.assertEqual(r.status, 201, r)
+        sid = r.json()["id"]
+        try:
+            self.assertEqual(s.put_file(sid, "/workspace/w/index.html", b"awake\n").status, 200)
+            s.run(sid, "cd /workspace/w && setsid python3 -m http.server --bind 127.0.0.1 8002 "
+                       ">/dev/null 2>&1 &")
+            deadline = time.time() + 15
+            while s.request("GET", "/v1/sandboxes/%s/ports/8002/" % sid,
+                            check=False).status != 200 and time.time() < deadline:
+                time.sleep(0.1)
+            p = self.preview(sid, port=8002)
+            host = self.host_of(sid, 8002)
+            for wake in ("preview", "port"):
+                r = s.request("POST", "/v1/sandboxes/%s/pause" % sid, {},
+                              headers=bearer(self.tenant))
+                self.assertEqual(r.status, 200, r)
+                if wake == "preview":
+                    r = self.on_host(host, "GET", "/", {"Cookie": "_asb_preview_token=" +
+                                                        p["token"]})
+                else:
+                    r = s.request("GET", "/v1/sandboxes/%s/ports/8002/" % sid,
+                                  headers=bearer(self.tenant))
+                self.assertEqual((r.status, r.body), (200, b"awake\n"), (wake, r))
+                got = s.request("GET", "/v1/sandboxes/" + sid, headers=bearer(self.tenant))
+                self.assertEqual(got.json()["status"], "running", wake)
+        finally:
+            s.request("DELETE", "/v1/sandboxes/" + sid, check=False)
+
     def test_ttl_is_bounded_and_an_expired_token_fails(self):
         p = self.preview(self.a, ttl_seconds=MAX_TTL)  # exactly the maximum
         life = harness.parse_time(p["expires_at"]) - harness.parse_time(p["created_at"])
