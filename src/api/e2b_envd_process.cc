@@ -12,6 +12,7 @@
 
 #include "api/e2b_connect.h"
 #include "api/e2b_envd.h"
+#include "api/errors.h"  // ForClient: what the client would be told
 #include "api/text.h"
 #include "core/sandbox_manager.h"
 
@@ -151,6 +152,10 @@ class ProcessEventBody final : public StreamBody {
 
   Chunk Poll() override {
     Chunk out;
+    if (abort_) {  // the sandbox went away (Handle): no end-of-stream, as a dropped envd
+      out.abort = true;
+      return out;
+    }
     if (done_) {
       out.done = true;
       return out;
@@ -159,10 +164,14 @@ class ProcessEventBody final : public StreamBody {
       out.data = StartEvent(pid_);
       started_ = true;
     }
-    while (out.data.size() < kMaxPollBytes && !done_) {
+    while (out.data.size() < kMaxPollBytes && !done_ && !abort_) {
       std::optional<core::StreamEvent> ev = attach_.events->TryNext();
       if (!ev) break;
       Handle(*ev, &out.data);
+    }
+    if (abort_) {  // what was gathered before it goes out first; the abort on the next poll
+      out.abort = out.data.empty();
+      return out;
     }
     const int64_t now = SteadyMs();
     if (!done_ && deadline_ms_ != 0 && now >= deadline_ms_) {
@@ -229,8 +238,17 @@ class ProcessEventBody final : public StreamBody {
         break;
       case Kind::kError: {
         Error e = ev.error ? *ev.error : Error::Backend("the process's stream failed");
-        *out += ConnectEndStream(&e);
-        done_ = true;
+        // The sandbox's connection ended (it was killed, or reached its TTL) or the host
+        // failed: in E2B the VM's envd is gone and the connection drops mid-stream, which the
+        // SDKs tell apart by probing /health (502 for a sandbox that no longer runs) and
+        // report as "killed or reached its end of life" (a running one: the drop itself). An
+        // end-of-stream error here would read as the sandbox's timeout instead.
+        if (ConnectCodeOf(ForClient(e).code) == "unavailable") {
+          abort_ = true;
+        } else {
+          *out += ConnectEndStream(&e);
+          done_ = true;
+        }
         break;
       }
     }
@@ -244,6 +262,7 @@ class ProcessEventBody final : public StreamBody {
   int64_t last_emit_ms_;
   bool started_ = false;
   bool done_ = false;
+  bool abort_ = false;  // the sandbox went away: end the response as a dropped envd would
 };
 
 Result<HttpResponse> Start(const EnvdCall& c, HttpRequest& req) {

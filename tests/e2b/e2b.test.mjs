@@ -139,6 +139,18 @@ test('a command past its timeoutMs is killed', { skip }, async () => {
   assert.deepEqual(left, []);
 });
 
+test('a sandbox killed during commands.run ends it as E2B says: killed or end of life', { skip },
+  async () => {
+    const doomed = await Sandbox.create();
+    const running = doomed.commands.run('echo started; sleep 60', { onStdout: () => {} });
+    const outcome = running.then(() => null, (e) => e);
+    await new Promise((r) => setTimeout(r, 500));
+    await doomed.kill();
+    const e = await outcome;
+    assert.ok(e instanceof TimeoutError, String(e));
+    assert.match(e.message, /killed or reached its end of life/);
+  });
+
 test('background commands: list, connect, stdin, kill', { skip }, async () => {
   const bg = await sbx.commands.run('for i in $(seq 1 600); do echo tick$i; sleep 0.1; done',
     { background: true, timeoutMs: 0 });
