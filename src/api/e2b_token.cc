@@ -8,6 +8,7 @@
 
 #include <cerrno>
 
+#include "api/text.h"
 #include "common/ids.h"
 #include "common/unique_fd.h"
 
@@ -96,6 +97,29 @@ std::string E2bTrafficToken(std::string_view secret, std::string_view sandbox_id
 bool CheckE2bTrafficToken(std::string_view secret, std::string_view sandbox_id,
                           std::string_view token) {
   return CheckE2bAccessToken(secret, TrafficMessage(sandbox_id), token);
+}
+
+bool CheckE2bFileSignature(std::string_view secret, std::string_view sandbox_id,
+                           const E2bFileSignature& sig, int64_t now_s) {
+  if (secret.empty() || sig.signature.size() > 128) return false;
+  std::string raw = std::string(sig.path) + ":" + std::string(sig.operation) + ":" +
+                    std::string(sig.user) + ":" + E2bAccessToken(secret, sandbox_id);
+  if (!sig.expiration.empty()) {
+    int64_t at = 0;
+    for (char c : sig.expiration) {
+      if (c < '0' || c > '9' || at > (int64_t{1} << 40)) return false;
+      at = at * 10 + (c - '0');
+    }
+    if (at < now_s) return false;
+    raw += ":" + std::string(sig.expiration);
+  }
+  unsigned char digest[EVP_MAX_MD_SIZE];
+  unsigned int len = 0;
+  if (EVP_Digest(raw.data(), raw.size(), digest, &len, EVP_sha256(), nullptr) != 1) return false;
+  std::string want = "v1_" + Base64Encode(std::string_view(reinterpret_cast<char*>(digest), len));
+  while (!want.empty() && want.back() == '=') want.pop_back();
+  return sig.signature.size() == want.size() &&
+         CRYPTO_memcmp(sig.signature.data(), want.data(), want.size()) == 0;
 }
 
 }  // namespace asb::api

@@ -7,6 +7,7 @@
 // token at the next start.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <string_view>
 
@@ -38,5 +39,19 @@ std::string E2bTrafficToken(std::string_view secret, std::string_view sandbox_id
 /// Whether `token` is the traffic token of `sandbox_id` (constant-time compare).
 bool CheckE2bTrafficToken(std::string_view secret, std::string_view sandbox_id,
                           std::string_view token);
+
+/// The parts of an E2B signed file URL (sandbox.downloadUrl / uploadUrl): its query's `path`,
+/// the operation ("read" for GET, "write" for POST), `username` ("" when absent), `signature`
+/// and `signature_expiration` ("" when absent).
+struct E2bFileSignature {
+  std::string_view path, operation, user, signature, expiration;
+};
+
+/// Whether `sig` is E2B's signature for sandbox `sandbox_id`: "v1_" + the unpadded standard
+/// base64 of SHA-256("path:operation:user:<its access token>[:expiration]"), as the SDKs make it
+/// (e2b's getSignature), with an expiration (Unix seconds) not before `now_s`. Constant-time
+/// compare; false for an empty secret.
+bool CheckE2bFileSignature(std::string_view secret, std::string_view sandbox_id,
+                           const E2bFileSignature& sig, int64_t now_s);
 
 }  // namespace asb::api

@@ -576,6 +576,41 @@ bool TrafficTokenOpens(const HttpRequest& req) {
   return req.path == "/contexts" || req.path.rfind("/contexts/", 0) == 0;
 }
 
+// Whether `req` is envd's file route opened by a signed URL of sandbox `id` (downloadUrl for
+// GET, uploadUrl for POST; e2b_token.h): no header then, the signature in the query.
+bool SignedFileUrl(const Deps& d, const HttpRequest& req, const std::string& id) {
+  if (req.path != "/files" || (req.method != "GET" && req.method != "POST")) return false;
+  const std::string* signature = req.Query("signature");
+  if (signature == nullptr || !IsValidId(id, "sb_")) return false;
+  auto q = [&](const char* name) -> std::string_view {
+    const std::string* v = req.Query(name);
+    return v == nullptr ? std::string_view() : std::string_view(*v);
+  };
+  E2bFileSignature sig;
+  sig.path = q("path");
+  sig.operation = req.method == "GET" ? "read" : "write";
+  sig.user = q("username");
+  sig.signature = *signature;
+  sig.expiration = q("signature_expiration");
+  return CheckE2bFileSignature(d.secret, id, sig, NowMs() / 1000);
+}
+
+// The sandbox whose signed URL `req` is, when it names none (E2B_SANDBOX_URL points at this
+// server, so the SDK's URL is <server>/files?...): the signature binds the URL to one
+// sandbox's access token, so at most one running sandbox verifies it. "" when none does.
+std::string SandboxOfSignedUrl(const Deps& d, const HttpRequest& req) {
+  if (req.Query("signature") == nullptr) return "";
+  auto all = d.manager->lifecycle().List(core::kAnyOwner);
+  if (!all) return "";
+  for (const core::SandboxInfo& s : *all) {
+    if (s.state != core::SandboxState::kRunning && s.state != core::SandboxState::kPaused) {
+      continue;
+    }
+    if (SignedFileUrl(d, req, s.id)) return s.id;
+  }
+  return "";
+}
+
 // The token check of sandbox traffic, from the head alone: it is the route's HeadGate too, so
 // that nobody without a token makes the server read a body (ADR 0014, round 3). Without a valid
 // token a caller learns nothing, not even whether the sandbox exists. envd takes only the
@@ -591,7 +626,8 @@ std::optional<HttpResponse> TrafficRefusal(const Deps& d, const HttpRequest& req
   const std::string_view access = req.Header("x-access-token");
   const std::string_view traffic = req.Header("e2b-traffic-access-token");
   const bool token_ok =
-      IsValidId(id, "sb_") && (CheckE2bAccessToken(d.secret, id, access) ||
+      IsValidId(id, "sb_") && ((*port == kEnvdPort && SignedFileUrl(d, req, id)) ||
+                               CheckE2bAccessToken(d.secret, id, access) ||
                                (*port == kCodeInterpreterPort && TrafficTokenOpens(req) &&
                                 CheckE2bTrafficToken(d.secret, id, traffic)));
   if (!token_ok) {
@@ -723,6 +759,29 @@ void AddE2bRoutes(Router& router, ApiContext& ctx) {
         return true;
       },
       [d](HttpRequest& req) { return Traffic(*d, req); }, traffic);
+
+  // envd's file route under E2B_SANDBOX_URL with no E2B header: a signed URL (downloadUrl,
+  // uploadUrl) names its sandbox only through its signature.
+  RouteOptions signed_files = traffic;
+  signed_files.gate = [d](const HttpRequest& req) -> std::optional<HttpResponse> {
+    if (!SandboxOfSignedUrl(*d, req).empty()) return std::nullopt;
+    return E2bHttpError(Error::Unauthenticated(
+        "invalid, expired or missing signature for this file URL (sandbox.downloadUrl / "
+        "uploadUrl make one)"));
+  };
+  auto signed_file = [d](HttpRequest& req) -> HttpResponse {
+    const std::string id = SandboxOfSignedUrl(*d, req);
+    if (id.empty()) {
+      return E2bHttpError(Error::Unauthenticated(
+          "invalid, expired or missing signature for this file URL (sandbox.downloadUrl / "
+          "uploadUrl make one)"));
+    }
+    req.params["id"] = id;
+    req.params["port"] = std::to_string(kEnvdPort);
+    return Traffic(*d, req);
+  };
+  router.Add("GET", "/files", signed_file, signed_files);
+  router.Add("POST", "/files", signed_file, signed_files);
 
   auto create = E2bWrap([d](HttpRequest& req) { return Create(*d, req); });
   router.Add("POST", "/sandboxes", create);

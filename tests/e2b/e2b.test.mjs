@@ -329,6 +329,45 @@ test('CreateWatcher, GetWatcherEvents, RemoveWatcher (the Python SDK\'s watch) a
     assert.equal(JSON.parse((await unary('GetWatcherEvents', {})).text).code, 'invalid_argument');
   });
 
+test('signed file URLs: downloadUrl and uploadUrl work with no header; a bad one is 401', { skip },
+  async () => {
+    await sbx.files.write('signed.txt', 'signed content');
+    // E2B_SANDBOX_URL points here, so the URL names no sandbox: its signature does.
+    const down = await sbx.downloadUrl('signed.txt');
+    assert.ok(down.startsWith(server.url + '/files?'), down);
+    let r = await fetch(down);
+    assert.equal(r.status, 200);
+    assert.equal(await r.text(), 'signed content');
+    const expiring = await sbx.downloadUrl('signed.txt', { useSignatureExpiration: 60 });
+    assert.equal(await (await fetch(expiring)).text(), 'signed content');
+    const up = await sbx.uploadUrl('uploaded.txt');
+    const form = new FormData();
+    form.append('file', new Blob(['via a signed url']), 'uploaded.txt');
+    r = await fetch(up, { method: 'POST', body: form });
+    assert.equal(r.status, 200, await r.text());
+    assert.equal(await sbx.files.read('uploaded.txt'), 'via a signed url');
+    // The host form (<port>-<id>.<domain>) takes the same signature.
+    const u = new URL(down);
+    const status = await new Promise((resolve, reject) => {
+      http.get({ host: '127.0.0.1', port: u.port, path: '/files' + u.search,
+        headers: { Host: `49983-${sbx.sandboxId}.localhost:${u.port}` } },
+      (res) => { res.resume(); res.on('end', () => resolve(res.statusCode)); }).on('error', reject);
+    });
+    assert.equal(status, 200);
+    // A forged, altered, expired or wrong-operation signature opens nothing.
+    const bad = [
+      down.replace(/signature=[^&]+/, 'signature=v1_' + 'A'.repeat(43)),
+      down.replace('signed.txt', 'uploaded.txt'),
+      expiring.replace(/signature_expiration=\d+/, 'signature_expiration=1000'),
+      up,  // a write signature used for a read
+      server.url + '/files?path=signed.txt',
+    ];
+    for (const url of bad) {
+      r = await fetch(url);
+      assert.equal(r.status, 401, url);
+    }
+  });
+
 test('a symlink never leads a file call out of the sandbox', { skip }, async () => {
   await sbx.commands.run('ln -sf /etc /workspace/etc-link; ln -sf / /workspace/root-link');
   // A read through it is refused or shows the sandbox's own /etc, never the host's.

@@ -47,7 +47,7 @@ class DocumentTest(unittest.TestCase):
         # E2B's control plane (docs/e2b.md) is another product's API, kept to its own
         # document; seed A's /exec routes are in this one (tag "seed A"), /exec/ being the
         # list's alias.
-        foreign = ("/sandboxes", "/v2/sandboxes", "/snapshots", "/templates/")
+        foreign = ("/sandboxes", "/v2/sandboxes", "/snapshots", "/templates/", "/files")
         missing = sorted((m, p) for m, p in routes
                          if not p.startswith(foreign) and p != "/exec/"
                          and m.lower() not in doc["paths"].get(p, {}))
