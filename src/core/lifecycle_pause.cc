@@ -96,8 +96,11 @@ Result<SandboxInfo> SandboxLifecycle::PauseLocked(Entry& e, std::string_view why
 Status SandboxLifecycle::WakeIfAutoResume(const std::string& owner, const std::string& id) {
   auto entry = reg_.Find(owner, id);
   if (!entry) return Fail(std::move(entry).error());
-  const SandboxInfo info = (*entry)->Snapshot();
-  if (info.state != SandboxState::kPaused || !info.auto_resume) return {};
+  {
+    // On every exec and file call: two fields under the lock, not a copy of the record.
+    std::lock_guard l((*entry)->info_mu);
+    if ((*entry)->info.state != SandboxState::kPaused || !(*entry)->info.auto_resume) return {};
+  }
   auto resumed = Resume(owner, id, std::nullopt);
   if (!resumed && resumed.error().code() != ErrorCode::kConflict) {
     return Fail(std::move(resumed).error());

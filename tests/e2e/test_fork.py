@@ -8,9 +8,8 @@ one tenant cannot fork another's sandbox.
 """
 import os
 import time
-import unittest
 
-from harness import Server, ServerTestCase, main, missing_prerequisite
+from harness import ServerTestCase, main
 
 ADMIN_KEY = "asb_" + os.urandom(24).hex()
 
@@ -133,27 +132,19 @@ class ForkTest(ServerTestCase):
         self.assertEqual(sorted(on_disk), sorted(x["id"] for x in listed))
 
 
-class ForkTenancyTest(unittest.TestCase):
+class ForkTenancyTest(ServerTestCase):
     """With keys: a tenant forks only its own sandboxes, its children are its own, and a key's
     own sandbox quota bounds a fork's children as it bounds creates."""
-
-    @classmethod
-    def setUpClass(cls):
-        reason = missing_prerequisite()
-        if reason:
-            raise unittest.SkipTest(reason)
-        cls.server = Server({"AGENT_SANDBOX_API_KEYS": ADMIN_KEY}, api_key=ADMIN_KEY)
-        try:
-            cls.server.start()
-        except Exception:
-            cls.server.close()
-            raise
+    SERVER_ENV = {"AGENT_SANDBOX_API_KEYS": ADMIN_KEY}
+    API_KEY = ADMIN_KEY
 
     @classmethod
     def tearDownClass(cls):
-        for x in cls.server.request("GET", "/v1/sandboxes", check=False).json()["sandboxes"]:
-            cls.server.request("DELETE", "/v1/sandboxes/" + x["id"], check=False)
-        cls.server.close()
+        # The tenants' sandboxes (made with their keys, so not registered by create()).
+        if cls.server:
+            for x in cls.server.request("GET", "/v1/sandboxes", check=False).json()["sandboxes"]:
+                cls.server.request("DELETE", "/v1/sandboxes/" + x["id"], check=False)
+        super().tearDownClass()
 
     def key(self, **spec):
         spec.setdefault("name", "fork-%s" % os.urandom(3).hex())
