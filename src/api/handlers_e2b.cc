@@ -103,16 +103,14 @@ Result<int64_t> PageLimit(const HttpRequest& req) {
   return static_cast<int64_t>(n);
 }
 
-// E2B's memory switches (pause/connect/resume `memory`, create's `autoPauseMemory`): a pause here
-// is a freeze, so it always keeps the memory; false (a files-only pause, a reboot on resume) or a
-// value of another type is refused, never ignored. `what` says what false would have asked for.
-Status RequireMemoryKept(const json::object& body, std::string_view field, std::string_view what) {
+// E2B's memory switches (pause's and connect's `memory`, create's `autoPauseMemory`): true or
+// absent keeps the memory (a freeze; a resume where it stopped), false keeps only the files (a
+// files-only pause; a resume by a reboot). Another type is refused, never ignored.
+Result<bool> MemorySwitch(const json::object& body, std::string_view field) {
   const json::value* m = FieldOf(body, field);
-  if (m == nullptr || (m->is_bool() && m->as_bool())) return {};
-  return Fail(Error::InvalidArgument(std::string(field) +
-                                     ": only true (or absent): " + std::string(what) +
-                                     " is not supported; a pause here always keeps the memory "
-                                     "(docs/e2b.md)"));
+  if (m == nullptr || m->is_null()) return true;
+  if (!m->is_bool()) return Fail(Error::InvalidArgument(std::string(field) + ": a boolean"));
+  return m->as_bool();
 }
 
 json::object MetadataJson(const core::SandboxInfo& s) {
@@ -193,8 +191,8 @@ Result<HttpResponse> Create(const Deps& d, HttpRequest& req) {
     if (!p->is_bool()) return Fail(Error::InvalidArgument("autoPause: a boolean"));
     cr.auto_pause = p->as_bool();
   }
-  // What would change a sandbox's behaviour and we cannot honour is refused, never ignored.
-  ASB_TRY(RequireMemoryKept(body, "autoPauseMemory", "an auto-pause that keeps only the files"));
+  // onTimeout: {action: 'pause', keepMemory: false}: the auto-pause keeps only the files.
+  ASB_ASSIGN_OR_RETURN(cr.auto_pause_keep_memory, MemorySwitch(body, "autoPauseMemory"));
   // The SDKs send secure: true unless told otherwise. false asks for an envd that takes calls
   // without the envdAccessToken: anyone who learns a sandbox's id could then run commands in
   // it, which no tenant of a shared server may allow (ADR 0023), so it is refused.
@@ -459,14 +457,14 @@ Result<HttpResponse> List(const Deps& d, HttpRequest& req, bool paged) {
 // E2B resumes a paused sandbox with a TTL of 300 s when the request names none.
 constexpr int64_t kResumeTimeoutDefault = 300;
 
-// Resumes paused sandbox `s` (connect and resume): 201 with the Sandbox. `memory: false` asks
-// for a cold boot from the disk alone, which a freeze-based pause cannot give: refused.
+// Resumes paused sandbox `s` (connect and resume): 201 with the Sandbox. `memory: false`
+// (connect's `onResume: 'reboot'`) starts it afresh from its files: no process survives.
 Result<HttpResponse> ResumePaused(const Deps& d, HttpRequest& req, const json::object& body,
                                   const core::SandboxInfo& s, std::optional<int64_t> timeout) {
-  ASB_TRY(RequireMemoryKept(body, "memory", "a resume by a reboot"));
-  ASB_ASSIGN_OR_RETURN(
-      core::SandboxInfo resumed,
-      d.manager->lifecycle().Resume(OwnerOf(req), s.id, timeout.value_or(kResumeTimeoutDefault)));
+  ASB_ASSIGN_OR_RETURN(const bool memory, MemorySwitch(body, "memory"));
+  ASB_ASSIGN_OR_RETURN(core::SandboxInfo resumed,
+                       d.manager->lifecycle().Resume(
+                           OwnerOf(req), s.id, timeout.value_or(kResumeTimeoutDefault), memory));
   HttpResponse r = JsonResponse(201, json::serialize(SandboxJson(d, resumed)));
   r.sandbox_id = s.id;
   return r;
@@ -822,10 +820,11 @@ void AddE2bRoutes(Router& router, ApiContext& ctx) {
   router.Add("POST", "/sandboxes/{id}/pause",
              E2bWrap([d](HttpRequest& req) -> Result<HttpResponse> {
                ASB_ASSIGN_OR_RETURN(json::object body, JsonObject(req.body));
-               ASB_TRY(RequireMemoryKept(body, "memory", "a pause that keeps only the files"));
+               // keepMemory: false keeps only the files (SandboxLifecycle::Pause).
+               ASB_ASSIGN_OR_RETURN(const bool memory, MemorySwitch(body, "memory"));
                ASB_ASSIGN_OR_RETURN(core::SandboxInfo s, CallersSandbox(*d, req));
                // Already paused: 409, which the SDK's pause() answers as false.
-               ASB_TRY(d->manager->lifecycle().Pause(OwnerOf(req), s.id));
+               ASB_TRY(d->manager->lifecycle().Pause(OwnerOf(req), s.id, memory));
                HttpResponse r = NoContent();
                r.sandbox_id = s.id;
                return r;

@@ -60,6 +60,8 @@ Result<core::CreateRequest> ParseCreate(std::string_view text) {
   if (network) req.network = *network;
   ASB_ASSIGN_OR_RETURN(auto auto_pause, body.Bool("auto_pause"));
   if (auto_pause) req.auto_pause = *auto_pause;
+  ASB_ASSIGN_OR_RETURN(auto keep_memory, body.Bool("auto_pause_keep_memory"));
+  if (keep_memory) req.auto_pause_keep_memory = *keep_memory;
   ASB_ASSIGN_OR_RETURN(auto auto_resume, body.Bool("auto_resume"));
   if (auto_resume) req.auto_resume = *auto_resume;
   ASB_ASSIGN_OR_RETURN(auto backend, body.String("backend"));
@@ -103,11 +105,19 @@ json::object SandboxJson(const core::SandboxInfo& s) {
   o["timeout_seconds"] = s.timeout_seconds;
   o["idle_timeout_seconds"] = s.idle_timeout_seconds;
   o["auto_pause"] = s.auto_pause;
+  o["auto_pause_keep_memory"] = s.auto_pause_keep_memory;
   o["auto_resume"] = s.auto_resume;
   if (s.paused_at_ms != 0) {
     o["paused_at"] = FormatRfc3339(s.paused_at_ms);
   } else {
     o["paused_at"] = nullptr;
+  }
+  // Whether its pause kept the memory (resume continues) or only the files (resume starts
+  // afresh); null unless paused.
+  if (s.state == core::SandboxState::kPaused) {
+    o["paused_memory"] = !s.paused_workspace_snapshot_id.has_value();
+  } else {
+    o["paused_memory"] = nullptr;
   }
   if (s.source_snapshot_id) {
     o["source_snapshot_id"] = *s.source_snapshot_id;
@@ -224,8 +234,11 @@ void AddSandboxRoutes(Router& router, ApiContext& ctx) {
              Wrap([m](HttpRequest& req) -> Result<HttpResponse> {
                ASB_ASSIGN_OR_RETURN(std::string id, SandboxIdParam(req));
                ASB_ASSIGN_OR_RETURN(JsonBody body, JsonBody::Parse(req.body));
-               ASB_TRY(body.Finish());  // no fields; an unknown one is refused, not ignored
-               ASB_ASSIGN_OR_RETURN(core::SandboxInfo s, m->Pause(OwnerOf(req), id));
+               // memory: false keeps only the files (SandboxLifecycle::Pause).
+               ASB_ASSIGN_OR_RETURN(std::optional<bool> memory, body.Bool("memory"));
+               ASB_TRY(body.Finish());  // an unknown field is refused, not ignored
+               ASB_ASSIGN_OR_RETURN(core::SandboxInfo s,
+                                    m->Pause(OwnerOf(req), id, memory.value_or(true)));
                return SandboxResponse(200, s);
              }));
 
@@ -234,8 +247,11 @@ void AddSandboxRoutes(Router& router, ApiContext& ctx) {
                ASB_ASSIGN_OR_RETURN(std::string id, SandboxIdParam(req));
                ASB_ASSIGN_OR_RETURN(JsonBody body, JsonBody::Parse(req.body));
                ASB_ASSIGN_OR_RETURN(auto secs, body.Integer("timeout_seconds", kMinInt, kMaxInt));
+               // memory: false resumes by a reboot (SandboxLifecycle::Resume).
+               ASB_ASSIGN_OR_RETURN(std::optional<bool> memory, body.Bool("memory"));
                ASB_TRY(body.Finish());
-               ASB_ASSIGN_OR_RETURN(core::SandboxInfo s, m->Resume(OwnerOf(req), id, secs));
+               ASB_ASSIGN_OR_RETURN(core::SandboxInfo s,
+                                    m->Resume(OwnerOf(req), id, secs, memory.value_or(true)));
                return SandboxResponse(200, s);
              }));
 }

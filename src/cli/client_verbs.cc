@@ -10,8 +10,8 @@
 //   exec -it ID -- CMD                          an interactive terminal (exec_tty.h)
 //   rm ID...                                    destroys sandboxes
 //   timeout ID SECONDS                          sets a new TTL from now
-//   pause ID...                                 pauses sandboxes (ADR 0024): prints each id
-//   resume [--timeout S] ID...                  resumes them: prints each id and new expires_at
+//   pause [--keep-memory=false] ID...           pauses sandboxes (ADR 0024): prints each id
+//   resume [--timeout S] [--keep-memory=false] ID...  resumes them: each id and new expires_at
 //   exec -d [--tag T] [--stdin] [--tty] ID -- CMD   starts a background process, prints its pid
 //   ps [--json] ID                              the sandbox's background processes
 //   attach [--replay BYTES] ID PID              follows a process's output; exits with its code
@@ -76,6 +76,7 @@ struct CreateFlags {
   std::vector<std::string> env;
   bool network = false;
   bool auto_pause = false;
+  bool auto_pause_keep_memory = true;
   bool auto_resume = false;
   bool json = false;
   std::string idempotency_key;
@@ -99,6 +100,7 @@ int Create(const CreateFlags& f) {
   if (f.timeout) body["timeout_seconds"] = *f.timeout;
   if (f.idle_timeout) body["idle_timeout_seconds"] = *f.idle_timeout;
   if (f.auto_pause) body["auto_pause"] = true;
+  if (!f.auto_pause_keep_memory) body["auto_pause_keep_memory"] = false;
   if (f.auto_resume) body["auto_resume"] = true;
   if (f.network) body["network"] = true;
   if (!f.env.empty()) {
@@ -202,12 +204,14 @@ int SetTimeout(const std::string& id, int64_t seconds) {
 
 // pause / resume: one call per id, going on past a failure (as rm does); exit 125 if any failed.
 // --json prints each sandbox's JSON as the server answered it, instead of the id line.
+// keep_memory false: a pause that keeps only the files, a resume by a reboot.
 int PauseOrResume(const std::vector<std::string>& ids, bool pause, std::optional<int64_t> timeout,
-                  bool as_json) {
+                  bool keep_memory, bool as_json) {
   int rc = 0;
   for (const std::string& id : ids) {
     json::object body;
     if (timeout) body["timeout_seconds"] = *timeout;
+    if (!keep_memory) body["memory"] = false;
     auto r =
         Call("POST", "/v1/sandboxes/" + api::PercentEncode(id) + (pause ? "/pause" : "/resume"),
              json::serialize(body));
@@ -474,6 +478,8 @@ void RegisterClientCommands(CLI::App& app) {
                   "Pause it instead of destroying it when its TTL or idle timeout passes");
     sub->add_flag("--auto-resume", f->auto_resume,
                   "While paused, its commands, files and ports resume it instead of failing");
+    sub->add_option("--auto-pause-keep-memory", f->auto_pause_keep_memory,
+                    "false: the auto-pause keeps only the files (default true)");
     // One value per -e (docker's habit): `create -e K=V --json` and `-e K=V -e J=W` both work.
     sub->add_option("-e,--env", f->env, "K=V for every command (repeatable)")
         ->allow_extra_args(false);
@@ -538,9 +544,14 @@ void RegisterClientCommands(CLI::App& app) {
     CLI::App* sub = app.add_subcommand(
         "pause", "Pause sandboxes: their processes stop where they are, memory kept" + env_note);
     auto as_json = std::make_shared<bool>(false);
+    auto keep_memory = std::make_shared<bool>(true);
+    sub->add_option("--keep-memory", *keep_memory,
+                    "false: keep only the files; every process ends, resume starts it afresh");
     sub->add_flag("--json", *as_json, "Print each sandbox as JSON");
     sub->add_option("ids", *ids, "Sandbox ids")->required();
-    SetAction(sub, [ids, as_json] { return PauseOrResume(*ids, true, std::nullopt, *as_json); });
+    SetAction(sub, [ids, keep_memory, as_json] {
+      return PauseOrResume(*ids, true, std::nullopt, *keep_memory, *as_json);
+    });
   }
   {
     auto ids = std::make_shared<std::vector<std::string>>();
@@ -549,9 +560,14 @@ void RegisterClientCommands(CLI::App& app) {
         "resume", "Resume paused sandboxes; their TTL starts again from now" + env_note);
     sub->add_option("--timeout", *secs, "TTL in seconds from now (default: the last TTL)");
     auto as_json = std::make_shared<bool>(false);
+    auto keep_memory = std::make_shared<bool>(true);
+    sub->add_option("--keep-memory", *keep_memory,
+                    "false: resume by a reboot; every process that ran before ends");
     sub->add_flag("--json", *as_json, "Print each sandbox as JSON");
     sub->add_option("ids", *ids, "Sandbox ids")->required();
-    SetAction(sub, [ids, secs, as_json] { return PauseOrResume(*ids, false, *secs, *as_json); });
+    SetAction(sub, [ids, secs, keep_memory, as_json] {
+      return PauseOrResume(*ids, false, *secs, *keep_memory, *as_json);
+    });
   }
   {
     auto id = std::make_shared<std::string>();

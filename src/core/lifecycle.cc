@@ -21,6 +21,27 @@ constexpr std::pair<SandboxState, std::string_view> kStateNames[] = {
     {SandboxState::kDestroyed, "destroyed"}, {SandboxState::kError, "error"},
 };
 
+// What the backend is asked to make for `info` (its id, template and resolved resources): at
+// create, and again when a files-only pause is resumed.
+isolation::SandboxSpec SpecOf(const SandboxInfo& info, const TemplateInfo& tmpl,
+                              const std::string& workspace_image) {
+  isolation::SandboxSpec spec;
+  spec.id = info.id;
+  spec.template_name = tmpl.name;
+  spec.rootfs = tmpl.rootfs;
+  ApplyResources({.cpus = info.cpus,
+                  .memory_mb = info.memory_mb,
+                  .pids_limit = info.pids_limit,
+                  .workspace_mb = info.workspace_mb,
+                  .tmp_size_mb = info.tmp_size_mb},
+                 &spec);
+  spec.network = info.network;
+  spec.network_policy = info.network_policy;
+  spec.env = info.env;
+  spec.workspace_image = workspace_image;
+  return spec;
+}
+
 }  // namespace
 
 std::string_view SandboxStateName(SandboxState s) {
@@ -74,6 +95,11 @@ Status SandboxLifecycle::DestroyLocked(Entry& e, std::string_view why) {
   // After the side effect.
   ASB_TRY_CTX(reg_.WriteState(e, SandboxState::kDestroyed, info.error_message),
               "destroy sandbox " + info.id);
+  // The workspace a files-only pause kept goes with it (after the record: a crash before this
+  // leaves a snapshot no live record names, which RecoverSnapshots removes).
+  if (info.paused_workspace_snapshot_id && keeper_ != nullptr) {
+    keeper_->ReleaseWorkspace(*info.paused_workspace_snapshot_id);
+  }
   reg_.Erase(info.id);
   spdlog::info("sandbox_id={} destroyed ({})", info.id, why);
   return {};
@@ -132,7 +158,8 @@ Result<SandboxInfo> SandboxLifecycle::CreateWith(const std::string& owner, const
   }
 
   ASB_ASSIGN_OR_RETURN(isolation::Backend* const backend, reg_.backends.Find(req.backend));
-  if (req.auto_pause && !backend->Capabilities().pause) {
+  // A files-only auto-pause needs no freezer: every backend can keep files.
+  if (req.auto_pause && req.auto_pause_keep_memory && !backend->Capabilities().pause) {
     return Fail(Error::InvalidArgument("auto_pause: the " + std::string(backend->name()) +
                                        " backend cannot pause sandboxes on this host"));
   }
@@ -141,6 +168,7 @@ Result<SandboxInfo> SandboxLifecycle::CreateWith(const std::string& owner, const
                                        " backend cannot pause sandboxes on this host"));
   }
   info.auto_pause = req.auto_pause;
+  info.auto_pause_keep_memory = req.auto_pause_keep_memory;
   info.auto_resume = req.auto_resume;
   info.template_name = tmpl.name;
   info.env = tmpl.manifest.env;  // the template's environment; the request's own wins
@@ -174,17 +202,7 @@ Result<SandboxInfo> SandboxLifecycle::CreateWith(const std::string& owner, const
   }
   reg_.Insert(entry);
 
-  isolation::SandboxSpec spec;
-  spec.id = info.id;
-  spec.template_name = tmpl.name;
-  spec.rootfs = tmpl.rootfs;
-  ApplyResources(res, &spec);
-  spec.network = info.network;
-  spec.network_policy = info.network_policy;
-  spec.env = info.env;
-  spec.workspace_image = workspace_image;
-
-  auto created = backend->Create(spec);
+  auto created = backend->Create(SpecOf(info, tmpl, workspace_image));
   if (!created) {
     Error err = std::move(created).error();
     spdlog::warn("sandbox_id={} create failed: {}", info.id, err.ToString());
@@ -211,6 +229,22 @@ Result<SandboxInfo> SandboxLifecycle::CreateWith(const std::string& owner, const
   spdlog::info("sandbox_id={} created template={} cpus={} memory_mb={} backend={}", info.id,
                info.template_name, info.cpus, info.memory_mb, info.backend);
   return entry->Snapshot();
+}
+
+Result<std::shared_ptr<isolation::Sandbox>> SandboxLifecycle::RecreateRuntime(
+    const SandboxInfo& info, const std::string& workspace_image) {
+  ASB_ASSIGN_OR_RETURN(TemplateInfo tmpl, reg_.templates.Find(info.template_name));
+  ASB_ASSIGN_OR_RETURN(isolation::Backend* const backend, reg_.BackendOf(info));
+  auto created = backend->Create(SpecOf(info, tmpl, workspace_image));
+  if (!created) {
+    // Whatever the failed create left is removed now (Destroy is idempotent).
+    if (Status st = backend->Destroy(info.id); !st) {
+      spdlog::warn("sandbox_id={} cleanup after failed re-create: {}", info.id,
+                   st.error().ToString());
+    }
+    return Fail(std::move(created).error());
+  }
+  return *created;
 }
 
 Result<SandboxInfo> SandboxLifecycle::Get(const std::string& owner, const std::string& id) {

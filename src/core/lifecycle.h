@@ -17,6 +17,13 @@
 // between leaves a record whose state the sandbox no longer has, and Recover, which adopts
 // running and paused records alike, then pauses or resumes the sandbox to match its record.
 //
+// A files-only pause (Pause with keep_memory false) keeps the workspace as a hidden snapshot
+// (WorkspaceKeeper), writes "paused" naming it, and only then destroys the runtime; Resume makes
+// the runtime again with the same id from that snapshot, writes "running", and only then drops
+// the snapshot. A crash anywhere leaves a record that Recover can finish: a paused record that
+// names a snapshot is never adopted (a runtime still there is destroyed), and a snapshot no
+// record names is removed (SnapshotService::RecoverSnapshots).
+//
 // Each transition is written to the store before the side effect (e.g. "stopping" before
 // Backend::Destroy) and after it ("destroyed"), so that Recover() can finish whatever a crash
 // interrupted. Destroyed records are kept (for audit) but are invisible: Get answers kNotFound.
@@ -32,6 +39,7 @@
 #include <atomic>
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -40,15 +48,41 @@
 #include "core/sandbox_types.h"
 #include "core/template_defaults.h"
 
+namespace asb::isolation {
+class Sandbox;
+}
+
 namespace asb::core {
 
 class SandboxRegistry;
 struct Entry;
 
+/// What a files-only pause needs of the snapshot service (which implements it; the manager
+/// wires it in): a sandbox's workspace kept while the sandbox has no runtime, and given back.
+class WorkspaceKeeper {
+ public:
+  virtual ~WorkspaceKeeper() = default;
+  /// Ends every process of running sandbox `e` (caller holds e.op_mu) and captures its
+  /// workspace as a snapshot no list shows. Returns the snapshot's id. Errors: kConflict (not
+  /// running), kTooLarge (past max_snapshot_bytes), kBackend.
+  virtual Result<std::string> KeepWorkspace(const std::shared_ptr<Entry>& e) = 0;
+  /// The kept snapshot's workspace image to create the sandbox from, or "" when it has none
+  /// (then RestoreWorkspace fills the new workspace from its archive).
+  virtual std::string KeptImage(const std::string& snapshot_id) = 0;
+  /// Fills the freshly made workspace of `e` (caller holds e.op_mu) from the kept snapshot
+  /// unless it was made from KeptImage. Errors: kNotFound (the snapshot is gone), kBackend.
+  virtual Status RestoreWorkspace(const std::shared_ptr<Entry>& e,
+                                  const std::string& snapshot_id) = 0;
+  /// Removes the kept snapshot (record, image and archive); a missing one is not an error.
+  virtual void ReleaseWorkspace(const std::string& snapshot_id) = 0;
+};
+
 class SandboxLifecycle {
  public:
   /// `registry` must outlive the service.
   explicit SandboxLifecycle(SandboxRegistry& registry) : reg_(registry) {}
+  /// Enables files-only pauses; `keeper` must outlive the service. Set once, before use.
+  void SetWorkspaceKeeper(WorkspaceKeeper* keeper) { keeper_ = keeper; }
 
   /// Validates `req`, reserves a quota slot, writes a "creating" record, asks the backend to
   /// create the sandbox, and writes "running". Returns the running sandbox's info.
@@ -94,7 +128,15 @@ class SandboxLifecycle {
   /// (expires_at shows when). It keeps its quota slot. Errors: kNotFound, kConflict (not
   /// running, e.g. already paused), kUnavailable (its backend cannot pause), kTimeout (a
   /// process would not stop; the sandbox was left running), kBackend.
-  Result<SandboxInfo> Pause(const std::string& owner, const std::string& id);
+  ///
+  /// With `keep_memory` false (E2B's `pause({keepMemory: false})`) it is a files-only pause:
+  /// every process ends, the workspace is kept (as a hidden snapshot), and the runtime is
+  /// destroyed, so the sandbox holds disk only and gives back its quota slot; /tmp, processes
+  /// and memory are gone. Resume makes it again on the same id with the same spec. Works on
+  /// every backend, paused or not capable. Errors: as above, plus those of a snapshot
+  /// (kTooLarge past max_snapshot_bytes).
+  Result<SandboxInfo> Pause(const std::string& owner, const std::string& id,
+                            bool keep_memory = true);
   /// Resumes paused sandbox `id` when it was made with auto_resume (a request that needs it
   /// running arrived; E2B's autoResume), with its last TTL; nothing for any other sandbox.
   /// Concurrent callers resume it once (the others find it running). Errors: those of Resume
@@ -102,9 +144,14 @@ class SandboxLifecycle {
   Status WakeIfAutoResume(const std::string& owner, const std::string& id);
   /// Lets paused sandbox `id` continue where it stopped. Its TTL starts again from now:
   /// `timeout_seconds` when given (checked and clamped as SetTimeout does), else the TTL it last
-  /// had. Errors: kNotFound, kConflict (not paused), kInvalidArgument, kBackend.
+  /// had. After a files-only pause it is made again (same id, spec, env and files; fresh
+  /// processes and /tmp), which takes a quota slot. With `keep_memory` false (E2B's connect
+  /// `onResume: 'reboot'`) a frozen sandbox is thawed and every process ended: it starts
+  /// afresh from its files, as one paused files-only does. Errors: kNotFound, kConflict (not
+  /// paused), kInvalidArgument, kLimitExceeded (files-only: no quota slot free), kBackend.
   Result<SandboxInfo> Resume(const std::string& owner, const std::string& id,
-                             std::optional<int64_t> timeout_seconds = std::nullopt);
+                             std::optional<int64_t> timeout_seconds = std::nullopt,
+                             bool keep_memory = true);
 
   /// Reconciles the store with the backend. Records in running state are
   /// adopted (Backend::Adopt) keeping their expires_at; those whose sandbox is gone (kNotFound)
@@ -153,9 +200,18 @@ class SandboxLifecycle {
   /// cannot be paused again becomes running). Caller holds e.op_mu.
   void MatchPauseToRecord(Entry& e);
   /// Pause's transition for a caller that holds e.op_mu (lifecycle_pause.cc).
-  Result<SandboxInfo> PauseLocked(Entry& e, std::string_view why);
+  Result<SandboxInfo> PauseLocked(const std::shared_ptr<Entry>& e, std::string_view why,
+                                  bool keep_memory);
+  /// The files-only pause and its resume (lifecycle_pause.cc); caller holds e.op_mu.
+  Result<SandboxInfo> PauseFilesOnlyLocked(const std::shared_ptr<Entry>& e, std::string_view why);
+  Result<SandboxInfo> ResumeFilesOnlyLocked(const std::shared_ptr<Entry>& e, int64_t seconds);
+  /// Makes e's runtime again from its record (same id and spec), its workspace cloned from
+  /// `workspace_image` ("" = fresh). Errors: the template's and the backend's.
+  Result<std::shared_ptr<isolation::Sandbox>> RecreateRuntime(const SandboxInfo& info,
+                                                              const std::string& workspace_image);
 
   SandboxRegistry& reg_;
+  WorkspaceKeeper* keeper_ = nullptr;
   std::atomic<int64_t> reaped_total_{0};
   std::atomic<int64_t> adopted_total_{0};
   std::atomic<int64_t> dropped_total_{0};

@@ -104,6 +104,14 @@ Status SandboxLifecycle::Recover() {
     auto entry = std::make_shared<Entry>(info);
     std::lock_guard op(entry->op_mu);
     m.Insert(entry);
+    if (info.state == SandboxState::kPaused && info.paused_workspace_snapshot_id) {
+      // Paused with its files only: it has no runtime, and holds no slot. One a crash left
+      // (mid-pause or mid-resume) is not in `live`, so the pass below destroys it.
+      ++adopted;
+      spdlog::info("sandbox_id={} kept paused (files only, in {})", info.id,
+                   *info.paused_workspace_snapshot_id);
+      continue;
+    }
     switch (info.state) {
       case SandboxState::kRunning:
       case SandboxState::kPaused: {
@@ -249,7 +257,7 @@ int SandboxLifecycle::ReapOnce() {
     if (now_info.state == SandboxState::kRunning && now_info.auto_pause &&
         (why == "ttl expired" || why == "idle timeout")) {
       // E2B's autoPause: the timeout pauses it. One that cannot be paused ends as its TTL says.
-      auto paused = PauseLocked(*e, "auto-pause: " + why);
+      auto paused = PauseLocked(e, "auto-pause: " + why, now_info.auto_pause_keep_memory);
       if (paused) {
         ++auto_paused_total_;
         continue;

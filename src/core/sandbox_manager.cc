@@ -56,7 +56,9 @@ SandboxManager::SandboxManager(ManagerConfig config, store::Store& store,
               return std::find(t->tools.begin(), t->tools.end(), tool) != t->tools.end();
             };
             return has("node") && !has("pip") ? "javascript" : "python";
-          })) {}
+          })) {
+  lifecycle_->SetWorkspaceKeeper(snapshots_.get());  // files-only pauses keep workspaces there
+}
 
 SandboxManager::~SandboxManager() { Stop(); }
 

@@ -133,6 +133,7 @@ Status SandboxRegistry::WriteLifecycle(Entry& e, const SandboxInfo& next) {
   std::lock_guard l(e.info_mu);
   e.info.state = next.state;
   e.info.paused_at_ms = next.paused_at_ms;
+  e.info.paused_workspace_snapshot_id = next.paused_workspace_snapshot_id;
   e.info.timeout_seconds = next.timeout_seconds;
   e.info.expires_at_ms = next.expires_at_ms;
   e.info.last_activity_at_ms = std::max(e.info.last_activity_at_ms, next.last_activity_at_ms);

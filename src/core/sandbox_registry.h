@@ -103,9 +103,9 @@ class SandboxRegistry {
   /// Writes state (and error message) to the store, then to the cached info.
   Status WriteState(Entry& e, SandboxState s, std::string_view error_message = {});
   /// Writes the whole record `next` (e's info with a lifecycle change: state, paused_at,
-  /// timeout_seconds, expires_at, last_activity, updated_at) to the store, then those fields to
-  /// the cached info; last_activity only ever moves forward (a concurrent Touch may be newer).
-  /// Errors: the store's (the cached info is then unchanged).
+  /// paused_workspace_snapshot_id, timeout_seconds, expires_at, last_activity, updated_at) to the
+  /// store, then those fields to the cached info; last_activity only ever moves forward (a
+  /// concurrent Touch may be newer). Errors: the store's (the cached info is then unchanged).
   Status WriteLifecycle(Entry& e, const SandboxInfo& next);
   /// kConflict "sandbox X is <state>, not running" unless `info` is running.
   static Status RequireRunning(const SandboxInfo& info);

@@ -27,6 +27,10 @@ std::string EncodeSpecJson(const SandboxInfo& info) {
   o["default_user"] = info.default_user;
   if (info.auto_pause) o["auto_pause"] = true;
   if (info.auto_resume) o["auto_resume"] = true;
+  if (!info.auto_pause_keep_memory) o["auto_pause_keep_memory"] = false;
+  if (info.paused_workspace_snapshot_id) {
+    o["paused_workspace_snapshot_id"] = *info.paused_workspace_snapshot_id;
+  }
   // The sandbox record has a column of its own; a snapshot's spec carries it for forks.
   if (!info.backend.empty()) o["backend"] = info.backend;
   if (info.paused_at_ms != 0) o["paused_at_ms"] = info.paused_at_ms;
@@ -78,6 +82,12 @@ void DecodeSpecJson(std::string_view text, SandboxInfo* info) {
   }
   if (const json::value* x = o.if_contains("auto_resume"); x && x->is_bool()) {
     info->auto_resume = x->get_bool();
+  }
+  if (const json::value* x = o.if_contains("auto_pause_keep_memory"); x && x->is_bool()) {
+    info->auto_pause_keep_memory = x->get_bool();
+  }
+  if (const json::value* x = o.if_contains("paused_workspace_snapshot_id"); x && x->is_string()) {
+    info->paused_workspace_snapshot_id = std::string(x->get_string());
   }
   if (const json::value* x = o.if_contains("auto_pause"); x && x->is_bool()) {
     info->auto_pause = x->get_bool();

@@ -27,7 +27,8 @@ using NetworkPolicy = isolation::net::NetworkPolicy;
 inline constexpr char kAnyOwner[] = "";
 
 /// A sandbox's state (lifecycle.h draws the machine). kPaused: every process stopped where it
-/// was (SandboxLifecycle::Pause), memory and files kept; only Resume and Destroy act on it.
+/// was (SandboxLifecycle::Pause), memory and files kept, or, after a files-only pause, no
+/// process left and only the files kept; only Resume and Destroy act on it.
 enum class SandboxState { kCreating, kRunning, kPaused, kStopping, kDestroyed, kError };
 
 /// "creating", "running", "paused", "stopping", "destroyed", "error".
@@ -60,6 +61,9 @@ struct CreateRequest {
   /// autoPause); it is then kept paused for paused_timeout_seconds. Needs a backend that can
   /// pause (kInvalidArgument otherwise).
   bool auto_pause = false;
+  /// How that auto-pause pauses: true keeps the memory (the freeze); false keeps only the
+  /// files (E2B's `onTimeout: {action: 'pause', keepMemory: false}`; SandboxLifecycle::Pause).
+  bool auto_pause_keep_memory = true;
   /// While paused, a request that needs it running (exec, files, processes, ports, previews)
   /// resumes it first instead of failing with 409 (E2B's autoResume). Needs a backend that can
   /// pause (kInvalidArgument otherwise).
@@ -104,8 +108,12 @@ struct SandboxInfo {
   /// When it was paused; 0 unless state is paused. While paused, expires_at_ms is when the
   /// reaper destroys it (paused_at_ms + paused_timeout_seconds).
   int64_t paused_at_ms = 0;
-  bool auto_pause = false;   // CreateRequest::auto_pause
-  bool auto_resume = false;  // CreateRequest::auto_resume
+  bool auto_pause = false;             // CreateRequest::auto_pause
+  bool auto_pause_keep_memory = true;  // CreateRequest::auto_pause_keep_memory
+  bool auto_resume = false;            // CreateRequest::auto_resume
+  /// Set while it is paused with only its files kept (a files-only pause): the hidden snapshot
+  /// that holds its workspace until Resume makes it again. Never shown to clients.
+  std::optional<std::string> paused_workspace_snapshot_id{};
   /// The snapshot its workspace came from last: set by a fork or a create from a snapshot, and
   /// by every rollback (seed B's meaning, which its SDK checks). Which of the two it was is
   /// kept apart below.

@@ -160,7 +160,14 @@ Result<SnapshotInfo> SnapshotService::Take(const std::string& owner, const std::
   ASB_TRY(CheckSnapshotName(name));
   ASB_ASSIGN_OR_RETURN(auto e, reg_.Find(owner, sandbox_id));
   std::lock_guard op(e->op_mu);
-  ASB_ASSIGN_OR_RETURN(SandboxRegistry::Active act, reg_.BeginActivity(e));
+  return TakeLocked(e, /*stream=*/false, name, transient);
+}
+
+Result<SnapshotInfo> SnapshotService::TakeLocked(const std::shared_ptr<Entry>& e, bool stream,
+                                                 const std::string& name, bool transient) {
+  ASB_ASSIGN_OR_RETURN(SandboxRegistry::Active act,
+                       reg_.BeginActivity(e, stream ? SandboxRegistry::Activity::kStream
+                                                    : SandboxRegistry::Activity::kCall));
   ASB_ASSIGN_OR_RETURN(auto conn, reg_.ConnectionFor(*e, act));
   const SandboxInfo info = e->Snapshot();
   if (!transient) ASB_TRY(CheckCounts(reg_.store, reg_.cfg.snapshots, info.owner, info.id));
@@ -310,6 +317,47 @@ Status SnapshotService::Drop(const std::string& snapshot_id) {
     spdlog::warn("snapshot {}: unlink {}: {}", snapshot_id, *image, strerror(errno));
   }
   return {};
+}
+
+// ---- WorkspaceKeeper: the files of a files-only pause ----------------------------------------
+
+Result<std::string> SnapshotService::KeepWorkspace(const std::shared_ptr<Entry>& e) {
+  // A stream-kind activity: the pause that calls this has already closed the sandbox to calls.
+  ASB_ASSIGN_OR_RETURN(SandboxRegistry::Active act,
+                       reg_.BeginActivity(e, SandboxRegistry::Activity::kStream));
+  ASB_ASSIGN_OR_RETURN(auto conn, reg_.ConnectionFor(*e, act));
+  // Every process ends first, so the files are kept as they were left, not mid-write.
+  ASB_TRY_CTX(reg_.Checked(*e, act, protocol::KillAll(*conn)), "end its processes");
+  ASB_ASSIGN_OR_RETURN(SnapshotInfo snap, TakeLocked(e, /*stream=*/true, "", /*transient=*/true));
+  return snap.id;
+}
+
+std::string SnapshotService::KeptImage(const std::string& snapshot_id) {
+  return SnapshotImage(snapshot_id).value_or("");
+}
+
+Status SnapshotService::RestoreWorkspace(const std::shared_ptr<Entry>& e,
+                                         const std::string& snapshot_id) {
+  ASB_ASSIGN_OR_RETURN(store::SnapshotRecord rec, store::GetSnapshot(reg_.store, snapshot_id));
+  ASB_ASSIGN_OR_RETURN(const std::string archive, EnsureArchive(ToInfo(rec)));
+  std::shared_ptr<isolation::Sandbox> sandbox;
+  {
+    std::lock_guard l(e->info_mu);
+    sandbox = e->sandbox;
+  }
+  auto conn = sandbox ? sandbox->connection() : nullptr;
+  if (!conn || !conn->alive()) {
+    return Fail(Error::Backend("sandbox " + rec.sandbox_id + ": no connection to its sandboxd"));
+  }
+  ASB_ASSIGN_OR_RETURN(auto ch, wire::OpenTarImport(*conn, "/workspace", true, 0));
+  ASB_TRY_CTX(SendTarZst(archive, *ch), "restore its workspace from " + snapshot_id);
+  return {};
+}
+
+void SnapshotService::ReleaseWorkspace(const std::string& snapshot_id) {
+  if (Status st = Drop(snapshot_id); !st) {
+    spdlog::warn("snapshot {}: removing a kept workspace: {}", snapshot_id, st.error().ToString());
+  }
 }
 
 Result<std::string> SnapshotService::SnapshotArchivePath(const std::string& owner,
@@ -568,6 +616,7 @@ Result<SandboxInfo> SnapshotService::ForkFrom(const SnapshotInfo& snap, const Fo
   for (const auto& [k, v] : req.env) cr.env[k] = v;
   cr.metadata = req.metadata.value_or(base.metadata);
   cr.auto_pause = req.auto_pause.value_or(base.auto_pause);
+  cr.auto_pause_keep_memory = base.auto_pause_keep_memory;
   cr.auto_resume = req.auto_resume.value_or(base.auto_resume);
   cr.network = req.network.value_or(base.network);
 
@@ -698,7 +747,17 @@ Status SnapshotService::RecoverSnapshots() {
   if (images) {
     ASB_ASSIGN_OR_RETURN(img_dir, image_backend->WorkspaceImageDir());
   }
+  // The workspaces of files-only paused sandboxes are pending snapshots their records name:
+  // kept. Any other pending one is half-made (or its pause or resume was cut short).
+  std::set<std::string> kept;
+  for (const auto& e : reg_.AllEntries()) {
+    const SandboxInfo i = e->Snapshot();
+    if (i.state == SandboxState::kPaused && i.paused_workspace_snapshot_id) {
+      kept.insert(*i.paused_workspace_snapshot_id);
+    }
+  }
   for (const auto& r : pending) {
+    if (kept.count(r.id) != 0) continue;
     ::unlink((dir + "/" + FileName(r.id)).c_str());
     if (images) ::unlink((img_dir + "/" + ImageName(r.id)).c_str());
     ASB_TRY(store::DeleteSnapshot(reg_.store, r.id));
@@ -734,6 +793,10 @@ Status SnapshotService::RecoverSnapshots() {
   }
   ASB_ASSIGN_OR_RETURN(auto ready, store::ListSnapshots(reg_.store, {.state = "ready"}));
   std::set<std::string> named, named_images;
+  for (const std::string& id : kept) {
+    named.insert(FileName(id));
+    named_images.insert(ImageName(id));
+  }
   for (const auto& r : ready) {
     named.insert(FileName(r.id));
     named_images.insert(ImageName(r.id));

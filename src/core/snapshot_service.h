@@ -11,14 +11,14 @@
 #include <vector>
 
 #include "common/result.h"
+#include "core/lifecycle.h"
 #include "core/sandbox_types.h"
 
 namespace asb::core {
 
-class SandboxLifecycle;
-class SandboxRegistry;
-
-class SnapshotService {
+/// Also the WorkspaceKeeper of files-only pauses: a kept workspace is a transient snapshot
+/// (pending, invisible, not counted) that the paused sandbox's record names, so recovery keeps it.
+class SnapshotService : public WorkspaceKeeper {
  public:
   /// Both must outlive the service; forks are created through `lifecycle`.
   SnapshotService(SandboxRegistry& registry, SandboxLifecycle& lifecycle)
@@ -77,7 +77,17 @@ class SnapshotService {
   /// back into the sandbox (if it still runs). Errors: kBackend.
   Status RestoreInterruptedRollback(const std::string& sandbox_id, const std::string& backup);
 
+  // ---- WorkspaceKeeper (lifecycle.h) ------------------------------------------------------------
+  Result<std::string> KeepWorkspace(const std::shared_ptr<Entry>& e) override;
+  std::string KeptImage(const std::string& snapshot_id) override;
+  Status RestoreWorkspace(const std::shared_ptr<Entry>& e, const std::string& snapshot_id) override;
+  void ReleaseWorkspace(const std::string& snapshot_id) override;
+
  private:
+  /// Take's work for a caller that holds e's op_mu. `stream`: its activity on the sandbox is
+  /// of the kind a pause does not wait for (the pause that keeps a workspace calls this).
+  Result<SnapshotInfo> TakeLocked(const std::shared_ptr<Entry>& e, bool stream,
+                                  const std::string& name, bool transient);
   /// CreateSnapshot; a `transient` one is not counted against the snapshot limits and stays
   /// pending (invisible to every list and lookup, removed by recovery after a crash).
   Result<SnapshotInfo> Take(const std::string& owner, const std::string& sandbox_id,

@@ -110,9 +110,9 @@ ToolResult<void> AuditedBackend::Destroy(const std::string& id) {
   return r;
 }
 
-ToolResult<json::object> AuditedBackend::Pause(const std::string& id) {
+ToolResult<json::object> AuditedBackend::Pause(const std::string& id, bool keep_memory) {
   int64_t m = mono_ms_(), u = now_ms_();
-  auto r = base_->Pause(id);
+  auto r = base_->Pause(id, keep_memory);
   Record("sandbox.pause", "", id, m, u, ErrorOf(r));
   return r;
 }

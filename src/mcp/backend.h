@@ -147,8 +147,9 @@ class ToolBackend {
   virtual ToolResult<boost::json::object> ForkSandbox(const std::string& id,
                                                       const boost::json::object& body) = 0;
   virtual ToolResult<void> Destroy(const std::string& id) = 0;
-  /// Pauses running sandbox `id` (ADR 0024); the Sandbox object, status "paused".
-  virtual ToolResult<boost::json::object> Pause(const std::string& id) = 0;
+  /// Pauses running sandbox `id` (ADR 0024); the Sandbox object, status "paused". With
+  /// `keep_memory` false only its files are kept (SandboxLifecycle::Pause).
+  virtual ToolResult<boost::json::object> Pause(const std::string& id, bool keep_memory) = 0;
   /// Resumes paused sandbox `id`, its TTL `timeout_seconds` from now (absent: its last); the
   /// Sandbox object, status "running".
   virtual ToolResult<boost::json::object> Resume(const std::string& id,

@@ -57,6 +57,12 @@ Result<core::CreateRequest> ParseCreate(const json::object& o) {
   if (env) req.env = std::move(*env);
   ASB_ASSIGN_OR_RETURN(auto network, body.Bool("network"));
   if (network) req.network = *network;
+  ASB_ASSIGN_OR_RETURN(auto auto_pause, body.Bool("auto_pause"));
+  if (auto_pause) req.auto_pause = *auto_pause;
+  ASB_ASSIGN_OR_RETURN(auto keep_memory, body.Bool("auto_pause_keep_memory"));
+  if (keep_memory) req.auto_pause_keep_memory = *keep_memory;
+  ASB_ASSIGN_OR_RETURN(auto auto_resume, body.Bool("auto_resume"));
+  if (auto_resume) req.auto_resume = *auto_resume;
   ASB_TRY(body.Finish());
   return req;
 }
@@ -329,9 +335,9 @@ ToolResult<json::object> ManagerBackend::ForkSandbox(const std::string& id,
   return api::ForkJson(*children, "");
 }
 
-ToolResult<json::object> ManagerBackend::Pause(const std::string& id) {
+ToolResult<json::object> ManagerBackend::Pause(const std::string& id, bool keep_memory) {
   if (auto c = CheckId(id, "sb_", "sandbox " + id); !c) return tl::unexpected<ToolError>(c.error());
-  auto s = m_.lifecycle().Pause(caller_.owner, id);
+  auto s = m_.lifecycle().Pause(caller_.owner, id, keep_memory);
   if (!s) return FromError(s.error());
   return api::SandboxJson(*s);
 }

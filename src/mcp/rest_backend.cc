@@ -216,8 +216,9 @@ ToolResult<json::object> RestBackend::ForkSandbox(const std::string& id, const j
   return Json("POST", "/v1/sandboxes/" + Enc(id) + "/fork", json::serialize(body));
 }
 
-ToolResult<json::object> RestBackend::Pause(const std::string& id) {
-  return Json("POST", "/v1/sandboxes/" + Enc(id) + "/pause", "{}");
+ToolResult<json::object> RestBackend::Pause(const std::string& id, bool keep_memory) {
+  return Json("POST", "/v1/sandboxes/" + Enc(id) + "/pause",
+              keep_memory ? "{}" : "{\"memory\":false}");
 }
 
 ToolResult<json::object> RestBackend::Resume(const std::string& id,

@@ -34,7 +34,7 @@ class RestBackend final : public ToolBackend {
   ToolResult<boost::json::object> ForkSandbox(const std::string& id,
                                               const boost::json::object& body) override;
   ToolResult<void> Destroy(const std::string& id) override;
-  ToolResult<boost::json::object> Pause(const std::string& id) override;
+  ToolResult<boost::json::object> Pause(const std::string& id, bool keep_memory) override;
   ToolResult<boost::json::object> Resume(const std::string& id,
                                          std::optional<int64_t> timeout_seconds) override;
 

@@ -71,6 +71,14 @@ json::array BuildDefinitions() {
     p["memory_mb"] = Prop("integer", "Memory limit in MiB.");
     p["timeout_seconds"] = Prop("integer", "Lifetime in seconds before it is reaped.");
     p["network"] = Prop("boolean", "Give the sandbox network access (default false).");
+    p["auto_pause"] = Prop("boolean",
+                           "At the end of its lifetime, pause it instead of destroying it "
+                           "(default false).");
+    p["auto_pause_keep_memory"] =
+        Prop("boolean", "false: that pause keeps only the files (default true: memory too).");
+    p["auto_resume"] = Prop("boolean",
+                            "While paused, a command or file call resumes it instead of failing "
+                            "(default false).");
     p["env"] = EnvProp();
     tools.emplace_back(Tool("sandbox_create", "Create sandbox",
                             "Create a new isolated Linux sandbox. Work in /workspace inside it.",
@@ -227,6 +235,9 @@ json::array BuildDefinitions() {
   {
     json::object p;
     p["sandbox_id"] = Prop("string", "");
+    p["keep_memory"] = Prop("boolean",
+                            "false: keep only the files; every process ends, no quota slot is "
+                            "held, and sandbox_resume starts it afresh. Default true.");
     tools.emplace_back(
         Tool("sandbox_pause", "Pause",
              "Pause a sandbox: every process stops where it is, memory and files kept, until "
@@ -333,7 +344,8 @@ json::object Tools::Call(std::string_view name, const json::object& a,
   if (name == "sandbox_create") {
     json::object body;
     CopyFields(a, body,
-               {"template", "backend", "cpus", "memory_mb", "timeout_seconds", "network", "env"});
+               {"template", "backend", "cpus", "memory_mb", "timeout_seconds", "network", "env",
+                "auto_pause", "auto_pause_keep_memory", "auto_resume"});
     auto v = b.CreateSandbox(body);
     if (!v) return fail(v.error());
     std::string text = "created sandbox " + std::string(v->at("id").as_string());
@@ -511,7 +523,12 @@ json::object Tools::Call(std::string_view name, const json::object& a,
       }
       timeout = t->as_int64();
     }
-    auto v = name == "sandbox_pause" ? b.Pause(str(id)) : b.Resume(str(id), timeout);
+    bool keep_memory = true;
+    if (const json::value* k = a.if_contains("keep_memory"); k && name == "sandbox_pause") {
+      if (!k->is_bool()) return ErrorResult("invalid_request", "keep_memory: must be a boolean");
+      keep_memory = k->as_bool();
+    }
+    auto v = name == "sandbox_pause" ? b.Pause(str(id), keep_memory) : b.Resume(str(id), timeout);
     if (!v) return fail(v.error());
     return OkResult(std::move(*v), name == "sandbox_pause" ? "paused" : "resumed");
   }

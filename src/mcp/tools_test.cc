@@ -99,7 +99,7 @@ class ScriptedBackend final : public ToolBackend {
   ToolResult<void> Destroy(const std::string&) override {
     return ToolFail("not_found", "sandbox not found");
   }
-  ToolResult<json::object> Pause(const std::string&) override { return Nope(); }
+  ToolResult<json::object> Pause(const std::string&, bool) override { return Nope(); }
   ToolResult<json::object> Resume(const std::string&, std::optional<int64_t>) override {
     return Nope();
   }

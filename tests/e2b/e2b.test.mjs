@@ -503,8 +503,6 @@ test('pause, list by state, connect resumes; autoPause pauses at the timeout', {
       // Connecting to a running sandbox does not resume anything and keeps it running.
       assert.equal((await (await Sandbox.connect(s.sandboxId)).commands.run('echo on')).stdout,
         'on\n');
-      // What a freeze cannot give is refused, not silently downgraded.
-      await assert.rejects(back.pause({ keepMemory: false }), /memory/);
       // Raw bodies: a timeout past our longest is the longest (not an overflow that changes
       // nothing), and E2B's options of the wrong type are 400s in E2B's error shape.
       const api = async (method, p, body) => {
@@ -561,6 +559,52 @@ test('pause, list by state, connect resumes; autoPause pauses at the timeout', {
         state = (await auto.getInfo()).state;
       }
       assert.equal(state, 'paused', 'autoPause did not pause at the timeout');
+      const resumed = await Sandbox.connect(auto.sandboxId, { timeoutMs: 60_000 });
+      assert.equal(await resumed.files.read('note.txt'), 'still here');
+    } finally {
+      await auto.kill();
+    }
+  });
+
+test('pause({ keepMemory: false }) keeps only the files; connect starts it afresh', { skip },
+  async () => {
+    const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+    const s = await Sandbox.create({ timeoutMs: 120_000 });
+    try {
+      await s.files.write('kept.txt', 'kept');
+      await s.commands.run('sleep 1000', { background: true });
+      assert.equal(await s.pause({ keepMemory: false }), true);
+      assert.equal(await s.pause({ keepMemory: false }), false);  // already paused
+      assert.equal((await s.getInfo()).state, 'paused');
+      const v1 = await server.rest('GET', '/v1/sandboxes/' + s.sandboxId, undefined, keyA);
+      assert.equal(v1.json.paused_memory, false);
+      const back = await Sandbox.connect(s.sandboxId);
+      assert.equal((await back.getInfo()).state, 'running');
+      assert.equal(await back.files.read('kept.txt'), 'kept');
+      assert.equal((await back.commands.run('pgrep -c sleep || true')).stdout, '0\n');
+      // onResume: 'reboot' of a sandbox paused with its memory: what ran does not run on.
+      await back.commands.run('sleep 1000', { background: true });
+      assert.equal(await back.pause(), true);
+      const rebooted = await Sandbox.connect(s.sandboxId, { onResume: 'reboot' });
+      assert.equal((await rebooted.commands.run('pgrep -c sleep || true')).stdout, '0\n');
+      assert.equal(await rebooted.files.read('kept.txt'), 'kept');
+    } finally {
+      await s.kill();
+    }
+    // onTimeout: { action: 'pause', keepMemory: false }: the timeout keeps only the files.
+    const auto = await Sandbox.create({ timeoutMs: 1000,
+      lifecycle: { onTimeout: { action: 'pause', keepMemory: false } } });
+    try {
+      await auto.files.write('note.txt', 'still here');
+      let state = 'running';
+      for (let i = 0; i < 100 && state !== 'paused'; i++) {
+        await sleep(100);
+        state = (await auto.getInfo()).state;
+      }
+      assert.equal(state, 'paused', 'autoPause did not pause at the timeout');
+      const v1 = await server.rest('GET', '/v1/sandboxes/' + auto.sandboxId, undefined, keyA);
+      assert.equal(v1.json.paused_memory, false);
+      assert.equal(v1.json.auto_pause_keep_memory, false);
       const resumed = await Sandbox.connect(auto.sandboxId, { timeoutMs: 60_000 });
       assert.equal(await resumed.files.read('note.txt'), 'still here');
     } finally {

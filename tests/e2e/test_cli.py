@@ -419,6 +419,21 @@ class CliTest(ServerTestCase):
         j = self.cli("resume", "--json", sid)
         self.assertEqual(j.returncode, 0, j.stderr)
         self.assertEqual(json.loads(j.stdout)["status"], "running")
+        # Files only: the pause keeps the workspace, the resume starts it afresh.
+        self.sh(sid, "echo kept > note.txt")
+        j = self.cli("pause", "--keep-memory=false", "--json", sid)
+        self.assertEqual(j.returncode, 0, j.stderr)
+        self.assertEqual((json.loads(j.stdout)["status"], json.loads(j.stdout)["paused_memory"]),
+                         ("paused", False))
+        r = self.cli("resume", "--keep-memory=false", sid)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(self.sh(sid, "cat note.txt"), "kept\n")
+        files_only = self.cli("create", "--auto-pause", "--auto-pause-keep-memory=false", "--json")
+        self.assertEqual(files_only.returncode, 0, files_only.stderr)
+        self._created.append(json.loads(files_only.stdout)["id"])
+        self.assertIs(json.loads(files_only.stdout)["auto_pause_keep_memory"], False)
+        bad = self.cli("pause", "--keep-memory=maybe", sid)
+        self.assertNotEqual(bad.returncode, 0)
 
     def test_create_with_an_idempotency_key_is_retry_safe(self):
         key = "cli-retry-%d" % os.getpid()

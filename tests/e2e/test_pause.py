@@ -248,7 +248,7 @@ class PauseTest(ServerTestCase):
     def test_bad_requests(self):
         s = self.create()
         sid = s["id"]
-        self.assertError(self.pause(sid, {"memory": False}), 400, "invalid_request")
+        self.assertError(self.pause(sid, {"memory": "no"}), 400, "invalid_request")
         self.assertError(self.resume(sid), 409, "conflict")  # running: nothing to resume
         self.assertEqual(self.pause(sid, {}).status, 200)
         self.assertError(self.resume(sid, {"timeout_seconds": "soon"}), 400, "invalid_request")

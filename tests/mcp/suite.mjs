@@ -138,6 +138,20 @@ describe(title, { skip: skip ?? false, timeout: 600000 }, () => {
     assert.equal(resumed.status, 'running');
     assert.equal(ok(await call(client, 'sandbox_exec',
         { sandbox_id: fork.id, command: 'echo back' })).stdout, 'back\n');
+    // keep_memory: false keeps only the files; the resume starts it afresh with them.
+    const filesOnly = ok(await call(client, 'sandbox_pause',
+        { sandbox_id: fork.id, keep_memory: false }));
+    assert.deepEqual([filesOnly.status, filesOnly.paused_memory], ['paused', false]);
+    assert.equal(errorCode(await call(client, 'sandbox_pause',
+        { sandbox_id: fork.id, keep_memory: 'no' })), 'invalid_request');
+    ok(await call(client, 'sandbox_resume', { sandbox_id: fork.id }));
+    assert.equal(ok(await call(client, 'sandbox_read_file',
+        { sandbox_id: fork.id, path: 'hello.txt' })).content, 'version one\n');
+    const autoFilesOnly = ok(await call(client, 'sandbox_create',
+        { auto_pause: true, auto_pause_keep_memory: false, auto_resume: true }));
+    assert.deepEqual([autoFilesOnly.auto_pause, autoFilesOnly.auto_pause_keep_memory,
+      autoFilesOnly.auto_resume], [true, false, true]);
+    ok(await call(client, 'sandbox_destroy', { sandbox_id: autoFilesOnly.id }));
     const list = ok(await call(client, 'sandbox_list', {}));
     const ids = list.sandboxes.map((s) => s.id);
     assert.ok(ids.includes(sb.id) && ids.includes(fork.id));

@@ -203,7 +203,8 @@ MCP_TOOLS = {
     "sandbox_fork": (("POST", "/v1/snapshots/{id}/fork"), {"snapshot_id": "id"}, {}),
     "sandbox_fork_running": (("POST", "/v1/sandboxes/{id}/fork"), {"sandbox_id": "id"}, {}),
     "sandbox_destroy": (("DELETE", "/v1/sandboxes/{id}"), {"sandbox_id": "id"}, {}),
-    "sandbox_pause": (("POST", "/v1/sandboxes/{id}/pause"), {"sandbox_id": "id"}, {}),
+    "sandbox_pause": (("POST", "/v1/sandboxes/{id}/pause"),
+                      {"sandbox_id": "id", "keep_memory": "memory"}, {}),
     "sandbox_resume": (("POST", "/v1/sandboxes/{id}/resume"), {"sandbox_id": "id"}, {}),
     "sandbox_process_start": (("POST", "/v1/sandboxes/{id}/processes"), {"sandbox_id": "id"}, {}),
     "sandbox_process_list": (("GET", "/v1/sandboxes/{id}/processes"), {"sandbox_id": "id"}, {}),
@@ -495,7 +496,8 @@ TYPESCRIPT_TYPES = {
     "CreateOptions": ("CreateSandbox", {}, {"idempotency_key": "the Idempotency-Key header"}, {
         "network_policy": "set later with setNetworkPolicy()"}),
     "ForkOptions": ("Fork", {}, {}, {}),
-    "ResumeOptions": ("ResumeSandbox", {}, {}, {}),
+    "ResumeOptions": ("ResumeSandbox", {"keep_memory": "memory"}, {}, {}),
+    "PauseOptions": ("PauseSandbox", {"keep_memory": "memory"}, {}, {}),
     "ExecOptions": ("ExecRequest", {"args": "argv", "cwd": "workdir"}, {}, {
         "command": "exec()'s first argument", "timeout": "timeoutSeconds is the SDK's name",
         "encoding": "the SDK always asks for text"}),

@@ -71,7 +71,7 @@ class SandboxClient:
     def create(self, template=None, cpus=None, memory_mb=None, pids_limit=None,
                workspace_mb=None, timeout_seconds=None, idle_timeout_seconds=None, env=None,
                network=None, idempotency_key=None, image=None, read_only_rootfs=None,
-               auto_pause=None, backend=None, auto_resume=None):
+               auto_pause=None, backend=None, auto_resume=None, auto_pause_keep_memory=None):
         """Creates and starts a sandbox (POST /v1/sandboxes); returns its Sandbox handle.
 
         template: name (default "base"); cpus: cores (float); memory_mb, workspace_mb: MiB;
@@ -80,7 +80,8 @@ class SandboxClient:
         sandbox when its TTL or idle timeout passes instead of destroying it (resume() lets it
         go on; the server destroys it after its paused timeout); auto_resume: True lets a
         request to a paused sandbox (exec, files, processes, ports, code) resume it and be
-        served instead of raising 409; backend: the isolation, "ns"
+        served instead of raising 409; auto_pause_keep_memory: False makes that auto-pause keep
+        only the files (as pause(keep_memory=False)); backend: the isolation, "ns"
         (Linux namespaces) or "microvm" (a VM with a kernel of its own), one that
         backends() lists (default: the server's). Omitted values take the
         server's defaults. idempotency_key: 1-255 printable ASCII characters sent as
@@ -102,7 +103,8 @@ class SandboxClient:
             ("memory_mb", memory_mb), ("pids_limit", pids_limit), ("workspace_mb", workspace_mb),
             ("timeout_seconds", timeout_seconds), ("idle_timeout_seconds", idle_timeout_seconds),
             ("env", env), ("network", network), ("read_only_rootfs", read_only_rootfs),
-            ("auto_pause", auto_pause), ("auto_resume", auto_resume), ("backend", backend))
+            ("auto_pause", auto_pause), ("auto_pause_keep_memory", auto_pause_keep_memory),
+            ("auto_resume", auto_resume), ("backend", backend))
             if v is not None}
         headers = {"Idempotency-Key": idempotency_key} if idempotency_key is not None else None
         return Sandbox(self, self._transport.json("POST", "/v1/sandboxes", json_body=body,

@@ -768,26 +768,34 @@ class Sandbox:
             "POST", self._path("/timeout"), json_body={"timeout_seconds": int(timeout_seconds)}))
         return self
 
-    def pause(self):
+    def pause(self, keep_memory=True):
         """Pauses the sandbox (POST /v1/sandboxes/{id}/pause): every process stops where it is,
         memory and files are kept, and its TTL stops; while paused, expires_at is when the
-        server destroys it (its --paused-timeout-seconds). Stores the new SandboxInfo (status
-        "paused", paused_at set) and returns this handle, as set_timeout() does.
+        server destroys it (its --paused-timeout-seconds). keep_memory=False (E2B's
+        keepMemory: false) keeps only the files instead: every process ends, the sandbox holds
+        disk only and no quota slot, and resume() starts it afresh (same id, spec and
+        /workspace; /tmp and processes gone). Stores the new SandboxInfo (status "paused",
+        paused_at set, paused_memory) and returns this handle, as set_timeout() does.
         Commands, files and processes of a paused sandbox raise SandboxAPIError 409 conflict
         until resume(). Raises SandboxAPIError 409 conflict when it is not running (e.g.
         already paused), 503 when the server's backend cannot pause; NotFoundError."""
+        body = {} if keep_memory else {"memory": False}
         self.info = SandboxInfo.from_json(self._t.json("POST", self._path("/pause"),
-                                                       json_body={}))
+                                                       json_body=body))
         return self
 
-    def resume(self, timeout_seconds=None):
+    def resume(self, timeout_seconds=None, keep_memory=True):
         """Resumes a paused sandbox (POST /v1/sandboxes/{id}/resume): its processes go on where
-        they stopped. timeout_seconds: its new time to live from now (int); None keeps its
-        last TTL (timeout_seconds), counted from now. Stores the new SandboxInfo (status
-        "running", the new expires_at) and returns this handle, as set_timeout() does.
+        they stopped (one paused with keep_memory=False starts afresh instead).
+        timeout_seconds: its new time to live from now (int); None keeps its last TTL
+        (timeout_seconds), counted from now. keep_memory=False resumes by a reboot (E2B's
+        onResume: 'reboot'): every process that ran before ends. Stores the new SandboxInfo
+        (status "running", the new expires_at) and returns this handle, as set_timeout() does.
         Raises SandboxAPIError 409 conflict when it is not paused, 400 for a timeout out of
-        range; NotFoundError."""
+        range, 429 when a sandbox paused files-only finds the quota full; NotFoundError."""
         body = {} if timeout_seconds is None else {"timeout_seconds": int(timeout_seconds)}
+        if not keep_memory:
+            body["memory"] = False
         self.info = SandboxInfo.from_json(self._t.json("POST", self._path("/resume"),
                                                        json_body=body))
         return self

@@ -319,8 +319,13 @@ class SandboxInfo:
     owner: Optional[str] = None  # the key lineage that made it; only in an admin key's list()
     error_message: Optional[str] = None
     auto_pause: bool = False  # its TTL or idle timeout pauses it instead of destroying it
+    # How auto_pause pauses: True keeps the memory (a freeze), False only the files.
+    auto_pause_keep_memory: bool = True
     auto_resume: bool = False  # while paused, a request that needs it running resumes it
     paused_at: Optional[str] = None  # when it was paused; None unless status is "paused"
+    # While paused: True when its memory was kept (resume continues where it stopped), False
+    # when only its files were (resume starts it afresh); None unless status is "paused".
+    paused_memory: Optional[bool] = None
     raw: Dict = field(default_factory=dict, repr=False)
 
     @classmethod

@@ -146,6 +146,16 @@ class SdkTest(unittest.TestCase):
         self.assertAlmostEqual(harness.parse_time(sb.expires_at), before + 900, delta=30)
         self.assertEqual(sb.timeout_seconds, 900)
         self.assertTrue(sb.exec("true").ok)
+        # Files only: the processes end, the workspace stays, the resume starts it afresh.
+        sb.pause(keep_memory=False)
+        self.assertEqual((sb.status, sb.info.paused_memory), ("paused", False))
+        sb.resume()
+        self.assertIsNone(sb.info.paused_memory)
+        self.assertEqual(sb.exec("cat kept.txt").stdout, "kept")
+        self.assertEqual(sb.exec("pgrep -c sleep || true").stdout, "0\n")
+        sb.pause()
+        self.assertIs(sb.info.paused_memory, True)
+        sb.resume(keep_memory=False)  # a reboot: nothing of before runs on
         sb.pause()
         with self.assertRaises(SandboxAPIError) as cm:
             sb.resume(timeout_seconds=0)

@@ -44,6 +44,7 @@ export type {
   ProcessEvent,
   ProcessExit,
   ProcessInfo,
+  PauseOptions,
   ResumeOptions,
   SandboxInfo,
   SnapshotInfo,

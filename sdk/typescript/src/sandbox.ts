@@ -73,6 +73,7 @@ export class Sandbox {
       ["readOnlyRootfs", "read_only_rootfs"],
       ["autoPause", "auto_pause"],
       ["autoResume", "auto_resume"],
+      ["autoPauseKeepMemory", "auto_pause_keep_memory"],
       ["backend", "backend"],
     ];
     for (const [k, wire] of map) if (options[k] !== undefined) body[wire] = options[k];

@@ -18,6 +18,7 @@ import {
   type ProcessEvent,
   type ProcessExit,
   type ProcessInfo,
+  type PauseOptions,
   type ResumeOptions,
   type StartProcessOptions,
   type SandboxInfo,
@@ -802,28 +803,37 @@ export class Session {
   /**
    * Pauses the sandbox (POST .../pause): every process stops where it is, memory and files
    * are kept, and its TTL stops; while paused, expiresAt is when the server destroys it (its
-   * --paused-timeout-seconds). Resolves with the new SandboxInfo (status "paused", pausedAt
-   * set). Commands, files and processes of a paused sandbox reject with SandboxAPIError 409
+   * --paused-timeout-seconds). options.keepMemory false (E2B's keepMemory: false) keeps only
+   * the files instead: every process ends, the sandbox holds disk only and no quota slot, and
+   * resume() starts it afresh (same id, spec and /workspace; /tmp and processes gone).
+   * Resolves with the new SandboxInfo (status "paused", pausedAt set, pausedMemory).
+   * Commands, files and processes of a paused sandbox reject with SandboxAPIError 409
    * conflict until resume(). Rejects with SandboxAPIError 409 conflict when it is not running
    * (e.g. already paused), 503 when the server's backend cannot pause; NotFoundError.
    */
-  async pause(): Promise<SandboxInfo> {
-    this.#info = sandboxInfo(await this.#t.json("POST", await this.#path("/pause"), { json: {} }));
+  async pause(options: PauseOptions = {}): Promise<SandboxInfo> {
+    const body = options.keepMemory === false ? { memory: false } : {};
+    this.#info = sandboxInfo(
+      await this.#t.json("POST", await this.#path("/pause"), { json: body }),
+    );
     return this.#info;
   }
 
   /**
    * Resumes a paused sandbox (POST .../resume): its processes go on where they stopped.
    * options.timeoutSeconds: the new time to live from now; omitted, its last TTL
-   * (timeoutSeconds) from now. Resolves with the new SandboxInfo (status "running", the new
-   * expiresAt). Rejects with SandboxAPIError 409 conflict when it is not paused, 400 for a
-   * timeout out of range; NotFoundError.
+   * (timeoutSeconds) from now. options.keepMemory false resumes by a reboot: every process
+   * that ran before ends (one paused files-only always starts afresh). Resolves with the new
+   * SandboxInfo (status "running", the new expiresAt). Rejects with SandboxAPIError 409
+   * conflict when it is not paused, 400 for a timeout out of range, 429 when one paused
+   * files-only finds the quota full; NotFoundError.
    */
   async resume(options: ResumeOptions = {}): Promise<SandboxInfo> {
     const body: Record<string, unknown> = {};
     if (options.timeoutSeconds !== undefined) {
       body.timeout_seconds = Math.round(options.timeoutSeconds);
     }
+    if (options.keepMemory === false) body.memory = false;
     this.#info = sandboxInfo(
       await this.#t.json("POST", await this.#path("/resume"), { json: body }),
     );

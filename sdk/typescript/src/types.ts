@@ -38,10 +38,17 @@ export interface SandboxInfo {
   owner?: string;
   /** Its TTL or idle timeout pauses it instead of destroying it (CreateOptions.autoPause). */
   autoPause: boolean;
+  /** How autoPause pauses: true keeps the memory (a freeze), false only the files. */
+  autoPauseKeepMemory: boolean;
   /** While paused, a request that needs it running resumes it (CreateOptions.autoResume). */
   autoResume: boolean;
   /** When it was paused; null unless status is "paused". */
   pausedAt: string | null;
+  /**
+   * While paused: true when its memory was kept (resume continues where it stopped), false when
+   * only its files were (resume starts it afresh); null unless status is "paused".
+   */
+  pausedMemory: boolean | null;
   errorMessage?: string;
   /** The server's JSON as it came (snake_case; seed B's Sandbox.data). */
   raw: Record<string, unknown>;
@@ -91,6 +98,8 @@ export interface CreateOptions {
    * resumes it and is then served instead of answering 409 (default false).
    */
   autoResume?: boolean;
+  /** false: autoPause keeps only the files, as pause({ keepMemory: false }) (default true). */
+  autoPauseKeepMemory?: boolean;
   /**
    * Sent as Idempotency-Key (1-255 printable ASCII): a retry with the same key returns the same
    * sandbox instead of making a second one; the key with other options is 409 conflict.
@@ -102,6 +111,17 @@ export interface CreateOptions {
 export interface ResumeOptions {
   /** The new time to live in seconds, from now; omitted: its last TTL (timeoutSeconds). */
   timeoutSeconds?: number;
+  /** false: resume by a reboot, ending every process that ran before (default true). */
+  keepMemory?: boolean;
+}
+
+/** Options of Session.pause(). */
+export interface PauseOptions {
+  /**
+   * false: keep only the files (every process ends, no quota slot is held; resume starts it
+   * afresh). Default true: a freeze that keeps the memory.
+   */
+  keepMemory?: boolean;
 }
 
 /** Options of Sandbox.fork(): overrides of the source sandbox's settings. */
@@ -328,8 +348,10 @@ export function sandboxInfo(o: any): SandboxInfo {
       ? { snapshotId: o.last_rollback.snapshot_id, at: o.last_rollback.at }
       : null,
     autoPause: o.auto_pause ?? false,
+    autoPauseKeepMemory: o.auto_pause_keep_memory ?? true,
     autoResume: o.auto_resume ?? false,
     pausedAt: o.paused_at ?? null,
+    pausedMemory: o.paused_memory ?? null,
     raw: { ...o },
   };
   if (o.error_message) info.errorMessage = o.error_message;

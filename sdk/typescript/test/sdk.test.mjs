@@ -109,6 +109,14 @@ test("pause and resume: 409 while paused, state kept, resume's timeoutSeconds", 
   assert.ok(Math.abs(Date.parse(info.expiresAt) - (before + 900_000)) < 30_000, info.expiresAt);
   assert.equal(info.timeoutSeconds, 900);
   assert.ok((await s.exec("true")).ok);
+  // Files only: the processes end, the workspace stays, the resume starts it afresh.
+  const filesOnly = await s.pause({ keepMemory: false });
+  assert.deepEqual([filesOnly.status, filesOnly.pausedMemory], ["paused", false]);
+  assert.equal((await s.resume()).pausedMemory, null);
+  assert.equal((await s.exec("cat kept.txt")).stdout, "kept");
+  assert.equal((await s.exec("pgrep -c sleep || true")).stdout, "0\n");
+  assert.equal((await s.pause()).pausedMemory, true);
+  await s.resume({ keepMemory: false }); // a reboot: nothing of before runs on
   await s.pause();
   await assert.rejects(
     s.resume({ timeoutSeconds: 0 }),
