@@ -312,6 +312,26 @@ test('the console in chromium', { skip: skip ?? false, timeout: 110000 }, async 
     assert.deepEqual(dialogs, []);
   });
 
+  await t.test('pause keeping only the files, then resume: the files are still there', async () => {
+    await page.evaluate((id) => { location.hash = `#/sandbox/${id}/files`; }, sandboxId);
+    await page.waitForSelector('tr[data-name="hello.txt"]');
+    await page.waitForSelector('#pause-sandbox-files:not([hidden])');
+    await page.click('#pause-sandbox-files');
+    await okProgress();
+    await page.waitForFunction(() => /paused \(files only\)/.test(
+        document.querySelector('#sandbox-summary').textContent));
+    assert.equal(await page.isVisible('#pause-sandbox'), false);
+    const got = await (await fetch(`${server.url}/v1/sandboxes/${sandboxId}`,
+        { headers: { Authorization: 'Bearer ' + server.adminKey } })).json();
+    assert.deepEqual([got.status, got.paused_memory], ['paused', false]);
+    await page.click('#resume-sandbox');
+    await okProgress();
+    await page.waitForSelector('#pause-sandbox:not([hidden])');
+    await page.click('#tab-link-files');
+    await page.click('tr[data-name="hello.txt"] .file-name');
+    await page.waitForFunction(() => document.querySelector('#editor')?.value === 'edited in the console\n');
+  });
+
   await t.test('sign out forgets the key; a second key sees none of it', async () => {
     await page.click('#signout');
     await page.waitForSelector('#api-key');

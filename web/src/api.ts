@@ -164,4 +164,6 @@ export interface Sandbox {
   /** Its last rollback, or null. */
   last_rollback?: { snapshot_id: string; at: string } | null;
   default_workdir: string;
+  /** While paused: true when its memory was kept, false when only its files were; else null. */
+  paused_memory?: boolean | null;
 }

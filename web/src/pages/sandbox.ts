@@ -1,5 +1,5 @@
-// One sandbox: its summary (status, template, TTL; delete, extend) and tabs for the terminal,
-// files, processes, snapshots, network and ports, and its audit events.
+// One sandbox: its summary (status, template, TTL; delete, extend, fork, pause and resume) and
+// tabs for the terminal, files, processes, snapshots, network and ports, and its audit events.
 import { api, Sandbox } from '../api';
 import { h, replace, duration, errorText, Progress } from '../dom';
 import type { Page } from '../main';
@@ -25,15 +25,41 @@ export function sandboxPage(id: string, tab: string): Page {
   const body = h('div', { class: 'tab-body', id: 'tab-' + tab });
   let view: { el: HTMLElement; dispose: () => void } | null = null;
   let info: Sandbox | null = null;
+  // Pause (a freeze), pause keeping only the files, resume: which show follows the status.
+  const lifecycle = (btnId: string, label: string, title: string, what: string, path: string, body: object) =>
+    h(
+      'button',
+      {
+        id: btnId,
+        title,
+        hidden: true,
+        onclick: () => progress.run(what, () => api('POST', `/v1/sandboxes/${id}/${path}`, body)).then(loadInfo, () => {}),
+      },
+      label,
+    );
+  const pauseBtn = lifecycle('pause-sandbox', 'Pause', 'Stop every process where it is, memory kept', 'pausing', 'pause', {});
+  const pauseFilesBtn = lifecycle(
+    'pause-sandbox-files',
+    'Pause (files only)',
+    'End every process and keep only /workspace: no memory or quota slot is held; resume starts it afresh',
+    'pausing, files only',
+    'pause',
+    { memory: false },
+  );
+  const resumeBtn = lifecycle('resume-sandbox', 'Resume', 'Let it run again', 'resuming', 'resume', {});
 
   async function loadInfo(): Promise<void> {
     try {
       info = await api<Sandbox>('GET', `/v1/sandboxes/${id}`);
       const left = info.expires_at ? (Date.parse(info.expires_at) - Date.now()) / 1000 : Infinity;
       const item = (k: string, v: string | number) => [h('dt', {}, k), h('dd', {}, String(v))];
+      const paused = info.status === 'paused';
+      pauseBtn.hidden = pauseFilesBtn.hidden = info.status !== 'running';
+      resumeBtn.hidden = !paused;
+      const status = paused && info.paused_memory === false ? 'paused (files only)' : info.status;
       replace(
         summary,
-        item('Status', info.status),
+        item('Status', status),
         item('Template', info.template),
         item('Backend', info.backend ?? ''),
         item('Limits', `${info.cpus} CPU · ${info.memory_mb} MiB · ${info.workspace_mb} MiB disk`),
@@ -113,6 +139,9 @@ export function sandboxPage(id: string, tab: string): Page {
         },
         'Fork',
       ),
+      pauseBtn,
+      pauseFilesBtn,
+      resumeBtn,
       h(
         'button',
         {
