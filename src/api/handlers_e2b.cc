@@ -33,6 +33,7 @@
 #include "api/errors.h"
 #include "api/handlers.h"
 #include "api/preview.h"
+#include "api/sandbox_list_query.h"
 #include "api/text.h"
 #include "api/url.h"
 #include "common/clock.h"
@@ -415,17 +416,15 @@ Result<HttpResponse> List(const Deps& d, HttpRequest& req, bool paged) {
   }
   ASB_ASSIGN_OR_RETURN(const int64_t limit, PageLimit(req));
   // Newest first unless ?order=asc, as E2B's API lists (an unknown order is refused, never
-  // ignored); nextToken pages on in the same order.
-  bool newest_first = true;
-  if (const std::string* order = req.Query("order")) {
-    if (*order != "asc" && *order != "desc") {
-      return Fail(Error::InvalidArgument("order: asc or desc"));
-    }
-    newest_first = *order == "desc";
-  }
+  // ignored), filtered by template and start time; nextToken pages on in the same order.
+  ASB_ASSIGN_OR_RETURN(const SandboxListQuery query,
+                       ParseSandboxListQuery(req, {.template_name = "template",
+                                                   .started_after = "startedAfter",
+                                                   .started_before = "startedBefore",
+                                                   .newest_first_default = true}));
   const std::string* after = req.Query("nextToken");
   ASB_ASSIGN_OR_RETURN(auto all, d.manager->lifecycle().List(OwnerOf(req)));
-  if (newest_first) std::reverse(all.begin(), all.end());
+  FilterAndOrder(query, &all);
   json::array out;
   std::string next;
   bool skipping = paged && after != nullptr && !after->empty();

@@ -21,6 +21,7 @@
 #include "api/json_body.h"
 #include "api/json_number.h"
 #include "api/resource_json.h"
+#include "api/sandbox_list_query.h"
 #include "api/text.h"
 #include "core/sandbox_manager.h"
 
@@ -161,7 +162,26 @@ void AddSandboxRoutes(Router& router, ApiContext& ctx) {
              }));
 
   router.Add("GET", "/v1/sandboxes", Wrap([m](HttpRequest& req) -> Result<HttpResponse> {
+               // Oldest first unless ?order=desc; ?template, ?status, ?started_after and
+               // ?started_before filter (sandbox_list_query.h).
+               ASB_ASSIGN_OR_RETURN(const SandboxListQuery query,
+                                    ParseSandboxListQuery(req, {.template_name = "template",
+                                                                .started_after = "started_after",
+                                                                .started_before = "started_before",
+                                                                .newest_first_default = false}));
+               std::optional<core::SandboxState> status;
+               if (const std::string* st = req.Query("status"); st != nullptr && !st->empty()) {
+                 status = core::ParseSandboxState(*st);
+                 if (!status || *status == core::SandboxState::kDestroyed) {
+                   return Fail(Error::InvalidArgument(
+                       "status: creating, running, paused, stopping or error"));
+                 }
+               }
                ASB_ASSIGN_OR_RETURN(std::vector<core::SandboxInfo> all, m->List(OwnerOf(req)));
+               FilterAndOrder(query, &all);
+               if (status) {
+                 std::erase_if(all, [&](const core::SandboxInfo& s) { return s.state != *status; });
+               }
                json::array list;
                // An admin sees every tenant's sandboxes; each says whose (the console's owner
                // column). A tenant's own list never names owners.

@@ -612,6 +612,28 @@ test('pause({ keepMemory: false }) keeps only the files; connect starts it afres
     }
   });
 
+test('Sandbox.list: newest first, order, startedAfter and template filters', { skip }, async () => {
+  const a = await Sandbox.create({ metadata: { suite: 'list' } });
+  await new Promise((r) => setTimeout(r, 20));
+  const b = await Sandbox.create({ metadata: { suite: 'list' } });
+  try {
+    const ids = async (opts = {}) => (await Sandbox.list({ ...opts,
+      query: { metadata: { suite: 'list' }, ...(opts.query ?? {}) } }).nextItems())
+      .map((x) => x.sandboxId);
+    assert.deepEqual(await ids(), [b.sandboxId, a.sandboxId]);  // newest first
+    assert.deepEqual(await ids({ order: 'asc' }), [a.sandboxId, b.sandboxId]);
+    const bStarted = (await b.getInfo()).startedAt;
+    assert.deepEqual(await ids({ query: { startedAfter: bStarted } }), [b.sandboxId]);
+    assert.deepEqual(await ids({ query: { template: 'base' } }), [b.sandboxId, a.sandboxId]);
+    assert.deepEqual(await ids({ query: { template: 'no-such-template' } }), []);
+    await assert.rejects(ids({ order: 'sideways' }),
+      (e) => e instanceof SandboxError && /order/.test(e.message));
+  } finally {
+    await a.kill();
+    await b.kill();
+  }
+});
+
 test('fork: children with the state at the fork, count, the static form, errors', { skip },
   async () => {
     const parent = await Sandbox.create({ metadata: { suite: 'fork' }, envs: { ROLE: 'parent' } });

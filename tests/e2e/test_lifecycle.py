@@ -3,6 +3,7 @@
 import os
 import time
 import unittest
+from urllib.parse import quote
 
 from harness import ID_RE, Server, ServerTestCase, main, missing_prerequisite, parse_time, \
     sandbox_leftovers
@@ -113,6 +114,35 @@ class LifecycleTest(ServerTestCase):
         g = self.server.request("GET", "/v1/sandboxes/" + extended["id"])
         self.assertEqual(g.status, 200, "extended sandbox was reaped early")
         self.assertEqual(self.server.run(extended["id"], "echo alive")["stdout"], "alive\n")
+
+    def test_list_order_and_filters(self):
+        """GET /v1/sandboxes: oldest first unless order=desc; template, status and a window of
+        start times filter; a bad value of any is a 400, never ignored."""
+        first = self.create()
+        time.sleep(0.01)
+        second = self.create()
+        self.server.request("POST", "/v1/sandboxes/%s/pause" % second["id"])
+        mine = {first["id"], second["id"]}
+
+        def ids(query=""):
+            r = self.server.request("GET", "/v1/sandboxes" + query)
+            return [s["id"] for s in r.json()["sandboxes"] if s["id"] in mine]
+        self.assertEqual(ids(), [first["id"], second["id"]])
+        self.assertEqual(ids("?order=asc"), [first["id"], second["id"]])
+        self.assertEqual(ids("?order=desc"), [second["id"], first["id"]])
+        self.assertEqual(ids("?template=base"), [first["id"], second["id"]])
+        self.assertEqual(ids("?template=nope"), [])
+        self.assertEqual(ids("?status=paused"), [second["id"]])
+        self.assertEqual(ids("?status=running"), [first["id"]])
+        after = quote(second["created_at"], safe="")
+        self.assertEqual(ids("?started_after=" + after), [second["id"]])
+        self.assertEqual(ids("?started_before=" + after), [first["id"]])
+        ms = int(parse_time(second["created_at"]) * 1000)
+        self.assertEqual(ids("?started_after=%d&order=desc" % ms), [second["id"]])
+        for bad in ("order=sideways", "status=destroyed", "status=dead",
+                    "started_after=yesterday", "started_after=%d&started_before=%d" % (ms, ms)):
+            r = self.server.request("GET", "/v1/sandboxes?" + bad, check=False)
+            self.assertError(r, 400, "invalid_request")
 
     def test_l7_delete_twice(self):
         s = self.create()

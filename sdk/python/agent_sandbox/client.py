@@ -115,9 +115,16 @@ class SandboxClient:
         Raises NotFoundError when it does not exist or belongs to another key."""
         return Sandbox(self, self._transport.json("GET", "/v1/sandboxes/" + sandbox_id))
 
-    def list(self):
-        """Returns a Sandbox handle for every sandbox this key can see (GET /v1/sandboxes)."""
-        o = self._transport.json("GET", "/v1/sandboxes")
+    def list(self, order=None, template=None, status=None, started_after=None,
+             started_before=None):
+        """Returns a Sandbox handle for every sandbox this key can see (GET /v1/sandboxes),
+        oldest first; order="desc": newest first. template, status ("running", "paused", ...)
+        and a window of creation times (started_after inclusive, started_before exclusive: RFC
+        3339 UTC text or Unix milliseconds) filter. Raises SandboxAPIError 400 for a bad value."""
+        query = {k: v for k, v in (("order", order), ("template", template), ("status", status),
+                                   ("started_after", started_after),
+                                   ("started_before", started_before)) if v is not None}
+        o = self._transport.json("GET", "/v1/sandboxes", query=query or None)
         return [Sandbox(self, s) for s in o.get("sandboxes", [])]
 
     def list_sandboxes(self):

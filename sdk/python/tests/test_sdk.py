@@ -80,6 +80,13 @@ class SdkTest(unittest.TestCase):
         self.assertEqual((got.info.default_workdir, got.info.default_user),
                          ("/workspace", "sandbox"))  # the base template names neither
         self.assertIn(sb.id, [s.id for s in c.list()])
+        self.assertIn(sb.id, [s.id for s in c.list(order="desc", template="base",
+                                                    status="running",
+                                                    started_after=sb.info.created_at)])
+        self.assertNotIn(sb.id, [s.id for s in c.list(started_before=sb.info.created_at)])
+        with self.assertRaises(SandboxAPIError) as cm:
+            c.list(order="sideways")
+        self.assertEqual(cm.exception.status_code, 400)
         before = harness.parse_time(sb.info.expires_at)
         info = sb.set_timeout(600)
         self.assertGreater(harness.parse_time(info.expires_at), before + 500)

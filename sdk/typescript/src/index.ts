@@ -39,6 +39,7 @@ export type {
   FileEvent,
   FileInfo,
   ForkOptions,
+  ListOptions,
   OutputChunk,
   PreviewInfo,
   ProcessEvent,

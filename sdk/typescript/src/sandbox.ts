@@ -8,6 +8,7 @@ import {
   type CreateOptions,
   type TemplateInfo,
   type ForkOptions,
+  type ListOptions,
   type SnapshotInfo,
 } from "./types.js";
 
@@ -91,10 +92,25 @@ export class Sandbox {
     return new Session(this.#t, sandboxInfo(await this.#t.json("GET", `/v1/sandboxes/${id}`)));
   }
 
-  /** Every sandbox this key can see (GET /v1/sandboxes). */
-  async list(): Promise<Session[]> {
+  /**
+   * Every sandbox this key can see (GET /v1/sandboxes), oldest first; options.order "desc":
+   * newest first. template, status ("running", "paused", ...) and a window of creation times
+   * (startedAfter inclusive, startedBefore exclusive: a Date, RFC 3339 UTC text or Unix ms)
+   * filter. Rejects with SandboxAPIError 400 for a bad value.
+   */
+  async list(options: ListOptions = {}): Promise<Session[]> {
+    const time = (t: Date | string | number | undefined) =>
+      t instanceof Date ? t.toISOString() : t === undefined ? undefined : String(t);
     // eslint-disable-next-line @typescript-eslint/no-explicit-any
-    const o: any = await this.#t.json("GET", "/v1/sandboxes");
+    const o: any = await this.#t.json("GET", "/v1/sandboxes", {
+      query: {
+        order: options.order,
+        template: options.template,
+        status: options.status,
+        started_after: time(options.startedAfter),
+        started_before: time(options.startedBefore),
+      },
+    });
     return (o.sandboxes ?? []).map((s: unknown) => new Session(this.#t, sandboxInfo(s)));
   }
 

@@ -115,6 +115,20 @@ export interface ResumeOptions {
   keepMemory?: boolean;
 }
 
+/** Options of Sandbox.list(): the order and the filters of GET /v1/sandboxes. */
+export interface ListOptions {
+  /** "asc" (the default): oldest first; "desc": newest first. */
+  order?: "asc" | "desc";
+  /** Only sandboxes of this template. */
+  template?: string;
+  /** Only sandboxes in this state: "creating", "running", "paused", "stopping" or "error". */
+  status?: string;
+  /** Only sandboxes created at or after this time. */
+  startedAfter?: Date | string | number;
+  /** Only sandboxes created before this time. */
+  startedBefore?: Date | string | number;
+}
+
 /** Options of Session.pause(). */
 export interface PauseOptions {
   /**

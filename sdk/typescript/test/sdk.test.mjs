@@ -52,6 +52,12 @@ test("create, get, list, setTimeout, destroy", async () => {
   assert.deepEqual(got.info.envKeys, ["G"]);
   assert.deepEqual([got.info.defaultWorkdir, got.info.defaultUser], ["/workspace", "sandbox"]);
   assert.ok((await client.list()).some((x) => x.id === s.id));
+  const filtered = await client.list({ order: "desc", template: "base", status: "running",
+    startedAfter: new Date(Date.parse(s.info.createdAt)) });
+  assert.ok(filtered.some((x) => x.id === s.id));
+  assert.ok(!(await client.list({ startedBefore: s.info.createdAt })).some((x) => x.id === s.id));
+  await assert.rejects(client.list({ order: "sideways" }),
+    (e) => e instanceof SandboxAPIError && e.statusCode === 400);
   const before = Date.parse(s.info.expiresAt);
   const info = await s.setTimeout(600);
   assert.ok(Date.parse(info.expiresAt) > before + 500_000);
