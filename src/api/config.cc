@@ -79,6 +79,9 @@ std::vector<Setting> MakeSettings() {
       "how long a paused sandbox is kept before it is destroyed (default 86400)",
       Int(1, kMaxLifetimeSeconds,
           [](ServeConfig& c, int64_t n) { c.manager.limits.paused_timeout_seconds = n; }));
+  add("METRICS_INTERVAL_SECONDS", "metrics-interval-seconds",
+      "how often each running sandbox's use is sampled for its metrics history (default 5)",
+      Int(1, 3600, [](ServeConfig& c, int64_t n) { c.manager.metrics_interval_seconds = n; }));
   add("DEFAULT_CPUS", "default-cpus", "default CPU cores per sandbox",
       Dec(0.01, 1024, [](ServeConfig& c, double d) { c.manager.limits.default_cpus = d; }));
   add("MAX_CPUS", "max-cpus", "most CPU cores per sandbox (default: the host's CPUs)",

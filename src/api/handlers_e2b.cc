@@ -4,7 +4,7 @@
 //   control plane  POST /sandboxes, POST /v2/sandboxes, GET /sandboxes, GET /v2/sandboxes,
 //                  GET|DELETE /sandboxes/{id}, POST /sandboxes/{id}/timeout,
 //                  POST /sandboxes/{id}/connect and /v2/sandboxes/{id}/connect,
-//                  GET /sandboxes/{id}/metrics (one sample taken now),
+//                  GET /sandboxes/{id}/metrics (the history in a window, and now),
 //                  POST /sandboxes/{id}/pause and /resume (ADR 0024: the sandbox's processes
 //                  stop where they are, memory kept; connect and resume continue it),
 //                  POST /sandboxes/{id}/fork (count children of a running sandbox),
@@ -26,6 +26,7 @@
 #include <cmath>
 #include <thread>
 
+#include "api/config.h"
 #include "api/e2b_connect.h"
 #include "api/e2b_envd.h"
 #include "api/e2b_token.h"
@@ -484,38 +485,70 @@ Result<HttpResponse> Connect(const Deps& d, HttpRequest& req) {
   return r;
 }
 
-// GET /sandboxes/{id}/metrics: one sample taken now (we keep no history). CPU use is measured
-// over kCpuSampleMs between two readings of the sandbox's cgroup, as a share of its CPU limit.
+// GET /sandboxes/{id}/metrics?start&end (Unix seconds, both optional): the samples of the
+// sandbox's metrics history (core/metrics_history.h, every few seconds) within the window,
+// oldest first, and, when the window reaches now and the sandbox runs, one sample taken now
+// (CPU measured over kCpuSampleMs between two readings, as a share of its CPU limit). A window
+// with no sample answers [].
 constexpr int64_t kCpuSampleMs = 200;
+
+json::object MetricJson(int64_t at_ms, double cpu_pct, double cpus, uint64_t mem,
+                        uint64_t mem_total, uint64_t disk, uint64_t disk_total) {
+  json::object m;
+  m["timestamp"] = FormatRfc3339(at_ms);
+  m["cpuCount"] = CpuCount(cpus);
+  m["cpuUsedPct"] = std::round(cpu_pct * 100) / 100;
+  m["memUsed"] = mem;
+  m["memTotal"] = mem_total;
+  m["diskUsed"] = disk;
+  m["diskTotal"] = disk_total;
+  return m;
+}
+
+// A window bound: Unix seconds, or absent.
+Result<std::optional<int64_t>> WindowSeconds(const HttpRequest& req, const char* name) {
+  const std::string* v = req.Query(name);
+  if (v == nullptr || v->empty()) return std::optional<int64_t>();
+  auto n = ParseInteger(*v, 0, INT64_MAX / 2000);
+  if (!n) return Fail(Error::InvalidArgument(std::string(name) + ": Unix seconds"));
+  return std::optional<int64_t>(*n);
+}
 
 Result<HttpResponse> Metrics(const Deps& d, HttpRequest& req) {
   ASB_ASSIGN_OR_RETURN(core::SandboxInfo s, CallersSandbox(d, req));
-  if (s.state == core::SandboxState::kPaused) {  // nothing runs, nothing to sample
-    HttpResponse r = JsonResponse(200, "[]");
-    r.sandbox_id = s.id;
-    return r;
+  ASB_ASSIGN_OR_RETURN(const std::optional<int64_t> start, WindowSeconds(req, "start"));
+  ASB_ASSIGN_OR_RETURN(const std::optional<int64_t> end, WindowSeconds(req, "end"));
+  if (start && end && *end < *start) {
+    return Fail(Error::InvalidArgument("end: must not be before start"));
   }
-  core::SandboxLifecycle& life = d.manager->lifecycle();
-  ASB_ASSIGN_OR_RETURN(core::SandboxUsageInfo a, life.Usage(OwnerOf(req), s.id));
-  const auto t0 = std::chrono::steady_clock::now();
-  std::this_thread::sleep_for(std::chrono::milliseconds(kCpuSampleMs));
-  ASB_ASSIGN_OR_RETURN(core::SandboxUsageInfo b, life.Usage(OwnerOf(req), s.id));
-  const double wall_ns = static_cast<double>(
-      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0)
-          .count());
-  const double used_ns =
-      b.cpu_usage_ns > a.cpu_usage_ns ? static_cast<double>(b.cpu_usage_ns - a.cpu_usage_ns) : 0;
-  const double cpus = s.cpus > 0 ? s.cpus : 1;
-  json::object m;
-  m["timestamp"] = FormatRfc3339(b.sampled_at_ms);
-  m["cpuCount"] = CpuCount(cpus);
-  m["cpuUsedPct"] = std::round(std::min(100.0, used_ns / (wall_ns * cpus) * 100.0) * 100) / 100;
-  m["memUsed"] = b.memory_bytes;
-  m["memTotal"] = b.memory_limit_bytes;
-  m["diskUsed"] = b.workspace_used_bytes;
-  m["diskTotal"] = b.workspace_limit_bytes;
+  const int64_t from_ms = start ? *start * 1000 : 0;
+  const int64_t to_ms = end ? *end * 1000 + 999 : INT64_MAX;
+  ASB_ASSIGN_OR_RETURN(auto history,
+                       d.manager->metrics().Samples(OwnerOf(req), s.id, from_ms, to_ms));
   json::array out;
-  out.push_back(std::move(m));
+  for (const core::MetricSample& m : history) {
+    out.push_back(MetricJson(m.at_ms, m.cpu_used_pct, m.cpus, m.memory_bytes, m.memory_limit_bytes,
+                             m.workspace_used_bytes, m.workspace_limit_bytes));
+  }
+  // Nothing runs in a paused sandbox, so nothing is sampled now; a window that ends in the past
+  // wants only its history.
+  const int64_t now_ms = NowMs();
+  if (s.state == core::SandboxState::kRunning && to_ms >= now_ms && from_ms <= now_ms) {
+    core::SandboxLifecycle& life = d.manager->lifecycle();
+    ASB_ASSIGN_OR_RETURN(core::SandboxUsageInfo a, life.Usage(OwnerOf(req), s.id));
+    const auto t0 = std::chrono::steady_clock::now();
+    std::this_thread::sleep_for(std::chrono::milliseconds(kCpuSampleMs));
+    ASB_ASSIGN_OR_RETURN(core::SandboxUsageInfo b, life.Usage(OwnerOf(req), s.id));
+    const double wall_ns = static_cast<double>(
+        std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0)
+            .count());
+    const double used_ns =
+        b.cpu_usage_ns > a.cpu_usage_ns ? static_cast<double>(b.cpu_usage_ns - a.cpu_usage_ns) : 0;
+    const double cpus = s.cpus > 0 ? s.cpus : 1;
+    out.push_back(MetricJson(b.sampled_at_ms, std::min(100.0, used_ns / (wall_ns * cpus) * 100.0),
+                             cpus, b.memory_bytes, b.memory_limit_bytes, b.workspace_used_bytes,
+                             b.workspace_limit_bytes));
+  }
   HttpResponse r = JsonResponse(200, json::serialize(out));
   r.sandbox_id = s.id;
   return r;

@@ -61,6 +61,12 @@ Status ManagerConfig::Validate() const {
   }
   ASB_TRY(CheckRange("timeout_seconds", l.min_timeout_seconds, l.default_timeout_seconds,
                      l.max_timeout_seconds));
+  if (metrics_interval_seconds < 1) {
+    return Fail(Error::InvalidArgument("metrics_interval_seconds must be at least 1"));
+  }
+  if (metrics_samples_kept < 1 || metrics_samples_kept > 100000) {
+    return Fail(Error::InvalidArgument("metrics_samples_kept must be within [1, 100000]"));
+  }
   if (l.paused_timeout_seconds < 1) {
     return Fail(Error::InvalidArgument("paused_timeout_seconds must be at least 1"));
   }

@@ -105,6 +105,12 @@ struct ManagerConfig {
   /// How often the reaper looks for expired or idle sandboxes, seconds (> 0).
   int64_t reap_interval_seconds = 1;
 
+  /// How often every running sandbox's use is sampled for its history (MetricsHistory; E2B's
+  /// getMetrics), seconds (> 0), and how many samples a sandbox keeps (>= 1): 120 x 5 s is its
+  /// last 10 minutes.
+  int64_t metrics_interval_seconds = 5;
+  int64_t metrics_samples_kept = 120;
+
   /// Checks internal consistency: every min <= default <= max, positive sizes, cpus > 0,
   /// reap interval > 0, data_dir absolute. Errors: kInvalidArgument naming the setting, e.g.
   /// "default_memory_mb (9000) must be within [64, 8192]". The API prints it as

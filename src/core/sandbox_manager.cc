@@ -58,6 +58,9 @@ SandboxManager::SandboxManager(ManagerConfig config, store::Store& store,
             return has("node") && !has("pip") ? "javascript" : "python";
           })) {
   lifecycle_->SetWorkspaceKeeper(snapshots_.get());  // files-only pauses keep workspaces there
+  metrics_ =
+      std::make_unique<MetricsHistory>(*lifecycle_, clock, config_.metrics_interval_seconds * 1000,
+                                       static_cast<size_t>(config_.metrics_samples_kept));
 }
 
 SandboxManager::~SandboxManager() { Stop(); }
@@ -90,6 +93,7 @@ void SandboxManager::ReaperLoop() {
     if (reaper_stop_) break;
     l.unlock();
     lifecycle_->ReapOnce();
+    metrics_->MaybeSample();
     l.lock();
   }
 }

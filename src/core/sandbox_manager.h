@@ -28,6 +28,7 @@
 #include "core/exec_service.h"
 #include "core/file_service.h"
 #include "core/lifecycle.h"
+#include "core/metrics_history.h"
 #include "core/network_service.h"
 #include "core/process_service.h"
 #include "core/sandbox_types.h"
@@ -74,6 +75,7 @@ class SandboxManager {
   SnapshotService& snapshots() { return *snapshots_; }
   NetworkService& network() { return *network_; }
   CodeService& code() { return *code_; }
+  MetricsHistory& metrics() { return *metrics_; }
 
   const ManagerConfig& config() const { return config_; }
   const TemplateCatalog& templates() const { return templates_; }
@@ -96,6 +98,7 @@ class SandboxManager {
   std::unique_ptr<SnapshotService> snapshots_;
   std::unique_ptr<NetworkService> network_;
   std::unique_ptr<CodeService> code_;
+  std::unique_ptr<MetricsHistory> metrics_;
 
   std::mutex reaper_mu_;
   std::condition_variable reaper_cv_;

@@ -52,7 +52,8 @@ function envelope(json, flags = 0) {
 
 before(async () => {
   if (skip) return;
-  server = await new Server().start();
+  // Metrics history every second, so getMetrics' windows have samples within a test's time.
+  server = await new Server({ env: { AGENT_SANDBOX_METRICS_INTERVAL_SECONDS: '1' } }).start();
   keyA = await server.newKey();
   keyB = await server.newKey();
   server.keys = [keyA, keyB];
@@ -441,11 +442,23 @@ test('list, connect, setTimeout and kill through the control plane', { skip }, a
   }
   const again = await Sandbox.connect(sbx.sandboxId);
   assert.equal((await again.commands.run('echo reconnected')).stdout, 'reconnected\n');
-  // One sample taken now: a busy loop shows as CPU use, memory and disk within the limits.
-  const busy = await sbx.commands.run('timeout 3 sh -c "while :; do :; done"', { background: true });
-  await new Promise((r) => setTimeout(r, 500));
-  const [m] = await sbx.getMetrics();
+  // The history, then one sample taken now: a busy loop shows as CPU use, memory and disk
+  // within the limits.
+  const busy = await sbx.commands.run('timeout 5 sh -c "while :; do :; done"', { background: true });
+  await new Promise((r) => setTimeout(r, 2500));
+  const all = await sbx.getMetrics();
   await sbx.commands.kill(busy.pid);
+  assert.ok(all.length >= 3, JSON.stringify(all));  // samples every second, and one now
+  const times = all.map((x) => x.timestamp.getTime());
+  assert.deepEqual(times, [...times].sort((p, q) => p - q));
+  const m = all.at(-1);
+  // A window: only the samples within it; one before the sandbox existed has none.
+  const from = new Date(times.at(-2));
+  const windowed = await sbx.getMetrics({ start: from });
+  assert.ok(windowed.length >= 1 && windowed.every((x) => x.timestamp.getTime() >= times.at(-2) - 1000),
+    JSON.stringify(windowed));
+  assert.deepEqual(await sbx.getMetrics({ start: new Date(Date.now() - 3600_000),
+    end: new Date(Date.now() - 3000_000) }), []);
   assert.ok(m.cpuUsedPct > 20 && m.cpuUsedPct <= 100, JSON.stringify(m));
   assert.ok(m.cpuCount >= 1);
   assert.ok(m.memUsed > 0 && m.memUsed <= m.memTotal, JSON.stringify(m));

@@ -42,9 +42,11 @@ function freePort() {
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
 export class Server {
-  /** `insecure`: serve with --insecure-no-auth (for clients that cannot send a key). */
-  constructor({ insecure = false } = {}) {
+  /** `insecure`: serve with --insecure-no-auth (for clients that cannot send a key); `env`:
+   * more AGENT_SANDBOX_* settings of the server. */
+  constructor({ insecure = false, env = {} } = {}) {
     this.insecure = insecure;
+    this.env = env;
     this.adminKey = 'asb_' + crypto.randomBytes(24).toString('hex');
     this.dataDir = fs.mkdtempSync('/var/tmp/asb-mcp-');
     fs.symlinkSync(TEMPLATES, path.join(this.dataDir, 'templates'));
@@ -67,6 +69,7 @@ export class Server {
         AGENT_SANDBOX_API_KEYS: this.adminKey,
         AGENT_SANDBOX_STREAM_KEEPALIVE_SECONDS: '1',
         AGENT_SANDBOX_SHUTDOWN_GRACE_SECONDS: '10',
+        ...this.env,
       },
       stdio: ['ignore', log, log],
     });
