@@ -110,8 +110,8 @@ Status FileWriteOp::Open() {
   if (req_.make_parents) ASB_TRY(MakeParents(ctx, path_, path_.parent_rel, 0755));
   ASB_ASSIGN_OR_RETURN(parent_, OpenParent(ctx, path_));
   struct stat st;
-  if (fstatat(parent_.get(), path_.name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 &&
-      S_ISDIR(st.st_mode)) {
+  const bool exists = fstatat(parent_.get(), path_.name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0;
+  if (exists && S_ISDIR(st.st_mode)) {
     return Fail(Error(ErrorCode::kInvalidArgument, path_.display + ": is a directory", EISDIR));
   }
   if (req_.append) {
@@ -122,7 +122,7 @@ Status FileWriteOp::Open() {
     return {};
   }
   for (int attempt = 0; attempt < 5 && !fd_; ++attempt) {
-    std::string name = WriteTempName(path_.name);
+    std::string name = WriteTempName(path_.name, exists);
     fd_.Reset(openat(parent_.get(), name.c_str(),
                      O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
     if (fd_) {
@@ -200,18 +200,28 @@ void FileWriteOp::OnCancel() {
   Operation::OnCancel();
 }
 
-std::string WriteTempName(std::string_view name) {
-  return "." + std::string(name.substr(0, 200)) + ".asb-" + RandomHex(6);
+std::string WriteTempName(std::string_view name, bool replaces) {
+  return "." + std::string(name.substr(0, 200)) + (replaces ? ".asbr-" : ".asb-") + RandomHex(6);
 }
 
-bool IsWriteTempName(std::string_view name) {
-  constexpr std::string_view kMark = ".asb-";
+namespace {
+
+// Whether `name` is "." + something + `mark` + 12 lower-case hex digits.
+bool HasTempShape(std::string_view name, std::string_view mark) {
   constexpr size_t kHex = 12;
-  if (name.size() < 1 + kMark.size() + kHex || name[0] != '.') return false;
+  if (name.size() < 1 + mark.size() + kHex || name[0] != '.') return false;
   std::string_view tail = name.substr(name.size() - kHex);
-  if (name.substr(name.size() - kHex - kMark.size(), kMark.size()) != kMark) return false;
+  if (name.substr(name.size() - kHex - mark.size(), mark.size()) != mark) return false;
   return std::all_of(tail.begin(), tail.end(),
                      [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); });
 }
+
+}  // namespace
+
+bool IsWriteTempName(std::string_view name) {
+  return HasTempShape(name, ".asb-") || HasTempShape(name, ".asbr-");
+}
+
+bool IsReplacingWriteTempName(std::string_view name) { return HasTempShape(name, ".asbr-"); }
 
 }  // namespace asb::sandboxd

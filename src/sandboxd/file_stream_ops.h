@@ -20,11 +20,15 @@
 namespace asb::sandboxd {
 
 /// The name of file.write's temporary file for `name` (written, fsynced, then renamed over
-/// it): "." + the first 200 bytes of name + ".asb-" + 12 hex digits.
-std::string WriteTempName(std::string_view name);
+/// it): "." + the first 200 bytes of name + ".asb-" (".asbr-" when it `replaces` an existing
+/// file) + 12 hex digits.
+std::string WriteTempName(std::string_view name, bool replaces);
 /// Whether `name` has that shape (file.watch leaves such files out: a write through the API
-/// is reported as the create or rename of its real name, never as a hidden temp file).
+/// is reported as the create and write, or the write, of its real name, never as a hidden
+/// temp file).
 bool IsWriteTempName(std::string_view name);
+/// Whether `name` is a temporary file that replaces an existing file (".asbr-").
+bool IsReplacingWriteTempName(std::string_view name);
 
 class FileReadOp final : public Operation {
  public:

@@ -229,7 +229,7 @@ void FileWatchOp::OnReadable() {
       const auto* ev = reinterpret_cast<const inotify_event*>(buf + off);
       std::string name;
       if (ev->len > 0) name.assign(ev->name, strnlen(ev->name, ev->len));
-      Handle(ev->wd, ev->mask, name);
+      Handle(ev->wd, ev->mask, ev->cookie, name);
       off += static_cast<ssize_t>(sizeof(inotify_event) + ev->len);
       if (!end_reason_.empty()) break;
     }
@@ -237,7 +237,7 @@ void FileWatchOp::OnReadable() {
   Pump();
 }
 
-void FileWatchOp::Handle(int wd, uint32_t mask, const std::string& name) {
+void FileWatchOp::Handle(int wd, uint32_t mask, uint32_t cookie, const std::string& name) {
   if (mask & IN_Q_OVERFLOW) {
     Push({"overflow", "", false, 0});
     return;
@@ -267,12 +267,24 @@ void FileWatchOp::Handle(int wd, uint32_t mask, const std::string& name) {
     }
     return;  // a deleted subdirectory's removal was reported by its parent
   }
+  if (!name.empty() && (mask & IN_MOVED_FROM) && IsWriteTempName(name)) {
+    write_cookie_ = cookie;  // file.write commits: its IN_MOVED_TO follows at once
+    write_replaces_ = IsReplacingWriteTempName(name);
+    return;
+  }
   if (name.empty() || IsWriteTempName(name)) return;
   std::string path = Join(it->second.display, name);  // `it` may dangle after AddTree below
   bool is_dir = (mask & IN_ISDIR) != 0;
   if (mask & IN_CREATE) {
     Push({"create", path, is_dir, 0});
     if (is_dir && req_.recursive) (void)AddTree(path, /*report=*/true);
+  } else if ((mask & IN_MOVED_TO) && cookie != 0 && cookie == write_cookie_ && !is_dir) {
+    // A write through the file API (a temporary file renamed over its name) reads as the
+    // write in place that a shell's `>` is: a new file is created and written, an existing
+    // one written (E2B's envd reports the same for its SDK's files.write).
+    write_cookie_ = 0;
+    if (!write_replaces_) Push({"create", path, false, 0});
+    Push({"write", path, false, 0});
   } else if (mask & IN_MOVED_TO) {
     Push({"create", path, is_dir, 0});
     // From outside the tree, its entries are new here too (and one made inside it just after

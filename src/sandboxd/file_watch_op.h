@@ -55,7 +55,8 @@ class FileWatchOp final : public Operation {
   /// descriptor and the opened directory. Errors: those of openat2/inotify_add_watch.
   Result<int> AddWatch(const std::string& path, const std::string& display, UniqueFd* dir_fd);
   void OnReadable();
-  void Handle(int wd, uint32_t mask, const std::string& name);
+  /// One inotify event; `cookie` pairs the two halves of a rename.
+  void Handle(int wd, uint32_t mask, uint32_t cookie, const std::string& name);
   /// Forgets `wd` and every watched directory below it (kernel watches removed too).
   void DropSubtree(int wd);
   void Push(protocol::FileWatchEvent ev);
@@ -76,6 +77,10 @@ class FileWatchOp final : public Operation {
   uint64_t window_ = protocol::kInitialWindow;
   std::string end_reason_;
   bool counted_ = false;
+  /// The rename of a file.write's temporary file seen last (IN_MOVED_FROM): its cookie, and
+  /// whether it replaces an existing file. Its IN_MOVED_TO is reported as the write it is.
+  uint32_t write_cookie_ = 0;
+  bool write_replaces_ = false;
 
   static uint32_t active_;  // running file.watch operations of this sandboxd
 };

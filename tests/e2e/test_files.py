@@ -207,8 +207,17 @@ class FilesTest(ServerTestCase):
         try:
             self.assertEqual(w.status, 200)
             self.assertEqual(w.start, {"type": "start", "path": "/workspace/w6", "watches": 1})
-            # Armed: everything after is reported, whichever way it is made.
+            # Armed: everything after is reported, whichever way it is made. A write through
+            # the API reads as a shell's `>` does: a new file created and written, an existing
+            # one written (never a create, which a program waiting for "write" would miss).
             self.assertEqual(self.server.put_file(self.sid, "w6/a.txt", b"one").status, 200)
+            self.server.run(self.sid, "touch w6/between")
+            self.assertEqual(self.server.put_file(self.sid, "w6/a.txt", b"two").status, 200)
+            w.until(lambda evs: w.seen().count("write /workspace/w6/a.txt") == 2)
+            self.assertEqual([e for e in w.seen() if e.endswith("/a.txt")],
+                             ["create /workspace/w6/a.txt", "write /workspace/w6/a.txt",
+                              "write /workspace/w6/a.txt"])
+            self.assertFalse([e for e in w.seen() if ".asb" in e], w.seen())
             self.server.run(self.sid, "mkdir -p w6/n/m && echo x > w6/n/m/f && "
                                       "mv w6/a.txt w6/b.txt && chmod 600 w6/b.txt && rm w6/b.txt")
             w.until(lambda evs: "remove /workspace/w6/b.txt" in w.seen())
