@@ -1,11 +1,13 @@
 #!/usr/bin/env python3
 """Crash harness (ADR 0014): SIGKILL the real server at random points during create,
-snapshot, rollback, fork (of a snapshot, and of a running sandbox) and destroy, restart it, and check after every restart that
+snapshot, rollback, fork (of a snapshot, and of a running sandbox), a files-only pause and its
+resume, and destroy, restart it, and check after every restart that
 
   - no record is lost: every sandbox and snapshot whose creation was answered (201) before the
     kill is still listed, unless the kill interrupted its own destroy/delete;
-  - no record is half-made: every listed sandbox is "running" and runs a command, or is in
-    state "error" and can be deleted; every listed snapshot can be read back;
+  - no record is half-made: every listed sandbox is "running" and runs a command, is "paused"
+    (by a files-only pause) and resumes with its files, or is in state "error" and can be
+    deleted; every listed snapshot can be read back;
   - nothing leaks: every sandbox state dir, mount and loop device under the data dir, every
     cgroup directory under this server's cgroup name and every process in those cgroups
     belongs to a listed sandbox; every file in <data>/snapshots belongs to a listed snapshot;
@@ -31,7 +33,8 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from harness import Server, missing_prerequisite  # noqa: E402
 
-OPS = ("create", "snapshot", "rollback", "fork", "fork_running", "destroy")
+OPS = ("create", "snapshot", "rollback", "fork", "fork_running", "pause_files", "resume_files",
+       "destroy")
 SPEC = {"memory_mb": 128, "pids_limit": 64, "workspace_mb": 32}
 POOL_MAX = 3  # NsBackendOptions::workspace_pool_size (2) + the one being made
 
@@ -60,6 +63,7 @@ class Harness:
         self.cut = 0
         self.init_zombies = set()
         self.deferred_loops = set()
+        self.marked = set()  # sandboxes given /workspace/kept before a files-only pause
 
     # ---- requests -------------------------------------------------------------------------
 
@@ -120,8 +124,19 @@ class Harness:
                 op = out["op"] = "snapshot"
         if op == "snapshot":
             target = self.rng.choice(sbs)
-        if op == "fork_running":
+        if op in ("fork_running", "pause_files", "resume_files"):
             target = self.rng.choice(sbs)
+        if op in ("pause_files", "resume_files"):
+            # What its resume must find again, however the kill fell.
+            st, b = self.call("POST", "/v1/sandboxes/%s/exec" % target,
+                              {"command": "echo keep > /workspace/kept"})
+            if st == 200 and b.get("exit_code") == 0:
+                self.marked.add(target)
+        if op == "resume_files":
+            # Paused with its files only before the clock starts: the kill cuts the resume.
+            st, b = self.call("POST", "/v1/sandboxes/%s/pause" % target, {"memory": False})
+            if st != 200:
+                self.failures.append("files-only pause of %s answered %s %s" % (target, st, b))
         if op == "destroy":
             target = self.rng.choice(sbs)
             self.sandboxes.discard(target)  # may or may not survive the kill
@@ -142,6 +157,11 @@ class Harness:
                 elif op == "fork_running":
                     out["answer"] = self.call("POST", "/v1/sandboxes/%s/fork" % target,
                                               {"count": 2})
+                elif op == "pause_files":
+                    out["answer"] = self.call("POST", "/v1/sandboxes/%s/pause" % target,
+                                              {"memory": False})
+                elif op == "resume_files":
+                    out["answer"] = self.call("POST", "/v1/sandboxes/%s/resume" % target, {})
                 elif op == "destroy":
                     out["answer"] = self.call("DELETE", "/v1/sandboxes/%s" % target)
                 out["took"] = time.monotonic() - t0
@@ -208,6 +228,20 @@ class Harness:
             if sid not in listed:
                 problems.append("sandbox %s lost" % sid)
         for sid, s in sorted(listed.items()):
+            if s["status"] == "paused":
+                # Only a files-only pause pauses here: it resumes with its files.
+                if s.get("paused_memory") is not False:
+                    problems.append("sandbox %s paused with paused_memory %r"
+                                    % (sid, s.get("paused_memory")))
+                st, r = self.call("POST", "/v1/sandboxes/%s/resume" % sid, {})
+                if st != 200:
+                    problems.append("sandbox %s paused, resume answered %s %s" % (sid, st, r))
+                    continue
+                s = r
+                st, r = self.call("POST", "/v1/sandboxes/%s/exec" % sid,
+                                  {"command": "cat /workspace/kept"})
+                if sid in self.marked and (st != 200 or r.get("stdout") != "keep\n"):
+                    problems.append("sandbox %s resumed without its files: %s %s" % (sid, st, r))
             if s["status"] == "running":
                 st, r = self.call("POST", "/v1/sandboxes/%s/exec" % sid,
                                   {"command": "echo ok", "timeout": 10})

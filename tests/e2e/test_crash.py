@@ -1,5 +1,6 @@
 """Crash safety (ADR 0014), the CI portion: crash_harness.py with 5 SIGKILLs of the
-server at random points of create, snapshot, rollback, fork and destroy (seed printed; set
+server at random points of create, snapshot, rollback, fork, a files-only pause and its resume,
+and destroy (seed printed; set
 ASB_CRASH_SEED to replay, ASB_CRASH_KILLS for more). The long run is
 `python3 tests/e2e/crash_harness.py --kills 100` (bench/README.md)."""
 
