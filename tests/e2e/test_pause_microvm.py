@@ -10,7 +10,8 @@ import unittest
 
 from harness import main
 from test_microvm import GUEST, missing_microvm
-from test_pause import PausedTimeoutTest, PauseTest, cpu_seconds, longest_gap_s, ticks
+from test_pause import (PausedTimeoutTest, PauseTest, cpu_seconds, leftovers_after_a_while,
+                        longest_gap_s, ticks)
 
 MICROVM_ENV = {
     "AGENT_SANDBOX_BACKEND": "microvm",
@@ -94,6 +95,23 @@ class MicrovmPauseTest(OnMicrovm, PauseTest):
         time.sleep(11)  # and the heartbeat looks after it again, finding it answering
         got = self.server.request("GET", "/v1/sandboxes/" + sid).json()
         self.assertEqual(got["status"], "running", got)
+
+    def test_a_files_only_pause_ends_the_vm_and_the_resume_boots_it_with_its_files(self):
+        s = self.create(timeout_seconds=300)
+        sid = s["id"]
+        self.server.put_file(sid, "kept.txt", b"across a reboot\n")
+        r = self.server.request("POST", "/v1/sandboxes/%s/processes" % sid,
+                                {"command": "sleep 1000"})
+        self.assertEqual(r.status, 201, r)
+        p = self.pause(sid, {"memory": False})
+        self.assertEqual(p.status, 200, p)
+        self.assertEqual((p.json()["status"], p.json()["paused_memory"]), ("paused", False))
+        # No VM is left: its QEMU and everything of its runtime are gone from the host.
+        self.assertEqual(leftovers_after_a_while(self.server, sid), [])
+        r = self.resume(sid)
+        self.assertEqual(r.status, 200, r)
+        self.assertEqual(self.server.get_file(sid, "kept.txt").body, b"across a reboot\n")
+        self.assertEqual(self.server.run(sid, "pgrep -c sleep || true")["stdout"], "0\n")
 
 
 del PauseTest, PausedTimeoutTest  # run only the microVM variants from this file
