@@ -35,6 +35,7 @@ Result<core::SandboxResources> LocalResources(const core::TemplateResources& tmp
 SandboxGuard::~SandboxGuard() {
   if (sandbox_) sandbox_->connection()->Close();
   sandbox_.reset();
+  if (released_) return;
   auto st = backend_.Destroy(id_);
   if (!st) {
     std::fprintf(stderr, "agent-sandbox: destroy %s: %s\n", id_.c_str(),

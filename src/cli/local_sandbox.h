@@ -51,12 +51,15 @@ class SandboxGuard {
   SandboxGuard(const SandboxGuard&) = delete;
   SandboxGuard& operator=(const SandboxGuard&) = delete;
   void set(std::shared_ptr<isolation::Sandbox> sandbox) { sandbox_ = std::move(sandbox); }
+  /// Leaves the sandbox to someone else (run's watcher): the destructor then destroys nothing.
+  void Release() { released_ = true; }
   isolation::Sandbox& sandbox() { return *sandbox_; }
 
  private:
   isolation::Backend& backend_;
   std::string id_;
   std::shared_ptr<isolation::Sandbox> sandbox_;
+  bool released_ = false;
 };
 
 }  // namespace asb::cli

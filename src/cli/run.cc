@@ -1,8 +1,10 @@
 // `agent-sandbox run [options] -- CMD...`: the `docker run --rm` habit. Creates an ephemeral
 // sandbox with the ns backend (or, with --backend microvm, the microvm one) directly (no
 // server), runs CMD in it with its output streamed to
-// this terminal as it comes, passes the exit code through, and destroys the sandbox afterwards,
-// also after Ctrl-C or SIGTERM (cli/signal_forwarder.h), and by its watcher when run itself is
+// this terminal as it comes, passes the exit code through, and destroys the sandbox afterwards:
+// after a command that ended, its watcher does (RunClaim::HandOff), so run exits at once and the
+// sandbox is gone within a few tens of milliseconds; after Ctrl-C or SIGTERM
+// (cli/signal_forwarder.h) run itself does before it exits; and the watcher does when run is
 // SIGKILLed (cli/run_leftovers.h).
 //
 // CMD is an argv, exactly as given (like `docker run`): `run -- sh -c 'a | b'` for a shell.
@@ -135,6 +137,13 @@ Result<int> Run(const RunOptions& o) {
     std::fprintf(stderr, "agent-sandbox: the command ran out of memory (limit %llu MiB)\n",
                  static_cast<unsigned long long>(resources.memory_mb));
   }
+  // The command is over and its output out: the watcher destroys the sandbox while we exit.
+  // (Failures and signals above keep the destroy here, before run answers.)
+  raw.reset();
+  std::fflush(stdout);
+  std::fflush(stderr);
+  guard.Release();
+  claim->HandOff();
   return ExitCodeFor(*result);
 }
 

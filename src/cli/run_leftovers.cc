@@ -125,13 +125,25 @@ Result<std::unique_ptr<RunClaim>> RunClaim::Start(const std::string& data_dir,
     ::setsid();  // out of run's process group and terminal
     ::fcntl(lock_num, F_SETFD, 0);
     ::fcntl(pipe_num, F_SETFD, 0);
+    // Not even stderr: a caller that reads run's output to its end must not wait for the
+    // watcher, which may outlive run (HandOff). A destroy it cannot finish leaves the claim,
+    // which the next run or serve sweeps (and logs).
     int null = ::open("/dev/null", O_RDWR);
-    if (null >= 0) ::dup2(null, STDIN_FILENO), ::dup2(null, STDOUT_FILENO);
+    if (null >= 0) {
+      ::dup2(null, STDIN_FILENO), ::dup2(null, STDOUT_FILENO), ::dup2(null, STDERR_FILENO);
+    }
     ::execv("/proc/self/exe", argv.data());
     ::_exit(127);
   }
   c->watcher_ = pid;
   return c;
+}
+
+void RunClaim::HandOff() {
+  if (done_w_) (void)!::write(done_w_.get(), "h", 1);
+  done_w_.Reset();
+  path_.clear();  // the watcher removes it after the destroy
+  watcher_ = -1;  // and outlives us: init reaps it
 }
 
 RunClaim::~RunClaim() {
@@ -206,7 +218,8 @@ int Watch(const WatchFlags& f) {
   while ((n = ::read(pipe.get(), &c, 1)) < 0 && errno == EINTR) {
   }
   if (n == 1 && c == 'd') return 0;  // run cleaned up itself
-  // run died: destroy its sandbox.
+  // run handed the teardown over ('h': its command ended and its exit code is out), or died:
+  // destroy its sandbox.
   auto sandboxd = FindSandboxd();
   auto run = MakeRunBackend(f.backend, f.data_dir, sandboxd ? *sandboxd : "");
   if (!run) return ReportError(run.error().WithContext("run-watch"));

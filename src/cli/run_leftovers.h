@@ -56,6 +56,11 @@ class RunClaim {
   /// executable's `run-watch`). Errors: FromErrno of open/flock/pipe/fork.
   static Result<std::unique_ptr<RunClaim>> Start(const std::string& data_dir,
                                                  const std::string& backend, const std::string& id);
+  /// Leaves the destroy of the sandbox, and the claim's removal, to the watcher, so that run
+  /// can exit as soon as its command's output and exit code are out (the teardown, ~30 ms of
+  /// unmount, loop detach and cgroup removal, is off the caller's path, as the kernel's is for
+  /// bubblewrap). The caller must not destroy the sandbox itself afterwards.
+  void HandOff();
   ~RunClaim();
   RunClaim(const RunClaim&) = delete;
   RunClaim& operator=(const RunClaim&) = delete;

@@ -17,6 +17,7 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "core/config.h"
@@ -161,7 +162,27 @@ class RunTest : public ::testing::Test {
     return o;
   }
 
+  // Whether a process runs from our data directory or names one of our sandboxes.
+  bool OursRun() {
+    std::error_code ec;
+    for (const auto& p : fs::directory_iterator("/proc", ec)) {
+      std::string name = p.path().filename();
+      if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+      std::string cmdline = ReadFileOr(p.path() / "cmdline");
+      for (auto& c : cmdline) c = c == '\0' ? ' ' : c;
+      bool ours = cmdline.find(dir_.string()) != std::string::npos;
+      for (const auto& id : ids_) ours = ours || cmdline.find(id) != std::string::npos;
+      if (ours) return true;
+    }
+    return false;
+  }
+
   void ExpectNothingLeft() {
+    // After a command that ended, run hands the destroy to its watcher and exits at once
+    // (RunClaim::HandOff): the watcher finishes within tens of milliseconds. Give it 10 s.
+    for (int i = 0; i < 1000 && OursRun(); ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
     // State directory: every sandbox's entry is gone.
     std::error_code ec;
     if (!ids_.empty()) {
