@@ -28,9 +28,9 @@ namespace asb::api {
 class E2bWatchers;
 
 /// The envdVersion we report: the SDKs gate features on it, so it is no higher than what we
-/// implement (0.5.2: closeStdin; 0.5.7: octet-stream and gzip uploads; not 0.6.2's file
-/// metadata nor 0.6.3's entries in watch events).
-inline constexpr std::string_view kEnvdVersion = "0.5.7";
+/// implement (0.5.2: closeStdin; 0.5.7: octet-stream and gzip uploads; 0.6.2: file metadata;
+/// not 0.6.3's entries in watch events, which the SDKs then refuse with their reason).
+inline constexpr std::string_view kEnvdVersion = "0.6.2";
 
 /// One envd request, resolved: the sandbox and the tenant it belongs to.
 struct EnvdCall {

@@ -6,7 +6,9 @@
 // watched directory, as envd reports them.
 #include <algorithm>
 #include <boost/json.hpp>
+#include <cctype>
 #include <cstring>
+#include <map>
 
 #include "api/e2b_connect.h"
 #include "api/e2b_envd.h"
@@ -68,6 +70,56 @@ std::string AbsoluteLinkTarget(const core::FileStat& s) {
   return clean ? *clean : t;
 }
 
+json::object MetadataJson(const std::map<std::string, std::string>& md) {
+  json::object o;
+  for (const auto& [k, v] : md) o[k] = v;
+  return o;
+}
+
+// File metadata (envd 0.6.2): an upload's X-Metadata-<key>: <value> headers. HTTP header names
+// are case-insensitive, so keys arrive lower-cased. Bounded before anything is written; a
+// malformed one is refused, never dropped.
+constexpr size_t kMaxMetadataKeys = 32;
+constexpr size_t kMaxMetadataKeyBytes = 64;
+constexpr size_t kMaxMetadataValueBytes = 1024;
+constexpr size_t kMaxMetadataBytes = 3072;  // keys and values: within one ext4 xattr block
+
+Result<std::map<std::string, std::string>> UploadMetadata(const HttpRequest& req) {
+  constexpr std::string_view kPrefix = "x-metadata-";
+  std::map<std::string, std::string> out;
+  size_t total = 0;
+  for (const auto& [name, value] : req.headers) {
+    if (name.rfind(kPrefix, 0) != 0) continue;
+    const std::string key = name.substr(kPrefix.size());
+    const bool key_ok = !key.empty() && key.size() <= kMaxMetadataKeyBytes &&
+                        std::all_of(key.begin(), key.end(), [](unsigned char ch) {
+                          return std::isalnum(ch) || std::string_view("!#$%&'*+-.^_`|~").find(ch) !=
+                                                         std::string_view::npos;
+                        });
+    if (!key_ok) {
+      return Fail(Error::InvalidArgument("metadata key \"" + key + "\": 1.." +
+                                         std::to_string(kMaxMetadataKeyBytes) +
+                                         " HTTP token characters"));
+    }
+    const bool value_ok = value.size() <= kMaxMetadataValueBytes &&
+                          std::all_of(value.begin(), value.end(),
+                                      [](unsigned char ch) { return ch >= 0x20 && ch <= 0x7e; });
+    if (!value_ok) {
+      return Fail(Error::InvalidArgument("metadata value of \"" + key + "\": at most " +
+                                         std::to_string(kMaxMetadataValueBytes) +
+                                         " printable ASCII characters"));
+    }
+    total += key.size() + value.size();
+    out[key] = value;
+  }
+  if (out.size() > kMaxMetadataKeys || total > kMaxMetadataBytes) {
+    return Fail(Error::InvalidArgument("metadata: at most " + std::to_string(kMaxMetadataKeys) +
+                                       " keys and " + std::to_string(kMaxMetadataBytes) +
+                                       " bytes of keys and values"));
+  }
+  return out;
+}
+
 json::object EntryInfo(const core::FileStat& s) {
   json::object o;
   o["name"] = s.name;
@@ -83,6 +135,7 @@ json::object EntryInfo(const core::FileStat& s) {
   o["group"] = UserName(s.gid);
   o["modifiedTime"] = FormatRfc3339(s.mtime_ms);
   if (s.type == "symlink") o["symlinkTarget"] = AbsoluteLinkTarget(s);
+  if (!s.metadata.empty()) o["metadata"] = MetadataJson(s.metadata);
   return o;
 }
 
@@ -234,7 +287,8 @@ Result<HttpResponse> Filesystem(const EnvdCall& c, std::string_view method, Http
   ASB_ASSIGN_OR_RETURN(json::object msg, ConnectMessage(req, false));
   if (method == "Stat") {
     ASB_ASSIGN_OR_RETURN(std::string path, PathField(msg, "path"));
-    ASB_ASSIGN_OR_RETURN(core::FileStat s, files.StatFile(c.owner, c.sandbox_id, path));
+    ASB_ASSIGN_OR_RETURN(core::FileStat s,
+                         files.StatFile(c.owner, c.sandbox_id, path, /*with_metadata=*/true));
     return Unary(c, WithEntry(s));
   }
   if (method == "MakeDir") {
@@ -277,7 +331,8 @@ Result<HttpResponse> Filesystem(const EnvdCall& c, std::string_view method, Http
     if (dir.type != "dir") {
       return Fail(Error::InvalidArgument("path " + dir.path + " is not a directory"));
     }
-    ASB_ASSIGN_OR_RETURN(auto list, files.ListFiles(c.owner, c.sandbox_id, dir.path, depth > 1));
+    ASB_ASSIGN_OR_RETURN(auto list, files.ListFiles(c.owner, c.sandbox_id, dir.path, depth > 1,
+                                                    /*with_metadata=*/true));
     json::array entries;
     for (const core::FileStat& s : list) {
       if (static_cast<int64_t>(DepthBelow(dir.path, s.path)) <= depth) {
@@ -300,6 +355,7 @@ json::object UploadEntry(const core::FileStat& s) {
   o["path"] = s.path;
   o["name"] = s.name;
   o["type"] = "file";
+  if (!s.metadata.empty()) o["metadata"] = MetadataJson(s.metadata);
   return o;
 }
 
@@ -328,6 +384,7 @@ Result<HttpResponse> Files(const EnvdCall& c, HttpRequest& req) {
     return Fail(Error::InvalidArgument("/files takes GET (download) or POST (upload)"));
   }
   json::array written;
+  ASB_ASSIGN_OR_RETURN(const auto metadata, UploadMetadata(req));
   // envd 0.5.7: `write(..., {gzip: true})` sends the file gzip-compressed. Read whole (under the
   // server's body budget) and inflated within the file size limit, so a small body cannot
   // become a huge one in memory. Every other upload streams into the sandbox as it arrives.
@@ -346,8 +403,8 @@ Result<HttpResponse> Files(const EnvdCall& c, HttpRequest& req) {
   const std::string_view type = MediaType(req.Header("content-type"));
   if (AsciiLower(type) == "application/octet-stream") {
     if (path.empty()) return Fail(Error::InvalidArgument("path: required for a raw upload"));
-    ASB_ASSIGN_OR_RETURN(core::FileStat s,
-                         UploadRequestBody(files, c.owner, c.sandbox_id, path, std::nullopt, req));
+    ASB_ASSIGN_OR_RETURN(core::FileStat s, UploadRequestBody(files, c.owner, c.sandbox_id, path,
+                                                             std::nullopt, req, metadata));
     written.push_back(UploadEntry(s));
   } else {
     ASB_ASSIGN_OR_RETURN(std::string boundary, MultipartBoundary(req.Header("content-type")));
@@ -376,8 +433,9 @@ Result<HttpResponse> Files(const EnvdCall& c, HttpRequest& req) {
       if (dest.empty()) {
         return Fail(Error::InvalidArgument("multipart: a file part without a filename (path)"));
       }
-      ASB_ASSIGN_OR_RETURN(core::FileWriteStream ws,
-                           files.OpenFileWrite(c.owner, c.sandbox_id, dest));
+      ASB_ASSIGN_OR_RETURN(
+          core::FileWriteStream ws,
+          files.OpenFileWrite(c.owner, c.sandbox_id, dest, std::nullopt, std::nullopt, metadata));
       ASB_ASSIGN_OR_RETURN(core::FileStat s,
                            StreamUpload(std::move(ws), [&parts](char* buf, size_t n) {
                              return parts.ReadData(buf, n);

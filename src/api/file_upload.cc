@@ -1,5 +1,7 @@
 #include "api/file_upload.h"
 
+#include <algorithm>
+#include <cstring>
 #include <vector>
 
 namespace asb::api {
@@ -55,11 +57,25 @@ Result<core::FileStat> StreamUpload(core::FileWriteStream ws, const ByteSource& 
 
 Result<core::FileStat> UploadRequestBody(core::FileService& files, const std::string& owner,
                                          const std::string& id, const std::string& path,
-                                         std::optional<uint32_t> mode, HttpRequest& req) {
-  if (!req.body_reader) return files.WriteFile(owner, id, path, req.body, mode);
+                                         std::optional<uint32_t> mode, HttpRequest& req,
+                                         const std::map<std::string, std::string>& metadata) {
+  if (!req.body_reader && metadata.empty()) {
+    return files.WriteFile(owner, id, path, req.body, mode);
+  }
+  if (!req.body_reader) {  // a body read whole (an inflated gzip upload), with metadata
+    ASB_ASSIGN_OR_RETURN(core::FileWriteStream ws,
+                         files.OpenFileWrite(owner, id, path, mode, req.body.size(), metadata));
+    size_t at = 0;
+    return StreamUpload(std::move(ws), [&req, &at](char* buf, size_t n) -> Result<size_t> {
+      const size_t take = std::min(n, req.body.size() - at);
+      std::memcpy(buf, req.body.data() + at, take);
+      at += take;
+      return take;
+    });
+  }
   BodyReader& body = *req.body_reader;
   ASB_ASSIGN_OR_RETURN(core::FileWriteStream ws,
-                       files.OpenFileWrite(owner, id, path, mode, body.content_length()));
+                       files.OpenFileWrite(owner, id, path, mode, body.content_length(), metadata));
   return StreamUpload(std::move(ws), [&body](char* buf, size_t n) { return body.Read(buf, n); });
 }
 

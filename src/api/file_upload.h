@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 
@@ -28,8 +29,10 @@ Result<core::FileStat> StreamUpload(core::FileWriteStream ws, const ByteSource& 
 /// (StreamUpload), or `req.body` when the server had it whole (an empty body). `path` and `mode`
 /// as core::FileService::WriteFile; a declared Content-Length over max_file_bytes is refused
 /// before a byte is read. Errors: as FileService::OpenFileWrite and StreamUpload.
+/// `metadata` (FileService::OpenFileWrite's) is set on the file.
 Result<core::FileStat> UploadRequestBody(core::FileService& files, const std::string& owner,
                                          const std::string& id, const std::string& path,
-                                         std::optional<uint32_t> mode, HttpRequest& req);
+                                         std::optional<uint32_t> mode, HttpRequest& req,
+                                         const std::map<std::string, std::string>& metadata = {});
 
 }  // namespace asb::api

@@ -135,10 +135,10 @@ Result<std::string> FileService::ReadFile(const std::string& owner, const std::s
   }
 }
 
-Result<FileWriteStream> FileService::OpenFileWrite(const std::string& owner, const std::string& id,
-                                                   const std::string& path,
-                                                   std::optional<uint32_t> mode,
-                                                   std::optional<uint64_t> size_hint) {
+Result<FileWriteStream> FileService::OpenFileWrite(
+    const std::string& owner, const std::string& id, const std::string& path,
+    std::optional<uint32_t> mode, std::optional<uint64_t> size_hint,
+    const std::map<std::string, std::string>& metadata) {
   ASB_ASSIGN_OR_RETURN(auto e, reg_.Find(owner, id));
   ASB_ASSIGN_OR_RETURN(FilePath fp, NormalizeFilePath(path));
   const std::string p = fp.path;
@@ -148,7 +148,8 @@ Result<FileWriteStream> FileService::OpenFileWrite(const std::string& owner, con
   ASB_ASSIGN_OR_RETURN(SandboxRegistry::Active act,
                        reg_.BeginActivity(e, SandboxRegistry::Activity::kStream));
   ASB_ASSIGN_OR_RETURN(auto conn, reg_.ConnectionFor(*e, act));
-  const auto req = WriteRequestFor(p, mode, reg_.cfg.limits.max_file_bytes, scope);
+  auto req = WriteRequestFor(p, mode, reg_.cfg.limits.max_file_bytes, scope);
+  req.metadata = metadata;
   ASB_ASSIGN_OR_RETURN(auto channel,
                        reg_.Checked(*e, act, conn->Open(protocol::EncodeFileWriteRequest(req))));
   FileWriteStream out;
@@ -174,7 +175,7 @@ Result<FileStat> FileService::WriteFile(const std::string& owner, const std::str
 
 Result<std::vector<FileStat>> FileService::ListFiles(const std::string& owner,
                                                      const std::string& id, const std::string& path,
-                                                     bool recursive) {
+                                                     bool recursive, bool with_metadata) {
   ASB_ASSIGN_OR_RETURN(auto e, reg_.Find(owner, id));
   ASB_ASSIGN_OR_RETURN(FilePath fp, NormalizeFilePath(path));
   const std::string p = fp.path;
@@ -185,11 +186,12 @@ Result<std::vector<FileStat>> FileService::ListFiles(const std::string& owner,
   req.path = p;
   req.scope = scope;
   req.recursive = recursive;
+  req.metadata = with_metadata;
   return wire::FromWire(reg_.Checked(*e, act, protocol::ListFiles(*conn, req)));
 }
 
 Result<FileStat> FileService::StatFile(const std::string& owner, const std::string& id,
-                                       const std::string& path) {
+                                       const std::string& path, bool with_metadata) {
   ASB_ASSIGN_OR_RETURN(auto e, reg_.Find(owner, id));
   ASB_ASSIGN_OR_RETURN(FilePath fp, NormalizeFilePath(path));
   const std::string p = fp.path;
@@ -199,6 +201,7 @@ Result<FileStat> FileService::StatFile(const std::string& owner, const std::stri
   protocol::FileStatRequest req;
   req.path = p;
   req.scope = scope;
+  req.metadata = with_metadata;
   return wire::FromWire(reg_.Checked(*e, act, protocol::StatFile(*conn, req)));
 }
 

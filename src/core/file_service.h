@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -61,18 +62,24 @@ class FileService {
                              std::optional<uint32_t> mode = std::nullopt);
   /// Opens a file for streamed writing (see FileWriteStream). `size_hint` (e.g. the request's
   /// Content-Length) over max_file_bytes is kTooLarge at once. Other errors as WriteFile.
+  /// `metadata`: key/value pairs kept with the file (FileStat::metadata; the caller checks
+  /// their shape and size), set before the file appears; a file system without them answers
+  /// kUnavailable.
   Result<FileWriteStream> OpenFileWrite(const std::string& owner, const std::string& id,
                                         const std::string& path,
                                         std::optional<uint32_t> mode = std::nullopt,
-                                        std::optional<uint64_t> size_hint = std::nullopt);
+                                        std::optional<uint64_t> size_hint = std::nullopt,
+                                        const std::map<std::string, std::string>& metadata = {});
 
   /// Lists a directory (entries sorted by name, dotfiles and symlinks included). Errors:
   /// kTooLarge over 16 MiB of listing, kLimitExceeded over 100,000 entries.
+  /// `with_metadata`: each entry's FileStat::metadata is read too.
   Result<std::vector<FileStat>> ListFiles(const std::string& owner, const std::string& id,
-                                          const std::string& path, bool recursive);
-  /// The entry at `path` (a symlink itself, not its target).
+                                          const std::string& path, bool recursive,
+                                          bool with_metadata = false);
+  /// The entry at `path` (a symlink itself, not its target); `with_metadata` as ListFiles.
   Result<FileStat> StatFile(const std::string& owner, const std::string& id,
-                            const std::string& path);
+                            const std::string& path, bool with_metadata = false);
   /// Creates a directory (and its parents). `mode` defaults to 0755, must be <= 0777.
   Result<FileStat> MakeDir(const std::string& owner, const std::string& id, const std::string& path,
                            std::optional<uint32_t> mode = std::nullopt);

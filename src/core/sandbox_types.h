@@ -217,6 +217,8 @@ struct FileStat {
   uint32_t gid = 0;
   int64_t mtime_ms = 0;
   std::string link_target;  // for symlinks
+  /// Its file metadata (user-set key/value pairs, E2B's envd >= 0.6.2), when asked for.
+  std::map<std::string, std::string> metadata{};
 };
 
 /// One change under a watched directory (FileService::WatchDirectory). `type` is one of

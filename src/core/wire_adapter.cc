@@ -27,7 +27,8 @@ ExecOutcome FromWire(protocol::CollectedExec c) {
 }
 
 FileStat FromWire(const protocol::FileStat& s) {
-  return FileStat{s.path, s.name, s.type, s.size, s.mode, s.uid, s.gid, s.mtime_ms, s.link_target};
+  return FileStat{s.path, s.name, s.type,     s.size,        s.mode,
+                  s.uid,  s.gid,  s.mtime_ms, s.link_target, s.metadata};
 }
 
 TarResult FromWire(const protocol::TarResult& t) { return TarResult{t.entries, t.bytes}; }

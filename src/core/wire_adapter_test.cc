@@ -147,8 +147,10 @@ TEST(WireAdapterTest, ErrorsPassThroughAndControlsReachTheChannel) {
 }
 
 TEST(WireAdapterTest, ValuesConvertFieldByField) {
-  protocol::FileStat w{"/workspace/a", "a", "symlink", 5, 0644, 1000, 1000, 1234, "b"};
+  protocol::FileStat w{"/workspace/a", "a",  "symlink", 5,   0644,
+                       1000,           1000, 1234,      "b", {{"k", "v"}}};
   FileStat c = FromWire(w);
+  EXPECT_EQ(c.metadata, (std::map<std::string, std::string>{{"k", "v"}}));
   EXPECT_EQ(c.path, "/workspace/a");
   EXPECT_EQ(c.type, "symlink");
   EXPECT_EQ(c.size, 5u);

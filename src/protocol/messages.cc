@@ -66,7 +66,8 @@ struct MessageSchema<FileStat> {
       Field("path", &FileStat::path), Field("name", &FileStat::name),
       Field("type", &FileStat::type), Field("size", &FileStat::size),
       Field("mode", &FileStat::mode), Field("uid", &FileStat::uid), Field("gid", &FileStat::gid),
-      Field("mtime_ms", &FileStat::mtime_ms), Field("link_target", &FileStat::link_target));
+      Field("mtime_ms", &FileStat::mtime_ms), Field("link_target", &FileStat::link_target),
+      Field("metadata", &FileStat::metadata));
 };
 
 // The nested "scope" object of every file and tar request.
@@ -94,7 +95,7 @@ struct MessageSchema<FileWriteRequest> {
       Field("path", &FileWriteRequest::path), Field("mode", &FileWriteRequest::mode),
       Field("make_parents", &FileWriteRequest::make_parents),
       Field("append", &FileWriteRequest::append), Field("max_bytes", &FileWriteRequest::max_bytes),
-      Field("scope", &FileWriteRequest::scope));
+      Field("scope", &FileWriteRequest::scope), Field("metadata", &FileWriteRequest::metadata));
 };
 
 template <>
@@ -104,7 +105,8 @@ struct MessageSchema<FileListRequest> {
   static constexpr auto kFields = std::tuple(
       Field("path", &FileListRequest::path), Field("recursive", &FileListRequest::recursive),
       Field("max_entries", &FileListRequest::max_entries),
-      Field("max_bytes", &FileListRequest::max_bytes), Field("scope", &FileListRequest::scope));
+      Field("max_bytes", &FileListRequest::max_bytes), Field("scope", &FileListRequest::scope),
+      Field("metadata", &FileListRequest::metadata));
 };
 
 template <>
@@ -141,10 +143,10 @@ template <>
 struct MessageSchema<FileStatRequest> {
   static constexpr std::string_view kWhat = "file.stat request";
   static constexpr std::string_view kOp = "file.stat";
-  static constexpr auto kFields =
-      std::tuple(Field("path", &FileStatRequest::path),
-                 Field("follow_symlinks", &FileStatRequest::follow_symlinks),
-                 Field("scope", &FileStatRequest::scope));
+  static constexpr auto kFields = std::tuple(
+      Field("path", &FileStatRequest::path),
+      Field("follow_symlinks", &FileStatRequest::follow_symlinks),
+      Field("scope", &FileStatRequest::scope), Field("metadata", &FileStatRequest::metadata));
 };
 
 template <>

@@ -113,6 +113,9 @@ struct FileStat {
   uint32_t gid = 0;
   int64_t mtime_ms = 0;     // Unix epoch milliseconds
   std::string link_target;  // for symlinks
+  /// The entry's file metadata (its "user.e2b.<key>" extended attributes, by key), when the
+  /// request asked for it (FileStatRequest/FileListRequest::metadata, or a write that set some).
+  std::map<std::string, std::string> metadata;
 };
 
 /// Every file operation resolves its paths inside the sandbox's own root with openat2(2)
@@ -138,6 +141,9 @@ struct FileWriteRequest {
   bool append = false;     // false: write to a temp file, fsync, rename over `path`
   uint64_t max_bytes = 0;  // 0 = unlimited; more is an ERROR payload_too_large
   FileScope scope;
+  /// File metadata to set on the written file, as "user.e2b.<key>" extended attributes (E2B's
+  /// envd >= 0.6.2). A file system without user xattrs answers ERROR unavailable.
+  std::map<std::string, std::string> metadata;
 };
 
 /// Budget of one listing, in "listing bytes": each entry costs kListingEntryCost plus the
@@ -154,7 +160,9 @@ inline constexpr uint64_t kListingEntryCost = 64;
 /// The cost of `e` against FileListRequest::max_bytes: path + link target + kListingEntryCost
 /// (the name is a suffix of the path, so it is not counted twice).
 inline uint64_t ListingBytes(const FileStat& e) {
-  return kListingEntryCost + e.path.size() + e.link_target.size();
+  uint64_t n = kListingEntryCost + e.path.size() + e.link_target.size();
+  for (const auto& [k, v] : e.metadata) n += k.size() + v.size();
+  return n;
 }
 
 /// The message of the kTooLarge error of a listing over `max_bytes`; sandboxd and the host
@@ -169,12 +177,14 @@ struct FileListRequest {
   /// that omits it gets the default.
   uint64_t max_bytes = kMaxListingBytes;
   FileScope scope;
+  bool metadata = false;  // read each entry's file metadata (FileStat::metadata)
 };
 
 struct FileStatRequest {
   std::string path;
   bool follow_symlinks = false;
   FileScope scope;
+  bool metadata = false;  // read the entry's file metadata (FileStat::metadata)
 };
 
 struct FileMkdirRequest {

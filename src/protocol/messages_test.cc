@@ -24,7 +24,7 @@ FileStat SampleStat() {
 
 constexpr char kSampleStatJson[] =
     R"({"path":"/workspace/a.txt","name":"a.txt","type":"file","size":3,"mode":420,"uid":1000,)"
-    R"("gid":1000,"mtime_ms":1764410000000,"link_target":""})";
+    R"("gid":1000,"mtime_ms":1764410000000,"link_target":"","metadata":{}})";
 
 // ---- HELLO -----------------------------------------------------------------------------------
 
@@ -222,6 +222,9 @@ TEST(MessagesTest, FileStatGoldenAndRoundTrip) {
   EXPECT_EQ(d->gid, 1000u);
   EXPECT_EQ(d->mtime_ms, -5);
   EXPECT_EQ(d->link_target, "../b");
+  FileStat tagged = SampleStat();
+  tagged.metadata = {{"owner", "agent-7"}};
+  EXPECT_EQ(DecodeFileStat(EncodeFileStat(tagged))->metadata, tagged.metadata);
 }
 
 TEST(MessagesTest, NonUtf8NamesSurvive) {
@@ -246,7 +249,7 @@ TEST(MessagesTest, FileStatListGoldenAndRoundTrip) {
   EXPECT_EQ(json, std::string(R"({"entries":[)") + kSampleStatJson +
                       R"(,{"path":"/workspace/src","name":"src","type":"dir","size":3,)"
                       R"("mode":493,"uid":1000,"gid":1000,"mtime_ms":1764410000000,)"
-                      R"("link_target":""}]})");
+                      R"("link_target":"","metadata":{}}]})");
   auto d = DecodeFileStatList(json);
   ASSERT_TRUE(d);
   ASSERT_EQ(d->size(), 2u);
@@ -301,13 +304,15 @@ TEST(MessagesTest, FileWriteRequestGoldenAndRoundTrip) {
   std::string json = EncodeFileWriteRequest(r);
   EXPECT_EQ(json, std::string(R"({"op":"file.write","path":"src/app.py","mode":493,)"
                               R"("make_parents":true,"append":false,"max_bytes":10,)") +
-                      kScopeJson + "}");
+                      kScopeJson + R"(,"metadata":{}})");
   auto d = DecodeFileWriteRequest(json);
   ASSERT_TRUE(d);
   EXPECT_EQ(d->mode, 0755u);
   EXPECT_TRUE(d->make_parents);
   EXPECT_FALSE(d->append);
   EXPECT_EQ(d->max_bytes, 10u);
+  r.metadata = {{"stage", "draft"}};
+  EXPECT_EQ(DecodeFileWriteRequest(EncodeFileWriteRequest(r))->metadata, r.metadata);
   auto dd = DecodeFileWriteRequest(R"({"op":"file.write","path":"x"})");
   ASSERT_TRUE(dd);
   EXPECT_EQ(dd->mode, 0644u);
@@ -321,7 +326,7 @@ TEST(MessagesTest, FileListRequestGoldenAndRoundTrip) {
   EXPECT_EQ(json,
             std::string(R"({"op":"file.list","path":".","recursive":true,"max_entries":100000,)"
                         R"("max_bytes":16777216,)") +
-                kScopeJson + "}");
+                kScopeJson + R"(,"metadata":false})");
   auto d = DecodeFileListRequest(json);
   ASSERT_TRUE(d);
   EXPECT_TRUE(d->recursive);
@@ -343,11 +348,14 @@ TEST(MessagesTest, FileStatRequestGoldenAndRoundTrip) {
   r.follow_symlinks = true;
   std::string json = EncodeFileStatRequest(r);
   EXPECT_EQ(json, std::string(R"({"op":"file.stat","path":"a","follow_symlinks":true,)") +
-                      kScopeJson + "}");
+                      kScopeJson + R"(,"metadata":false})");
   auto d = DecodeFileStatRequest(json);
   ASSERT_TRUE(d);
   EXPECT_EQ(d->path, "a");
   EXPECT_TRUE(d->follow_symlinks);
+  EXPECT_FALSE(d->metadata);
+  r.metadata = true;
+  EXPECT_TRUE(DecodeFileStatRequest(EncodeFileStatRequest(r))->metadata);
 }
 
 TEST(MessagesTest, FileMkdirRequestGoldenAndRoundTrip) {

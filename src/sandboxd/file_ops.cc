@@ -65,6 +65,7 @@ Status RemoveTreeAt(int parent, const std::string& name, const std::string& disp
 // A listing under way: its limits and what it holds so far.
 struct Listing {
   bool recursive = false;
+  bool metadata = false;  // read each entry's file metadata
   uint32_t max_entries = 0;
   uint64_t max_bytes = 0;
   uint64_t bytes = 0;  // sum of ListingBytes over `out`
@@ -88,6 +89,7 @@ Status ListInto(int dirfd, const std::string& display, Listing* l) {
       return FailErrno(path);
     }
     FileStat e = MakeFileStat(st, path, n, dirfd, n.c_str());
+    if (l->metadata) e.metadata = ReadMetadata(dirfd, n);
     uint64_t cost = protocol::ListingBytes(e);
     if (cost > l->max_bytes - l->bytes) return Fail(Error::TooLarge(too_large));
     l->bytes += cost;
@@ -111,10 +113,14 @@ Result<FileStat> StatFile(const FsContext& ctx, const protocol::FileStatRequest&
   ASB_ASSIGN_OR_RETURN(FsPath p, ResolvePath(ctx, req.path, req.scope));
   if (req.follow_symlinks || p.name.empty() || p.name == "..") {
     ASB_ASSIGN_OR_RETURN(UniqueFd fd, OpenResolved(ctx, p, p.rel, O_PATH));
-    return StatAt(fd.get(), "", p.display);
+    ASB_ASSIGN_OR_RETURN(FileStat s, StatAt(fd.get(), "", p.display));
+    if (req.metadata) s.metadata = ReadMetadata(fd.get(), "");
+    return s;
   }
   ASB_ASSIGN_OR_RETURN(UniqueFd parent, OpenParent(ctx, p));
-  return StatAt(parent.get(), p.name, p.display);
+  ASB_ASSIGN_OR_RETURN(FileStat s, StatAt(parent.get(), p.name, p.display));
+  if (req.metadata) s.metadata = ReadMetadata(parent.get(), p.name);
+  return s;
 }
 
 Status MakeParents(const FsContext& ctx, const FsPath& p, const std::string& rel, mode_t mode) {
@@ -204,6 +210,7 @@ Result<uint64_t> ListDirectory(const FsContext& ctx, const protocol::FileListReq
   ASB_ASSIGN_OR_RETURN(UniqueFd dir, OpenResolved(ctx, p, p.rel, O_RDONLY | O_DIRECTORY));
   Listing l;
   l.recursive = req.recursive;
+  l.metadata = req.metadata;
   l.max_entries = req.max_entries;
   // The host may ask for less (tests do), never for more than the product's budget.
   l.max_bytes = std::min(req.max_bytes, protocol::kMaxListingBytes);

@@ -133,6 +133,8 @@ Status FileWriteOp::Open() {
   }
   if (!fd_) return FailErrno(path_.display);
   if (fchmod(fd_.get(), req_.mode) != 0) return FailErrno(path_.display);
+  // Set before the rename: the file appears with its metadata or not at all.
+  ASB_TRY(WriteMetadata(fd_.get(), req_.metadata, path_.display));
   return {};
 }
 
@@ -171,6 +173,7 @@ void FileWriteOp::OnEof() {
     FailWith(stat.error());
     return;
   }
+  if (!req_.metadata.empty()) stat->metadata = ReadMetadata(parent_.get(), path_.name);
   Succeed(protocol::EncodeFileStat(*stat));
 }
 

@@ -3,7 +3,9 @@
 #include <fcntl.h>
 #include <linux/openat2.h>
 #include <sys/fsuid.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/xattr.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -195,6 +197,52 @@ Result<protocol::FileStat> StatAt(int dirfd, const std::string& name, const std:
     shown_name = slash == std::string::npos ? display : display.substr(slash + 1);
   }
   return MakeFileStat(st, display, shown_name, dirfd, name.c_str());
+}
+
+namespace {
+constexpr std::string_view kMetadataPrefix = "user.e2b.";
+}  // namespace
+
+std::map<std::string, std::string> ReadMetadata(int dirfd, const std::string& name) {
+  std::map<std::string, std::string> out;
+  UniqueFd f(name.empty() ? fcntl(dirfd, F_DUPFD_CLOEXEC, 0)
+                          : openat(dirfd, name.c_str(), O_PATH | O_NOFOLLOW | O_CLOEXEC));
+  if (!f) return out;
+  struct stat st;
+  if (fstat(f.get(), &st) != 0 || S_ISLNK(st.st_mode)) return out;
+  // An O_PATH descriptor takes no f*xattr calls; its /proc/self/fd link reaches the inode.
+  const std::string proc = "/proc/self/fd/" + std::to_string(f.get());
+  char names[8192];
+  const ssize_t n = listxattr(proc.c_str(), names, sizeof names);
+  if (n <= 0) return out;
+  for (ssize_t off = 0; off < n;) {
+    const std::string attr(names + off);
+    off += static_cast<ssize_t>(attr.size()) + 1;
+    if (attr.rfind(kMetadataPrefix, 0) != 0 || attr.size() == kMetadataPrefix.size()) continue;
+    char value[4096];
+    const ssize_t v = getxattr(proc.c_str(), attr.c_str(), value, sizeof value);
+    if (v < 0) continue;
+    out[attr.substr(kMetadataPrefix.size())] = std::string(value, static_cast<size_t>(v));
+  }
+  return out;
+}
+
+Status WriteMetadata(int fd, const std::map<std::string, std::string>& metadata,
+                     const std::string& display) {
+  for (const auto& [key, value] : metadata) {
+    const std::string attr = std::string(kMetadataPrefix) + key;
+    if (fsetxattr(fd, attr.c_str(), value.data(), value.size(), 0) == 0) continue;
+    const int err = errno;
+    if (err == ENOTSUP) {
+      return Fail(Error(ErrorCode::kUnavailable,
+                        display + ": this file system keeps no file metadata", err));
+    }
+    if (err == E2BIG || err == ENOSPC || err == ERANGE) {
+      return Fail(Error(ErrorCode::kTooLarge, display + ": more file metadata than it holds", err));
+    }
+    return Fail(Error::FromErrno(err, display + ": set metadata " + key));
+  }
+  return {};
 }
 
 }  // namespace asb::sandboxd

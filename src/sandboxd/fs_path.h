@@ -16,6 +16,7 @@
 
 #include <sys/stat.h>
 
+#include <map>
 #include <string>
 #include <string_view>
 
@@ -74,6 +75,15 @@ protocol::FileStat MakeFileStat(const struct stat& st, std::string display, std:
 
 /// stat of `name` in `dirfd` ("" = dirfd itself), without following a final symlink.
 Result<protocol::FileStat> StatAt(int dirfd, const std::string& name, const std::string& display);
+
+/// The file metadata of entry `name` in `dirfd` ("" = dirfd itself): its "user.e2b.<key>"
+/// extended attributes, by key (E2B's envd >= 0.6.2 keeps a file's metadata the same way). A
+/// symlink, a file system without user xattrs, or an entry the caller may not read has none.
+std::map<std::string, std::string> ReadMetadata(int dirfd, const std::string& name);
+/// Sets each of `metadata` as "user.e2b.<key>" on the open file `fd`. Errors: kUnavailable (the
+/// file system keeps no user xattrs), kTooLarge (more than it holds), others FromErrno.
+Status WriteMetadata(int fd, const std::map<std::string, std::string>& metadata,
+                     const std::string& display);
 
 /// "path outside <workspace>" as a kInvalidArgument error.
 Error OutsideError(const FsContext& ctx);

@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <sys/un.h>
+#include <sys/xattr.h>
 #include <unistd.h>
 
 #include <fstream>
@@ -298,6 +299,39 @@ TEST_F(SandboxdFilesTest, AppendAndFollowedStat) {
   EXPECT_EQ(followed->size, 8u);
   req.path = "loglink";  // append never writes through a final symlink
   EXPECT_FALSE(protocol::WriteFile(*conn_, req, "x"));
+}
+
+TEST_F(SandboxdFilesTest, FileMetadataIsKeptWithTheFileAndReadOnlyWhenAsked) {
+  using Md = std::map<std::string, std::string>;
+  protocol::FileWriteRequest req;
+  req.path = "tagged.txt";
+  req.metadata = {{"owner", "agent-7"}, {"stage", "draft"}};
+  auto w = protocol::WriteFile(*conn_, req, "x");
+  ASSERT_TRUE(w) << w.error().ToString();
+  EXPECT_EQ(w->metadata, req.metadata);  // a write that set some answers them
+  // Stored as user.e2b.* extended attributes of the file itself.
+  char value[64] = {};
+  const std::string host = proc_->workspace() + "/tagged.txt";
+  ASSERT_EQ(::getxattr(host.c_str(), "user.e2b.stage", value, sizeof value), 5);
+  EXPECT_STREQ(value, "draft");
+  EXPECT_TRUE(Stat("tagged.txt")->metadata.empty());  // not asked for: not read
+  protocol::FileStatRequest sr;
+  sr.path = "tagged.txt";
+  sr.metadata = true;
+  EXPECT_EQ(protocol::StatFile(*conn_, sr)->metadata, req.metadata);
+  protocol::FileListRequest lr;
+  lr.path = ".";
+  lr.metadata = true;
+  auto list = protocol::ListFiles(*conn_, lr);
+  ASSERT_TRUE(list);
+  for (const FileStat& e : *list) {
+    EXPECT_EQ(e.metadata, e.name == "tagged.txt" ? req.metadata : Md{}) << e.name;
+  }
+  // A plain write replaces the file and its metadata; the answer then carries none.
+  auto plain = Write("tagged.txt", "y");
+  ASSERT_TRUE(plain);
+  EXPECT_TRUE(plain->metadata.empty());
+  EXPECT_TRUE(protocol::StatFile(*conn_, sr)->metadata.empty());
 }
 
 TEST_F(SandboxdFilesTest, MaxBytesIsEnforcedAndTheTempFileRemoved) {

@@ -230,6 +230,22 @@ test('files: write, read, list, exists, makeDir, rename, remove, getInfo', { ski
   });
   await sbx.files.write('/workspace/e2b/streamed.txt', streamed);
   assert.equal(await sbx.files.read('/workspace/e2b/streamed.txt'), 'streamed upload');
+  // envd 0.6.2: file metadata, kept with the file (its user.e2b.* xattrs), in every EntryInfo.
+  const tagged = await sbx.files.write('/workspace/e2b/tagged.txt', 'tagged',
+    { metadata: { owner: 'agent-7', stage: 'draft' } });
+  assert.deepEqual(tagged.metadata, { owner: 'agent-7', stage: 'draft' });
+  assert.deepEqual((await sbx.files.getInfo('/workspace/e2b/tagged.txt')).metadata,
+    { owner: 'agent-7', stage: 'draft' });
+  const listed = (await sbx.files.list('/workspace/e2b')).find((e) => e.name === 'tagged.txt');
+  assert.deepEqual(listed.metadata, { owner: 'agent-7', stage: 'draft' });
+  await sbx.files.write('/workspace/e2b/tagged.txt', 'again', { metadata: { stage: 'final' },
+    useOctetStream: true });  // a new file replaces the old, metadata and all
+  assert.deepEqual((await sbx.files.getInfo('/workspace/e2b/tagged.txt')).metadata,
+    { stage: 'final' });
+  assert.equal((await sbx.files.getInfo('/workspace/e2b/b.txt')).metadata, undefined);
+  await assert.rejects(sbx.files.write('/workspace/e2b/t2.txt', 'x',
+    { metadata: { big: 'v'.repeat(2000) } }), /metadata/);
+  await sbx.commands.run('rm /workspace/e2b/tagged.txt');
   await sbx.commands.run('rm /workspace/e2b/gz.txt /workspace/e2b/raw.txt /workspace/e2b/streamed.txt');
   assert.equal(await sbx.files.read('/workspace/e2b/b.txt'), 'bee');
   const names = (await sbx.files.list('/workspace/e2b')).map((e) => e.name).sort();
