@@ -248,6 +248,7 @@ class Server:
                     pass
 
     def _remove_data_dir(self):
+        wait_for_run_watchers(self.data_dir)
         self._remove_cgroup_parents()
         # Never follow the templates symlink; unmount anything left below the data dir first.
         try:
@@ -381,6 +382,30 @@ def kill_sandbox(sid, timeout=5):
             pass
     deadline = time.time() + timeout
     while sandbox_pids(sid) and time.time() < deadline:
+        time.sleep(0.05)
+
+
+def wait_for_run_watchers(data_dir, timeout=30):
+    """Waits until no `agent-sandbox run` watcher of `data_dir` runs: after its command ended,
+    run exits at once and its watcher destroys the sandbox (cli/run_leftovers.h), so whoever
+    removes the data directory right after a run waits for that first."""
+    needle = ("--data-dir\0%s\0" % data_dir).encode()
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        busy = False
+        for p in os.listdir("/proc"):
+            if not p.isdigit():
+                continue
+            try:
+                with open("/proc/%s/cmdline" % p, "rb") as f:
+                    cmd = f.read()
+            except OSError:
+                continue
+            if b"run-watch" in cmd and needle in cmd:
+                busy = True
+                break
+        if not busy:
+            return
         time.sleep(0.05)
 
 

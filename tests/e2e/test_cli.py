@@ -585,6 +585,8 @@ class RunKillTest(unittest.TestCase):
         subprocess.run([BIN, "run"] + self.RUN_ARGS + ["--", "true"], env=self.env,
                        capture_output=True, timeout=120, stdin=subprocess.DEVNULL)
         import shutil
+        from harness import wait_for_run_watchers
+        wait_for_run_watchers(self.data)
         shutil.rmtree(self.data, ignore_errors=True)
 
     def start_run(self):

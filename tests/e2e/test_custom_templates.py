@@ -20,7 +20,7 @@ import tempfile
 import unittest
 
 import harness
-from harness import BIN, TEMPLATES, Server, main
+from harness import BIN, TEMPLATES, Server, main, wait_for_run_watchers
 
 
 def mini_rootfs_tar():
@@ -102,6 +102,7 @@ class CustomTemplatesTest(unittest.TestCase):
     def tearDownClass(cls):
         if cls.server is not None:
             cls.server.close()
+        wait_for_run_watchers(cls.data_dir)
         shutil.rmtree(cls.data_dir, ignore_errors=True)
 
     def cli(self, *args):
