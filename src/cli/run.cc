@@ -142,8 +142,7 @@ Result<int> Run(const RunOptions& o) {
   raw.reset();
   std::fflush(stdout);
   std::fflush(stderr);
-  guard.Release();
-  claim->HandOff();
+  if (claim->HandOff()) guard.Release();
   return ExitCodeFor(*result);
 }
 

@@ -139,11 +139,14 @@ Result<std::unique_ptr<RunClaim>> RunClaim::Start(const std::string& data_dir,
   return c;
 }
 
-void RunClaim::HandOff() {
-  if (done_w_) (void)!::write(done_w_.get(), "h", 1);
+bool RunClaim::HandOff() {
+  // A watcher that is gone (killed) cannot take it: the write fails (EPIPE; SIGPIPE is ignored
+  // by run) and the caller destroys the sandbox itself, as before.
+  if (!done_w_ || ::write(done_w_.get(), "h", 1) != 1) return false;
   done_w_.Reset();
   path_.clear();  // the watcher removes it after the destroy
   watcher_ = -1;  // and outlives us: init reaps it
+  return true;
 }
 
 RunClaim::~RunClaim() {

@@ -59,8 +59,9 @@ class RunClaim {
   /// Leaves the destroy of the sandbox, and the claim's removal, to the watcher, so that run
   /// can exit as soon as its command's output and exit code are out (the teardown, ~30 ms of
   /// unmount, loop detach and cgroup removal, is off the caller's path, as the kernel's is for
-  /// bubblewrap). The caller must not destroy the sandbox itself afterwards.
-  void HandOff();
+  /// bubblewrap). Returns false, changing nothing, when the watcher is gone: the caller then
+  /// destroys the sandbox itself. After true the caller must not destroy it.
+  bool HandOff();
   ~RunClaim();
   RunClaim(const RunClaim&) = delete;
   RunClaim& operator=(const RunClaim&) = delete;

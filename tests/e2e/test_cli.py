@@ -665,6 +665,28 @@ class RunKillTest(unittest.TestCase):
         p.wait()
         self.assertEqual(self.wait_clean(sid), [])
 
+    def test_a_run_whose_watcher_died_destroys_its_sandbox_itself(self):
+        # A command that ends hands the teardown to the watcher; with the watcher gone, run
+        # must do it before it exits, not leave it to the next run.
+        cid = os.path.join(self.data, "cid-ends")
+        p = subprocess.Popen([BIN, "run"] + self.RUN_ARGS +
+                             ["--cidfile", cid, "--", "sh", "-c", "sleep 3; echo done"],
+                             env=self.env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                             stderr=subprocess.DEVNULL)
+        self.procs.append(p)
+        deadline = time.time() + 60
+        watcher = None
+        while time.time() < deadline and watcher is None:
+            watcher = self.watcher_of(p.pid)
+            time.sleep(0.05)
+        self.assertIsNotNone(watcher, "run has no watcher")
+        os.kill(watcher, signal.SIGKILL)
+        out, _ = p.communicate(timeout=120)
+        self.assertEqual((p.returncode, out), (0, b"done\n"))
+        with open(cid) as f:
+            sid = f.read().strip()
+        self.assertEqual(self.leftovers(sid), [])  # at once: run destroyed it before exiting
+
     def test_leftover_of_a_run_killed_with_its_watcher_is_removed_by_the_next_run(self):
         p, sid = self.start_run()
         watcher = self.watcher_of(p.pid)
