@@ -211,6 +211,9 @@ std::vector<Setting> MakeSettings() {
       });
   add("NETWORK", "", "false: refuse network: true (no bridge, no nftables)",
       Bool([](ServeConfig& c, bool b) { c.network_enabled = b; }));
+  add("E2B_INTERNET_DEFAULT", "e2b-internet-default",
+      "false: E2B creates that do not set allowInternetAccess get no outbound network",
+      Bool([](ServeConfig& c, bool b) { c.e2b_internet_default = b; }));
   add("NETWORK_SUBNET", "network-subnet", "IPv4 range of networked sandboxes (10.213.0.0/16)",
       [](ServeConfig& c, std::string_view v) -> Status {
         if (v.empty()) return Fail(Error::InvalidArgument("must not be empty"));

@@ -77,6 +77,9 @@ struct ServeConfig {
   std::string network_subnet = "10.213.0.0/16";
   std::string network_uplink;
   std::string dns_upstreams;  // comma list "a.b.c.d[:port]"
+  /// Whether an E2B create that does not say allowInternetAccess gets outbound network (E2B's
+  /// default is on; docs/e2b.md). Only where networking is on.
+  bool e2b_internet_default = true;
   /// The web console's built files (api/console.h); "" = beside the binary (console/), then
   /// ../share/agent-sandbox/console, then /usr/share/agent-sandbox/console.
   std::string console_dir;

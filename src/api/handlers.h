@@ -54,6 +54,9 @@ struct ApiContext {
   /// The secret of E2B's envd access tokens (api/e2b_token.h); "" = E2B's sandbox traffic
   /// answers 503 (the control plane works without it).
   std::string e2b_secret;
+  /// An E2B create that does not set allow_internet_access gets network where the backend
+  /// offers it (ServeConfig::e2b_internet_default).
+  bool e2b_internet_default = true;
 };
 
 /// Adapts a handler that returns Result<HttpResponse>: errors leave through ErrorResponse().

@@ -29,6 +29,7 @@
 #include "api/config.h"
 #include "api/e2b_connect.h"
 #include "api/e2b_envd.h"
+#include "api/e2b_network.h"
 #include "api/e2b_token.h"
 #include "api/e2b_watchers.h"
 #include "api/errors.h"
@@ -59,6 +60,7 @@ struct Deps {
   int64_t keepalive_ms = 50'000;
   std::shared_ptr<E2bWatchers> watchers;
   std::string domain;  // the preview domain: sandbox.getHost(port) is <port>-<id>.<domain>
+  bool internet_default = true;  // ApiContext::e2b_internet_default
 };
 
 int64_t NowMs() { return SystemClock::Instance().NowUnixMs(); }
@@ -170,6 +172,125 @@ json::object ListedJson(const core::SandboxInfo& s) {
 Result<std::optional<core::SnapshotInfo>> SnapshotToBoot(const Deps& d, const HttpRequest& req,
                                                          const std::string& template_id);
 
+// SandboxDetail's allowInternetAccess and network: the enforced egress in E2B's terms
+// (e2b_network.h); a sandbox without network has no internet access and no network config.
+void AddNetworkJson(const core::SandboxInfo& s, json::object* o) {
+  if (!s.network) {
+    (*o)["allowInternetAccess"] = false;
+    return;
+  }
+  const E2bEgress e = E2bEgressOf(s.network_policy);
+  (*o)["allowInternetAccess"] = e.allow_internet_access.value_or(true);
+  json::object net;
+  json::array allow, deny;
+  for (const std::string& r : e.allow_out) allow.emplace_back(r);
+  for (const std::string& r : e.deny_out) deny.emplace_back(r);
+  if (!allow.empty()) net["allowOut"] = std::move(allow);
+  if (!deny.empty()) net["denyOut"] = std::move(deny);
+  (*o)["network"] = std::move(net);
+}
+
+// A list of strings, or absent (empty). At most isolation::net::kMaxRules entries.
+Result<std::vector<std::string>> RuleListOf(const json::object& o, std::string_view name) {
+  std::vector<std::string> out;
+  const json::value* v = FieldOf(o, name);
+  if (v == nullptr || v->is_null()) return out;
+  if (!v->is_array() || v->as_array().size() > isolation::net::kMaxRules) {
+    return Fail(Error::InvalidArgument(std::string(name) + ": a list of at most " +
+                                       std::to_string(isolation::net::kMaxRules) + " strings"));
+  }
+  for (const json::value& e : v->as_array()) {
+    if (!e.is_string()) return Fail(Error::InvalidArgument(std::string(name) + ": strings only"));
+    out.emplace_back(e.as_string());
+  }
+  return out;
+}
+
+// The egress E2B asks for: the switch `allow_internet_access` of `body`, the lists of `lists`
+// (create's `network` object, or the update's body itself; nullptr: none).
+Result<E2bEgress> EgressOf(const json::object& body, const json::object* lists) {
+  E2bEgress e;
+  if (const json::value* a = FieldOf(body, "allow_internet_access"); a && !a->is_null()) {
+    if (!a->is_bool()) return Fail(Error::InvalidArgument("allow_internet_access: a boolean"));
+    e.allow_internet_access = a->as_bool();
+  }
+  if (lists != nullptr) {
+    ASB_ASSIGN_OR_RETURN(e.allow_out, RuleListOf(*lists, "allowOut"));
+    ASB_ASSIGN_OR_RETURN(e.deny_out, RuleListOf(*lists, "denyOut"));
+  }
+  return e;
+}
+
+// The fields of E2B's network config (create's `network`, the update's body) that are not
+// offered here: each refused by name with the reason, never ignored. `also_ok` names the
+// fields the caller reads besides the egress lists.
+Status RefuseUnofferedNetwork(const json::object& o, std::string_view where,
+                              std::initializer_list<std::string_view> also_ok) {
+  for (const auto& [key, value] : o) {
+    if (key == "allowOut" || key == "denyOut" || value.is_null()) continue;
+    if (std::find(also_ok.begin(), also_ok.end(), std::string_view(key)) != also_ok.end()) {
+      continue;
+    }
+    const std::string field = std::string(where) + std::string(key);
+    if (key == "rules") {
+      if (value.is_object() && value.as_object().empty()) continue;
+      return Fail(Error::InvalidArgument(
+          field + ": rewriting outbound HTTPS requests is not offered (docs/e2b.md)"));
+    }
+    if (key == "egressProxy") {
+      return Fail(Error::InvalidArgument(
+          field + ": tunnelling egress through a SOCKS5 proxy is not offered (docs/e2b.md)"));
+    }
+    if (key == "httpsPorts") {
+      if (value.is_array() && value.as_array().empty()) continue;
+      return Fail(Error::InvalidArgument(
+          field +
+          ": ports that serve HTTPS are not offered; reach them as TCP through "
+          "/v1/sandboxes/{id}/ports (docs/e2b.md)"));
+    }
+    return Fail(Error::InvalidArgument(field + ": unknown field"));
+  }
+  return {};
+}
+
+// What an E2B create or snapshot boot asks of the network: outbound network on or off, or on
+// where the server offers it, and the policy (absent: the server's default).
+struct NetworkAsk {
+  std::optional<bool> network;  // absent: as the server offers (when_offered) or inherited
+  bool when_offered = false;
+  std::optional<core::NetworkPolicy> policy;
+};
+
+// E2B's create: internet on by default where the server has networking (ApiContext::
+// e2b_internet_default), allow_internet_access: false and the lists as e2b_network.h turns them
+// into a policy. A sandbox that may reach nothing still gets its network where offered (all
+// traffic denied), so that updateNetwork can open it later, as on E2B.
+Result<NetworkAsk> CreateNetworkAsk(const Deps& d, const json::object& body) {
+  const json::object* lists = nullptr;
+  if (const json::value* n = FieldOf(body, "network"); n && !n->is_null()) {
+    if (!n->is_object()) return Fail(Error::InvalidArgument("network: an object"));
+    lists = &n->as_object();
+    ASB_TRY(RefuseUnofferedNetwork(*lists, "network.", {}));
+  }
+  ASB_ASSIGN_OR_RETURN(E2bEgress egress, EgressOf(body, lists));
+  NetworkAsk ask;
+  const bool said = egress.allow_internet_access.has_value() || !egress.allow_out.empty() ||
+                    !egress.deny_out.empty();
+  if (!said) {
+    ask.when_offered = d.internet_default;
+    return ask;
+  }
+  ASB_ASSIGN_OR_RETURN(ask.policy,
+                       E2bEgressPolicy(egress, d.manager->config().default_network_policy));
+  if (isolation::net::DeniesAllTraffic(*ask.policy)) {
+    ask.network = false;
+    ask.when_offered = true;
+  } else {
+    ask.network = true;  // asked for egress: refused where the server has no networking
+  }
+  return ask;
+}
+
 Result<HttpResponse> Create(const Deps& d, HttpRequest& req) {
   ASB_ASSIGN_OR_RETURN(json::object body, JsonObject(req.body));
   core::CreateRequest cr;
@@ -185,10 +306,10 @@ Result<HttpResponse> Create(const Deps& d, HttpRequest& req) {
   }
   ASB_ASSIGN_OR_RETURN(cr.env, StringMapOf(body, "envVars"));
   ASB_ASSIGN_OR_RETURN(cr.metadata, StringMapOf(body, "metadata"));
-  if (const json::value* net = FieldOf(body, "allow_internet_access")) {
-    if (!net->is_bool()) return Fail(Error::InvalidArgument("allow_internet_access: a boolean"));
-    cr.network = net->as_bool();
-  }
+  ASB_ASSIGN_OR_RETURN(const NetworkAsk net, CreateNetworkAsk(d, body));
+  cr.network = net.network.value_or(false);
+  cr.network_when_offered = net.when_offered;
+  if (cr.network || cr.network_when_offered) cr.network_policy = net.policy;
   if (const json::value* p = FieldOf(body, "autoPause")) {
     if (!p->is_bool()) return Fail(Error::InvalidArgument("autoPause: a boolean"));
     cr.auto_pause = p->as_bool();
@@ -219,11 +340,6 @@ Result<HttpResponse> Create(const Deps& d, HttpRequest& req) {
       v && v->is_array() && !v->as_array().empty()) {
     return Fail(Error::InvalidArgument("volumeMounts: volumes are not supported (docs/e2b.md)"));
   }
-  if (const json::value* n = FieldOf(body, "network");
-      n && n->is_object() && !n->as_object().empty()) {
-    return Fail(Error::InvalidArgument(
-        "network: E2B's egress rules are not supported; use /v1's network_policy (docs/e2b.md)"));
-  }
   // A snapshot's id or name boots a sandbox from it (E2B's Sandbox.create(snapshotId)): its
   // template, limits and workspace, with this request's TTL, env and metadata.
   ASB_ASSIGN_OR_RETURN(std::optional<core::SnapshotInfo> snap,
@@ -232,7 +348,12 @@ Result<HttpResponse> Create(const Deps& d, HttpRequest& req) {
   if (snap) {
     core::ForkRequest fr;
     fr.timeout_seconds = cr.timeout_seconds;
-    if (FieldOf(body, "allow_internet_access") != nullptr) fr.network = cr.network;
+    // A snapshot's sandbox keeps its own network unless the create says otherwise.
+    if (net.network || net.policy) {
+      fr.network = cr.network;
+      fr.network_when_offered = cr.network_when_offered;
+      fr.network_policy = net.policy;
+    }
     fr.env = cr.env;
     fr.metadata = cr.metadata;
     if (FieldOf(body, "autoPause") != nullptr) fr.auto_pause = cr.auto_pause;
@@ -751,6 +872,7 @@ void AddE2bRoutes(Router& router, ApiContext& ctx) {
   d->secret = ctx.e2b_secret;
   d->keepalive_ms = ctx.stream_keepalive_ms;
   d->domain = ctx.preview.domain;
+  d->internet_default = ctx.e2b_internet_default;
   core::SandboxManager* manager = ctx.manager;
   d->watchers = std::make_shared<E2bWatchers>([manager](const std::string& id) {
     auto s = manager->lifecycle().Get(core::kAnyOwner, id);
@@ -824,6 +946,7 @@ void AddE2bRoutes(Router& router, ApiContext& ctx) {
                json::object o = ListedJson(s);
                o["envdAccessToken"] = E2bAccessToken(d->secret, s.id);
                o["domain"] = d->domain;
+               AddNetworkJson(s, &o);
                HttpResponse r = JsonResponse(200, json::serialize(o));
                r.sandbox_id = s.id;
                return r;
@@ -846,6 +969,26 @@ void AddE2bRoutes(Router& router, ApiContext& ctx) {
                r.sandbox_id = s.id;
                return r;
              }));
+  // E2B's updateNetwork: the egress rules replaced at once, omitted fields cleared; 204.
+  router.Add(
+      "PUT", "/sandboxes/{id}/network", E2bWrap([d](HttpRequest& req) -> Result<HttpResponse> {
+        ASB_ASSIGN_OR_RETURN(json::object body, JsonObject(req.body));
+        ASB_TRY(RefuseUnofferedNetwork(body, "", {"allow_internet_access"}));
+        ASB_ASSIGN_OR_RETURN(E2bEgress egress, EgressOf(body, &body));
+        ASB_ASSIGN_OR_RETURN(core::NetworkPolicy policy,
+                             E2bEgressPolicy(egress, d->manager->config().default_network_policy));
+        ASB_ASSIGN_OR_RETURN(core::SandboxInfo s, CallersSandbox(*d, req));
+        if (!s.network) {
+          return Fail(Error::InvalidArgument(
+              "sandbox " + s.id +
+              " has no network: this server does not offer networking, or the sandbox "
+              "was made before it did"));
+        }
+        ASB_TRY(d->manager->network().SetNetwork(OwnerOf(req), s.id, policy));
+        HttpResponse r = NoContent();
+        r.sandbox_id = s.id;
+        return r;
+      }));
   auto connect = E2bWrap([d](HttpRequest& req) { return Connect(*d, req); });
   router.Add("POST", "/sandboxes/{id}/connect", connect);
   router.Add("POST", "/v2/sandboxes/{id}/connect", connect);

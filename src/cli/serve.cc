@@ -344,6 +344,7 @@ int Serve(CLI::App& root, const ServeFlags& flags) {
                        : cfg.port != 0             ? "localhost:" + std::to_string(cfg.port)
                                                    : "localhost";
   ctx.preview.scheme = cfg.preview_scheme;
+  ctx.e2b_internet_default = cfg.e2b_internet_default;
   ctx.preview.max_ttl_seconds = cfg.preview_max_ttl_seconds;
   // E2B's envd access tokens (api/e2b_token.h): without the secret only E2B's sandbox traffic
   // is off, so a bad file is a warning, not a failed start.

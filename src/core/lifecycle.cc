@@ -149,7 +149,7 @@ Result<SandboxInfo> SandboxLifecycle::CreateWith(const std::string& owner, const
                                 lim.default_idle_timeout_seconds, 0, lim.max_timeout_seconds));
   ASB_TRY(ValidateEnv(req.env, "env"));
   ASB_TRY(ValidateMetadata(req.metadata));
-  if (req.network) {
+  if (req.network || req.network_when_offered) {
     ASB_ASSIGN_OR_RETURN(
         info.network_policy,
         isolation::net::Canonicalize(req.network_policy.value_or(reg_.cfg.default_network_policy)));
@@ -158,6 +158,8 @@ Result<SandboxInfo> SandboxLifecycle::CreateWith(const std::string& owner, const
   }
 
   ASB_ASSIGN_OR_RETURN(isolation::Backend* const backend, reg_.backends.Find(req.backend));
+  const bool network = req.network || (req.network_when_offered && backend->Capabilities().network);
+  if (!network) info.network_policy = {};
   // A files-only auto-pause needs no freezer: every backend can keep files.
   if (req.auto_pause && req.auto_pause_keep_memory && !backend->Capabilities().pause) {
     return Fail(Error::InvalidArgument("auto_pause: the " + std::string(backend->name()) +
@@ -176,7 +178,7 @@ Result<SandboxInfo> SandboxLifecycle::CreateWith(const std::string& owner, const
   info.metadata = req.metadata;
   info.default_workdir = defaults.workdir;
   info.default_user = defaults.user;
-  info.network = req.network;
+  info.network = network;
   info.read_only_rootfs = true;
   info.tmp_size_mb = res.tmp_size_mb;
   info.backend = std::string(backend->name());

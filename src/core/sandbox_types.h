@@ -54,6 +54,10 @@ struct CreateRequest {
   bool network = false;
   /// The egress policy with network; absent = config.default_network_policy.
   std::optional<NetworkPolicy> network_policy{};
+  /// With network false: give it network (and network_policy) when its backend offers
+  /// networking on this server, and none without an error when it does not (E2B's default of
+  /// allowInternetAccess; docs/e2b.md). network_policy without either is still refused.
+  bool network_when_offered = false;
   /// The caller's labels (E2B's sandbox metadata; docs/e2b.md): at most kMaxMetadataEntries,
   /// keys 1..kMaxMetadataKeyBytes and values up to kMaxMetadataValueBytes, without NUL.
   std::map<std::string, std::string> metadata{};
@@ -275,6 +279,10 @@ struct ForkRequest {
   std::optional<double> cpus{};
   std::optional<int64_t> memory_mb{};
   std::optional<bool> network{};
+  /// Replaces the source's egress policy (with network); CreateRequest's meaning.
+  std::optional<NetworkPolicy> network_policy{};
+  /// CreateRequest::network_when_offered, for a fork whose network is false.
+  bool network_when_offered = false;
   std::optional<int64_t> timeout_seconds{};
   /// Set over the source's env (CreateRequest::env's rules).
   std::map<std::string, std::string> env{};

@@ -29,8 +29,6 @@ namespace asb::core {
 
 namespace {
 
-constexpr int64_t kAnswerMs = 120'000;
-
 SnapshotInfo ToInfo(const store::SnapshotRecord& r) {
   SnapshotInfo i;
   i.id = r.id;
@@ -637,7 +635,12 @@ Result<SandboxInfo> SnapshotService::ForkFrom(const SnapshotInfo& snap, const Fo
       cr.workspace_mb = static_cast<int64_t>(st.st_size >> 20);
     }
   }
-  if (cr.network && base.network) cr.network_policy = base.network_policy;
+  cr.network_when_offered = req.network_when_offered;
+  if (req.network_policy) {
+    cr.network_policy = req.network_policy;
+  } else if (cr.network && base.network) {
+    cr.network_policy = base.network_policy;
+  }
   ASB_ASSIGN_OR_RETURN(SandboxInfo created,
                        lifecycle_.CreateWith(snap.owner, cr, image, inherited));
 

@@ -146,6 +146,9 @@ class Server:
             "AGENT_SANDBOX_INSECURE_NO_AUTH": "true",
             "AGENT_SANDBOX_REAP_INTERVAL_SECONDS": "1",
             "AGENT_SANDBOX_SHUTDOWN_GRACE_SECONDS": "10",
+            # E2B creates get no network on the host's real uplink unless a test asks (the
+            # network tests give the server an uplink into a namespace of their own).
+            "AGENT_SANDBOX_E2B_INTERNET_DEFAULT": "false",
         })
         if self.api_key:
             e["AGENT_SANDBOX_INSECURE_NO_AUTH"] = "false"

@@ -171,6 +171,7 @@ class NetworkTest(harness.ServerTestCase):
             "AGENT_SANDBOX_NETWORK_SUBNET": SUBNET,
             "AGENT_SANDBOX_NETWORK_UPLINK": UPLINK,
             "AGENT_SANDBOX_DNS_UPSTREAM": DNS_IP,
+            "AGENT_SANDBOX_E2B_INTERNET_DEFAULT": "true",
         }, **cls.backend_env()))
         cls.hash = fnv1a(os.path.join(cls.server.data_dir, "sandboxes"))
         cls.bridge = "asb" + cls.hash
@@ -347,6 +348,86 @@ class NetworkTest(harness.ServerTestCase):
         listing = sh("nft", "list", "table", "inet", table, check=False).stdout
         self.assertNotIn(sid, listing)
         self.assertNotIn("dns_" + sid[3:], listing)
+
+    def e2b(self, method, path, body=None):
+        """A call to E2B's control plane (docs/e2b.md), as the e2b SDK makes it."""
+        return self.server.request(method, path, body, check=False)
+
+    def e2b_create(self, **body):
+        r = self.e2b("POST", "/sandboxes", dict({"templateID": "base"}, **body))
+        self.assertEqual(r.status, 201, r)
+        sid = r.json()["sandboxID"]
+        self._e2b.append(sid)
+        return sid
+
+    def test_e2b_egress_rules(self):
+        """E2B's network terms on the same enforcement (api/e2b_network.h): internet on by
+        default, allowOut over denyOut, allow_internet_access false as all traffic denied,
+        updateNetwork replacing every rule."""
+        self._e2b = []
+        try:
+            # No network field: internet on (E2B's default), nothing denied.
+            sid = self.e2b_create()
+            self.assertTrue(self.server.request("GET", "/v1/sandboxes/" + sid).json()["network"])
+            self.assertEqual(self.py(sid, PY_CONNECT, DENIED_IP, "80"), "connected")
+            info = self.e2b("GET", "/sandboxes/" + sid).json()
+            self.assertEqual((info["allowInternetAccess"], info["network"]), (True, {}))
+            # Only the allow list: all traffic denied, then allowOut wins.
+            sid = self.e2b_create(network={"allowOut": ["allowed.test", PORTS_IP],
+                                           "denyOut": ["0.0.0.0/0"]})
+            self.assertEqual(self.py(sid, PY_RESOLVE, "allowed.test"), "resolved " + ALLOWED_IP)
+            self.assertEqual(self.py(sid, PY_CONNECT, ALLOWED_IP, "80"), "connected")
+            self.assertEqual(self.py(sid, PY_CONNECT, PORTS_IP, "8443"), "connected")
+            self.assertTrue(self.py(sid, PY_RESOLVE, "denied.test").startswith("unresolved"))
+            self.assertTrue(self.py(sid, PY_CONNECT, DENIED_IP, "80").startswith("refused"))
+            info = self.e2b("GET", "/sandboxes/" + sid).json()
+            self.assertEqual(info["network"], {"allowOut": ["allowed.test", PORTS_IP + "/32"],
+                                               "denyOut": ["0.0.0.0/0"]})
+            # An allowed address inside a denied range gets through; the rest of it does not.
+            sid = self.e2b_create(network={"allowOut": [DENIED_IP],
+                                           "denyOut": ["198.19.0.0/16"]})
+            self.assertEqual(self.py(sid, PY_CONNECT, DENIED_IP, "80"), "connected")
+            self.assertTrue(self.py(sid, PY_CONNECT, ALLOWED_IP, "80").startswith("refused"))
+            self.assertTrue(self.py(sid, PY_CONNECT, PORTS_IP, "80").startswith("refused"))
+            self.assertTrue(self.py(sid, PY_CONNECT, META_IP, "80").startswith("refused"))
+            # allow_internet_access false: nothing out, no name resolves (no DNS channel
+            # either), yet the sandbox has its network, so an update can open it.
+            sid = self.e2b_create(allow_internet_access=False)
+            self.assertTrue(self.py(sid, PY_CONNECT, ALLOWED_IP, "80").startswith("refused"))
+            self.assertTrue(self.py(sid, PY_RESOLVE, "allowed.test").startswith("unresolved"))
+            info = self.e2b("GET", "/sandboxes/" + sid).json()
+            self.assertEqual((info["allowInternetAccess"], info["network"]),
+                             (False, {"denyOut": ["0.0.0.0/0"]}))
+            r = self.e2b("PUT", "/sandboxes/%s/network" % sid,
+                         {"allowOut": ["allowed.test"], "denyOut": ["0.0.0.0/0"]})
+            self.assertEqual(r.status, 204, r)
+            self.assertEqual(self.py(sid, PY_RESOLVE, "allowed.test"), "resolved " + ALLOWED_IP)
+            self.assertEqual(self.py(sid, PY_CONNECT, ALLOWED_IP, "80"), "connected")
+            self.assertTrue(self.py(sid, PY_CONNECT, DENIED_IP, "80").startswith("refused"))
+            # An update replaces every rule: omitted lists are cleared, so all is open.
+            self.assertEqual(self.e2b("PUT", "/sandboxes/%s/network" % sid, {}).status, 204)
+            self.assertEqual(self.py(sid, PY_CONNECT, DENIED_IP, "80"), "connected")
+            self.assertEqual(self.e2b("GET", "/sandboxes/" + sid).json()["network"], {})
+            r = self.e2b("PUT", "/sandboxes/%s/network" % sid, {"allow_internet_access": False})
+            self.assertEqual(r.status, 204, r)
+            self.assertTrue(self.py(sid, PY_CONNECT, DENIED_IP, "80").startswith("refused"))
+            # What E2B refuses, or we do not offer, is a 400 naming the field.
+            for body, says in (({"network": {"denyOut": ["denied.test"]}}, "denyOut[0]"),
+                               ({"network": {"allowOut": ["10.0.0.0/8:80"]}}, "allowOut[0]"),
+                               ({"network": {"rules": {"a.test": [{}]}}}, "network.rules"),
+                               ({"network": {"egressProxy": {"address": "p:1080"}}},
+                                "network.egressProxy"),
+                               ({"network": {"colour": "red"}}, "network.colour")):
+                r = self.e2b("POST", "/sandboxes", dict({"templateID": "base"}, **body))
+                self.assertEqual(r.status, 400, (body, r))
+                self.assertIn(says, r.json()["message"])
+            r = self.e2b("PUT", "/sandboxes/%s/network" % sid, {"denyOut": "0.0.0.0/0"})
+            self.assertEqual(r.status, 400, r)
+            r = self.e2b("PUT", "/sandboxes/sb_0000000000000000/network", {})
+            self.assertEqual(r.status, 404, r)
+        finally:
+            for sid in self._e2b:
+                self.e2b("DELETE", "/sandboxes/" + sid)
 
     def wait_port(self, sid, port, path="/"):
         deadline = time.time() + 10

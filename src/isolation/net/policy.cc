@@ -297,7 +297,20 @@ bool DomainMatches(std::string_view pattern, std::string_view name) {
   return ieq(pattern, name);
 }
 
+bool DeniesAllTraffic(const NetworkPolicy& p) {
+  for (const auto& r : p.deny_out) {
+    if (r.empty() || !std::isdigit(static_cast<unsigned char>(r.front()))) continue;
+    auto rule = ParseRule(r);
+    if (rule && rule->address && rule->address->prefix_len == 0 && rule->address->port == 0 &&
+        rule->address->proto.empty()) {
+      return true;
+    }
+  }
+  return false;
+}
+
 bool NameAllowed(const NetworkPolicy& p, std::string_view name) {
+  if (DeniesAllTraffic(p)) return false;
   auto is_domain = [](const std::string& r) {
     return !r.empty() && r.find('/') == std::string::npos;
   };

@@ -85,8 +85,14 @@ Result<NetworkPolicy> PolicyFromSeedEnv(const std::map<std::string, std::string>
 /// for "*.x" a name ending in ".x".
 bool DomainMatches(std::string_view pattern, std::string_view name);
 
+/// Whether `p` lets nothing out: a deny_out address rule of every address ("0.0.0.0/0"), every
+/// port and protocol. Deny wins, so no allow rule can reach anything.
+bool DeniesAllTraffic(const NetworkPolicy& p);
+
 /// The resolver's decision for a question name under `p` (already canonical): false when a
-/// deny_out domain matches, or allow_out names domains and none matches.
+/// deny_out domain matches, or allow_out names domains and none matches, or the policy denies
+/// all traffic (an answer would reach nothing, and each question would still carry the
+/// sandbox's bytes to the upstream resolver: a channel out of a sandbox meant to have none).
 bool NameAllowed(const NetworkPolicy& p, std::string_view name);
 
 /// How far an address the resolver answered may widen a sandbox's egress (ADR 0013
