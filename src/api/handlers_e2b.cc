@@ -173,15 +173,19 @@ Result<std::optional<core::SnapshotInfo>> SnapshotToBoot(const Deps& d, const Ht
                                                          const std::string& template_id);
 
 // SandboxDetail's allowInternetAccess and network: the enforced egress in E2B's terms
-// (e2b_network.h); a sandbox without network has no internet access and no network config.
+// (e2b_network.h; a sandbox without network has no internet access and no lists), and its
+// ports' public traffic and Host mask.
 void AddNetworkJson(const core::SandboxInfo& s, json::object* o) {
+  json::object net;
+  net["allowPublicTraffic"] = s.allow_public_traffic;
+  if (!s.mask_request_host.empty()) net["maskRequestHost"] = s.mask_request_host;
   if (!s.network) {
     (*o)["allowInternetAccess"] = false;
+    (*o)["network"] = std::move(net);
     return;
   }
   const E2bEgress e = E2bEgressOf(s.network_policy);
   (*o)["allowInternetAccess"] = e.allow_internet_access.value_or(true);
-  json::object net;
   json::array allow, deny;
   for (const std::string& r : e.allow_out) allow.emplace_back(r);
   for (const std::string& r : e.deny_out) deny.emplace_back(r);
@@ -253,6 +257,22 @@ Status RefuseUnofferedNetwork(const json::object& o, std::string_view where,
   return {};
 }
 
+// E2B's network.allowPublicTraffic and network.maskRequestHost: whether the sandbox's ports
+// answer without the traffic token (absent: they need it; E2B's own default is public, ours is
+// not: docs/e2b.md), and the Host header they see.
+Status PortTrafficOf(const json::object& body, core::CreateRequest* cr) {
+  const json::value* n = FieldOf(body, "network");
+  if (n == nullptr || !n->is_object()) return {};
+  if (const json::value* p = FieldOf(n->as_object(), "allowPublicTraffic"); p && !p->is_null()) {
+    if (!p->is_bool()) return Fail(Error::InvalidArgument("network.allowPublicTraffic: a boolean"));
+    cr->allow_public_traffic = p->as_bool();
+  }
+  ASB_ASSIGN_OR_RETURN(auto mask,
+                       StringOf(n->as_object(), "maskRequestHost", "network.maskRequestHost"));
+  if (mask) cr->mask_request_host = std::move(*mask);
+  return {};
+}
+
 // What an E2B create or snapshot boot asks of the network: outbound network on or off, or on
 // where the server offers it, and the policy (absent: the server's default).
 struct NetworkAsk {
@@ -270,7 +290,7 @@ Result<NetworkAsk> CreateNetworkAsk(const Deps& d, const json::object& body) {
   if (const json::value* n = FieldOf(body, "network"); n && !n->is_null()) {
     if (!n->is_object()) return Fail(Error::InvalidArgument("network: an object"));
     lists = &n->as_object();
-    ASB_TRY(RefuseUnofferedNetwork(*lists, "network.", {}));
+    ASB_TRY(RefuseUnofferedNetwork(*lists, "network.", {"allowPublicTraffic", "maskRequestHost"}));
   }
   ASB_ASSIGN_OR_RETURN(E2bEgress egress, EgressOf(body, lists));
   NetworkAsk ask;
@@ -307,6 +327,7 @@ Result<HttpResponse> Create(const Deps& d, HttpRequest& req) {
   ASB_ASSIGN_OR_RETURN(cr.env, StringMapOf(body, "envVars"));
   ASB_ASSIGN_OR_RETURN(cr.metadata, StringMapOf(body, "metadata"));
   ASB_ASSIGN_OR_RETURN(const NetworkAsk net, CreateNetworkAsk(d, body));
+  ASB_TRY(PortTrafficOf(body, &cr));
   cr.network = net.network.value_or(false);
   cr.network_when_offered = net.when_offered;
   if (cr.network || cr.network_when_offered) cr.network_policy = net.policy;
@@ -626,6 +647,9 @@ json::object MetricJson(int64_t at_ms, double cpu_pct, double cpus, uint64_t mem
   return m;
 }
 
+// Half a second: how far the SDKs' rounding of a window bound may move it.
+constexpr int64_t kWindowRoundingMs = 500;
+
 // A window bound: Unix seconds, or absent.
 Result<std::optional<int64_t>> WindowSeconds(const HttpRequest& req, const char* name) {
   const std::string* v = req.Query(name);
@@ -642,8 +666,11 @@ Result<HttpResponse> Metrics(const Deps& d, HttpRequest& req) {
   if (start && end && *end < *start) {
     return Fail(Error::InvalidArgument("end: must not be before start"));
   }
-  const int64_t from_ms = start ? *start * 1000 : 0;
-  const int64_t to_ms = end ? *end * 1000 + 999 : INT64_MAX;
+  // The SDKs round a Date to the nearest second (Math.round), so second S stands for
+  // [S - 0.5 s, S + 0.5 s): a start rounded up past the last sample, or past now, must not
+  // leave out what the caller's Date still covers.
+  const int64_t from_ms = start ? *start * 1000 - kWindowRoundingMs : 0;
+  const int64_t to_ms = end ? *end * 1000 + kWindowRoundingMs : INT64_MAX;
   ASB_ASSIGN_OR_RETURN(auto history,
                        d.manager->metrics().Samples(OwnerOf(req), s.id, from_ms, to_ms));
   json::array out;

@@ -32,7 +32,10 @@ Result<HttpResponse> ProxyToPort(core::NetworkService& m, const std::string& own
   std::shared_ptr<void> lease = LeaseProxyBuffers(options, req.request_id, &out);
   if (!lease) return out;
   ASB_ASSIGN_OR_RETURN(auto conn, m.ConnectPort(owner, id, port));
-  auto x = MakeProxyExchange(UniqueFd(conn.fd), req, upstream, port, options);
+  UniqueFd fd(conn.fd);
+  UpstreamRequest up = upstream;
+  up.host = conn.host_header;  // the sandbox's mask_request_host, if it has one
+  auto x = MakeProxyExchange(std::move(fd), req, up, port, options);
   x->keepalive = {std::move(lease), std::move(conn.keepalive)};
   out.sandbox_id = id;
   out.content_type.clear();

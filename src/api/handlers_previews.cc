@@ -10,7 +10,7 @@
 // same hosts with the id as it is ("3000-sb_<hex>.<domain>", sandbox.getHost(3000)) and open
 // them with the sandbox's traffic access token in E2B-Traffic-Access-Token (docs/e2b.md; the
 // trafficAccessToken of api/e2b_token.h, which opens every port of that one sandbox but not
-// envd).
+// envd). A sandbox made with allow_public_traffic needs neither on its ports.
 #include <boost/json.hpp>
 
 #include "api/e2b_token.h"
@@ -163,6 +163,13 @@ Result<HttpResponse> Serve(const Deps& d, HttpRequest& req) {
   // E2B's headers never reach the app: the traffic token opens this host; envd's access token
   // (X-Access-Token) does not, but it is a secret the app must not see either.
   req.headers.erase("x-access-token");
+  // A sandbox made with allow_public_traffic (E2B's allowPublicTraffic: true) answers on its
+  // ports to anyone: no token is asked for, and none reaches the app.
+  if (auto s = d.sandboxes->Get(core::kAnyOwner, id); s && s->allow_public_traffic) {
+    req.headers.erase("e2b-traffic-access-token");
+    ASB_TRY(WakeForTraffic(d, s->owner, id));
+    return ProxyToPort(*d.network, s->owner, id, port, req, up, d.proxy);
+  }
   if (auto h = req.headers.find("e2b-traffic-access-token"); h != req.headers.end()) {
     const std::string token = h->second;
     req.headers.erase(h);

@@ -65,6 +65,10 @@ Result<core::CreateRequest> ParseCreate(std::string_view text) {
   if (keep_memory) req.auto_pause_keep_memory = *keep_memory;
   ASB_ASSIGN_OR_RETURN(auto auto_resume, body.Bool("auto_resume"));
   if (auto_resume) req.auto_resume = *auto_resume;
+  ASB_ASSIGN_OR_RETURN(auto public_traffic, body.Bool("allow_public_traffic"));
+  if (public_traffic) req.allow_public_traffic = *public_traffic;
+  ASB_ASSIGN_OR_RETURN(auto host_mask, body.String("mask_request_host"));
+  if (host_mask) req.mask_request_host = std::move(*host_mask);
   ASB_ASSIGN_OR_RETURN(auto backend, body.String("backend"));
   if (backend) {
     if (backend->empty()) return Fail(Error::InvalidArgument("backend: must not be empty"));
@@ -108,6 +112,9 @@ json::object SandboxJson(const core::SandboxInfo& s) {
   o["auto_pause"] = s.auto_pause;
   o["auto_pause_keep_memory"] = s.auto_pause_keep_memory;
   o["auto_resume"] = s.auto_resume;
+  o["allow_public_traffic"] = s.allow_public_traffic;
+  o["mask_request_host"] =
+      s.mask_request_host.empty() ? json::value(nullptr) : json::value(s.mask_request_host);
   if (s.paused_at_ms != 0) {
     o["paused_at"] = FormatRfc3339(s.paused_at_ms);
   } else {

@@ -142,7 +142,8 @@ std::shared_ptr<ProxyExchange> MakeProxyExchange(UniqueFd fd, const HttpRequest&
     AddHeader(&h, name, value);
   }
   if (upstream.cookie && !upstream.cookie->empty()) AddHeader(&h, "Cookie", *upstream.cookie);
-  AddHeader(&h, "Host", "127.0.0.1:" + std::to_string(port));
+  AddHeader(&h, "Host",
+            upstream.host.empty() ? "127.0.0.1:" + std::to_string(port) : upstream.host);
   if (!prefix.empty()) AddHeader(&h, "X-Forwarded-Prefix", prefix);
   if (!req.Header("host").empty()) AddHeader(&h, "X-Forwarded-Host", req.Header("host"));
   if (!upstream.forwarded_proto.empty()) {

@@ -63,6 +63,8 @@ struct UpstreamRequest {
   std::optional<std::string> cookie;
   /// X-Forwarded-Proto, "" = not sent.
   std::string forwarded_proto;
+  /// The Host header upstream; "" = "127.0.0.1:<port>".
+  std::string host;
 };
 
 /// The path form's upstream request: the target after /v1/sandboxes/{id}/ports/{port} of

@@ -172,6 +172,9 @@ Result<SandboxInfo> SandboxLifecycle::CreateWith(const std::string& owner, const
   info.auto_pause = req.auto_pause;
   info.auto_pause_keep_memory = req.auto_pause_keep_memory;
   info.auto_resume = req.auto_resume;
+  ASB_TRY(ValidRequestHostMask(req.mask_request_host));
+  info.allow_public_traffic = req.allow_public_traffic;
+  info.mask_request_host = req.mask_request_host;
   info.template_name = tmpl.name;
   info.env = tmpl.manifest.env;  // the template's environment; the request's own wins
   for (const auto& [k, v] : req.env) info.env[k] = v;

@@ -56,7 +56,7 @@ Result<PortConnection> NetworkService::ConnectPort(const std::string& owner, con
   ASB_ASSIGN_OR_RETURN(SandboxRegistry::Active a,
                        reg_.BeginActivity(e, SandboxRegistry::Activity::kStream));
   ASB_ASSIGN_OR_RETURN(int fd, a.sandbox->ConnectTcp(static_cast<uint16_t>(port), 5000));
-  return PortConnection{fd, a.mark};
+  return PortConnection{fd, a.mark, RequestHostFor(e->Snapshot().mask_request_host, port)};
 }
 
 }  // namespace asb::core

@@ -18,6 +18,9 @@ class SandboxRegistry;
 struct PortConnection {
   int fd = -1;
   std::shared_ptr<void> keepalive;
+  /// The Host header a request over it carries: the sandbox's mask_request_host for this port,
+  /// else "127.0.0.1:<port>" (RequestHostFor).
+  std::string host_header;
 };
 
 class NetworkService {

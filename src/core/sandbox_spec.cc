@@ -1,5 +1,6 @@
 // The sandbox record's spec JSON and env rules (sandbox_record.h).
 #include <boost/json.hpp>
+#include <cctype>
 
 #include "core/sandbox_record.h"
 
@@ -39,6 +40,8 @@ std::string EncodeSpecJson(const SandboxInfo& info) {
     o["rolled_back_to_snapshot_id"] = *info.rolled_back_to_snapshot_id;
     o["rolled_back_at_ms"] = info.rolled_back_at_ms;
   }
+  if (info.allow_public_traffic) o["allow_public_traffic"] = true;
+  if (!info.mask_request_host.empty()) o["mask_request_host"] = info.mask_request_host;
   if (!info.metadata.empty()) {
     json::object md;
     for (const auto& [k, v] : info.metadata) md[k] = v;
@@ -82,6 +85,12 @@ void DecodeSpecJson(std::string_view text, SandboxInfo* info) {
   }
   if (const json::value* x = o.if_contains("auto_resume"); x && x->is_bool()) {
     info->auto_resume = x->get_bool();
+  }
+  if (const json::value* x = o.if_contains("allow_public_traffic"); x && x->is_bool()) {
+    info->allow_public_traffic = x->get_bool();
+  }
+  if (const json::value* x = o.if_contains("mask_request_host"); x && x->is_string()) {
+    info->mask_request_host = std::string(x->get_string());
   }
   if (const json::value* x = o.if_contains("auto_pause_keep_memory"); x && x->is_bool()) {
     info->auto_pause_keep_memory = x->get_bool();
@@ -197,6 +206,43 @@ Status ValidateMetadata(const std::map<std::string, std::string>& metadata) {
     }
   }
   return {};
+}
+
+Status ValidRequestHostMask(std::string_view mask) {
+  constexpr std::string_view kPortVar = "${PORT}";
+  if (mask.size() > 253) {
+    return Fail(Error::InvalidArgument("mask_request_host: at most 253 bytes"));
+  }
+  for (size_t i = 0; i < mask.size(); ++i) {
+    if (mask.substr(i, kPortVar.size()) == kPortVar) {
+      i += kPortVar.size() - 1;
+      continue;
+    }
+    const unsigned char c = static_cast<unsigned char>(mask[i]);
+    if (!std::isalnum(c) &&
+        std::string_view(".-_:[]").find(static_cast<char>(c)) == std::string_view::npos) {
+      return Fail(Error::InvalidArgument(
+          "mask_request_host: a host name (letters, digits, '.', '-', '_', ':' and ${PORT}), "
+          "not \"" +
+          std::string(mask) + "\""));
+    }
+  }
+  return {};
+}
+
+std::string RequestHostFor(std::string_view mask, int64_t port) {
+  if (mask.empty()) return "127.0.0.1:" + std::to_string(port);
+  constexpr std::string_view kPortVar = "${PORT}";
+  std::string out;
+  for (size_t i = 0; i < mask.size();) {
+    if (mask.substr(i, kPortVar.size()) == kPortVar) {
+      out += std::to_string(port);
+      i += kPortVar.size();
+    } else {
+      out += mask[i++];
+    }
+  }
+  return out;
 }
 
 }  // namespace asb::core

@@ -76,7 +76,20 @@ struct CreateRequest {
   /// default. kInvalidArgument for a name the server does not know, kUnavailable for one it
   /// knows but cannot run on this host.
   std::string backend{};
+  /// Its ports answer on their preview hosts without a token (E2B's allowPublicTraffic: true):
+  /// anyone who knows the sandbox's id reaches them. Off by default: a port then needs a
+  /// preview token or the sandbox's E2B traffic token.
+  bool allow_public_traffic = false;
+  /// The Host header every request to one of its ports carries (E2B's maskRequestHost), with
+  /// "${PORT}" replaced by the port; "" = 127.0.0.1:<port>. Checked by ValidRequestHostMask.
+  std::string mask_request_host{};
 };
+
+/// Checks a mask_request_host: 1..253 bytes of letters, digits, '.', '-', '_', ':', '[', ']'
+/// and "${PORT}". Errors: kInvalidArgument naming the field.
+Status ValidRequestHostMask(std::string_view mask);
+/// The Host header of a request to `port` under `mask` ("" = "127.0.0.1:<port>").
+std::string RequestHostFor(std::string_view mask, int64_t port);
 
 /// Limits of CreateRequest::metadata.
 inline constexpr size_t kMaxMetadataEntries = 64;
@@ -130,6 +143,8 @@ struct SandboxInfo {
   int64_t rolled_back_at_ms = 0;
   std::string backend{};                          // Backend::name(), e.g. "ns"
   std::map<std::string, std::string> metadata{};  // CreateRequest::metadata; forks keep it
+  bool allow_public_traffic = false;              // CreateRequest's; forks keep it
+  std::string mask_request_host{};                // CreateRequest's; forks keep it
 };
 
 /// An isolation backend as the API lists it (GET /v1/backends): whether the host can run it now

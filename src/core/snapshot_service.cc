@@ -616,6 +616,8 @@ Result<SandboxInfo> SnapshotService::ForkFrom(const SnapshotInfo& snap, const Fo
   cr.auto_pause = req.auto_pause.value_or(base.auto_pause);
   cr.auto_pause_keep_memory = base.auto_pause_keep_memory;
   cr.auto_resume = req.auto_resume.value_or(base.auto_resume);
+  cr.allow_public_traffic = base.allow_public_traffic;
+  cr.mask_request_host = base.mask_request_host;
   cr.network = req.network.value_or(base.network);
 
   // Fast path: the new sandbox's workspace is a clone of the snapshot's image (a reflink where

@@ -5,6 +5,7 @@
 // sandbox being the same one in /v1, and hostile Connect requests that must get Connect errors.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import http from 'node:http';
 import path from 'node:path';
@@ -19,6 +20,12 @@ const TEMPLATES = process.env.ASB_TEMPLATES || '/var/lib/agent-sandbox/templates
 const noPython = skip || (fs.existsSync(path.join(TEMPLATES, 'python', 'rootfs', 'usr')) ? false
   : `the python template is not built under ${TEMPLATES} (agent-sandbox template build python)`);
 let server, keyA, keyB, sbx;
+// The server's uplink: one end of a veth pair whose other end lies in a network namespace of
+// this suite's own, with nothing in it. E2B creates are networked by default (docs/e2b.md), and
+// the server rejects whatever would leave by another interface than its uplink, so no packet of
+// a sandbox here reaches a real network; DNS goes to a closed loopback port.
+const UPLINK = `asbe2b${process.pid % 100000}`;
+let uplinkMade = false;
 
 function useKey(key) {
   process.env.E2B_API_KEY = key;
@@ -52,8 +59,18 @@ function envelope(json, flags = 0) {
 
 before(async () => {
   if (skip) return;
+  execFileSync('ip', ['netns', 'add', UPLINK]);
+  uplinkMade = true;
+  execFileSync('ip', ['link', 'add', UPLINK, 'type', 'veth', 'peer', 'name', 'up0', 'netns',
+    UPLINK]);
+  execFileSync('ip', ['link', 'set', UPLINK, 'up']);
   // Metrics history every second, so getMetrics' windows have samples within a test's time.
-  server = await new Server({ env: { AGENT_SANDBOX_METRICS_INTERVAL_SECONDS: '1' } }).start();
+  server = await new Server({ env: {
+    AGENT_SANDBOX_METRICS_INTERVAL_SECONDS: '1',
+    AGENT_SANDBOX_NETWORK_UPLINK: UPLINK,
+    AGENT_SANDBOX_NETWORK_SUBNET: `10.216.${process.pid % 200}.0/24`,
+    AGENT_SANDBOX_DNS_UPSTREAM: '127.0.0.1:9',
+  } }).start();
   keyA = await server.newKey();
   keyB = await server.newKey();
   server.keys = [keyA, keyB];
@@ -66,6 +83,10 @@ before(async () => {
 
 after(async () => {
   if (server) await server.close();
+  if (uplinkMade) {
+    execFileSync('ip', ['link', 'del', UPLINK], { stdio: 'ignore' });  // (gone with the netns)
+    execFileSync('ip', ['netns', 'del', UPLINK]);
+  }
 });
 
 test('the quick start of the e2b README runs as written', { skip }, async () => {
@@ -442,6 +463,58 @@ test('file calls reach the whole sandbox as its user, as envd\'s do', { skip }, 
   await assert.rejects(sbx.files.write('/usr/e2b-x', 'no'));
   assert.equal(await sbx.files.exists('/usr/e2b-x'), false);
 });
+
+test('network on E2B\'s terms: internet by default, allowOut over denyOut, updateNetwork',
+  { skip }, async () => {
+    // (Enforcement on a test internet: tests/e2e/test_network.py, test_e2b_egress_rules.)
+    assert.equal((await sbx.getInfo()).allowInternetAccess, true);
+    const s = await Sandbox.create({ timeoutMs: 120_000, network: {
+      allowOut: ['api.example.test', '192.0.2.7'], denyOut: ({ allTraffic }) => [allTraffic] } });
+    try {
+      let info = await s.getInfo();
+      assert.equal(info.allowInternetAccess, true);
+      assert.deepEqual(info.network.allowOut, ['api.example.test', '192.0.2.7/32']);
+      assert.deepEqual(info.network.denyOut, ['0.0.0.0/0']);
+      // Only the allowed name resolves; a direct connection elsewhere is refused at once.
+      const probe = await s.commands.run(
+        'getent hosts other.example.test || echo unresolved; ' +
+        'timeout 5 bash -c "exec 3<>/dev/tcp/198.51.100.1/80" 2>/dev/null && echo open || ' +
+        'echo refused');
+      assert.equal(probe.stdout, 'unresolved\nrefused\n');
+      await s.updateNetwork({ allowInternetAccess: false });
+      info = await s.getInfo();
+      assert.equal(info.allowInternetAccess, false);
+      assert.deepEqual(info.network.denyOut, ['0.0.0.0/0']);
+      // The update replaces every rule: nothing said is everything allowed.
+      await s.updateNetwork({});
+      info = await s.getInfo();
+      assert.equal(info.allowInternetAccess, true);
+      assert.deepEqual([info.network.allowOut, info.network.denyOut], [undefined, undefined]);
+      // An allowed address carved out of a denied range.
+      await s.updateNetwork({ allowOut: ['10.1.2.3'], denyOut: ['10.0.0.0/8'] });
+      assert.equal((await s.getInfo()).network.denyOut.length, 24);
+      await assert.rejects(s.updateNetwork({ denyOut: ['example.test'] }),
+        (e) => e.statusCode === 400 && /deny rules take IP addresses/.test(e.message));
+    } finally {
+      await s.kill();
+    }
+    const off = await Sandbox.create({ allowInternetAccess: false, timeoutMs: 60_000 });
+    try {
+      assert.equal((await off.getInfo()).allowInternetAccess, false);
+      const r = await off.commands.run('getent hosts example.test || echo unresolved');
+      assert.equal(r.stdout, 'unresolved\n');
+    } finally {
+      await off.kill();
+    }
+    for (const [network, says] of [
+      [{ egressProxy: { address: 'proxy.example.test:1080' } }, 'network.egressProxy'],
+      [{ rules: { 'a.example.test': [{ transform: { headers: { A: 'b' } } }] },
+        allowOut: ['a.example.test'] }, 'network.rules'],
+      [{ allowOut: ['10.0.0.0/8:443'] }, 'allowOut[0]']]) {
+      await assert.rejects(Sandbox.create({ network }),
+        (e) => e.statusCode === 400 && e.message.includes(says), says);
+    }
+  });
 
 test('list, connect, setTimeout and kill through the control plane', { skip }, async () => {
   const mine = await Sandbox.list({ query: { metadata: { suite: 'e2b' } } }).nextItems();
@@ -927,6 +1000,54 @@ test('sandbox.getHost(port) reaches a server in the sandbox with the traffic tok
     } finally {
       await s.kill();
     }
+  });
+
+test('allowPublicTraffic: true opens the ports without a token; maskRequestHost is their Host',
+  { skip }, async () => {
+    const port = new URL(server.url).port;
+    const s = await Sandbox.create({ timeoutMs: 120_000,
+      network: { allowPublicTraffic: true, maskRequestHost: 'app.localhost:${PORT}' } });
+    try {
+      const info = await s.getInfo();
+      assert.equal(info.network.allowPublicTraffic, true);
+      assert.equal(info.network.maskRequestHost, 'app.localhost:${PORT}');
+      await s.files.write('echo.py', [
+        'import http.server as h',
+        'class H(h.BaseHTTPRequestHandler):',
+        '    def do_GET(self):',
+        '        b = str(self.headers).encode()',
+        '        self.send_response(200); self.end_headers(); self.wfile.write(b)',
+        "h.HTTPServer(('127.0.0.1', 8001), H).serve_forever()"].join('\n'));
+      await s.commands.run('python3 /workspace/echo.py', { background: true });
+      const get = (host) => new Promise((resolve, reject) => {
+        http.get({ host: '127.0.0.1', port, path: '/', headers: { Host: host } }, (res) => {
+          let body = '';
+          res.on('data', (c) => { body += c; });
+          res.on('end', () => resolve({ status: res.statusCode, body }));
+        }).on('error', reject);
+      });
+      let seen = { status: 0 };
+      for (let i = 0; i < 100 && seen.status !== 200; i++) {
+        seen = await get(s.getHost(8001));  // no token at all
+        if (seen.status !== 200) await new Promise((res) => setTimeout(res, 100));
+      }
+      assert.equal(seen.status, 200, JSON.stringify(seen));
+      assert.match(seen.body, /^Host: app\.localhost:8001$/m);
+      // /v1's ports proxy sends the same Host; envd stays behind its own token.
+      const v1 = await fetch(`${server.url}/v1/sandboxes/${s.sandboxId}/ports/8001/`,
+        { headers: { Authorization: `Bearer ${keyA}` } });
+      assert.match(await v1.text(), /^Host: app\.localhost:8001$/m);
+      const envdOpen = await envd('/filesystem.Filesystem/ListDir', { id: s.sandboxId,
+        token: null, type: 'application/json', body: JSON.stringify({ path: '/workspace' }) });
+      assert.equal(envdOpen.status, 401, envdOpen.text);
+      // The suite's own sandbox keeps its ports private (the default here).
+      assert.equal((await sbx.getInfo()).network.allowPublicTraffic, false);
+      assert.equal((await get(sbx.getHost(8001))).status, 401);
+    } finally {
+      await s.kill();
+    }
+    await assert.rejects(Sandbox.create({ network: { maskRequestHost: 'evil\r\nX: y' } }),
+      (e) => e.statusCode === 400 && /mask_request_host/.test(e.message));
   });
 
 test('bad Connect requests get Connect errors, never hangs', { skip }, async () => {

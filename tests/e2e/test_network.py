@@ -371,7 +371,8 @@ class NetworkTest(harness.ServerTestCase):
             self.assertTrue(self.server.request("GET", "/v1/sandboxes/" + sid).json()["network"])
             self.assertEqual(self.py(sid, PY_CONNECT, DENIED_IP, "80"), "connected")
             info = self.e2b("GET", "/sandboxes/" + sid).json()
-            self.assertEqual((info["allowInternetAccess"], info["network"]), (True, {}))
+            self.assertEqual((info["allowInternetAccess"], info["network"]),
+                             (True, {"allowPublicTraffic": False}))
             # Only the allow list: all traffic denied, then allowOut wins.
             sid = self.e2b_create(network={"allowOut": ["allowed.test", PORTS_IP],
                                            "denyOut": ["0.0.0.0/0"]})
@@ -382,7 +383,8 @@ class NetworkTest(harness.ServerTestCase):
             self.assertTrue(self.py(sid, PY_CONNECT, DENIED_IP, "80").startswith("refused"))
             info = self.e2b("GET", "/sandboxes/" + sid).json()
             self.assertEqual(info["network"], {"allowOut": ["allowed.test", PORTS_IP + "/32"],
-                                               "denyOut": ["0.0.0.0/0"]})
+                                               "denyOut": ["0.0.0.0/0"],
+                                               "allowPublicTraffic": False})
             # An allowed address inside a denied range gets through; the rest of it does not.
             sid = self.e2b_create(network={"allowOut": [DENIED_IP],
                                            "denyOut": ["198.19.0.0/16"]})
@@ -397,7 +399,7 @@ class NetworkTest(harness.ServerTestCase):
             self.assertTrue(self.py(sid, PY_RESOLVE, "allowed.test").startswith("unresolved"))
             info = self.e2b("GET", "/sandboxes/" + sid).json()
             self.assertEqual((info["allowInternetAccess"], info["network"]),
-                             (False, {"denyOut": ["0.0.0.0/0"]}))
+                             (False, {"denyOut": ["0.0.0.0/0"], "allowPublicTraffic": False}))
             r = self.e2b("PUT", "/sandboxes/%s/network" % sid,
                          {"allowOut": ["allowed.test"], "denyOut": ["0.0.0.0/0"]})
             self.assertEqual(r.status, 204, r)
@@ -407,7 +409,8 @@ class NetworkTest(harness.ServerTestCase):
             # An update replaces every rule: omitted lists are cleared, so all is open.
             self.assertEqual(self.e2b("PUT", "/sandboxes/%s/network" % sid, {}).status, 204)
             self.assertEqual(self.py(sid, PY_CONNECT, DENIED_IP, "80"), "connected")
-            self.assertEqual(self.e2b("GET", "/sandboxes/" + sid).json()["network"], {})
+            self.assertEqual(self.e2b("GET", "/sandboxes/" + sid).json()["network"],
+                             {"allowPublicTraffic": False})
             r = self.e2b("PUT", "/sandboxes/%s/network" % sid, {"allow_internet_access": False})
             self.assertEqual(r.status, 204, r)
             self.assertTrue(self.py(sid, PY_CONNECT, DENIED_IP, "80").startswith("refused"))

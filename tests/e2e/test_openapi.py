@@ -84,7 +84,8 @@ class DocumentTest(unittest.TestCase):
                 "default_user": "sandbox", "created_at": "2026-01-01T00:00:00Z",
                 "expires_at": "2026-01-01T01:00:00Z", "timeout_seconds": 3600,
                 "idle_timeout_seconds": 0, "auto_pause": False, "auto_pause_keep_memory": True,
-                "auto_resume": False, "paused_at": None, "paused_memory": None,
+                "auto_resume": False, "allow_public_traffic": False,
+                "mask_request_host": None, "paused_at": None, "paused_memory": None,
                 "source_snapshot_id": None, "forked_from_snapshot_id": None,
                 "last_rollback": None}
         ct = {"Content-Type": "application/json"}

@@ -116,10 +116,10 @@ class PreviewTest(harness.ServerTestCase):
         return r.json()["key"]
 
     @classmethod
-    def app_sandbox(cls):
+    def app_sandbox(cls, **create):
         """A sandbox of the tenant with the app on 8000 and a plain http.server on 8001."""
         s = cls.server
-        r = s.request("POST", "/v1/sandboxes", {}, headers=bearer(cls.tenant))
+        r = s.request("POST", "/v1/sandboxes", create, headers=bearer(cls.tenant))
         assert r.status == 201, r
         sid = r.json()["id"]
         assert s.run(sid, "mkdir -p /workspace/www/api /workspace/other")["exit_code"] == 0
@@ -328,6 +328,36 @@ class PreviewTest(harness.ServerTestCase):
         self.assertEqual(r.status, 200, r)
         self.assertError(self.on_host("0-%s.%s" % (self.a.replace("_", "-"), self.domain),
                                       "GET", "/"), 400, "invalid_request")
+
+    def test_a_public_sandbox_answers_without_a_token_and_with_its_host_mask(self):
+        pub = self.app_sandbox(allow_public_traffic=True, mask_request_host="dev.test:${PORT}")
+        try:
+            info = self.server.request("GET", "/v1/sandboxes/" + pub).json()
+            self.assertEqual((info["allow_public_traffic"], info["mask_request_host"]),
+                             (True, "dev.test:${PORT}"))
+            # No token, no key: the app answers, and sees the masked Host.
+            r = self.on_host(self.host_of(pub, 8000), "GET", "/echo")
+            self.assertEqual(r.status, 200, r)
+            headers = {k.lower(): v for k, v in r.json()["headers"].items()}
+            self.assertEqual(headers["host"], "dev.test:8000")
+            r = self.server.request("GET", "/v1/sandboxes/%s/ports/8000/echo" % pub,
+                                    headers=bearer(self.tenant))
+            headers = {k.lower(): v for k, v in r.json()["headers"].items()}
+            self.assertEqual(headers["host"], "dev.test:8000")
+            # A token sent anyway never reaches the app.
+            p = self.preview(pub)
+            r = self.on_host(self.host_of(pub, 8000), "GET", "/echo",
+                             {"Cookie": "_asb_preview_token=" + p["token"]})
+            self.assertNotIn(p["token"], r.body.decode())
+            # The other sandboxes stay private; a mask that is no host name is refused.
+            self.assertError(self.on_host(self.host_of(self.a, 8000), "GET", "/"), 401,
+                             "unauthorized")
+            for bad in ("a\r\nX-Admin: 1", "a b", "x/y", "h" * 254):
+                r = self.server.request("POST", "/v1/sandboxes", {"mask_request_host": bad},
+                                        headers=bearer(self.tenant), check=False)
+                self.assertError(r, 400, "invalid_request")
+        finally:
+            self.server.request("DELETE", "/v1/sandboxes/" + pub, headers=bearer(self.tenant))
 
     def test_a_paused_auto_resume_sandbox_wakes_for_its_preview_and_port_traffic(self):
         s = self.server

@@ -71,7 +71,8 @@ class SandboxClient:
     def create(self, template=None, cpus=None, memory_mb=None, pids_limit=None,
                workspace_mb=None, timeout_seconds=None, idle_timeout_seconds=None, env=None,
                network=None, idempotency_key=None, image=None, read_only_rootfs=None,
-               auto_pause=None, backend=None, auto_resume=None, auto_pause_keep_memory=None):
+               auto_pause=None, backend=None, auto_resume=None, auto_pause_keep_memory=None,
+               allow_public_traffic=None, mask_request_host=None):
         """Creates and starts a sandbox (POST /v1/sandboxes); returns its Sandbox handle.
 
         template: name (default "base"); cpus: cores (float); memory_mb, workspace_mb: MiB;
@@ -83,8 +84,10 @@ class SandboxClient:
         served instead of raising 409; auto_pause_keep_memory: False makes that auto-pause keep
         only the files (as pause(keep_memory=False)); backend: the isolation, "ns"
         (Linux namespaces) or "microvm" (a VM with a kernel of its own), one that
-        backends() lists (default: the server's). Omitted values take the
-        server's defaults. idempotency_key: 1-255 printable ASCII characters sent as
+        backends() lists (default: the server's); allow_public_traffic: True lets its ports
+        answer on their preview hosts to anyone, without a token (E2B's allowPublicTraffic);
+        mask_request_host: the Host header requests to its ports carry, "${PORT}" replaced by
+        the port (E2B's maskRequestHost). Omitted values take the server's defaults. idempotency_key: 1-255 printable ASCII characters sent as
         Idempotency-Key, so a retry after a cut-off create returns the same sandbox instead of
         making a second one (the same key with other arguments: SandboxAPIError 409 conflict).
         Seed B's names: image, an alias of template (both with different values: ValueError);
@@ -104,7 +107,9 @@ class SandboxClient:
             ("timeout_seconds", timeout_seconds), ("idle_timeout_seconds", idle_timeout_seconds),
             ("env", env), ("network", network), ("read_only_rootfs", read_only_rootfs),
             ("auto_pause", auto_pause), ("auto_pause_keep_memory", auto_pause_keep_memory),
-            ("auto_resume", auto_resume), ("backend", backend))
+            ("auto_resume", auto_resume), ("backend", backend),
+            ("allow_public_traffic", allow_public_traffic),
+            ("mask_request_host", mask_request_host))
             if v is not None}
         headers = {"Idempotency-Key": idempotency_key} if idempotency_key is not None else None
         return Sandbox(self, self._transport.json("POST", "/v1/sandboxes", json_body=body,

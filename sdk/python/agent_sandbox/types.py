@@ -322,6 +322,8 @@ class SandboxInfo:
     # How auto_pause pauses: True keeps the memory (a freeze), False only the files.
     auto_pause_keep_memory: bool = True
     auto_resume: bool = False  # while paused, a request that needs it running resumes it
+    allow_public_traffic: bool = False  # its ports answer on preview hosts without a token
+    mask_request_host: Optional[str] = None  # Host header of requests to its ports (${PORT})
     paused_at: Optional[str] = None  # when it was paused; None unless status is "paused"
     # While paused: True when its memory was kept (resume continues where it stopped), False
     # when only its files were (resume starts it afresh); None unless status is "paused".

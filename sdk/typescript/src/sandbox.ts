@@ -76,6 +76,8 @@ export class Sandbox {
       ["autoResume", "auto_resume"],
       ["autoPauseKeepMemory", "auto_pause_keep_memory"],
       ["backend", "backend"],
+      ["allowPublicTraffic", "allow_public_traffic"],
+      ["maskRequestHost", "mask_request_host"],
     ];
     for (const [k, wire] of map) if (options[k] !== undefined) body[wire] = options[k];
     if (body.template === undefined && options.image !== undefined) body.template = options.image;

@@ -42,6 +42,10 @@ export interface SandboxInfo {
   autoPauseKeepMemory: boolean;
   /** While paused, a request that needs it running resumes it (CreateOptions.autoResume). */
   autoResume: boolean;
+  /** Its ports answer on their preview hosts without a token (CreateOptions). */
+  allowPublicTraffic: boolean;
+  /** The Host header requests to its ports carry (CreateOptions), null: 127.0.0.1:<port>. */
+  maskRequestHost: string | null;
   /** When it was paused; null unless status is "paused". */
   pausedAt: string | null;
   /**
@@ -100,6 +104,16 @@ export interface CreateOptions {
   autoResume?: boolean;
   /** false: autoPause keeps only the files, as pause({ keepMemory: false }) (default true). */
   autoPauseKeepMemory?: boolean;
+  /**
+   * true: its ports answer on their preview hosts (`<port>-<id>.<preview domain>`) to anyone,
+   * with no preview or traffic token (E2B's allowPublicTraffic). Default false.
+   */
+  allowPublicTraffic?: boolean;
+  /**
+   * The Host header every request to one of its ports carries, "${PORT}" replaced by the port
+   * (E2B's maskRequestHost), e.g. "localhost:${PORT}". Default: 127.0.0.1:<port>.
+   */
+  maskRequestHost?: string;
   /**
    * Sent as Idempotency-Key (1-255 printable ASCII): a retry with the same key returns the same
    * sandbox instead of making a second one; the key with other options is 409 conflict.
@@ -364,6 +378,8 @@ export function sandboxInfo(o: any): SandboxInfo {
     autoPause: o.auto_pause ?? false,
     autoPauseKeepMemory: o.auto_pause_keep_memory ?? true,
     autoResume: o.auto_resume ?? false,
+    allowPublicTraffic: o.allow_public_traffic ?? false,
+    maskRequestHost: o.mask_request_host ?? null,
     pausedAt: o.paused_at ?? null,
     pausedMemory: o.paused_memory ?? null,
     raw: { ...o },
