@@ -45,6 +45,11 @@ struct EnvdCall {
   int64_t deadline_ms = 0;
   /// The watchers of CreateWatcher and its siblings (shared by all sandboxes).
   E2bWatchers* watchers = nullptr;
+  /// The sandbox's default working directory (SandboxInfo::default_workdir): a command that
+  /// names no cwd starts in E2B's home when it is the workspace (E2bCommandPlace).
+  std::string default_workdir = "/workspace";
+  /// Its default user (SandboxInfo::default_user): "sandbox" or "root".
+  std::string default_user = "sandbox";
 };
 
 /// E2B's user names mapped onto ours: "" and "user" (E2B's default user) = "", "root" =
@@ -55,6 +60,22 @@ Result<std::string> EnvdUser(std::string_view e2b_user);
 /// user's home ("/home/user/a.py" -> "/workspace/a.py"), in file and working-directory
 /// arguments (docs/e2b.md). Every other path is returned as it is.
 std::string E2bPath(std::string_view path);
+
+/// The other way, for every path an E2B answer shows (EntryInfo's path and symlinkTarget, an
+/// upload's entries, a code context's cwd): the workspace and paths below it read as E2B's home
+/// ("/workspace/a.py" -> "/home/user/a.py"), as on E2B, where the SDK's user lives in
+/// /home/user. Every other path is returned as it is.
+std::string E2bShownPath(std::string_view path);
+
+/// Where an E2B command or PTY starts and the environment that says so (docs/e2b.md): `cwd` as
+/// the SDK sent it (nullopt: none), for c.user. A command of the sandbox user without a cwd, in a
+/// sandbox whose default working directory is the workspace, starts in /home/user (the template's
+/// symlink to /workspace) with PWD and HOME /home/user, so `pwd`, `~` and $HOME read as on E2B; a
+/// cwd below /home/user keeps that name in PWD. Variables the SDK sent win. Sets `*workdir` ("" =
+/// the sandbox's default) and adds to
+/// `*env`.
+void E2bCommandPlace(const EnvdCall& c, const std::optional<std::string>& cwd, std::string* workdir,
+                     std::map<std::string, std::string>* env);
 
 /// The JSON object of a body or message; "" is {}. Errors: kInvalidArgument "the message is
 /// not a JSON object".

@@ -122,19 +122,19 @@ Result<std::map<std::string, std::string>> UploadMetadata(const HttpRequest& req
 
 json::object EntryInfo(const core::FileStat& s) {
   json::object o;
-  o["name"] = s.name;
+  o["name"] = s.path == "/workspace" ? "user" : s.name;  // it is /home/user to E2B
   o["type"] = s.type == "dir"       ? "FILE_TYPE_DIRECTORY"
               : s.type == "symlink" ? "FILE_TYPE_SYMLINK"
               : s.type == "file"    ? "FILE_TYPE_FILE"
                                     : "FILE_TYPE_UNSPECIFIED";
-  o["path"] = s.path;
+  o["path"] = E2bShownPath(s.path);
   o["size"] = std::to_string(s.size);  // int64: a string in protobuf's JSON mapping
   o["mode"] = s.mode;
   o["permissions"] = Permissions(s);
   o["owner"] = UserName(s.uid);
   o["group"] = UserName(s.gid);
   o["modifiedTime"] = FormatRfc3339(s.mtime_ms);
-  if (s.type == "symlink") o["symlinkTarget"] = AbsoluteLinkTarget(s);
+  if (s.type == "symlink") o["symlinkTarget"] = E2bShownPath(AbsoluteLinkTarget(s));
   if (!s.metadata.empty()) o["metadata"] = MetadataJson(s.metadata);
   return o;
 }
@@ -352,7 +352,7 @@ Result<HttpResponse> Filesystem(const EnvdCall& c, std::string_view method, Http
 
 json::object UploadEntry(const core::FileStat& s) {
   json::object o;
-  o["path"] = s.path;
+  o["path"] = E2bShownPath(s.path);
   o["name"] = s.name;
   o["type"] = "file";
   if (!s.metadata.empty()) o["metadata"] = MetadataJson(s.metadata);
@@ -450,6 +450,31 @@ Result<HttpResponse> Files(const EnvdCall& c, HttpRequest& req) {
 }
 
 }  // namespace
+
+std::string E2bShownPath(std::string_view path) {
+  constexpr std::string_view kWorkspace = "/workspace";
+  if (path.substr(0, kWorkspace.size()) == kWorkspace &&
+      (path.size() == kWorkspace.size() || path[kWorkspace.size()] == '/')) {
+    return "/home/user" + std::string(path.substr(kWorkspace.size()));
+  }
+  return std::string(path);
+}
+
+void E2bCommandPlace(const EnvdCall& c, const std::optional<std::string>& cwd, std::string* workdir,
+                     std::map<std::string, std::string>* env) {
+  constexpr char kHome[] = "/home/user";
+  const bool sandbox_user = (c.user.empty() ? c.default_user : c.user) == "sandbox";
+  if (cwd) {
+    *workdir = E2bPath(*cwd);
+    // bash and dash keep an inherited PWD that names the directory they start in: the
+    // symlinked name then survives (`pwd` says /home/user/x, not /workspace/x).
+    if (*workdir != *cwd) env->emplace("PWD", *cwd);
+  } else if (sandbox_user && c.default_workdir == "/workspace") {
+    *workdir = "/workspace";
+    env->emplace("PWD", kHome);
+  }
+  if (sandbox_user) env->emplace("HOME", kHome);
+}
 
 std::string E2bPath(std::string_view path) {
   constexpr std::string_view kHome = "/home/user";

@@ -282,7 +282,7 @@ Result<HttpResponse> Start(const EnvdCall& c, HttpRequest& req) {
   }
   ASB_ASSIGN_OR_RETURN(o.env, StringMapOf(*proc, "envs", "process.envs"));
   ASB_ASSIGN_OR_RETURN(auto cwd, StringOf(*proc, "cwd"));
-  if (cwd) o.workdir = E2bPath(*cwd);
+  E2bCommandPlace(c, cwd, &o.workdir, &o.env);
   ASB_ASSIGN_OR_RETURN(auto tag, StringOf(msg, "tag"));
   if (tag) o.tag = *tag;
   if (const json::value* in = FieldOf(msg, "stdin")) {

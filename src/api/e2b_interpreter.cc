@@ -131,7 +131,7 @@ json::object ContextJson(const core::CodeContextInfo& c) {
   json::object o;
   o["id"] = c.id;
   o["language"] = c.language;
-  o["cwd"] = c.cwd;
+  o["cwd"] = E2bShownPath(c.cwd);
   return o;
 }
 

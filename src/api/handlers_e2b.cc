@@ -856,6 +856,8 @@ HttpResponse Traffic(const Deps& d, HttpRequest& req) {
   if (call.keepalive_ms == 0) call.keepalive_ms = d.keepalive_ms;
   call.deadline_ms = HeaderMs(req, "connect-timeout-ms", 1);
   call.watchers = d.watchers.get();
+  call.default_workdir = s->default_workdir;
+  call.default_user = s->default_user;
   auto user = RequestUser(req);
   if (!user) return TrafficError(req, user.error());
   call.user = *user;

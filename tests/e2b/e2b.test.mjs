@@ -217,19 +217,32 @@ test('pty: create, input, resize, kill', { skip }, async () => {
 });
 
 test('files: write, read, list, exists, makeDir, rename, remove, getInfo', { skip }, async () => {
+  // Every path an answer shows reads as E2B's home, /home/user (our /workspace).
   const w = await sbx.files.write('/workspace/e2b/hello.txt', 'hello e2b');
-  assert.equal(w.path, '/workspace/e2b/hello.txt');
+  assert.equal(w.path, '/home/user/e2b/hello.txt');
   assert.equal(await sbx.files.read('/workspace/e2b/hello.txt'), 'hello e2b');
   // Relative paths start in the workspace, the sandbox's home.
   await sbx.files.write('rel.txt', 'relative');
   assert.equal(await sbx.files.read('/workspace/rel.txt'), 'relative');
   assert.equal((await sbx.commands.run('cat /workspace/rel.txt')).stdout, 'relative');
-  // E2B's home, /home/user, names the workspace in file and cwd arguments.
+  // E2B's home, /home/user, names the workspace in file and cwd arguments, and commands start
+  // there with $HOME and `pwd` saying so, as on E2B.
   const home = await sbx.files.write('/home/user/home.txt', 'at home');
-  assert.equal(home.path, '/workspace/home.txt');
+  assert.equal(home.path, '/home/user/home.txt');
   assert.equal(await sbx.files.read('/home/user/home.txt'), 'at home');
   assert.equal((await sbx.commands.run('pwd; cat home.txt', { cwd: '/home/user' })).stdout,
-    '/workspace\nat home');
+    '/home/user\nat home');
+  assert.equal((await sbx.commands.run('pwd; echo $HOME ~; cat home.txt')).stdout,
+    '/home/user\n/home/user /home/user\nat home');
+  assert.equal((await sbx.commands.run('mkdir -p sub && cd sub && pwd')).stdout,
+    '/home/user/sub\n');
+  assert.equal((await sbx.commands.run('pwd', { cwd: '/home/user/e2b' })).stdout,
+    '/home/user/e2b\n');
+  assert.equal((await sbx.commands.run('pwd', { cwd: '/tmp' })).stdout, '/tmp\n');
+  // root keeps its own environment: E2B's home is the sandbox user's.
+  assert.notEqual((await sbx.commands.run('echo $HOME', { user: 'root' })).stdout, '/home/user\n');
+  const homeInfo = await sbx.files.getInfo('/home/user');
+  assert.deepEqual([homeInfo.name, homeInfo.path, homeInfo.type], ['user', '/home/user', 'dir']);
   await assert.rejects(sbx.files.write('/home/userx/no.txt', 'x'));
   // Bytes, and several files at once.
   const bytes = new Uint8Array([0, 1, 2, 254, 255]);
@@ -274,20 +287,20 @@ test('files: write, read, list, exists, makeDir, rename, remove, getInfo', { ski
   assert.equal(await sbx.files.makeDir('/workspace/e2b/sub/deeper'), true);
   assert.equal(await sbx.files.makeDir('/workspace/e2b/sub/deeper'), false);
   const deep = (await sbx.files.list('/workspace/e2b', { depth: 2 })).map((e) => e.path).sort();
-  assert.ok(deep.includes('/workspace/e2b/sub/deeper'), JSON.stringify(deep));
+  assert.ok(deep.includes('/home/user/e2b/sub/deeper'), JSON.stringify(deep));
   assert.ok(!(await sbx.files.list('/workspace/e2b')).some((e) => e.name === 'deeper'));
   const info = await sbx.files.getInfo('/workspace/e2b/hello.txt');
   assert.equal(info.type, 'file');
   assert.equal(info.size, 9);
   assert.equal((await sbx.files.getInfo('/workspace/e2b/sub')).type, 'dir');
   const moved = await sbx.files.rename('/workspace/e2b/hello.txt', '/workspace/e2b/moved.txt');
-  assert.equal(moved.path, '/workspace/e2b/moved.txt');
+  assert.equal(moved.path, '/home/user/e2b/moved.txt');
   assert.equal(await sbx.files.exists('/workspace/e2b/hello.txt'), false);
   assert.equal(await sbx.files.exists('/workspace/e2b/moved.txt'), true);
   // getInfo of a symlink: its target absolute, as envd resolves it, relative or not.
   await sbx.commands.run('cd /workspace/e2b && ln -s moved.txt rel-link && ln -s ../e2b/./moved.txt up-link && ln -s /etc/hostname abs-link');
-  for (const [name, want] of [['rel-link', '/workspace/e2b/moved.txt'],
-    ['up-link', '/workspace/e2b/moved.txt'], ['abs-link', '/etc/hostname']]) {
+  for (const [name, want] of [['rel-link', '/home/user/e2b/moved.txt'],
+    ['up-link', '/home/user/e2b/moved.txt'], ['abs-link', '/etc/hostname']]) {
     const link = await sbx.files.getInfo('/workspace/e2b/' + name);
     assert.equal(link.type, 'symlink', name);
     assert.equal(link.symlinkTarget, want, name);
