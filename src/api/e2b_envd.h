@@ -29,8 +29,8 @@ class E2bWatchers;
 
 /// The envdVersion we report: the SDKs gate features on it, so it is no higher than what we
 /// implement (0.5.2: closeStdin; 0.5.7: octet-stream and gzip uploads; 0.6.2: file metadata;
-/// not 0.6.3's entries in watch events, which the SDKs then refuse with their reason).
-inline constexpr std::string_view kEnvdVersion = "0.6.2";
+/// 0.6.3: entries in watch events; 0.6.4: allowNetworkMounts, moot here: no network mounts).
+inline constexpr std::string_view kEnvdVersion = "0.6.4";
 
 /// One envd request, resolved: the sandbox and the tenant it belongs to.
 struct EnvdCall {

@@ -189,6 +189,7 @@ std::optional<json::object> FilesystemEvent(const std::string& root, const core:
   json::object o;
   o["name"] = SanitizeUtf8(name);
   o["type"] = type;
+  if (e.entry) o["entry"] = EntryInfo(*e.entry);
   return o;
 }
 
@@ -196,7 +197,17 @@ std::optional<json::object> FilesystemEvent(const std::string& root, const core:
 struct WatchArgs {
   std::string path;
   bool recursive = false;
+  bool include_entry = false;
 };
+
+// A boolean field of a watch request, false when absent; both JSON spellings of its name.
+Result<bool> WatchFlag(const json::object& msg, std::string_view camel, std::string_view snake) {
+  const json::value* v = FieldOf(msg, camel);
+  if (v == nullptr) v = FieldOf(msg, snake);
+  if (v == nullptr) return false;
+  if (!v->is_bool()) return Fail(Error::InvalidArgument(std::string(camel) + ": a boolean"));
+  return v->as_bool();
+}
 
 Result<WatchArgs> WatchArgsOf(const json::object& msg) {
   WatchArgs a;
@@ -205,8 +216,14 @@ Result<WatchArgs> WatchArgsOf(const json::object& msg) {
     if (!r->is_bool()) return Fail(Error::InvalidArgument("recursive: must be a boolean"));
     a.recursive = r->as_bool();
   }
-  // includeEntry needs envd 0.6.3 and allowNetworkMounts 0.6.4, newer than we report: the SDKs
-  // never send them to us; a client that does gets events without entries.
+  // envd 0.6.3: each create, write and chmod event carries the entry's EntryInfo.
+  ASB_ASSIGN_OR_RETURN(a.include_entry, WatchFlag(msg, "includeEntry", "include_entry"));
+  // envd 0.6.4 refuses directories on network file systems unless this is set; a sandbox here
+  // has none (its file systems are its template, workspace, tmpfs and proc), so either way
+  // every directory may be watched.
+  ASB_ASSIGN_OR_RETURN(bool network_mounts,
+                       WatchFlag(msg, "allowNetworkMounts", "allow_network_mounts"));
+  (void)network_mounts;
   return a;
 }
 
@@ -214,9 +231,9 @@ Result<WatchArgs> WatchArgsOf(const json::object& msg) {
 Result<HttpResponse> WatchDir(const EnvdCall& c, HttpRequest& req) {
   ASB_ASSIGN_OR_RETURN(json::object msg, ConnectMessage(req, true));
   ASB_ASSIGN_OR_RETURN(WatchArgs a, WatchArgsOf(msg));
-  ASB_ASSIGN_OR_RETURN(
-      std::shared_ptr<core::FileWatch> watch,
-      c.manager->files().WatchDirectory(c.owner, c.sandbox_id, a.path, a.recursive));
+  ASB_ASSIGN_OR_RETURN(std::shared_ptr<core::FileWatch> watch,
+                       c.manager->files().WatchDirectory(c.owner, c.sandbox_id, a.path, a.recursive,
+                                                         0, a.include_entry));
   auto message = [](const char* field, json::value v) {
     json::object o;
     o[field] = std::move(v);
@@ -255,9 +272,9 @@ Result<HttpResponse> Watchers(const EnvdCall& c, std::string_view method, const 
   if (c.watchers == nullptr) return Fail(Error::Unavailable("watchers are not enabled"));
   if (method == "CreateWatcher") {
     ASB_ASSIGN_OR_RETURN(WatchArgs a, WatchArgsOf(msg));
-    ASB_ASSIGN_OR_RETURN(
-        std::shared_ptr<core::FileWatch> watch,
-        c.manager->files().WatchDirectory(c.owner, c.sandbox_id, a.path, a.recursive));
+    ASB_ASSIGN_OR_RETURN(std::shared_ptr<core::FileWatch> watch,
+                         c.manager->files().WatchDirectory(c.owner, c.sandbox_id, a.path,
+                                                           a.recursive, 0, a.include_entry));
     ASB_ASSIGN_OR_RETURN(std::string id, c.watchers->Add(c.owner, c.sandbox_id, std::move(watch)));
     json::object o;
     o["watcherId"] = id;

@@ -97,10 +97,11 @@ class FileService {
   /// before it drops and counts them. The watch does not count as activity (idle timeout) and
   /// ends with the sandbox. Errors: kInvalidArgument (not a directory, max_queue),
   /// kLimitExceeded (8 watches at once per sandbox, more than 8192 directories, the kernel's
-  /// inotify limits).
+  /// inotify limits). `entries`: each create, write and chmod event carries the entry
+  /// (FileEvent::entry, with its file metadata), statted in the sandbox as the event leaves.
   Result<std::shared_ptr<FileWatch>> WatchDirectory(const std::string& owner, const std::string& id,
                                                     const std::string& path, bool recursive,
-                                                    uint32_t max_queue = 0);
+                                                    uint32_t max_queue = 0, bool entries = false);
 
   /// Streams a tar of a directory of the sandbox into `sink` chunks; a sink error ends it.
   Status ExportDirectory(const std::string& owner, const std::string& id, const std::string& path,

@@ -7,6 +7,7 @@
 #include "core/file_service.h"
 #include "core/paths.h"
 #include "core/sandbox_registry.h"
+#include "core/wire_adapter.h"
 #include "protocol/client.h"
 
 namespace asb::core {
@@ -88,7 +89,9 @@ class ChannelFileWatch final : public FileWatch {
           auto e = protocol::DecodeFileWatchEvent(std::string_view(partial_).substr(0, nl));
           partial_.erase(0, nl + 1);
           if (!e) return Broken(e.error().message());
-          decoded_.push_back(FileEvent{std::move(e->type), std::move(e->path), e->dir, e->dropped});
+          FileEvent fe{std::move(e->type), std::move(e->path), e->dir, e->dropped};
+          if (e->entry) fe.entry = wire::FromWire(*e->entry);
+          decoded_.push_back(std::move(fe));
         }
         if (partial_.size() > kMaxLineBytes) Broken("event line too long");
         return;
@@ -131,7 +134,8 @@ class ChannelFileWatch final : public FileWatch {
 Result<std::shared_ptr<FileWatch>> FileService::WatchDirectory(const std::string& owner,
                                                                const std::string& id,
                                                                const std::string& path,
-                                                               bool recursive, uint32_t max_queue) {
+                                                               bool recursive, uint32_t max_queue,
+                                                               bool entries) {
   ASB_ASSIGN_OR_RETURN(auto e, reg_.Find(owner, id));
   ASB_ASSIGN_OR_RETURN(FilePath fp, NormalizeFilePath(path));
   const std::string p = fp.path;
@@ -145,6 +149,7 @@ Result<std::shared_ptr<FileWatch>> FileService::WatchDirectory(const std::string
   req.scope.beneath_workspace = fp.in_workspace;
   req.recursive = recursive;
   req.max_queue = max_queue;
+  req.entries = entries;
   ASB_ASSIGN_OR_RETURN(auto channel,
                        reg_.Checked(*e, act, conn->Open(protocol::EncodeFileWatchRequest(req))));
   auto first = channel->Next(kArmAnswerMs);

@@ -250,6 +250,9 @@ struct FileEvent {
   std::string path;  // absolute inside the sandbox; "" for overflow
   bool dir = false;  // the entry is a directory
   uint64_t dropped = 0;
+  /// The entry when the watch asked for entries (FileService::WatchDirectory): for create,
+  /// write and chmod, as it was when sandboxd sent the event; absent when gone by then.
+  std::optional<FileStat> entry{};
 };
 
 /// What a tar import extracted.

@@ -115,7 +115,8 @@ struct MessageSchema<FileWatchRequest> {
   static constexpr std::string_view kOp = "file.watch";
   static constexpr auto kFields = std::tuple(
       Field("path", &FileWatchRequest::path), Field("recursive", &FileWatchRequest::recursive),
-      Field("max_queue", &FileWatchRequest::max_queue), Field("scope", &FileWatchRequest::scope));
+      Field("max_queue", &FileWatchRequest::max_queue), Field("scope", &FileWatchRequest::scope),
+      Field("entries", &FileWatchRequest::entries));
 };
 
 template <>
@@ -130,7 +131,8 @@ struct MessageSchema<FileWatchEvent> {
   static constexpr std::string_view kWhat = "file.watch event";
   static constexpr auto kFields =
       std::tuple(Field("type", &FileWatchEvent::type), Field("path", &FileWatchEvent::path),
-                 Field("dir", &FileWatchEvent::dir), Field("dropped", &FileWatchEvent::dropped));
+                 Field("dir", &FileWatchEvent::dir), Field("dropped", &FileWatchEvent::dropped),
+                 Field("entry", &FileWatchEvent::entry));
 };
 
 template <>

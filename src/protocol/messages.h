@@ -230,6 +230,8 @@ struct FileWatchRequest {
   bool recursive = false;  // also every directory below it, including ones created later
   uint32_t max_queue = 0;  // 0 = kWatchQueueDefault; more than kWatchQueueMax is invalid
   FileScope scope;
+  /// Each create, write and chmod event carries the entry (FileWatchEvent::entry).
+  bool entries = false;
 };
 
 /// INFO once the watch is armed: every change after it is reported.
@@ -249,6 +251,10 @@ struct FileWatchEvent {
   std::string path;
   bool dir = false;
   uint64_t dropped = 0;
+  /// With FileWatchRequest::entries, for create, write and chmod: the entry as sandboxd finds
+  /// it (lstat, with its file metadata) when it sends the event, as the watch's user; absent
+  /// when it is gone by then.
+  std::optional<FileStat> entry{};
 };
 
 /// RESULT: why the watch ended by itself ("removed": the watched directory was deleted or

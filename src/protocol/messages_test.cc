@@ -406,11 +406,20 @@ TEST(MessagesTest, FileWatchMessagesGoldenAndRoundTrip) {
   std::string json = EncodeFileWatchRequest(r);
   EXPECT_EQ(json, std::string(R"({"op":"file.watch","path":"/workspace/src","recursive":true,)"
                               R"("max_queue":16,)") +
-                      kScopeJson + "}");
+                      kScopeJson + R"(,"entries":false})");
   auto d = DecodeFileWatchRequest(json);
   ASSERT_TRUE(d);
   EXPECT_TRUE(d->recursive);
   EXPECT_EQ(d->max_queue, 16u);
+  EXPECT_FALSE(d->entries);
+  r.entries = true;
+  d = DecodeFileWatchRequest(EncodeFileWatchRequest(r));
+  ASSERT_TRUE(d);
+  EXPECT_TRUE(d->entries);
+  // A sandboxd from before `entries` reads a request without it: events without entries.
+  d = DecodeFileWatchRequest(R"({"op":"file.watch","path":"/w"})");
+  ASSERT_TRUE(d);
+  EXPECT_FALSE(d->entries);
 
   FileWatchEvent ev{"create", "/workspace/src/a b\n", false, 0};
   std::string line = EncodeFileWatchEvent(ev);
@@ -418,6 +427,25 @@ TEST(MessagesTest, FileWatchMessagesGoldenAndRoundTrip) {
   auto e = DecodeFileWatchEvent(line);
   ASSERT_TRUE(e);
   EXPECT_EQ(e->path, ev.path);
+  EXPECT_FALSE(e->entry);
+  // With an entry: the FileStat, nested, metadata and all.
+  FileStat st;
+  st.path = "/workspace/src/a";
+  st.name = "a";
+  st.type = "file";
+  st.size = 5;
+  st.mode = 0644;
+  st.uid = st.gid = 1000;
+  st.mtime_ms = 1700000000123;
+  st.metadata = {{"stage", "draft"}};
+  ev.entry = st;
+  e = DecodeFileWatchEvent(EncodeFileWatchEvent(ev));
+  ASSERT_TRUE(e);
+  ASSERT_TRUE(e->entry);
+  EXPECT_EQ(e->entry->path, "/workspace/src/a");
+  EXPECT_EQ(e->entry->size, 5u);
+  EXPECT_EQ(e->entry->mtime_ms, 1700000000123);
+  EXPECT_EQ(e->entry->metadata.at("stage"), "draft");
   EXPECT_EQ(EncodeFileWatchArmed({"/workspace/src", 3}),
             R"({"path":"/workspace/src","watches":3})");
   EXPECT_EQ(EncodeFileWatchEnd({"removed"}), R"({"reason":"removed"})");

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "sandboxd/daemon.h"
+#include "sandboxd/file_ops.h"
 #include "sandboxd/file_stream_ops.h"
 #include "sandboxd/fs_path.h"
 
@@ -346,6 +347,7 @@ void FileWatchOp::Pump() {
   while (window_ > 0) {
     size_t want = static_cast<size_t>(std::min<uint64_t>(window_, protocol::kDataChunkSize));
     while (pending_.size() < want && !queue_.empty()) {
+      AddEntry(&queue_.front());
       pending_ += protocol::EncodeFileWatchEvent(queue_.front());
       pending_ += '\n';
       queued_bytes_ -=
@@ -364,6 +366,19 @@ void FileWatchOp::Pump() {
     Release();
     Succeed(protocol::EncodeFileWatchEnd({reason}));
   }
+}
+
+void FileWatchOp::AddEntry(FileWatchEvent* ev) {
+  if (!req_.entries || (ev->type != "create" && ev->type != "write" && ev->type != "chmod")) {
+    return;
+  }
+  // Stat now, when the event leaves, as the file operations do (the watch's user, beneath its
+  // root): the entry as it is then, or none when it is gone already.
+  protocol::FileStatRequest r;
+  r.path = ev->path;
+  r.scope = req_.scope;
+  r.metadata = true;
+  if (auto st = StatFile(ContextOf(daemon_), r)) ev->entry = std::move(*st);
 }
 
 void FileWatchOp::EndWith(std::string reason) {

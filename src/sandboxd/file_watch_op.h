@@ -61,6 +61,8 @@ class FileWatchOp final : public Operation {
   void DropSubtree(int wd);
   void Push(protocol::FileWatchEvent ev);
   void Pump();
+  // With req_.entries: sets a create, write or chmod event's entry (a stat as it leaves).
+  void AddEntry(protocol::FileWatchEvent* ev);
   /// Stops reading; the queue is still delivered, then RESULT FileWatchEnd{reason}.
   void EndWith(std::string reason);
   void Release();

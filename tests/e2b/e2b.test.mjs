@@ -351,6 +351,28 @@ test('files.watchDir reports changes, recursive or not', { skip }, async () => {
   assert.ok(!flat.some((e) => e.name.includes('deep')), JSON.stringify(flat));
   await top.stop();
   await assert.rejects(sbx.files.watchDir('/workspace/no-such-dir', () => {}), NotFoundError);
+
+  // envd 0.6.3's includeEntry: create, write and chmod events carry the entry (E2B's paths,
+  // metadata and all); removals and events of a watch without it carry none.
+  const withEntry = [];
+  const ew = await sbx.files.watchDir('/home/user/watched', (e) => withEntry.push(e),
+    { includeEntry: true, allowNetworkMounts: true });
+  await sbx.files.write('/home/user/watched/e.txt', 'entry!', { metadata: { stage: 'draft' } });
+  await sbx.commands.run('chmod 640 /home/user/watched/e.txt');
+  await sbx.files.remove('/home/user/watched/e.txt');
+  assert.ok(await until(() => withEntry.some((e) => e.type === 'remove')),
+    JSON.stringify(withEntry));
+  await ew.stop();
+  const written = withEntry.find((e) => e.type === 'write' && e.entry);
+  assert.ok(written, JSON.stringify(withEntry));
+  assert.deepEqual([written.entry.path, written.entry.name, written.entry.type, written.entry.size],
+    ['/home/user/watched/e.txt', 'e.txt', 'file', 6]);
+  assert.deepEqual(written.entry.metadata, { stage: 'draft' });
+  const chmodded = withEntry.find((e) => e.type === 'chmod' && e.entry);
+  assert.ok(chmodded, JSON.stringify(withEntry));
+  assert.equal(chmodded.entry.mode & 0o777, 0o640);
+  assert.equal(withEntry.find((e) => e.type === 'remove').entry, undefined);
+  assert.ok(flat.every((e) => e.entry === undefined), JSON.stringify(flat));
 });
 
 test('CreateWatcher, GetWatcherEvents, RemoveWatcher (the Python SDK\'s watch) are per sandbox',
