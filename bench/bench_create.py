@@ -8,6 +8,9 @@ Rows (each ours beside its yardstick measured in the same run, interleaved, on t
                          beside the same bwrap
   exec round trip        POST .../exec of `true` on a keep-alive connection, beside a host
                          posix_spawn + wait of /bin/true from this process
+  pooled create -> first the same from a warm pool (PUT /v1/pools/base, ADR 0027): a create
+    output               of the pool's shape takes a ready sandbox; beside the exec round trip
+                         of this run (goal: a pooled create costs no more than 1.5 execs)
   N concurrent           N creates + execs of `echo hi` issued at once (N from --bursts): the
                          burst's wall time and each one's latency, beside N bwraps at once
 Each row prints p50 and p99 of ours and of the yardstick, the ratio of the p50s (the bursts:
@@ -31,7 +34,7 @@ from figures import pct  # noqa: E402
 from harness import BIN, Server, missing_prerequisite  # noqa: E402
 
 # Goals of the table (ours / yardstick), "Performance, part 1".
-GOAL = {"run": 1.5, "create": 1.5, "exec": 1.3, "burst": 1.5}
+GOAL = {"run": 1.5, "create": 1.5, "exec": 1.3, "burst": 1.5, "pooled": 1.5}
 
 
 def bwrap_argv(rootfs, command):
@@ -79,10 +82,11 @@ def exec_json(server, sid, command, conn=None):
     return json.loads(data)
 
 
-def create_and_first_output(server, made):
+def create_and_first_output(server, made, body=None):
     """Milliseconds from POST /v1/sandboxes to the answer of `echo hi` in it."""
     t0 = time.perf_counter()
-    r = server.request("POST", "/v1/sandboxes", {"memory_mb": 128}, timeout=300, check=False)
+    r = server.request("POST", "/v1/sandboxes", {"memory_mb": 128} if body is None else body,
+                       timeout=300, check=False)
     if r.status != 201:
         raise RuntimeError("create answered %d: %r" % (r.status, r.body[:200]))
     sid = r.json()["id"]
@@ -168,6 +172,29 @@ def main():
         conn.close()
         destroy_all(server, made)
         row("exec round trip (true)", ours, yard, "host spawn /bin/true", GOAL["exec"])
+        exec_rtt = ours
+
+        # The same create from a warm pool of 2 (the default shape: {}), waiting for a ready
+        # sandbox before each one (not timed), then the pool is ended.
+        server.request("PUT", "/v1/pools/base", {"size": 2})
+        ours = []
+        try:
+            for _ in range(args.runs):
+                deadline = time.time() + 30
+                while time.time() < deadline:
+                    pools = server.request("GET", "/v1/pools").json()["pools"]
+                    if any(p["template"] == "base" and p["ready"] > 0 for p in pools):
+                        break
+                    time.sleep(0.02)
+                ours.append(create_and_first_output(server, made, {}))
+                destroy_all(server, made)
+            pools = server.request("GET", "/v1/pools").json()["pools"]
+        finally:
+            server.request("PUT", "/v1/pools/base", {"size": 0})
+        row("pooled create -> output", ours, exec_rtt, "exec round trip", GOAL["pooled"])
+        print("%-24s %s" % ("", "; ".join("%s: %d hits, %d misses" % (p["template"], p["hits"],
+                                                                      p["misses"])
+                                          for p in pools)), flush=True)
 
         for n in bursts:
             wall, lat, failures = burst(n, lambda i: create_and_first_output(server, made))

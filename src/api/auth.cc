@@ -43,7 +43,9 @@ bool IsPublic(std::string_view pattern) {
 
 std::string_view RequiredScope(std::string_view pattern) {
   if (pattern == "/metrics") return store::kScopeMetrics;
-  if (pattern.rfind("/v1/keys", 0) == 0 || pattern.rfind("/admin/", 0) == 0) {
+  // Warm pools hold capacity every tenant shares: sizing them is the operator's.
+  if (pattern.rfind("/v1/keys", 0) == 0 || pattern.rfind("/admin/", 0) == 0 ||
+      pattern.rfind("/v1/pools", 0) == 0) {
     return store::kScopeAdmin;
   }
   return store::kScopeExec;

@@ -14,8 +14,8 @@
 //  3. over the key's per-minute limit → 429 limit_exceeded with Retry-After (seconds until
 //     the oldest request of the last 60 s leaves the window: a sliding-window log, so N
 //     requests pass in any 60 s and the N+1st does not);
-//  4. the route's scope: /metrics needs metrics, /v1/keys and /admin/* need admin, the rest
-//     needs exec; admin holds every scope → else 403 forbidden;
+//  4. the route's scope: /metrics needs metrics, /v1/keys, /v1/pools and /admin/* need admin,
+//     the rest needs exec; admin holds every scope → else 403 forbidden;
 //  5. req.owner = the key's lineage (non-admin), or kAnyOwner (admin; but a create by an admin
 //     key records the admin's lineage as owner); req.key_id = the key's id;
 //  6. POST /v1/sandboxes or a snapshot fork over the key's max_sandboxes (live sandboxes of

@@ -79,6 +79,40 @@ std::vector<Setting> MakeSettings() {
       "how long a paused sandbox is kept before it is destroyed (default 86400)",
       Int(1, kMaxLifetimeSeconds,
           [](ServeConfig& c, int64_t n) { c.manager.limits.paused_timeout_seconds = n; }));
+  add("WARM_POOLS", "warm-pools",
+      "ready sandboxes kept per template: base=2,python=1,base+network=1 (docs/adr/0027)",
+      [](ServeConfig& c, std::string_view v) -> Status {
+        c.manager.warm_pools.clear();
+        std::string_view rest = v;
+        while (!rest.empty()) {
+          const size_t comma = rest.find(',');
+          std::string_view item = rest.substr(0, comma);
+          rest = comma == std::string_view::npos ? std::string_view() : rest.substr(comma + 1);
+          if (item.empty()) continue;
+          const size_t eq = item.find('=');
+          core::ManagerConfig::WarmPoolTarget t;
+          std::string_view name = item.substr(0, eq);
+          constexpr std::string_view kNet = "+network";
+          if (name.size() > kNet.size() && name.substr(name.size() - kNet.size()) == kNet) {
+            t.network = true;
+            name.remove_suffix(kNet.size());
+          }
+          t.template_name = std::string(name);
+          char* end = nullptr;
+          const std::string n(eq == std::string_view::npos ? "" : item.substr(eq + 1));
+          t.size = std::strtoll(n.c_str(), &end, 10);
+          if (eq == std::string_view::npos || name.empty() || n.empty() || *end != '\0' ||
+              t.size < 0) {
+            return Fail(Error::InvalidArgument("\"" + std::string(item) +
+                                               "\": want template=size or template+network=size"));
+          }
+          c.manager.warm_pools.push_back(std::move(t));
+        }
+        return {};
+      });
+  add("WARM_POOL_REFILL_PER_SECOND", "warm-pool-refill-per-second",
+      "pooled sandboxes made per second at most while refilling (default 4)",
+      Int(1, 1000, [](ServeConfig& c, int64_t n) { c.manager.warm_pool_refill_per_second = n; }));
   add("METRICS_INTERVAL_SECONDS", "metrics-interval-seconds",
       "how often each running sandbox's use is sampled for its metrics history (default 5)",
       Int(1, 3600, [](ServeConfig& c, int64_t n) { c.manager.metrics_interval_seconds = n; }));

@@ -86,6 +86,8 @@ void AddSandboxRoutes(Router& router, ApiContext& ctx);
 void AddCodeRoutes(Router& router, ApiContext& ctx);
 /// GET/PUT /v1/sandboxes/{id}/network (handlers_network.cc, ADR 0013).
 void AddNetworkRoutes(Router& router, ApiContext& ctx);
+/// GET /v1/pools, PUT /v1/pools/{template}: warm pools (handlers_pools.cc, ADR 0027).
+void AddPoolRoutes(Router& router, ApiContext& ctx);
 /// /v1/sandboxes/{id}/ports/{port}/... reverse proxy (handlers_ports.cc, ADR 0013).
 void AddPortRoutes(Router& router, ApiContext& ctx);
 /// The answer that proxies `req` to 127.0.0.1:`port` of sandbox `id`, acting for `owner` (the

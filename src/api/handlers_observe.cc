@@ -62,6 +62,9 @@ void AddObserveRoutes(Router& router, AuthLayer& auth) {
     g.recovery = {{"adopted", c.recovered_adopted},
                   {"dropped", c.recovered_dropped},
                   {"orphan_destroyed", c.orphans_destroyed}};
+    for (const core::WarmPoolStatus& p : auth.manager().pools().Pools()) {
+      g.pools.push_back({p.template_name, p.network, p.size, p.ready, p.hits, p.misses});
+    }
     HttpResponse r;
     r.status = 200;
     r.content_type = "text/plain; version=0.0.4; charset=utf-8";

@@ -167,6 +167,28 @@ std::string Metrics::Render(const Gauges& g) const {
              std::to_string(n) + "\n";
     }
   }
+  if (!g.pools.empty()) {
+    auto labels = [](const Gauges::Pool& p) {
+      return "{" + Label("template", p.template_name) + "," +
+             Label("network", p.network ? "true" : "false") + "} ";
+    };
+    Header(out, "asb_pool_size", "Ready sandboxes each warm pool is to keep.", "gauge");
+    for (const auto& p : g.pools)
+      out += "asb_pool_size" + labels(p) + std::to_string(p.size) + "\n";
+    Header(out, "asb_pool_ready", "Ready sandboxes in each warm pool now.", "gauge");
+    for (const auto& p : g.pools) {
+      out += "asb_pool_ready" + labels(p) + std::to_string(p.ready) + "\n";
+    }
+    Header(out, "asb_pool_hits_total", "Creates that took a warm pool's sandbox.", "counter");
+    for (const auto& p : g.pools) {
+      out += "asb_pool_hits_total" + labels(p) + std::to_string(p.hits) + "\n";
+    }
+    Header(out, "asb_pool_misses_total",
+           "Creates of a pooled template that found no ready sandbox of their shape.", "counter");
+    for (const auto& p : g.pools) {
+      out += "asb_pool_misses_total" + labels(p) + std::to_string(p.misses) + "\n";
+    }
+  }
   std::lock_guard<std::mutex> lock(mu_);
   RenderCounter(out, "asb_http_requests_total",
                 "HTTP requests by method, route template and status.", http_requests_);

@@ -42,6 +42,14 @@ class Metrics {
     int64_t sandboxes_auto_paused_total = -1;           // -1: unknown (not rendered)
     /// Recover() outcomes ("adopted", "dropped", "orphan_destroyed") since start.
     std::map<std::string, int64_t> recovery;
+    /// Warm pools (core/warm_pool.h), by the label set {template, network}: wanted size,
+    /// ready sandboxes, and creates that took one (hits) or found none (misses) since start.
+    struct Pool {
+      std::string template_name;
+      bool network = false;
+      int64_t size = 0, ready = 0, hits = 0, misses = 0;
+    };
+    std::vector<Pool> pools;
   };
   /// The whole exposition text.
   std::string Render(const Gauges& gauges) const;

@@ -30,6 +30,7 @@ Router BuildRouter(ApiContext& ctx) {
   AddHealthRoutes(router, ctx);
   AddSandboxRoutes(router, ctx);
   AddNetworkRoutes(router, ctx);
+  AddPoolRoutes(router, ctx);
   AddPortRoutes(router, ctx);
   AddE2bRoutes(router, ctx);
   AddPreviewRoutes(router, ctx);

@@ -178,6 +178,8 @@ TEST_F(ShapesTest, ServiceAndKeys) {
   EXPECT_EQ(Call("GET", "/metrics").status, 200);
   EXPECT_EQ(Call("GET", "/v1/templates").status, 200);
   EXPECT_EQ(Call("GET", "/v1/backends").status, 200);
+  EXPECT_EQ(Call("PUT", "/v1/pools/base", R"({"size":0})").status, 200);
+  EXPECT_EQ(Call("GET", "/v1/pools").status, 200);
   EXPECT_EQ(Call("GET", "/v1/templates/base").status, 200);
   EXPECT_EQ(Call("GET", "/v1/templates/nope").status, 404);
   EXPECT_EQ(Call("GET", "/v1/sandboxes", "", "", /*with_key=*/false).status, 401);

@@ -56,6 +56,16 @@ Status ManagerConfig::Validate() const {
     return Fail(Error::InvalidArgument("max_sandboxes (" + std::to_string(l.max_sandboxes) +
                                        ") must be at least 1"));
   }
+  for (const WarmPoolTarget& w : warm_pools) {
+    if (w.template_name.empty() || w.size < 0 || w.size > l.max_sandboxes) {
+      return Fail(Error::InvalidArgument("warm pool \"" + w.template_name +
+                                         "\": a template name and a size within [0, " +
+                                         std::to_string(l.max_sandboxes) + "]"));
+    }
+  }
+  if (warm_pool_refill_per_second < 1) {
+    return Fail(Error::InvalidArgument("warm_pool_refill_per_second must be at least 1"));
+  }
   if (l.min_timeout_seconds < 1) {
     return Fail(Error::InvalidArgument("min_timeout_seconds must be at least 1"));
   }

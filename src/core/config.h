@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "common/result.h"
 #include "isolation/net/policy.h"
@@ -110,6 +111,19 @@ struct ManagerConfig {
   /// last 10 minutes.
   int64_t metrics_interval_seconds = 5;
   int64_t metrics_samples_kept = 120;
+
+  /// Warm pools (core/warm_pool.h): ready sandboxes per template, with or without network, that
+  /// a matching create takes instead of making one. Empty: none. Sizes can change at run time
+  /// (WarmPool::Resize, PUT /v1/pools/{template}).
+  struct WarmPoolTarget {
+    std::string template_name;
+    bool network = false;
+    int64_t size = 0;  // [0, limits.max_sandboxes]
+  };
+  std::vector<WarmPoolTarget> warm_pools{};
+  /// Pooled sandboxes made per second at most while refilling (> 0): a pool refills in the
+  /// background without taking both cores from the creates it serves.
+  int64_t warm_pool_refill_per_second = 4;
 
   /// Checks internal consistency: every min <= default <= max, positive sizes, cpus > 0,
   /// reap interval > 0, data_dir absolute. Errors: kInvalidArgument naming the setting, e.g.

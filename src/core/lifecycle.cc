@@ -9,6 +9,7 @@
 #include "core/sandbox_record.h"
 #include "core/sandbox_registry.h"
 #include "core/sandbox_resources.h"
+#include "core/warm_pool.h"
 #include "store/store.h"
 
 namespace asb::core {
@@ -114,6 +115,52 @@ Result<SandboxInfo> SandboxLifecycle::Create(const std::string& owner, const Cre
 Result<SandboxInfo> SandboxLifecycle::CreateWith(const std::string& owner, const CreateRequest& req,
                                                  const std::string& workspace_image,
                                                  const std::optional<CommandDefaults>& inherited) {
+  ASB_ASSIGN_OR_RETURN(std::shared_ptr<Entry> e,
+                       CreateEntry(owner, req, workspace_image, inherited, /*pooled=*/false));
+  return e->Snapshot();
+}
+
+Result<std::shared_ptr<Entry>> SandboxLifecycle::MakePooled(const std::string& template_name,
+                                                            bool network) {
+  CreateRequest req;
+  req.template_name = template_name;
+  req.network = network;
+  return CreateEntry(kPoolOwner, req, "", std::nullopt, /*pooled=*/true);
+}
+
+void SandboxLifecycle::DestroyPooled(Entry& e) {
+  std::lock_guard op(e.op_mu);
+  if (Status st = DestroyLocked(e, "warm pool: not needed"); !st) {
+    spdlog::warn("warm pool: {}", st.error().ToString());
+  }
+}
+
+Result<SandboxInfo> SandboxLifecycle::ClaimPooled(const std::shared_ptr<Entry>& e,
+                                                  SandboxInfo info) {
+  std::lock_guard op(e->op_mu);
+  const SandboxInfo pooled = e->Snapshot();
+  const int64_t now = reg_.clock.NowUnixMs();
+  info.id = pooled.id;
+  info.state = SandboxState::kRunning;
+  info.created_at_ms = info.updated_at_ms = info.last_activity_at_ms = now;
+  info.expires_at_ms = now + info.timeout_seconds * 1000;
+  if (Status st = reg_.store.UpdateSandbox(ToRecord(info), /*with_created_at=*/true); !st) {
+    (void)DestroyLocked(*e, "warm pool: claim not recorded");
+    return Fail(std::move(st).error().WithContext("create sandbox"));
+  }
+  {
+    std::lock_guard l(e->info_mu);
+    e->info = info;  // e->sandbox, made for the pool, is this sandbox's from now on
+  }
+  reg_.Insert(e);
+  spdlog::info("sandbox_id={} created template={} cpus={} memory_mb={} backend={} (warm pool)",
+               info.id, info.template_name, info.cpus, info.memory_mb, info.backend);
+  return e->Snapshot();
+}
+
+Result<std::shared_ptr<Entry>> SandboxLifecycle::CreateEntry(
+    const std::string& owner, const CreateRequest& req, const std::string& workspace_image,
+    const std::optional<CommandDefaults>& inherited, bool pooled) {
   const Limits& lim = reg_.cfg.limits;
   SandboxInfo info;
   info.owner = owner;
@@ -187,8 +234,24 @@ Result<SandboxInfo> SandboxLifecycle::CreateWith(const std::string& owner, const
   info.backend = std::string(backend->name());
   info.state = SandboxState::kCreating;
 
+  // A warm pool's sandbox of exactly this shape, when one is ready (warm_pool.h): it only
+  // needs this create's owner, TTL and lifecycle. A failed claim falls back to a fresh create.
+  if (pool_ != nullptr && !pooled && workspace_image.empty() && !inherited) {
+    if (std::shared_ptr<Entry> ready = pool_->Take(ShapeOf(info))) {
+      auto claimed = ClaimPooled(ready, info);
+      if (claimed) return ready;
+      spdlog::warn("warm pool: claim failed: {}", claimed.error().ToString());
+    }
+  }
+
   auto entry = std::make_shared<Entry>(info);
-  ASB_TRY(reg_.ReserveSlot(*entry));
+  if (Status st = reg_.ReserveSlot(*entry); !st) {
+    // A full server makes room for a create by ending a pooled sandbox nobody asked for yet:
+    // its slot passes to this create directly (a refill cannot take it in between).
+    std::shared_ptr<Entry> spare = pooled || pool_ == nullptr ? nullptr : pool_->TakeAny();
+    if (!spare || !reg_.TransferSlot(*spare, *entry)) return Fail(std::move(st).error());
+    DestroyPooled(*spare);
+  }
   std::unique_lock op(entry->op_mu);
 
   const int64_t now = reg_.clock.NowUnixMs();
@@ -205,7 +268,7 @@ Result<SandboxInfo> SandboxLifecycle::CreateWith(const std::string& owner, const
     reg_.ReleaseSlot(*entry);
     return Fail(std::move(st).error().WithContext("create sandbox"));
   }
-  reg_.Insert(entry);
+  if (!pooled) reg_.Insert(entry);
 
   auto created = backend->Create(SpecOf(info, tmpl, workspace_image));
   if (!created) {
@@ -213,8 +276,10 @@ Result<SandboxInfo> SandboxLifecycle::CreateWith(const std::string& owner, const
     spdlog::warn("sandbox_id={} create failed: {}", info.id, err.ToString());
     // The record stays visible in state "error" (deletable; reaped at its TTL); the slot is
     // freed; whatever the backend left behind is removed now (Destroy is idempotent).
-    // The record's error_message is shown to clients: what a client may read of it.
-    (void)reg_.WriteState(*entry, SandboxState::kError, err.ClientSafeMessage());
+    // The record's error_message is shown to clients: what a client may read of it. A pooled
+    // sandbox has no client: its record ends here.
+    (void)reg_.WriteState(*entry, pooled ? SandboxState::kDestroyed : SandboxState::kError,
+                          err.ClientSafeMessage());
     reg_.ReleaseSlot(*entry);
     if (Status st = backend->Destroy(info.id); !st) {
       spdlog::warn("sandbox_id={} cleanup after failed create: {}", info.id, st.error().ToString());
@@ -225,6 +290,9 @@ Result<SandboxInfo> SandboxLifecycle::CreateWith(const std::string& owner, const
     std::lock_guard l(entry->info_mu);
     entry->sandbox = *created;
   }
+  // A pooled sandbox stays "creating" until claimed: a crash before that finishes it like any
+  // interrupted create (Recover destroys it).
+  if (pooled) return entry;
   // After the side effect.
   if (Status st = reg_.WriteState(*entry, SandboxState::kRunning); !st) {
     (void)DestroyLocked(*entry, "record update failed after create");
@@ -233,7 +301,7 @@ Result<SandboxInfo> SandboxLifecycle::CreateWith(const std::string& owner, const
   }
   spdlog::info("sandbox_id={} created template={} cpus={} memory_mb={} backend={}", info.id,
                info.template_name, info.cpus, info.memory_mb, info.backend);
-  return entry->Snapshot();
+  return entry;
 }
 
 Result<std::shared_ptr<isolation::Sandbox>> SandboxLifecycle::RecreateRuntime(

@@ -55,6 +55,7 @@ class Sandbox;
 namespace asb::core {
 
 class SandboxRegistry;
+class WarmPool;
 struct Entry;
 
 /// What a files-only pause needs of the snapshot service (which implements it; the manager
@@ -83,6 +84,17 @@ class SandboxLifecycle {
   explicit SandboxLifecycle(SandboxRegistry& registry) : reg_(registry) {}
   /// Enables files-only pauses; `keeper` must outlive the service. Set once, before use.
   void SetWorkspaceKeeper(WorkspaceKeeper* keeper) { keeper_ = keeper; }
+  /// Plain creates (no workspace image, no inherited defaults) take a ready sandbox of their
+  /// shape from `pool` when it has one (warm_pool.h); nullptr: none. Set before serving.
+  void SetWarmPool(WarmPool* pool) { pool_ = pool; }
+
+  /// A sandbox for a warm pool: made as a create of `template_name` (network as asked, every
+  /// other setting the default), holding a slot of the server's capacity, recorded in state
+  /// "creating" under kPoolOwner and not in the registry, so that nobody sees it until a
+  /// create claims it. Errors: as Create.
+  Result<std::shared_ptr<Entry>> MakePooled(const std::string& template_name, bool network);
+  /// Destroys a pooled sandbox nobody claimed (its record ends destroyed, its slot is freed).
+  void DestroyPooled(Entry& e);
 
   /// Validates `req`, reserves a quota slot, writes a "creating" record, asks the backend to
   /// create the sandbox, and writes "running". Returns the running sandbox's info.
@@ -196,6 +208,14 @@ class SandboxLifecycle {
   bool RetryAdopt(Entry& e);
   /// Destroy's transition for a caller that holds e.op_mu; `why` is logged. Errors: as Destroy.
   Status DestroyLocked(Entry& e, std::string_view why);
+  /// CreateWith's work; `pooled`: MakePooled's (no owner, not registered, left "creating").
+  Result<std::shared_ptr<Entry>> CreateEntry(const std::string& owner, const CreateRequest& req,
+                                             const std::string& workspace_image,
+                                             const std::optional<CommandDefaults>& inherited,
+                                             bool pooled);
+  /// Gives pooled sandbox `e` the create's `info` (owner, TTL, metadata, lifecycle), records
+  /// it running and registers it. Errors: the store's (then `e` is destroyed).
+  Result<SandboxInfo> ClaimPooled(const std::shared_ptr<Entry>& e, SandboxInfo info);
   /// After adopting e's sandbox: pauses or thaws it to match its record (a paused one that
   /// cannot be paused again becomes running). Caller holds e.op_mu.
   void MatchPauseToRecord(Entry& e);
@@ -212,6 +232,7 @@ class SandboxLifecycle {
 
   SandboxRegistry& reg_;
   WorkspaceKeeper* keeper_ = nullptr;
+  WarmPool* pool_ = nullptr;
   std::atomic<int64_t> reaped_total_{0};
   std::atomic<int64_t> adopted_total_{0};
   std::atomic<int64_t> dropped_total_{0};

@@ -61,6 +61,8 @@ SandboxManager::SandboxManager(ManagerConfig config, store::Store& store,
   metrics_ =
       std::make_unique<MetricsHistory>(*lifecycle_, clock, config_.metrics_interval_seconds * 1000,
                                        static_cast<size_t>(config_.metrics_samples_kept));
+  pools_ = std::make_unique<WarmPool>(*lifecycle_, config_.warm_pool_refill_per_second);
+  lifecycle_->SetWarmPool(pools_.get());
 }
 
 SandboxManager::~SandboxManager() { Stop(); }
@@ -68,6 +70,11 @@ SandboxManager::~SandboxManager() { Stop(); }
 Status SandboxManager::Start() {
   ASB_TRY_CTX(lifecycle_->Recover(), "recover sandboxes");
   ASB_TRY_CTX(snapshots_->RecoverSnapshots(), "recover snapshots");
+  // Pools fill once recovery has finished what a previous run left (its pooled sandboxes too).
+  for (const ManagerConfig::WarmPoolTarget& w : config_.warm_pools) {
+    ASB_TRY(pools_->Resize(w.template_name, w.network, w.size));
+  }
+  pools_->Start();
   std::lock_guard l(reaper_mu_);
   if (!reaper_.joinable()) {
     reaper_stop_ = false;
@@ -77,6 +84,7 @@ Status SandboxManager::Start() {
 }
 
 void SandboxManager::Stop() {
+  pools_->Stop();  // its ready sandboxes end with the server; nobody can claim them now
   {
     std::lock_guard l(reaper_mu_);
     reaper_stop_ = true;

@@ -9,6 +9,7 @@
 //   snapshots()   snapshots, rollback, fork, archives                      (snapshot_service.h)
 //   network()     egress policy, connections to ports                      (network_service.h)
 //   code()        code contexts (kernels) and their executions             (code_service.h)
+//   pools()       warm pools of ready sandboxes                            (warm_pool.h)
 //
 // None of them knows HTTP. Every error carries an ErrorCode that api/ maps to the wire codes
 // (api/errors.h; ADR 0007, ADR 0016); messages are safe to show to the caller
@@ -34,6 +35,7 @@
 #include "core/sandbox_types.h"
 #include "core/snapshot_service.h"
 #include "core/templates.h"
+#include "core/warm_pool.h"
 
 namespace asb::store {
 class Store;
@@ -76,6 +78,7 @@ class SandboxManager {
   NetworkService& network() { return *network_; }
   CodeService& code() { return *code_; }
   MetricsHistory& metrics() { return *metrics_; }
+  WarmPool& pools() { return *pools_; }
 
   const ManagerConfig& config() const { return config_; }
   const TemplateCatalog& templates() const { return templates_; }
@@ -99,6 +102,7 @@ class SandboxManager {
   std::unique_ptr<NetworkService> network_;
   std::unique_ptr<CodeService> code_;
   std::unique_ptr<MetricsHistory> metrics_;
+  std::unique_ptr<WarmPool> pools_;
 
   std::mutex reaper_mu_;
   std::condition_variable reaper_cv_;

@@ -108,6 +108,14 @@ Status SandboxRegistry::ReserveSlot(Entry& e, bool force) {
   return {};
 }
 
+bool SandboxRegistry::TransferSlot(Entry& from, Entry& to) {
+  std::lock_guard l(mu_);
+  if (!from.holds_slot || to.holds_slot) return false;
+  from.holds_slot = false;
+  to.holds_slot = true;
+  return true;
+}
+
 void SandboxRegistry::ReleaseSlot(Entry& e) {
   std::lock_guard l(mu_);
   if (!e.holds_slot) return;

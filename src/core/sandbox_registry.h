@@ -98,6 +98,9 @@ class SandboxRegistry {
   Status ReserveSlot(Entry& e, bool force = false);
   /// Gives back e's slot if it holds one.
   void ReleaseSlot(Entry& e);
+  /// Moves `from`'s slot to `to` (which holds none) at once: nobody can take it in between.
+  /// False when `from` holds no slot.
+  bool TransferSlot(Entry& from, Entry& to);
 
   // ---- state (caller holds e.op_mu) --------------------------------------------------------
   /// Writes state (and error message) to the store, then to the cached info.

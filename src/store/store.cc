@@ -175,12 +175,14 @@ Result<std::vector<SandboxRecord>> Store::ListSandboxes(const SandboxFilter& fil
   return out;
 }
 
-Status Store::UpdateSandbox(const SandboxRecord& r) {
+Status Store::UpdateSandbox(const SandboxRecord& r, bool with_created_at) {
   std::lock_guard lock(mu_);
   ASB_ASSIGN_OR_RETURN(
-      Stmt s, db_.Prepare("UPDATE sandboxes SET owner=?, template=?, spec_json=?, state=?, "
-                          "error_message=?, updated_at=?, expires_at=?, idle_timeout_seconds=?, "
-                          "last_activity_at=?, source_snapshot_id=?, backend=? WHERE id=?"));
+      Stmt s, db_.Prepare(std::string("UPDATE sandboxes SET owner=?, template=?, spec_json=?, "
+                                      "state=?, error_message=?, updated_at=?, expires_at=?, "
+                                      "idle_timeout_seconds=?, last_activity_at=?, "
+                                      "source_snapshot_id=?, backend=?") +
+                          (with_created_at ? ", created_at=?" : "") + " WHERE id=?"));
   s.Bind(1, r.owner)
       .Bind(2, r.template_name)
       .Bind(3, SealSpec(r.spec_json))
@@ -191,8 +193,9 @@ Status Store::UpdateSandbox(const SandboxRecord& r) {
       .Bind(8, r.idle_timeout_seconds)
       .Bind(9, r.last_activity_at_ms)
       .Bind(10, r.source_snapshot_id)
-      .Bind(11, r.backend)
-      .Bind(12, r.id);
+      .Bind(11, r.backend);
+  if (with_created_at) s.Bind(12, r.created_at_ms);
+  s.Bind(with_created_at ? 13 : 12, r.id);
   ASB_TRY_CTX(s.Run(), "update sandbox " + r.id);
   return ExpectOneRow(db_, "update sandbox", r.id);
 }

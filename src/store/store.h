@@ -89,8 +89,9 @@ class Store {
   Result<std::vector<SandboxRecord>> ListSandboxes(const SandboxFilter& filter);
 
   /// Replaces every column of the record r.id (all fields but id and created_at_ms are
-  /// written). Errors: kNotFound if no such row, kConflict for a bad state.
-  Status UpdateSandbox(const SandboxRecord& r);
+  /// written; created_at_ms too with `with_created_at`, for a warm pool's sandbox claimed by a
+  /// create). Errors: kNotFound if no such row, kConflict for a bad state.
+  Status UpdateSandbox(const SandboxRecord& r, bool with_created_at = false);
 
   /// Sets state, error_message and updated_at. Errors: kNotFound, kConflict (bad state name).
   Status SetSandboxState(std::string_view id, std::string_view state,
