@@ -174,8 +174,8 @@ def main():
         row("exec round trip (true)", ours, yard, "host spawn /bin/true", GOAL["exec"])
         exec_rtt = ours
 
-        # The same create from a warm pool of 2 (the default shape: {}), waiting for a ready
-        # sandbox before each one (not timed), then the pool is ended.
+        # The same create from a warm pool of 2 (the default shape: {}), waiting for the pool to
+        # be full before each one (not timed), then the pool is ended.
         server.request("PUT", "/v1/pools/base", {"size": 2})
         ours = []
         try:
@@ -183,7 +183,8 @@ def main():
                 deadline = time.time() + 30
                 while time.time() < deadline:
                     pools = server.request("GET", "/v1/pools").json()["pools"]
-                    if any(p["template"] == "base" and p["ready"] > 0 for p in pools):
+                    # A full pool: its refill is not running beside the timed create.
+                    if any(p["template"] == "base" and p["ready"] == 2 for p in pools):
                         break
                     time.sleep(0.02)
                 ours.append(create_and_first_output(server, made, {}))

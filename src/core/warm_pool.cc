@@ -10,6 +10,15 @@
 
 namespace asb::core {
 
+namespace {
+
+int64_t SteadyMs() {
+  using namespace std::chrono;
+  return duration_cast<milliseconds>(steady_clock::now().time_since_epoch()).count();
+}
+
+}  // namespace
+
 SandboxShape ShapeOf(const SandboxInfo& info) {
   SandboxShape s;
   s.template_name = info.template_name;
@@ -77,6 +86,7 @@ std::shared_ptr<Entry> WarmPool::Take(const SandboxShape& shape) {
       }
     }
     ++(taken ? p.hits : p.misses);
+    if (taken) last_claim_ms_ = SteadyMs();
   }
   if (taken) cv_.notify_all();  // make its successor
   return taken;
@@ -142,6 +152,11 @@ void WarmPool::RefillLoop() {
     }
     if (want == nullptr) {
       cv_.wait_for(l, seconds(1));
+      continue;
+    }
+    // Let the sandbox just claimed have the cores for its first commands.
+    if (const int64_t quiet = last_claim_ms_ + kQuietAfterClaimMs - SteadyMs(); quiet > 0) {
+      cv_.wait_for(l, milliseconds(quiet), [this] { return stop_; });
       continue;
     }
     ++want->making;

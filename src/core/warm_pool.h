@@ -111,6 +111,10 @@ class WarmPool {
     std::string last_error;
     int64_t retry_at_ms = 0;  // after a failed refill: not before then
   };
+  /// After a claim the refill waits this long (and longer while claims keep coming): making a
+  /// sandbox takes both cores for ~15 ms here, and the claimed sandbox's first commands, which
+  /// come right after its create, should not share them with it.
+  static constexpr int64_t kQuietAfterClaimMs = 250;
 
   void RefillLoop();
   void Destroy(std::vector<std::shared_ptr<Entry>> entries);
@@ -121,6 +125,7 @@ class WarmPool {
   std::condition_variable cv_;
   std::map<Key, Pool> pools_;
   bool stop_ = false;
+  int64_t last_claim_ms_ = 0;  // steady-clock milliseconds of the last Take that found one
   std::thread refill_;
 };
 
