@@ -489,11 +489,28 @@ Result<CodeContextInfo> CodeService::Spawn(const std::string& owner, const std::
   } detach{events};
   const std::string_view source =
       language == "javascript" ? JavaScriptDriverSource() : PythonDriverSource();
+  const std::string interpreter = language == "javascript" ? "node" : "python3";
+  // A template without the interpreter: the shell's "not found" (127). Said so, with the
+  // template that has it, rather than as whatever failed first.
+  auto missing_interpreter = [&] {
+    return Error::Conflict(language + " code contexts need " + interpreter +
+                           " in the sandbox; create it from the \"" +
+                           (language == "javascript" ? "node" : "python") + "\" template");
+  };
   if (Status s = WriteAll(procs_, owner, id, p.pid, EncodeDriverSource(source)); !s) {
+    // The driver may have ended before it read its source (no such interpreter): its exit
+    // says why, where the write only saw a closed stdin.
+    for (const int64_t until = NowMs() + 2000; NowMs() < until;) {
+      Result<StreamEvent> ev = events->Next(until - NowMs());
+      if (!ev) break;
+      if (ev->kind == StreamEvent::Kind::kDone || ev->kind == StreamEvent::Kind::kError) {
+        if (ev->process && ev->process->exit_code == 127) return Fail(missing_interpreter());
+        break;
+      }
+    }
     kill();
     return Fail(s.error());
   }
-  const std::string interpreter = language == "javascript" ? "node" : "python3";
   const int64_t deadline = NowMs() + kReadyTimeoutMs;
   std::string line;
   for (;;) {
@@ -510,12 +527,7 @@ Result<CodeContextInfo> CodeService::Spawn(const std::string& owner, const std::
     }
     if (ev->kind == StreamEvent::Kind::kDone || ev->kind == StreamEvent::Kind::kError) {
       const int code = ev->process ? ev->process->exit_code : -1;
-      if (code == 127) {
-        return Fail(Error::Conflict(language + " code contexts need " + interpreter +
-                                    " in the sandbox; create it from the \"" +
-                                    (language == "javascript" ? "node" : "python") +
-                                    "\" template"));
-      }
+      if (code == 127) return Fail(missing_interpreter());
       return Fail(Error::Conflict("the " + language + " kernel exited while starting (exit code " +
                                   std::to_string(code) + ")"));
     }

@@ -1148,6 +1148,16 @@ test('@e2b/code-interpreter: runCode with results, errors, logs and contexts', {
       const execution = await sandbox.runCode('x = 1\nx += 1\nx');
       assert.equal(execution.text, '2');
       assert.equal(execution.executionCount > 0, true);
+      // A language whose interpreter the template lacks is said so, with the template that has
+      // it (it used to fail as "process N has no open stdin").
+      // (The SDK shows only the status; the body says it.)
+      await assert.rejects(sandbox.runCode('1 + 1', { language: 'js' }), /409 Conflict/);
+      const raw = await envd('/execute', { id: sandbox.sandboxId, token: sandbox.envdAccessToken,
+        type: 'application/json', body: JSON.stringify({ code: '1 + 1', language: 'js' }),
+        headers: { 'E2b-Sandbox-Port': '49999' } });
+      assert.equal(raw.status, 409, raw.text);
+      assert.match(raw.text,
+        /javascript code contexts need node in the sandbox; create it from the \\"node\\" template/);
 
       const logs = [];
       const e = await sandbox.runCode('import sys\nprint("out")\nprint("err", file=sys.stderr)',
