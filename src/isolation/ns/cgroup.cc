@@ -36,6 +36,18 @@ Status MkdirIfMissing(const std::string& path) {
   return {};
 }
 
+// A sandbox's cgroup below our parent directory, which another process may remove while it is
+// empty (an `agent-sandbox run` that ended, a test's cleanup) between our mkdir of the parent
+// and this one: then the parent is made again and the mkdir retried.
+Status MkdirBelowParent(const std::string& path) {
+  for (int attempt = 0;; ++attempt) {
+    if (::mkdir(path.c_str(), 0755) == 0 || errno == EEXIST) return {};
+    if (errno != ENOENT || attempt == 3) return FailErrno("mkdir " + path);
+    const std::string parent = path.substr(0, path.rfind('/'));
+    if (::mkdir(parent.c_str(), 0755) != 0 && errno != EEXIST) return FailErrno("mkdir " + parent);
+  }
+}
+
 std::string Trim(std::string s) {
   while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
   return s;
@@ -183,7 +195,7 @@ Status CreateCgroupsFromParent(const CgroupLayout& layout, const std::string& na
       }
       ASB_TRY(WriteControlFile(dir + "/cgroup.subtree_control", "+memory +pids +cpu"));
     }
-    ASB_TRY(MkdirIfMissing(paths.v2));
+    ASB_TRY(MkdirBelowParent(paths.v2));
     ASB_TRY(WriteControlFile(paths.v2 + "/memory.max", std::to_string(limits.memory_bytes)));
     if (PathExists(paths.v2 + "/memory.swap.max")) {
       ASB_TRY(WriteControlFile(paths.v2 + "/memory.swap.max", "0"));
@@ -193,7 +205,7 @@ Status CreateCgroupsFromParent(const CgroupLayout& layout, const std::string& na
                              std::to_string(quota_us) + " " + std::to_string(period_us)));
     return {};
   }
-  for (const auto& dir : paths.All()) ASB_TRY(MkdirIfMissing(dir));
+  for (const auto& dir : paths.All()) ASB_TRY(MkdirBelowParent(dir));
   // Parents before children: a v1 child's limit may exceed its parent's only in vain, but
   // memsw must never sit below the memory limit of the same directory.
   auto memory_limits = [&](const std::string& dir, uint64_t bytes) -> Status {
