@@ -249,8 +249,10 @@ Result<std::shared_ptr<Entry>> SandboxLifecycle::CreateEntry(
     // A full server makes room for a create by ending a pooled sandbox nobody asked for yet:
     // its slot passes to this create directly (a refill cannot take it in between).
     std::shared_ptr<Entry> spare = pooled || pool_ == nullptr ? nullptr : pool_->TakeAny();
-    if (!spare || !reg_.TransferSlot(*spare, *entry)) return Fail(std::move(st).error());
-    DestroyPooled(*spare);
+    if (!spare) return Fail(std::move(st).error());
+    const bool moved = reg_.TransferSlot(*spare, *entry);
+    DestroyPooled(*spare);  // out of its pool either way: it must not be left behind
+    if (!moved) return Fail(std::move(st).error());
   }
   std::unique_lock op(entry->op_mu);
 

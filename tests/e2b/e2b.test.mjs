@@ -43,6 +43,19 @@ async function envd(path, { id = sbx.sandboxId, token = sbx.envdAccessToken, bod
   return { status: r.status, type: r.headers.get('content-type') || '', buf, text: buf.toString() };
 }
 
+/** Starts, in sandbox `s`, an HTTP server on 127.0.0.1:8001 that answers with the request's
+ * headers. */
+async function startHeaderEcho(s) {
+  await s.files.write('echo.py', [
+    'import http.server as h',
+    'class H(h.BaseHTTPRequestHandler):',
+    '    def do_GET(self):',
+    '        b = str(self.headers).encode()',
+    '        self.send_response(200); self.end_headers(); self.wfile.write(b)',
+    "h.HTTPServer(('127.0.0.1', 8001), H).serve_forever()"].join('\n'));
+  await s.commands.run('python3 /workspace/echo.py', { background: true });
+}
+
 /** Polls `done` every 50 ms for up to 10 s; returns its last answer. */
 async function until(done) {
   for (let i = 0; i < 200 && !done(); i++) await new Promise((r) => setTimeout(r, 50));
@@ -994,14 +1007,7 @@ test('sandbox.getHost(port) reaches a server in the sandbox with the traffic tok
       assert.equal(r.status, 200, JSON.stringify(r));
       assert.equal(r.body, 'hello from the sandbox');
       // The token opens the host and goes no further: the app never sees it.
-      await s.files.write('echo.py', [
-        'import http.server as h',
-        'class H(h.BaseHTTPRequestHandler):',
-        '    def do_GET(self):',
-        '        b = str(self.headers).encode()',
-        '        self.send_response(200); self.end_headers(); self.wfile.write(b)',
-        "h.HTTPServer(('127.0.0.1', 8001), H).serve_forever()"].join('\n'));
-      await s.commands.run('python3 /workspace/echo.py', { background: true });
+      await startHeaderEcho(s);
       const echoHost = s.getHost(8001);
       let seen = { status: 0 };
       for (let i = 0; i < 100 && seen.status !== 200; i++) {
@@ -1046,14 +1052,7 @@ test('allowPublicTraffic: true opens the ports without a token; maskRequestHost 
       const info = await s.getInfo();
       assert.equal(info.network.allowPublicTraffic, true);
       assert.equal(info.network.maskRequestHost, 'app.localhost:${PORT}');
-      await s.files.write('echo.py', [
-        'import http.server as h',
-        'class H(h.BaseHTTPRequestHandler):',
-        '    def do_GET(self):',
-        '        b = str(self.headers).encode()',
-        '        self.send_response(200); self.end_headers(); self.wfile.write(b)',
-        "h.HTTPServer(('127.0.0.1', 8001), H).serve_forever()"].join('\n'));
-      await s.commands.run('python3 /workspace/echo.py', { background: true });
+      await startHeaderEcho(s);
       const get = (host) => new Promise((resolve, reject) => {
         http.get({ host: '127.0.0.1', port, path: '/', headers: { Host: host } }, (res) => {
           let body = '';
