@@ -44,7 +44,7 @@ struct TemplateBuildResult {
 using ProgressFn = std::function<void(const std::string&)>;
 
 /// The recipe's builder id: part of every recipe hash, bump it when the output changes.
-inline constexpr const char* kTemplateBuilderId = "asb-template-builder/2 bookworm";
+inline constexpr const char* kTemplateBuilderId = "asb-template-builder/3 bookworm";
 
 /// Builds `spec` as described above. Must run as root. Errors: kPermissionDenied (not root),
 /// kBackend (mmdebstrap or a setup command failed: the message names it and the log file),

@@ -211,6 +211,17 @@ Status FinishRootfs(const std::string& r) {
   if (symlink("/workspace", e2b_home.c_str()) != 0 && errno != EEXIST) {
     return FailErrno("symlink " + e2b_home);
   }
+  // The sandbox's sudo (ADR 0028): the backends bind sandboxd over this file. A template's own
+  // sudo stays and is covered the same way (setuid cannot work under no_new_privs); where
+  // nothing covers it, the placeholder says so instead of running nothing.
+  std::string sudo = r + "/usr/bin/sudo";
+  struct stat sudo_st;
+  if (lstat(sudo.c_str(), &sudo_st) != 0 && errno == ENOENT &&
+      access((r + "/usr/bin").c_str(), F_OK) == 0) {
+    ASB_TRY(
+        WriteFileSynced(sudo, "#!/bin/sh\necho 'sudo: this sandbox offers no sudo' >&2\nexit 1\n"));
+    if (chmod(sudo.c_str(), 0755) != 0) return FailErrno("chmod " + sudo);
+  }
   ASB_TRY(WriteFileSynced(r + "/etc/hostname", "sandbox\n"));
   ASB_TRY(WriteFileSynced(r + "/etc/hosts",
                           "127.0.0.1\tlocalhost sandbox\n"

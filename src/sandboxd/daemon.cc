@@ -19,6 +19,8 @@
 #include "sandboxd/connection.h"
 #include "sandboxd/proc_scan.h"
 #include "sandboxd/proc_table.h"
+#include "sandboxd/sudo_server.h"
+#include "sandboxd/sudo_wire.h"
 
 namespace asb::sandboxd {
 
@@ -50,6 +52,7 @@ int Daemon::workspace_fd() {
 }
 
 Daemon::~Daemon() {
+  sudo_.reset();
   connections_.clear();
   procs_.reset();
   for (auto& [fd, owned] : void_drains_) loop_->Remove(fd);
@@ -98,6 +101,14 @@ Status Daemon::Init() {
     if (fcntl(lfd, F_SETFD, FD_CLOEXEC) != 0) return FailErrno("listen fd");
     SetNonBlocking(lfd);
     ASB_TRY(loop_->Add(lfd, EPOLLIN, [this](uint32_t) { OnAccept(); }));
+  }
+  if (options_.sudo) {
+    sudo_ = std::make_unique<SudoServer>(*this);
+    // Not fatal: the sandbox still serves the host; `sudo` then says it is not offered.
+    if (auto st = sudo_->Listen(kSudoSocketName); !st) {
+      fprintf(stderr, "sandboxd: sudo: %s\n", st.error().ToString().c_str());
+      sudo_.reset();
+    }
   }
   // A stale SIGCHLD from before the signalfd existed would be lost: reap once now.
   ReapChildren();

@@ -26,6 +26,7 @@ namespace asb::sandboxd {
 
 class Connection;
 class ProcTable;
+class SudoServer;
 
 class Daemon {
  public:
@@ -91,6 +92,7 @@ class Daemon {
   std::map<int, UniqueFd> void_drains_;
   std::set<pid_t> doomed_sessions_;
   std::unique_ptr<ProcTable> procs_;
+  std::unique_ptr<SudoServer> sudo_;  // with --sudo
 };
 
 }  // namespace asb::sandboxd

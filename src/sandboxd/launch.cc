@@ -21,7 +21,8 @@ namespace {
 constexpr char kCanonicalWorkspace[] = "/workspace";
 }  // namespace
 
-Result<LaunchedCommand> LaunchCommand(Daemon& daemon, const protocol::ExecRequest& req) {
+Result<LaunchedCommand> LaunchCommand(Daemon& daemon, const protocol::ExecRequest& req,
+                                      const int* inherited_stdio) {
   const Options& opt = daemon.options();
   // ---- validate and build everything the child needs (the child only reads it) ----
   std::vector<std::string> args;
@@ -51,7 +52,7 @@ Result<LaunchedCommand> LaunchCommand(Daemon& daemon, const protocol::ExecReques
   // USER names the identity the command runs as (environ(7)); HOME stays /workspace for root
   // too, because /root is on the template's read-only rootfs. The request's env still wins.
   if (as_root) env["USER"] = "root";
-  if (req.pty) env["TERM"] = "xterm-256color";
+  if (req.pty && !inherited_stdio) env["TERM"] = "xterm-256color";
   for (const auto& [k, v] : req.env) {
     if (k.empty() || k.find('=') != std::string::npos || k.find('\0') != std::string::npos ||
         v.find('\0') != std::string::npos) {
@@ -82,7 +83,9 @@ Result<LaunchedCommand> LaunchCommand(Daemon& daemon, const protocol::ExecReques
   // ---- fds ----
   LaunchedCommand out;
   UniqueFd child_in, child_out, child_err;
-  if (req.pty) {
+  if (inherited_stdio) {
+    // Used as they are; the child dup2()s them onto 0-2 (ChildPlan).
+  } else if (req.pty) {
     UniqueFd master(posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC));
     if (!master) return FailErrno("exec: open /dev/ptmx");
     if (grantpt(master.get()) != 0 || unlockpt(master.get()) != 0) {
@@ -122,10 +125,11 @@ Result<LaunchedCommand> LaunchCommand(Daemon& daemon, const protocol::ExecReques
   plan.envp = env_ptrs.data();
   plan.cwd = cwd.c_str();
   plan.as_root = as_root;
-  plan.stdin_fd = child_in.get();
-  plan.stdout_fd = child_out.get();
-  plan.stderr_fd = child_err.get();
-  plan.controlling_tty = req.pty.has_value();
+  plan.stdin_fd = inherited_stdio ? inherited_stdio[0] : child_in.get();
+  plan.stdout_fd = inherited_stdio ? inherited_stdio[1] : child_out.get();
+  plan.stderr_fd = inherited_stdio ? inherited_stdio[2] : child_err.get();
+  // An inherited terminal is the controlling terminal of the caller's session already.
+  plan.controlling_tty = req.pty.has_value() && !inherited_stdio;
   plan.error_fd = child_error_write.get();
   plan.seccomp = &daemon.seccomp();
   plan.work_cgroup_fds = opt.work_cgroup_fds.data();

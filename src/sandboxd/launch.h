@@ -27,9 +27,13 @@ struct LaunchedCommand {
 };
 
 /// Uses req's argv/command, env, cwd, user, stdin_pipe and pty (caps and timeouts are the
-/// caller's). Errors: kInvalidArgument (argv/command, user, env, NUL bytes), the errno of a
-/// failed pipe/openpt, kLimitExceeded-class errno of fork (EAGAIN: the pids limit).
-Result<LaunchedCommand> LaunchCommand(Daemon& daemon, const protocol::ExecRequest& req);
+/// caller's). With `inherited_stdio` (three fds: stdin, stdout, stderr, kept by the caller)
+/// the command gets those instead of new pipes (req's stdin_pipe and pty are then ignored and
+/// only error_fd is set in the answer): `sudo` hands its own over (sudo_server.h). Errors:
+/// kInvalidArgument (argv/command, user, env, NUL bytes), the errno of a failed pipe/openpt,
+/// kLimitExceeded-class errno of fork (EAGAIN: the pids limit).
+Result<LaunchedCommand> LaunchCommand(Daemon& daemon, const protocol::ExecRequest& req,
+                                      const int* inherited_stdio = nullptr);
 
 /// Reads the start report from `error_fd` once it is readable: nullopt when the program was
 /// exec'd (EOF), else the child's error (e.g. kNotFound for a missing cwd).

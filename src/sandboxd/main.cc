@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -14,6 +15,7 @@
 #include "sandboxd/exec_child.h"
 #include "sandboxd/options.h"
 #include "sandboxd/seccomp_policy.h"
+#include "sandboxd/sudo_client.h"
 
 namespace {
 
@@ -30,6 +32,10 @@ int main(int argc, char** argv) {
   for (int fd = 0; fd < 3; ++fd) {
     if (fcntl(fd, F_GETFD) < 0) open("/dev/null", O_RDWR);
   }
+  // Under the name sudo (the backends bind this binary over the template's /usr/bin/sudo) it
+  // is the sandbox's sudo (sudo_client.h).
+  const char* slash = strrchr(argv[0], '/');
+  if (strcmp(slash ? slash + 1 : argv[0], "sudo") == 0) return SudoMain(argc, argv);
   auto options = ParseCommandLine(std::vector<std::string>(argv, argv + argc));
   if (!options) return Fatal(options.error());
   if (options->config_fd >= 0) {

@@ -2,7 +2,7 @@
 // and the optional JSON config read from --config-fd.
 //
 //   sandboxd --listen-fd=N [--config-fd=M] [--workspace=/workspace] [--no-pid1]
-//            [--work-cgroup-fd=K]... [--allow-packet-sockets]
+//            [--work-cgroup-fd=K]... [--allow-packet-sockets] [--sudo]
 //   sandboxd --port=/dev/vport0p1 ...   (in a microVM guest, isolation/microvm/)
 //
 // --listen-fd  an inherited, bound and listening unix SOCK_STREAM socket.
@@ -16,6 +16,8 @@
 //              itself there before exec ("0" = the writer), so commands are limited below
 //              sandboxd's own cgroup (isolation/ns/cgroup.h). An exec fails if the move does.
 // --allow-packet-sockets  commands may open AF_PACKET sockets (seccomp_policy.h).
+// --sudo       serve the sandbox's `sudo` (sudo_server.h) on its abstract socket: only where
+//              the network namespace is the sandbox's own (never in host-side tests).
 #pragma once
 
 #include <map>
@@ -34,6 +36,7 @@ struct Options {
   bool pid1 = true;
   std::vector<int> work_cgroup_fds;
   bool allow_packet_sockets = false;
+  bool sudo = false;
   /// The base environment of every command: defaults overlaid with the config's "env".
   std::map<std::string, std::string> env;
   std::string hostname;

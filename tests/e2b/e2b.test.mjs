@@ -147,6 +147,11 @@ test('commands.run: stdout, stderr, exit codes, envs, cwd and users', { skip }, 
   assert.equal((await sbx.commands.run('id -u')).stdout, '1000\n');
   assert.equal((await sbx.commands.run('id -u', { user: 'root' })).stdout, '0\n');
   await assert.rejects(sbx.commands.run('true', { user: 'mallory' }));
+  // What E2B's base template has and its users' code assumes: sudo without a password, and
+  // `python` (ADR 0028).
+  assert.equal((await sbx.commands.run('sudo whoami; sudo -u sandbox id -u')).stdout,
+    'root\n1000\n');
+  assert.match((await sbx.commands.run('python --version')).stdout, /^Python 3\./);
   const chunks = [];
   await sbx.commands.run('for i in 1 2 3; do echo line$i; done; echo e >&2', {
     onStdout: (d) => chunks.push('o:' + d), onStderr: (d) => chunks.push('e:' + d) });
@@ -1147,16 +1152,31 @@ test('@e2b/code-interpreter: runCode with results, errors, logs and contexts', {
       const execution = await sandbox.runCode('x = 1\nx += 1\nx');
       assert.equal(execution.text, '2');
       assert.equal(execution.executionCount > 0, true);
-      // A language whose interpreter the template lacks is said so, with the template that has
-      // it (it used to fail as "process N has no open stdin").
-      // (The SDK shows only the status; the body says it.)
-      await assert.rejects(sandbox.runCode('1 + 1', { language: 'js' }), /409 Conflict/);
-      const raw = await envd('/execute', { id: sandbox.sandboxId, token: sandbox.envdAccessToken,
-        type: 'application/json', body: JSON.stringify({ code: '1 + 1', language: 'js' }),
+      // E2B's interpreter template runs JavaScript too (Node is in our python template).
+      const js = await sandbox.runCode('const a = [1, 2, 3]; a.reduce((x, y) => x + y)',
+        { language: 'js' });
+      assert.equal(js.error, undefined, JSON.stringify(js.error));
+      assert.equal(js.text, '6');
+      // A language we have no interpreter for is named with the ones we have.
+      const r = await envd('/execute', { id: sandbox.sandboxId, token: sandbox.envdAccessToken,
+        type: 'application/json', body: JSON.stringify({ code: '1 + 1', language: 'r' }),
         headers: { 'E2b-Sandbox-Port': '49999' } });
-      assert.equal(raw.status, 409, raw.text);
-      assert.match(raw.text,
-        /javascript code contexts need node in the sandbox; create it from the \\"node\\" template/);
+      assert.equal(r.status, 400, r.text);
+      assert.match(r.text, /must be \\"python\\", \\"javascript\\" or \\"bash\\"/);
+      // A template without Node says so, with the template that has it (it used to fail as
+      // "process N has no open stdin"). (The SDK shows only the status; the body says it.)
+      const bare = await CodeInterpreter.create('base');
+      try {
+        await assert.rejects(bare.runCode('1 + 1', { language: 'js' }), /409 Conflict/);
+        const raw = await envd('/execute', { id: bare.sandboxId, token: bare.envdAccessToken,
+          type: 'application/json', body: JSON.stringify({ code: '1 + 1', language: 'js' }),
+          headers: { 'E2b-Sandbox-Port': '49999' } });
+        assert.equal(raw.status, 409, raw.text);
+        assert.match(raw.text,
+          /javascript code contexts need node in the sandbox; create it from the \\"node\\" template/);
+      } finally {
+        await bare.kill();
+      }
 
       const logs = [];
       const e = await sandbox.runCode('import sys\nprint("out")\nprint("err", file=sys.stderr)',

@@ -70,6 +70,10 @@ mount -t tmpfs -o nosuid,nodev,mode=1777,size=${ASB_TMP_SIZE:-64m} tmpfs /newroo
 mount -t tmpfs -o nosuid,nodev,mode=0755,size=16m tmpfs /newroot/run || fail "mount /run"
 mkdir -p /newroot/run/asb /newroot/run/lock
 cp /sandboxd /newroot/run/asb/sandboxd || fail "copy sandboxd"
+# The sandbox's sudo is sandboxd under that name (ADR 0028), over the template's placeholder.
+if [ -f /newroot/usr/bin/sudo ] && [ ! -L /newroot/usr/bin/sudo ]; then
+  mount --bind /newroot/run/asb/sandboxd /newroot/usr/bin/sudo || fail "bind sudo"
+fi
 # sandboxd's config (env, hostname): the disk's JSON without its NUL padding, read on fd 3.
 tr -d '\000' < "$cfg" > /newroot/run/asb/config.json || fail "read the config disk"
 ip link set lo up || fail "loopback"
@@ -112,4 +116,4 @@ hostname "${ASB_HOSTNAME:-sandbox}"
 exec 3< /newroot/run/asb/config.json
 exec 4> /newroot/sys/fs/cgroup/work/cgroup.procs
 exec switch_root /newroot /run/asb/sandboxd --port="$channel" --workspace=/workspace \
-  --config-fd=3 --work-cgroup-fd=4
+  --config-fd=3 --work-cgroup-fd=4 --sudo

@@ -276,7 +276,8 @@ int MountDevInChild(const MountPlan& p, ChildFailure* f) {
 }  // namespace
 
 // The order is the argument: nothing from the host propagates in; the root is the template
-// only, plus exactly one host path (the workspace); every kernel interface
+// only, plus the workspace and read-only host files (sandboxd as the sandbox's sudo); every
+// kernel interface
 // is fresh (proc, sysfs, devpts belong to the new namespaces); writable places are
 // size-bounded tmpfs or the quota'd workspace; then the host's tree is detached entirely and
 // / is made read-only.

@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include <boost/json.hpp>
+#include <climits>
 #include <cmath>
 #include <functional>
 #include <mutex>
@@ -43,6 +44,19 @@ namespace asb::isolation::ns {
 namespace {
 
 constexpr uint32_t kSandboxUserUid = 1000;  // protocol::kSandboxUid, inside the namespace
+
+// The host path of the template's /usr/bin/sudo when it is a regular file reached without
+// leaving the rootfs (an imported image may ship a symlink there, or a symlinked /usr/bin),
+// else "": then the sandbox simply has no sudo.
+std::string SudoPlaceholder(const std::string& rootfs) {
+  const std::string path = rootfs + "/usr/bin/sudo";
+  struct stat st;
+  if (::lstat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return "";
+  char root_real[PATH_MAX], real[PATH_MAX];
+  if (!::realpath(rootfs.c_str(), root_real) || !::realpath(path.c_str(), real)) return "";
+  if (std::string(real) != std::string(root_real) + "/usr/bin/sudo") return "";
+  return path;
+}
 
 // Runs an undo action at scope exit unless dismissed: the owner of one Create step.
 class Undo {
@@ -326,6 +340,12 @@ Result<std::shared_ptr<Sandbox>> NsBackend::CreateLocked(const SandboxSpec& spec
   plan.hostname = spec.hostname;
   plan.mounts = MakeMountPlan(spec.rootfs, l.ws, spec.hostname + "\n", spec.tmp_bytes);
   plan.mounts.root_tree_fd = root_tree.get();
+  // The sandbox's sudo is sandboxd itself (sandboxd/sudo_client.h, ADR 0028), bound read-only
+  // over the template's /usr/bin/sudo (FinishRootfs leaves a placeholder there): the same
+  // binary as the running sandboxd, so the two always speak the same version.
+  if (std::string sudo = SudoPlaceholder(spec.rootfs); !sudo.empty()) {
+    plan.mounts.host_binds.push_back({opts_.sandboxd_path, sudo, /*read_only=*/true});
+  }
   // Networked sandboxes: the resolver on the gateway (the template's file must exist).
   if (spec.network) {
     AddScratchFile(&plan.mounts, opts_.network->ResolvConf(), "etc/resolv.conf", false);
@@ -339,6 +359,7 @@ Result<std::shared_ptr<Sandbox>> NsBackend::CreateLocked(const SandboxSpec& spec
   std::vector<std::string> args = {"sandboxd", "--listen-fd=" + std::to_string(kSandboxdListenFd),
                                    "--config-fd=" + std::to_string(kSandboxdConfigFd)};
   if (opts_.allow_packet_sockets) args.push_back("--allow-packet-sockets");
+  args.push_back("--sudo");  // the sandbox has a network namespace of its own (sudo_wire.h)
   // Commands go to the work cgroups (cgroup.h): sandboxd moves each one through these fds.
   // RLIMIT_NPROC must not stop sandboxd either: root's commands share its uid, and a fork
   // counts against the rlimit before the pids cgroup refuses it (copy_creds() precedes
