@@ -577,9 +577,9 @@ std::vector<std::string_view> SplitLines(std::string_view text) {
   return lines;
 }
 
+// (WithContext keeps a host call's mark: its host text never reaches a client, ADR 0016.)
 Error AtLine(int line, const Error& e) {
-  return Error(e.code(), "Dockerfile line " + std::to_string(line) + ": " + e.message(),
-               e.sys_errno());
+  return e.WithContext("Dockerfile line " + std::to_string(line));
 }
 
 }  // namespace

@@ -143,9 +143,9 @@ Status CopyHostResolver(const RootedDir& root) {
   return {};
 }
 
+// (WithContext keeps a host call's mark: its host text never reaches a client, ADR 0016.)
 Error AtLine(const DockerStep& s, const Error& e) {
-  return Error(e.code(), "Dockerfile line " + std::to_string(s.line) + ": " + e.message(),
-               e.sys_errno());
+  return e.WithContext("Dockerfile line " + std::to_string(s.line));
 }
 
 class Builder {

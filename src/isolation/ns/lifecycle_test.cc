@@ -76,6 +76,24 @@ TEST_F(NsBackendTest, SandboxdThatNeverAnswersLeavesNothing) {
   EXPECT_TRUE(backend_->ListOwned()->empty());
 }
 
+TEST_F(NsBackendTest, AFailedHostCallNeverShowsAClientItsHostText) {
+  // A create that fails at a host call (here its state directory vanished under the backend):
+  // the error stays marked, so a client (api/errors.cc, a record's error_message) reads what
+  // was attempted, never the host path (ADR 0016). It used to lose the mark here.
+  const std::string moved = state_dir_ + ".away";
+  ASSERT_EQ(::rename(state_dir_.c_str(), moved.c_str()), 0);
+  auto sb = backend_->Create(Spec());
+  ASSERT_EQ(::rename(moved.c_str(), state_dir_.c_str()), 0);
+  ASSERT_FALSE(sb);
+  EXPECT_EQ(sb.error().code(), ErrorCode::kBackend);
+  EXPECT_TRUE(sb.error().from_host_call()) << sb.error().message();
+  EXPECT_NE(sb.error().message().find(state_dir_), std::string::npos);  // the operator's log
+  const std::string client = sb.error().ClientSafeMessage();
+  EXPECT_EQ(client.find(state_dir_), std::string::npos) << client;
+  EXPECT_EQ(client.find("No such file"), std::string::npos) << client;
+  EXPECT_NE(client.find("a host operation failed"), std::string::npos) << client;
+}
+
 TEST_F(NsBackendTest, DestroyWhileAHostProcessHoldsTheWorkspace) {
   const HostSnapshot before = Snapshot();
   auto spec = Spec();

@@ -247,7 +247,9 @@ Result<std::shared_ptr<Sandbox>> NsBackend::Create(const SandboxSpec& spec) {
     // id is the backend's failure (a host ENOENT must not read as "sandbox not found").
     if (e.code() != ErrorCode::kInvalidArgument && e.code() != ErrorCode::kLimitExceeded &&
         e.code() != ErrorCode::kConflict && e.code() != ErrorCode::kBackend) {
-      e = Error(ErrorCode::kBackend, e.message(), e.sys_errno());
+      // WithCode keeps the host-text mark: a client reads "create sb_...: mkdir: a host
+      // operation failed", never the host path (ADR 0016).
+      e = std::move(e).WithCode(ErrorCode::kBackend);
     }
     return std::move(e).WithContext("create " + spec.id);
   });
@@ -430,6 +432,13 @@ Result<std::shared_ptr<Sandbox>> NsBackend::CreateLocked(const SandboxSpec& spec
   // 8. The protocol handshake proves sandboxd runs.
   auto conn = protocol::Connection::Dial(l.sock, opts_.start_timeout_ms);
   if (!conn) {
+    // sandboxd's own log (its words from inside the sandbox) is client text; a failed host call
+    // of the dial (its socket's host path) stays the operator's.
+    if (conn.error().from_host_call()) {
+      return Fail(Error(conn.error())
+                      .WithCode(ErrorCode::kBackend)
+                      .WithContext("sandboxd did not answer" + LogTail(l.log)));
+    }
     return Fail(Error(ErrorCode::kBackend,
                       "sandboxd did not answer: " + conn.error().message() + LogTail(l.log),
                       conn.error().sys_errno()));
