@@ -43,6 +43,31 @@ class ErrorShapeTest(ServerTestCase):
         r = s.request("POST", "/v1/sandboxes/sb_0000000000000000/timeout", {"timeout_seconds": 5})
         self.assertError(r, 404, "not_found")
 
+    def test_a_failed_host_call_shows_no_host_text_to_clients(self):
+        # The ns backend's state directory vanishes under a running server: the create fails at
+        # a host call (mkdir). The client's answer and the sandbox's record say what failed,
+        # never the host path or the host's errno text (ADR 0016).
+        data = self.server.data_dir
+        state, away = os.path.join(data, "sandboxes"), os.path.join(data, "sandboxes.away")
+        os.rename(state, away)
+        try:
+            r = self.server.request("POST", "/v1/sandboxes", {"template": "base"})
+        finally:
+            os.rename(away, state)
+        self.assertError(r, 502, "backend_error")
+        message = r.json()["error"]["message"]
+        for host_text in (data, "/var/", "No such file"):
+            self.assertNotIn(host_text, message)
+        self.assertIn("a host operation failed", message)
+        listed = self.server.request("GET", "/v1/sandboxes?status=error").json()["sandboxes"]
+        self.assertEqual(len(listed), 1, listed)  # the failed create's record, with its reason
+        self.assertIn("a host operation failed", listed[0]["error_message"])
+        for sb in listed:
+            self.assertNotIn(data, json.dumps(sb))
+            self.assertNotIn("No such file", json.dumps(sb))
+            self.server.request("DELETE", "/v1/sandboxes/" + sb["id"])
+        self.assertEqual(self.server.run(self.create()["id"], "echo ok")["stdout"], "ok\n")
+
     def test_request_ids_and_healthz(self):
         r = self.server.request("GET", "/healthz", headers={"X-Request-Id": "my-trace-1"})
         self.assertEqual(r.status, 200)
