@@ -180,6 +180,7 @@ class Core : public std::enable_shared_from_this<Core> {
     std::map<uint32_t, std::shared_ptr<ChannelState>> chans;
     // A failed host call (recv, send) keeps its mark, so that its errno text reaches logs but
     // never a client (ADR 0016); a protocol error of sandboxd's is client text as before.
+    // (The last form is reached only when the cause is not a host call.)
     Error reason = closing ? Error::Cancelled("sandbox connection closed")
                    : cause.from_host_call()
                        ? Error(cause).WithCode(ErrorCode::kBackend).WithContext(kLost)

@@ -439,6 +439,7 @@ Result<std::shared_ptr<Sandbox>> NsBackend::CreateLocked(const SandboxSpec& spec
                       .WithCode(ErrorCode::kBackend)
                       .WithContext("sandboxd did not answer" + LogTail(l.log)));
     }
+    // Else not a host call: the handshake's own words (a timeout, a bad HELLO).
     return Fail(Error(ErrorCode::kBackend,
                       "sandboxd did not answer: " + conn.error().message() + LogTail(l.log),
                       conn.error().sys_errno()));
