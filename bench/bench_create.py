@@ -8,6 +8,7 @@ Rows (each ours beside its yardstick measured in the same run, interleaved, on t
                          beside the same bwrap
   exec round trip        POST .../exec of `true` on a keep-alive connection, beside a host
                          posix_spawn + wait of /bin/true from this process
+  exec after 1 s idle    the same, each after a second of quiet (--idle-execs of them)
   pooled create -> first the same from a warm pool (PUT /v1/pools/base, ADR 0027): a create
     output               of the pool's shape takes a ready sandbox; beside the exec round trip
                          of this run (goal: a pooled create costs no more than 1.5 execs)
@@ -18,7 +19,7 @@ of the wall times), the goal and a one-line verdict; the first line says the mac
 Every sandbox made is destroyed on every exit path (the harness's server is closed last).
 
     sudo ASB_BIN=build/bin/agent-sandbox python3 bench/bench_create.py \\
-        [--runs 30] [--execs 300] [--bursts 200,500]
+        [--runs 30] [--execs 300] [--idle-execs 10] [--bursts 200,500]
 """
 
 import argparse
@@ -123,6 +124,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--runs", type=int, default=30)
     ap.add_argument("--execs", type=int, default=300)
+    ap.add_argument("--idle-execs", type=int, default=10)
     ap.add_argument("--bursts", default="200,500")
     args = ap.parse_args()
     reason = missing_prerequisite()
@@ -169,10 +171,34 @@ def main():
             exec_json(server, sid, "true", conn)
             ours.append((time.perf_counter() - t0) * 1000.0)
             yard.append(spawn_true_ms())
-        conn.close()
-        destroy_all(server, made)
         row("exec round trip (true)", ours, yard, "host spawn /bin/true", GOAL["exec"])
         exec_rtt = ours
+        # The same after a second of quiet, as an agent execs after thinking: on cgroup v1 the
+        # move into the work cgroup then waits for an RCU grace period (sandboxd/spare_child.h).
+        # Beside it, alternating, a second server without the spare (--exec-spare=false).
+        plain = Server(env={"AGENT_SANDBOX_EXEC_SPARE": "false"})
+        try:
+            plain.start(timeout=120)
+            plain_sid = plain.request("POST", "/v1/sandboxes", {}).json()["id"]
+            plain_conn = plain.conn()
+            ours, yard, unspared = [], [], []
+            for _ in range(args.idle_execs):
+                time.sleep(1.0)
+                t0 = time.perf_counter()
+                exec_json(server, sid, "true", conn)
+                ours.append((time.perf_counter() - t0) * 1000.0)
+                yard.append(spawn_true_ms())
+                time.sleep(1.0)
+                t0 = time.perf_counter()
+                exec_json(plain, plain_sid, "true", plain_conn)
+                unspared.append((time.perf_counter() - t0) * 1000.0)
+            plain_conn.close()
+        finally:
+            plain.close()  # destroys its sandbox
+        conn.close()
+        destroy_all(server, made)
+        row("exec after 1 s idle", ours, yard, "host spawn /bin/true", GOAL["exec"])
+        row("  beside no spare", ours, unspared, "--exec-spare=false", 1.0)
 
         # The same create from a warm pool of 2 (the default shape: {}), waiting for the pool to
         # be full before each one (not timed), then the pool is ended.

@@ -229,6 +229,10 @@ std::vector<Setting> MakeSettings() {
       "true: commands may open AF_PACKET sockets (raw capture in the sandbox's own network; "
       "off, socket(AF_PACKET) fails with EAFNOSUPPORT)",
       Bool([](ServeConfig& c, bool b) { c.allow_packet_sockets = b; }));
+  add("EXEC_SPARE", "exec-spare",
+      "true (default): each sandbox keeps one child already in its cgroups for the next command "
+      "(on cgroup v1 a command's own move waits ~10 ms after a quiet moment); false: none",
+      Bool([](ServeConfig& c, bool b) { c.exec_spare = b; }));
   add("INSECURE_NO_AUTH", "", "true: serve without API keys",
       Bool([](ServeConfig& c, bool b) { c.insecure_no_auth = b; }));
   add("LOG_LEVEL", "", "trace, debug, info, warn, error",

@@ -26,6 +26,7 @@ struct ServeConfig {
   /// Path of the sandboxd binary; "" = "sandboxd" beside /proc/self/exe.
   std::string sandboxd_path;
   bool allow_packet_sockets = false;  // commands may open AF_PACKET sockets (ADR 0014)
+  bool exec_spare = true;             // sandboxd/spare_child.h (ns backend)
   std::string log_level = "info";
   /// Longest wait for in-flight requests at shutdown, seconds.
   int64_t shutdown_grace_seconds = 30;

@@ -268,6 +268,7 @@ int Serve(CLI::App& root, const ServeFlags& flags) {
   }
   bo.sandboxd_path = sandboxd;
   bo.allow_packet_sockets = cfg.allow_packet_sockets;
+  bo.exec_spare = cfg.exec_spare;
   bo.cgroup_name = CgroupNameFor(std::filesystem::weakly_canonical(data, ec).string());
   bo.default_workspace_bytes = static_cast<uint64_t>(cfg.manager.limits.default_workspace_mb) << 20;
   if (cfg.network_enabled) {

@@ -19,6 +19,7 @@
 #include "sandboxd/connection.h"
 #include "sandboxd/proc_scan.h"
 #include "sandboxd/proc_table.h"
+#include "sandboxd/spare_child.h"
 #include "sandboxd/sudo_server.h"
 #include "sandboxd/sudo_wire.h"
 
@@ -52,6 +53,7 @@ int Daemon::workspace_fd() {
 }
 
 Daemon::~Daemon() {
+  spare_.reset();
   sudo_.reset();
   connections_.clear();
   procs_.reset();
@@ -109,6 +111,14 @@ Status Daemon::Init() {
       fprintf(stderr, "sandboxd: sudo: %s\n", st.error().ToString().c_str());
       sudo_.reset();
     }
+  }
+  if (options_.spare && !options_.work_cgroup_fds.empty()) {
+    ChildPlan shared;
+    shared.seccomp = &seccomp_;
+    shared.work_cgroup_fds = options_.work_cgroup_fds.data();
+    shared.work_cgroup_fd_count = static_cast<int>(options_.work_cgroup_fds.size());
+    spare_ = std::make_unique<SpareChild>(shared);
+    spare_->Refill();  // joins the work cgroups while the host still does its handshake
   }
   // A stale SIGCHLD from before the signalfd existed would be lost: reap once now.
   ReapChildren();

@@ -26,6 +26,7 @@ namespace asb::sandboxd {
 
 class Connection;
 class ProcTable;
+class SpareChild;
 class SudoServer;
 
 class Daemon {
@@ -60,6 +61,9 @@ class Daemon {
 
   /// The background processes (proc.* operations; proc_table.h).
   ProcTable& procs() { return *procs_; }
+  /// The next command's pre-forked child (spare_child.h), or nullptr where commands have no
+  /// work cgroups to join ahead of time.
+  SpareChild* spare() { return spare_.get(); }
 
   /// Called by a connection that closed itself; it is destroyed after the current batch.
   void ConnectionClosed(Connection* conn);
@@ -93,6 +97,7 @@ class Daemon {
   std::set<pid_t> doomed_sessions_;
   std::unique_ptr<ProcTable> procs_;
   std::unique_ptr<SudoServer> sudo_;  // with --sudo
+  std::unique_ptr<SpareChild> spare_;
 };
 
 }  // namespace asb::sandboxd

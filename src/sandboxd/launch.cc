@@ -14,6 +14,7 @@
 #include "sandboxd/daemon.h"
 #include "sandboxd/exec_child.h"
 #include "sandboxd/pipes.h"
+#include "sandboxd/spare_child.h"
 
 namespace asb::sandboxd {
 
@@ -135,7 +136,16 @@ Result<LaunchedCommand> LaunchCommand(Daemon& daemon, const protocol::ExecReques
   plan.work_cgroup_fds = opt.work_cgroup_fds.data();
   plan.work_cgroup_fd_count = static_cast<int>(opt.work_cgroup_fds.size());
 
-  pid_t pid = fork();
+  // The spare, already in the work cgroups, becomes the command (spare_child.h); a new one is
+  // forked after this batch of the event loop, off the command's path.
+  std::optional<pid_t> spare;
+  if (SpareChild* s = daemon.spare()) {
+    spare = s->Take(plan);
+    daemon.loop().Defer([&daemon] {
+      if (SpareChild* again = daemon.spare()) again->Refill();
+    });
+  }
+  pid_t pid = spare ? *spare : fork();
   if (pid < 0) {
     // EAGAIN: the sandbox's pids limit (or RLIMIT_NPROC) is exhausted -> limit_exceeded.
     return Fail(Error::FromErrno(errno, "fork"));

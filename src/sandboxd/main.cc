@@ -15,6 +15,7 @@
 #include "sandboxd/exec_child.h"
 #include "sandboxd/options.h"
 #include "sandboxd/seccomp_policy.h"
+#include "sandboxd/spare_child.h"
 #include "sandboxd/sudo_client.h"
 
 namespace {
@@ -36,6 +37,7 @@ int main(int argc, char** argv) {
   // is the sandbox's sudo (sudo_client.h).
   const char* slash = strrchr(argv[0], '/');
   if (strcmp(slash ? slash + 1 : argv[0], "sudo") == 0) return SudoMain(argc, argv);
+  SetProcessArgv(argc, argv);
   auto options = ParseCommandLine(std::vector<std::string>(argv, argv + argc));
   if (!options) return Fatal(options.error());
   if (options->config_fd >= 0) {

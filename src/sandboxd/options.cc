@@ -63,6 +63,8 @@ Result<Options> ParseCommandLine(const std::vector<std::string>& args) {
       o.work_cgroup_fds.push_back(fd);
     } else if (a == "--allow-packet-sockets") {
       o.allow_packet_sockets = true;
+    } else if (a == "--no-spare") {
+      o.spare = false;
     } else if (a == "--sudo") {
       o.sudo = true;
     } else if (a == "--no-pid1") {

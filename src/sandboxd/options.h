@@ -2,7 +2,7 @@
 // and the optional JSON config read from --config-fd.
 //
 //   sandboxd --listen-fd=N [--config-fd=M] [--workspace=/workspace] [--no-pid1]
-//            [--work-cgroup-fd=K]... [--allow-packet-sockets] [--sudo]
+//            [--work-cgroup-fd=K]... [--allow-packet-sockets] [--sudo] [--no-spare]
 //   sandboxd --port=/dev/vport0p1 ...   (in a microVM guest, isolation/microvm/)
 //
 // --listen-fd  an inherited, bound and listening unix SOCK_STREAM socket.
@@ -16,6 +16,8 @@
 //              itself there before exec ("0" = the writer), so commands are limited below
 //              sandboxd's own cgroup (isolation/ns/cgroup.h). An exec fails if the move does.
 // --allow-packet-sockets  commands may open AF_PACKET sockets (seccomp_policy.h).
+// --no-spare   fork each command when it comes, without a spare child in the work cgroups
+//              waiting for it (spare_child.h; the server's --exec-spare=false).
 // --sudo       serve the sandbox's `sudo` (sudo_server.h) on its abstract socket: only where
 //              the network namespace is the sandbox's own (never in host-side tests).
 #pragma once
@@ -37,6 +39,7 @@ struct Options {
   std::vector<int> work_cgroup_fds;
   bool allow_packet_sockets = false;
   bool sudo = false;
+  bool spare = true;  // --no-spare: false
   /// The base environment of every command: defaults overlaid with the config's "env".
   std::map<std::string, std::string> env;
   std::string hostname;

@@ -595,15 +595,16 @@ class AbuseTest(ServerTestCase):
                        % PROXY_TIMEOUT_S, drip, told, settle=2.0)
 
     def assertNoneLeft(self):
-        """Nothing of a killed abuse is left running in the victim (sandboxd and the probe's
-        own shell aside)."""
+        """Nothing of a killed abuse is left running in the victim (sandboxd, its spare child
+        for the next command (sandboxd/spare_child.h) and the probe's own shell aside)."""
         deadline = time.time() + 5
         while True:
             # Kernel threads (a VM's guest shows them: pid 2, kthreadd, and its children) are
             # not the abuse's.
             r = self.exec_json({"command": "ps -e -o pid=,ppid=,stat=,comm= | "
                                 "awk '$1 != 1 && $1 != 2 && $2 != 2 && $4 != \"ps\" && "
-                                "$4 != \"awk\" && $4 != \"sh\" && $4 != \"wc\"' | wc -l"})
+                                "$4 != \"awk\" && $4 != \"sh\" && $4 != \"wc\" && "
+                                "$4 != \"sandboxd-spare\"' | wc -l"})
             if r["stdout"].strip() == "0" or time.time() > deadline:
                 break
             time.sleep(0.2)

@@ -361,6 +361,7 @@ Result<std::shared_ptr<Sandbox>> NsBackend::CreateLocked(const SandboxSpec& spec
   std::vector<std::string> args = {"sandboxd", "--listen-fd=" + std::to_string(kSandboxdListenFd),
                                    "--config-fd=" + std::to_string(kSandboxdConfigFd)};
   if (opts_.allow_packet_sockets) args.push_back("--allow-packet-sockets");
+  if (!opts_.exec_spare) args.push_back("--no-spare");
   args.push_back("--sudo");  // the sandbox has a network namespace of its own (sudo_wire.h)
   // Commands go to the work cgroups (cgroup.h): sandboxd moves each one through these fds.
   // RLIMIT_NPROC must not stop sandboxd either: root's commands share its uid, and a fork

@@ -38,6 +38,9 @@ struct NsBackendOptions {
   /// Commands may open AF_PACKET sockets (raw packet capture; sandboxd
   /// --allow-packet-sockets). Off: socket(AF_PACKET) fails with EAFNOSUPPORT (ADR 0014).
   bool allow_packet_sockets = false;
+  /// sandboxd keeps a child already in the commands' cgroups for the next command
+  /// (sandboxd/spare_child.h); false passes --no-spare.
+  bool exec_spare = true;
   /// The host side of networked sandboxes (ADR 0013); null = `network: true` is refused.
   std::shared_ptr<net::HostNetwork> network;
 };
