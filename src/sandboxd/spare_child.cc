@@ -80,6 +80,20 @@ void SpareChild::Refill() {
 
 std::optional<pid_t> SpareChild::Take(const ChildPlan& plan) {
   if (pid_ <= 0) return std::nullopt;
+  if (!ready_) {
+    // Ready once it says it has moved. Until then a fork is as fast (back-to-back commands keep
+    // the kernel's cgroup lock in its fast state) and waits for nothing: leave the spare be.
+    char byte;
+    const ssize_t got = recv(control_.get(), &byte, 1, MSG_DONTWAIT);
+    if (got == 0 || (got < 0 && errno != EAGAIN && errno != EINTR)) {  // it died
+      control_.Reset();
+      pidfd_.Reset();
+      pid_ = -1;
+      return std::nullopt;
+    }
+    if (got < 0) return std::nullopt;
+    ready_ = true;
+  }
   PlanHeader h;
   h.as_root = plan.as_root;
   h.controlling_tty = plan.controlling_tty;
@@ -104,6 +118,7 @@ std::optional<pid_t> SpareChild::Take(const ChildPlan& plan) {
   c->cmsg_len = CMSG_LEN(sizeof fds);
   memcpy(CMSG_DATA(c), fds, sizeof fds);
   const pid_t pid = std::exchange(pid_, -1);
+  ready_ = false;
   UniqueFd sock = std::move(control_);
   UniqueFd pidfd = std::move(pidfd_);
   if (sendmsg(sock.get(), &msg, MSG_NOSIGNAL | MSG_DONTWAIT) != static_cast<ssize_t>(body.size())) {
@@ -129,6 +144,7 @@ void SpareChild::RunSpare(int control_fd) {
     if (write(shared_.work_cgroup_fds[i], "0", 1) != 1) _exit(125);
     close(shared_.work_cgroup_fds[i]);
   }
+  if (send(control_fd, "r", 1, MSG_NOSIGNAL) != 1) _exit(0);  // ready; sandboxd gone: done
 
   static std::vector<char> buf(kMaxPlanBytes + 1);
   alignas(cmsghdr) char control[CMSG_SPACE(kPlanFds * sizeof(int))];

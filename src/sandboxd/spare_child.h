@@ -11,10 +11,10 @@
 //
 // The spare keeps nothing of sandboxd's: right after fork it closes every fd but its control
 // socket and the work cgroups' fds (a copy of another command's pipe end would hold that
-// pipe open), moves itself, then blocks on the socket. It is sandboxd's own child, so sandboxd
-// watches and reaps the command exactly as one it forked. A spare killed meanwhile (a root
-// command's kill -1, a files-only pause) is noticed at the next Take, which then answers
-// nullopt: the caller forks as before.
+// pipe open), moves itself, says so, then blocks on the socket. It is sandboxd's own child,
+// so sandboxd watches and reaps the command exactly as one it forked. A spare killed
+// meanwhile (a root command's kill -1, a files-only pause) is noticed at the next Take, which
+// then answers nullopt: the caller forks as before.
 #pragma once
 
 #include <sys/types.h>
@@ -40,9 +40,10 @@ class SpareChild {
   void Refill();
 
   /// Hands `plan` (argv, envp, cwd, user, the four fds) to the spare, which becomes the
-  /// command. Returns its pid, or nullopt when there is no live spare or the plan is too large
-  /// for one message (kMaxPlanBytes): the caller forks as before. The spare is used up either
-  /// way; call Refill afterwards (off the hot path).
+  /// command. Returns its pid, or nullopt when there is no live spare, it has not yet said it
+  /// is in the work cgroups (then a fork waits for nothing either), or the plan is too large
+  /// for one message (kMaxPlanBytes): the caller forks as before. Call Refill afterwards (off
+  /// the hot path); it does nothing while a spare is left.
   std::optional<pid_t> Take(const ChildPlan& plan);
 
   /// The largest argv + environment + cwd handed to a spare; larger ones are forked directly.
@@ -55,6 +56,7 @@ class SpareChild {
   UniqueFd control_;  // sandboxd's end of the spare's socket pair
   UniqueFd pidfd_;    // signals reach the spare, never a process that reused its pid
   pid_t pid_ = -1;
+  bool ready_ = false;  // the spare said it is in the work cgroups
 };
 
 /// Remembers main's argv so that a spare can rename itself ("sandboxd-spare" in ps: it is not
