@@ -13,6 +13,8 @@
 #include <utility>
 #include <vector>
 
+#include "sandboxd/fd_passing.h"
+
 namespace asb::sandboxd {
 
 namespace {
@@ -104,24 +106,12 @@ std::optional<pid_t> SpareChild::Take(const ChildPlan& plan) {
   if (body.size() > kMaxPlanBytes) return std::nullopt;  // the spare stays for the next one
   memcpy(body.data(), &h, sizeof h);
 
-  const int fds[kPlanFds] = {plan.stdin_fd, plan.stdout_fd, plan.stderr_fd, plan.error_fd};
-  alignas(cmsghdr) char control[CMSG_SPACE(sizeof fds)] = {};
-  iovec iov{body.data(), body.size()};
-  msghdr msg{};
-  msg.msg_iov = &iov;
-  msg.msg_iovlen = 1;
-  msg.msg_control = control;
-  msg.msg_controllen = sizeof control;
-  cmsghdr* c = CMSG_FIRSTHDR(&msg);
-  c->cmsg_level = SOL_SOCKET;
-  c->cmsg_type = SCM_RIGHTS;
-  c->cmsg_len = CMSG_LEN(sizeof fds);
-  memcpy(CMSG_DATA(c), fds, sizeof fds);
   const pid_t pid = std::exchange(pid_, -1);
   ready_ = false;
   UniqueFd sock = std::move(control_);
   UniqueFd pidfd = std::move(pidfd_);
-  if (sendmsg(sock.get(), &msg, MSG_NOSIGNAL | MSG_DONTWAIT) != static_cast<ssize_t>(body.size())) {
+  if (SendWithFds(sock.get(), body, {plan.stdin_fd, plan.stdout_fd, plan.stderr_fd, plan.error_fd},
+                  MSG_DONTWAIT) != static_cast<ssize_t>(body.size())) {
     KillByPidfd(pidfd.get());  // gone already (EPIPE), or unable to take it: never half-used
     return std::nullopt;
   }
@@ -147,27 +137,12 @@ void SpareChild::RunSpare(int control_fd) {
   if (send(control_fd, "r", 1, MSG_NOSIGNAL) != 1) _exit(0);  // ready; sandboxd gone: done
 
   static std::vector<char> buf(kMaxPlanBytes + 1);
-  alignas(cmsghdr) char control[CMSG_SPACE(kPlanFds * sizeof(int))];
-  iovec iov{buf.data(), buf.size()};
-  msghdr msg{};
-  msg.msg_iov = &iov;
-  msg.msg_iovlen = 1;
-  msg.msg_control = control;
-  msg.msg_controllen = sizeof control;
-  ssize_t n;
-  do {
-    n = recvmsg(control_fd, &msg, MSG_CMSG_CLOEXEC);
-  } while (n < 0 && errno == EINTR);
+  std::vector<UniqueFd> fds;
+  const ssize_t n = RecvWithFds(control_fd, buf.data(), buf.size(), &fds, 0);
   if (n <= 0) _exit(0);  // sandboxd let this spare go (or is gone)
-  cmsghdr* c = CMSG_FIRSTHDR(&msg);
   PlanHeader h;
-  if (static_cast<size_t>(n) < sizeof h || c == nullptr || c->cmsg_type != SCM_RIGHTS ||
-      c->cmsg_len != CMSG_LEN(kPlanFds * sizeof(int))) {
-    _exit(125);
-  }
+  if (static_cast<size_t>(n) < sizeof h || fds.size() != kPlanFds) _exit(125);
   memcpy(&h, buf.data(), sizeof h);
-  int fds[kPlanFds];
-  memcpy(fds, CMSG_DATA(c), sizeof fds);
   close(control_fd);
   if (h.magic != kPlanMagic || buf[static_cast<size_t>(n) - 1] != '\0') _exit(125);
 
@@ -188,10 +163,10 @@ void SpareChild::RunSpare(int control_fd) {
   p.cwd = strings[0];
   p.as_root = h.as_root != 0;
   p.controlling_tty = h.controlling_tty != 0;
-  p.stdin_fd = fds[0];
-  p.stdout_fd = fds[1];
-  p.stderr_fd = fds[2];
-  p.error_fd = fds[3];
+  p.stdin_fd = fds[0].get();  // kept open by `fds` until the exec (close-on-exec)
+  p.stdout_fd = fds[1].get();
+  p.stderr_fd = fds[2].get();
+  p.error_fd = fds[3].get();
   p.work_cgroup_fds = nullptr;  // already there
   p.work_cgroup_fd_count = 0;
   RunExecChild(p);

@@ -16,6 +16,7 @@
 #include <string_view>
 
 #include "common/unique_fd.h"
+#include "sandboxd/fd_passing.h"
 
 extern char** environ;
 
@@ -122,7 +123,7 @@ Result<SudoInvocation> ParseSudoCommandLine(const std::vector<std::string>& argv
        forget = false, help = false, version = false;
   std::set<std::string> preserve;
   size_t i = 1;
-  auto set_value = [&](std::string_view option, const std::string& value) -> Status {
+  auto set_value = [&](std::string_view option, const std::string& value) {
     if (option == "u" || option == "user") {
       user = value;
     } else if (option == "g" || option == "group") {
@@ -130,7 +131,6 @@ Result<SudoInvocation> ParseSudoCommandLine(const std::vector<std::string>& argv
     } else if (option == "D" || option == "chdir") {
       chdir = value;
     }  // the rest (prompt, close-from, timeout, host, role, type, other-user) mean nothing here
-    return {};
   };
   for (; i < argv.size(); ++i) {
     const std::string& a = argv[i];
@@ -155,7 +155,7 @@ Result<SudoInvocation> ParseSudoCommandLine(const std::vector<std::string>& argv
         } else {
           return Fail(Usage("option '--" + name + "' requires an argument"));
         }
-        ASB_TRY(set_value(name, v));
+        set_value(name, v);
       } else if (name == "preserve-env") {
         if (!value) {
           preserve_all = true;
@@ -204,7 +204,7 @@ Result<SudoInvocation> ParseSudoCommandLine(const std::vector<std::string>& argv
         } else {
           return Fail(Usage(std::string("option requires an argument -- '") + c + "'"));
         }
-        ASB_TRY(set_value(std::string_view(&c, 1), v));
+        set_value(std::string_view(&c, 1), v);
         break;
       }
       switch (c) {
@@ -378,24 +378,7 @@ Result<UniqueFd> SendRequest(const std::string& bytes) {
         "this sandbox offers no sudo (an older agent-sandbox, or a backend without "
         "it): connect");
   }
-  const int fds[3] = {0, 1, 2};
-  alignas(cmsghdr) char control[CMSG_SPACE(sizeof fds)] = {};
-  iovec iov{const_cast<char*>(bytes.data()), bytes.size()};
-  msghdr msg{};
-  msg.msg_iov = &iov;
-  msg.msg_iovlen = 1;
-  msg.msg_control = control;
-  msg.msg_controllen = sizeof control;
-  cmsghdr* c = CMSG_FIRSTHDR(&msg);
-  c->cmsg_level = SOL_SOCKET;
-  c->cmsg_type = SCM_RIGHTS;
-  c->cmsg_len = CMSG_LEN(sizeof fds);
-  memcpy(CMSG_DATA(c), fds, sizeof fds);
-  ssize_t n;
-  do {
-    n = sendmsg(sock.get(), &msg, MSG_NOSIGNAL);
-  } while (n < 0 && errno == EINTR);
-  if (n < 0) {
+  if (SendWithFds(sock.get(), bytes, {0, 1, 2}, 0) < 0) {
     const int err = errno;
     if (err == EMSGSIZE) {
       return Fail(Error::InvalidArgument("the command line and environment are too long"));

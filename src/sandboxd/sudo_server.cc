@@ -14,6 +14,7 @@
 
 #include "protocol/messages.h"
 #include "sandboxd/daemon.h"
+#include "sandboxd/fd_passing.h"
 #include "sandboxd/launch.h"
 #include "sandboxd/sudo_wire.h"
 
@@ -97,26 +98,12 @@ void SudoServer::OnConnReadable(int fd) {
   const bool requested = s.pid > 0 || s.error_fd;
   // The request is the largest message; later ones ("signal N") are small.
   static std::vector<char> buf(kSudoRequestMax + 1);
-  iovec iov{buf.data(), requested ? kSudoMessageMax : buf.size()};
-  alignas(cmsghdr) char control[CMSG_SPACE(8 * sizeof(int))];
-  msghdr msg{};
-  msg.msg_iov = &iov;
-  msg.msg_iovlen = 1;
-  msg.msg_control = control;
-  msg.msg_controllen = sizeof control;
-  ssize_t n = recvmsg(fd, &msg, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
-  if (n < 0 && (errno == EAGAIN || errno == EINTR)) return;
   // Every fd that came along is owned from here on, whatever happens next.
   std::vector<UniqueFd> fds;
-  for (cmsghdr* c = CMSG_FIRSTHDR(&msg); c != nullptr; c = CMSG_NXTHDR(&msg, c)) {
-    if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS) continue;
-    const size_t count = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
-    for (size_t i = 0; i < count; ++i) {
-      int got;
-      memcpy(&got, CMSG_DATA(c) + i * sizeof(int), sizeof got);
-      fds.emplace_back(got);
-    }
-  }
+  bool truncated = false;
+  const ssize_t n = RecvWithFds(fd, buf.data(), requested ? kSudoMessageMax : buf.size(), &fds,
+                                MSG_DONTWAIT, &truncated);
+  if (n < 0 && errno == EAGAIN) return;
   if (n <= 0) {  // the client went away (or broke its socket): its command goes too
     Finish(fd, "");
     return;
@@ -138,7 +125,7 @@ void SudoServer::OnConnReadable(int fd) {
                    std::to_string(kMaxSessions) + ")");
     return;
   }
-  if (msg.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) {
+  if (truncated) {
     Finish(fd, "error the command line and environment are too long (at most " +
                    std::to_string(kSudoRequestMax) + " bytes)");
     return;

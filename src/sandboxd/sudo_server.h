@@ -34,8 +34,6 @@ class SudoServer {
   /// network namespace has it).
   Status Listen(const char* name);
 
-  size_t sessions() const { return sessions_.size(); }
-
  private:
   struct Session {
     UniqueFd conn;
