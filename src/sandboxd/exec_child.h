@@ -40,7 +40,7 @@ struct ChildPlan {
   bool controlling_tty = false;  // stdin_fd is a PTY slave: make it the controlling terminal
   int error_fd = -1;
   const SeccompProgram* seccomp = nullptr;
-  const int* work_cgroup_fds = nullptr;  // cgroup.procs fds to write "0" to
+  const int* work_cgroup_fds = nullptr;  // v1 `tasks` fds: "0" moves this thread
   int work_cgroup_fd_count = 0;
 };
 

@@ -12,8 +12,8 @@
 //              {"env":{"K":"V",...},"hostname":"sandbox"}
 // --workspace  the directory file operations are confined to (default /workspace).
 // --no-pid1    running on the host (tests): skip PID-1-only duties such as kill(-1).
-// --work-cgroup-fd  an inherited fd of a cgroup.procs file (at most 3): every command moves
-//              itself there before exec ("0" = the writer), so commands are limited below
+// --work-cgroup-fd  an inherited fd of a v1 `tasks` file (at most 3): every command moves
+//              itself there before exec ("0" = the writing thread), so commands are limited below
 //              sandboxd's own cgroup (isolation/ns/cgroup.h). An exec fails if the move does.
 // --allow-packet-sockets  commands may open AF_PACKET sockets (seccomp_policy.h).
 // --no-spare   fork each command when it comes, without a spare child in the work cgroups

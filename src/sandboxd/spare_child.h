@@ -1,13 +1,13 @@
 // SpareChild: one child of sandboxd forked ahead of the next command, already moved into the
 // work cgroups, waiting for that command's ChildPlan.
 //
-// Why: a command must run in the work cgroups (exec_child.h, step 1b), and on cgroup v1 the
-// move (a write to cgroup.procs) takes the kernel's cgroup_threadgroup_rwsem for writing,
-// which first waits for an RCU grace period whenever no other move happened in the last one.
-// Measured here: the first exec after half a second of quiet spent ~11.5 ms of its 13-27 ms in
-// that write, against 4-6 ms for back-to-back execs; agents exec after thinking, so nearly
-// every exec of theirs paid it. The spare pays it in the background, right after the previous
-// command took the last spare, and the command is then its fork-free continuation.
+// Why: a command must run in the work cgroups (exec_child.h, step 1b). That move was a write
+// to cgroup.procs, which takes the kernel's cgroup_threadgroup_rwsem for writing and first waits
+// for an RCU grace period (~11.5 ms here after a quiet moment). Commands now move themselves
+// through `tasks` instead, which skips that lock (ADR 0029, update); the spare still saves the
+// fork and the move, and keeps the wait away where a kernel or host takes the lock anyway. The
+// spare is made right after the previous command took the last one, and the command is then
+// its fork-free continuation.
 //
 // The spare keeps nothing of sandboxd's: right after fork it closes every fd but its control
 // socket and the work cgroups' fds (a copy of another command's pipe end would hold that

@@ -31,8 +31,8 @@ uint64_t Number(const std::string& path) {
   return std::strtoull(ReadText(path).c_str(), nullptr, 10);
 }
 
-// The directory of the cgroup whose cgroup.procs `fd` is open on (as this process's mount
-// namespace names it), or "".
+// The directory of the cgroup whose `tasks` (or cgroup.procs) `fd` is open on (as this process's
+// mount namespace names it), or "".
 std::string CgroupDirOf(int fd) {
   char link[4096];
   const ssize_t n =

@@ -11,7 +11,7 @@
 
 namespace asb::sandboxd {
 
-/// Reads the figures. `work_cgroup_fds` are the descriptors of the commands' cgroup.procs
+/// Reads the figures. `work_cgroup_fds` are the descriptors of the commands' `tasks`
 /// files; `proc` is the proc mount ("/proc"; tests give another). A file that is missing or
 /// unreadable leaves its figure 0: never an error.
 protocol::SandboxStats ReadSandboxStats(const std::vector<int>& work_cgroup_fds,

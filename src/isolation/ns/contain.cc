@@ -86,7 +86,7 @@ int ArrangeFdsInChild(const ChildPlan& p, int* report_fd, ChildFailure* f) {
     if (::dup3(moved[slot], slot, flags) < 0) return Failed(f, "dup2", errno);
   }
   *report_fd = 6;
-  // The work cgroups' cgroup.procs, inherited by sandboxd (it marks them close-on-exec).
+  // The work cgroups' `tasks`, inherited by sandboxd (it marks them close-on-exec).
   // (The backend passes them first to last with no gaps.)
   unsigned first_closed = kSandboxdWorkCgroupFd0;
   for (int i = kFirstWork; i < kKeep; ++i) {

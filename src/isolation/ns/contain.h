@@ -63,7 +63,7 @@ struct ChildPlan {
   /// execve of `exec_paths` in order (a build step's argv[0] looked up in its PATH).
   int exec_fd = -1;
   std::vector<std::string> exec_paths;
-  /// cgroup.procs of the work cgroups (cgroup.h), O_WRONLY -> fds 7.. in sandboxd; -1: none.
+  /// `tasks` of the work cgroups (cgroup.h), O_WRONLY -> fds 7.. in sandboxd; -1: none.
   int work_cgroup_fds[3] = {-1, -1, -1};
   /// argv/envp of the program, NULL-terminated views into *_storage (fill with SetArgs).
   std::vector<std::string> argv_storage, envp_storage;

@@ -369,11 +369,16 @@ Result<std::shared_ptr<Sandbox>> NsBackend::CreateLocked(const SandboxSpec& spec
   // cgroup_can_fork() in kernel/fork.c), so N processes of a root fork bomb spinning in
   // fork() hold up to 2N of it. Twice the pids limit plus the headroom keeps sandboxd able to
   // fork; the work cgroup's pids.max (the sandbox's limit) is what stops commands.
+  // The fds are of the v1 work directories' `tasks`, not `cgroup.procs`: each command's child
+  // (single-threaded right after fork) writes "0" there to move itself, and a thread moving
+  // itself skips the global threadgroup lock whose write side waits out an RCU grace period
+  // (~10 ms after a quiet moment on this CI machine; cgroup_procs_write_start in
+  // kernel/cgroup/cgroup.c, as CloneIntoCgroups does for sandboxd itself).
   UniqueFd work_fds[3];
   int n_work = 0;
   for (const std::string* dir : {&cgroups.work_memory, &cgroups.work_pids, &cgroups.work_cpu}) {
     if (dir->empty()) continue;
-    const std::string procs = *dir + "/cgroup.procs";
+    const std::string procs = *dir + "/tasks";
     work_fds[n_work].Reset(::open(procs.c_str(), O_WRONLY | O_CLOEXEC));
     if (!work_fds[n_work]) return FailErrno("open " + procs);
     plan.work_cgroup_fds[n_work] = work_fds[n_work].get();
