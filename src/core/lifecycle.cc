@@ -10,11 +10,16 @@
 #include "core/sandbox_registry.h"
 #include "core/sandbox_resources.h"
 #include "core/warm_pool.h"
+#include "protocol/stats_client.h"
 #include "store/store.h"
 
 namespace asb::core {
 
 namespace {
+
+// How long a claim waits for a pooled sandbox's sandboxd to take the claim's environment; past
+// it the claim fails and the create makes a sandbox of its own.
+constexpr int64_t kClaimCallTimeoutMs = 5000;
 
 constexpr std::pair<SandboxState, std::string_view> kStateNames[] = {
     {SandboxState::kCreating, "creating"},   {SandboxState::kRunning, "running"},
@@ -139,6 +144,21 @@ Result<SandboxInfo> SandboxLifecycle::ClaimPooled(const std::shared_ptr<Entry>& 
                                                   SandboxInfo info) {
   std::lock_guard op(e->op_mu);
   const SandboxInfo pooled = e->Snapshot();
+  // The pooled sandbox was made with its template's environment; the claim's replaces it before
+  // anyone can run a command there.
+  if (info.env != pooled.env) {
+    std::shared_ptr<protocol::Connection> conn;
+    {
+      std::lock_guard l(e->info_mu);
+      if (e->sandbox) conn = e->sandbox->connection();
+    }
+    Status st = Fail(Error::Unavailable("the pooled sandbox has no connection"));
+    if (conn) st = protocol::SetSandboxEnv(*conn, info.env, kClaimCallTimeoutMs);
+    if (!st) {
+      (void)DestroyLocked(*e, "warm pool: claim could not set the environment");
+      return Fail(std::move(st).error().WithContext("claim pooled sandbox"));
+    }
+  }
   const int64_t now = reg_.clock.NowUnixMs();
   info.id = pooled.id;
   info.state = SandboxState::kRunning;

@@ -30,7 +30,6 @@ SandboxShape ShapeOf(const SandboxInfo& info) {
   s.tmp_size_mb = info.tmp_size_mb;
   s.network = info.network;
   if (info.network) s.network_policy = info.network_policy;
-  s.env = info.env;
   s.default_workdir = info.default_workdir;
   s.default_user = info.default_user;
   return s;

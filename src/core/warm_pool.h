@@ -4,10 +4,11 @@
 // request, in the background and at a bounded rate (ManagerConfig::warm_pool_refill_per_second),
 // and kept out of sight: no owner, no listing, no reaper, a record in state "creating" under
 // kPoolOwner. A create whose shape matches one (SandboxShape: template, backend, limits,
-// network and policy, environment, command defaults) takes it: SandboxLifecycle::CreateWith
-// gives it the request's owner, TTL, metadata and lifecycle, writes it running, and it is an
-// ordinary sandbox from then on; the pool makes another. A pooled sandbox serves one claim and
-// is never returned to a pool, so nothing of one tenant can reach another.
+// network and policy, command defaults) takes it: SandboxLifecycle::CreateWith gives it the
+// request's owner, TTL, metadata and lifecycle, and its environment (sandboxd's env.set,
+// protocol/env_messages.h: a pooled sandbox is made with its template's), writes it running,
+// and it is an ordinary sandbox from then on; the pool makes another. A pooled sandbox serves one
+// claim and is never returned to a pool, so nothing of one tenant can reach another.
 //
 // Pooled sandboxes take slots of the server's capacity (max_sandboxes), never of a tenant's
 // quota; a create that finds the server full evicts a ready one of another shape first. A
@@ -38,7 +39,8 @@ struct Entry;
 /// The owner of the records of pooled sandboxes (never an API key's owner: those are key ids).
 inline constexpr char kPoolOwner[] = "(warm pool)";
 
-/// What must match for a create to take a pooled sandbox: everything the runtime was made with.
+/// What must match for a create to take a pooled sandbox: everything the runtime was made with
+/// and cannot change later. (The environment is not: a claim sends its own.)
 struct SandboxShape {
   std::string template_name;
   std::string backend;
@@ -49,7 +51,6 @@ struct SandboxShape {
   int64_t tmp_size_mb = 0;
   bool network = false;
   NetworkPolicy network_policy{};
-  std::map<std::string, std::string> env{};
   std::string default_workdir;
   std::string default_user;
   bool operator==(const SandboxShape&) const = default;

@@ -75,11 +75,39 @@ TEST_F(WarmPoolTest, AClaimIsTheCreatorsAndUnseenBefore) {
   WaitReady(2);
 }
 
+// A create's environment is the claim's to set (sandboxd's env.set): it takes a pooled sandbox,
+// its commands see its variables, and the next claim sees none of them.
+TEST_F(WarmPoolTest, ACreateWithEnvTakesOneAndTheNextClaimSeesNoneOfIt) {
+  StartWithPool(1);
+  WaitReady(1);
+  CreateRequest req;
+  req.env = {{"MINE", "alice's"}};
+  const std::string pooled_id = PoolRecords()[0].id;
+  SandboxInfo s = MustCreate("alice", req);
+  EXPECT_EQ(s.id, pooled_id);
+  EXPECT_EQ(s.env.at("MINE"), "alice's");
+  EXPECT_EQ(manager_->pools().Pools()[0].hits, 1);
+  ExecOptions o;
+  o.command = "echo \"[$MINE]\"";
+  auto out = manager_->exec().Exec("alice", s.id, o);
+  ASSERT_TRUE(out) << out.error().ToString();
+  EXPECT_EQ(out->stdout_data, "[alice's]\n");
+
+  WaitReady(1);
+  SandboxInfo next = MustCreate("bob", CreateRequest{});
+  EXPECT_NE(next.id, s.id);
+  EXPECT_EQ(manager_->pools().Pools()[0].hits, 2);
+  EXPECT_EQ(next.env.count("MINE"), 0u);
+  out = manager_->exec().Exec("bob", next.id, o);
+  ASSERT_TRUE(out) << out.error().ToString();
+  EXPECT_EQ(out->stdout_data, "[]\n");
+}
+
 TEST_F(WarmPoolTest, OtherShapesMissAndCreateAsBefore) {
   StartWithPool(1);
   WaitReady(1);
   CreateRequest req;
-  req.env = {{"MINE", "1"}};
+  req.memory_mb = 128;
   SandboxInfo s = MustCreate("alice", req);
   EXPECT_NE(s.id, PoolRecords()[0].id);
   auto p = manager_->pools().Pools()[0];

@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include "protocol/env_messages.h"
+
 namespace asb::protocol {
 namespace {
 
@@ -543,6 +545,18 @@ TEST(MessagesTest, ErrorToWireAndBack) {
   auto d = DecodeWireError(EncodeWireError(tricky));
   ASSERT_TRUE(d);
   EXPECT_EQ(d->message, tricky.message);
+}
+
+TEST(MessagesTest, EnvSetGoldenAndRoundTrip) {
+  EnvSetRequest m;
+  m.env = {{"API_KEY", "k=1"}, {"LANG", "C"}};
+  EXPECT_EQ(EncodeEnvSetRequest(m), R"({"op":"env.set","env":{"API_KEY":"k=1","LANG":"C"}})");
+  auto d = DecodeEnvSetRequest(EncodeEnvSetRequest(m));
+  ASSERT_TRUE(d) << d.error().ToString();
+  EXPECT_EQ(d->env, m.env);
+  EXPECT_FALSE(DecodeEnvSetRequest(R"({"op":"env.set","env":{"A":1}})"));
+  EXPECT_FALSE(DecodeEnvSetRequest(R"({"op":"env.set","env":["A=1"]})"));
+  EXPECT_FALSE(DecodeEnvSetRequest(R"({"op":"stats","env":{}})"));
 }
 
 }  // namespace

@@ -4,6 +4,7 @@
 #include <string>
 
 #include "protocol/clock_messages.h"
+#include "protocol/env_messages.h"
 
 namespace asb::protocol {
 
@@ -50,6 +51,14 @@ Status SetGuestClock(Connection& conn, int64_t unix_ns, int64_t timeout_ms) {
   ClockSetRequest req;
   req.unix_ns = unix_ns;
   ASB_TRY(Call(conn, EncodeClockSetRequest(req), "clock.set", timeout_ms));
+  return {};
+}
+
+Status SetSandboxEnv(Connection& conn, const std::map<std::string, std::string>& env,
+                     int64_t timeout_ms) {
+  EnvSetRequest req;
+  req.env = env;
+  ASB_TRY(Call(conn, EncodeEnvSetRequest(req), "env.set", timeout_ms));
   return {};
 }
 

@@ -1,8 +1,10 @@
-// The host's side of the small guest operations: "stats" (stats_messages.h) and "clock.set"
-// (clock_messages.h).
+// The host's side of the small guest operations: "stats" (stats_messages.h), "clock.set"
+// (clock_messages.h) and "env.set" (env_messages.h).
 #pragma once
 
 #include <cstdint>
+#include <map>
+#include <string>
 
 #include "common/result.h"
 #include "protocol/client.h"
@@ -19,5 +21,11 @@ Result<SandboxStats> ReadSandboxStats(Connection& conn, int64_t timeout_ms);
 /// Sets a microVM guest's wall clock to `unix_ns`, waiting at most `timeout_ms`. Errors as
 /// ReadSandboxStats; kInvalidArgument where sandboxd is not a VM's PID 1.
 Status SetGuestClock(Connection& conn, int64_t unix_ns, int64_t timeout_ms);
+
+/// Replaces the environment every later command of the sandbox starts from (the defaults
+/// overlaid with `env`), waiting at most `timeout_ms`. Errors as ReadSandboxStats;
+/// kInvalidArgument for a bad name or value.
+Status SetSandboxEnv(Connection& conn, const std::map<std::string, std::string>& env,
+                     int64_t timeout_ms);
 
 }  // namespace asb::protocol

@@ -42,6 +42,19 @@ Daemon::Daemon(Options options, std::unique_ptr<EventLoop> loop, SeccompProgram 
       workspace_fd_(std::move(workspace_fd)),
       procs_(std::make_unique<ProcTable>(*this)) {}
 
+Status Daemon::ReplaceEnv(const std::map<std::string, std::string>& env) {
+  for (const auto& [k, v] : env) {
+    if (k.empty() || k.find('=') != std::string::npos || k.find('\0') != std::string::npos ||
+        v.find('\0') != std::string::npos) {
+      return Fail(Error::InvalidArgument("env.set: invalid environment variable name or value"));
+    }
+  }
+  std::map<std::string, std::string> next = DefaultEnv();
+  for (const auto& [k, v] : env) next[k] = v;
+  options_.env = std::move(next);
+  return {};
+}
+
 int Daemon::workspace_fd() {
   struct stat held, now;
   if (fstat(workspace_fd_.get(), &held) == 0 && stat(options_.workspace.c_str(), &now) == 0 &&

@@ -43,6 +43,10 @@ class Daemon {
 
   EventLoop& loop() { return *loop_; }
   const Options& options() const { return options_; }
+  /// The env.set operation (protocol/env_messages.h): every later command starts from
+  /// DefaultEnv() overlaid with `env`. Errors: kInvalidArgument for an empty name, a name with
+  /// '=' or NUL, or a value with NUL; nothing changes then.
+  Status ReplaceEnv(const std::map<std::string, std::string>& env);
   const SeccompProgram& seccomp() const { return seccomp_; }
   /// O_PATH fd of the workspace directory. Re-opened (and the old one closed) when the
   /// directory at options().workspace is no longer the one it names: the host swapped another

@@ -5,6 +5,7 @@
 #include <cerrno>
 
 #include "protocol/clock_messages.h"
+#include "protocol/env_messages.h"
 #include "protocol/messages.h"
 #include "sandboxd/daemon.h"
 #include "sandboxd/exec_op.h"
@@ -111,6 +112,12 @@ Result<std::unique_ptr<Operation>> MakeOperation(Daemon& d, Connection& c, uint3
       if (req.unix_ns <= 0 || ::clock_settime(CLOCK_REALTIME, &ts) != 0) {
         return Fail(Error::FromErrno(req.unix_ns <= 0 ? EINVAL : errno, "clock.set"));
       }
+      return std::string("{}");
+    });
+  } else if (op == "env.set") {
+    ASB_ASSIGN_OR_RETURN(auto req, Decode(protocol::DecodeEnvSetRequest(json)));
+    out = std::make_unique<SyncOp>(d, c, ch, [&d, req](SyncOp&) -> Result<std::string> {
+      ASB_TRY(d.ReplaceEnv(req.env));
       return std::string("{}");
     });
   } else if (op == "stats") {

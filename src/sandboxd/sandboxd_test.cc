@@ -481,6 +481,26 @@ TEST_F(SandboxdTest, ClockSetIsRefusedOutsideAVm) {
   EXPECT_GT(::time(nullptr), 1'700'000'000);  // the host's clock as it was
 }
 
+// env.set replaces the base environment of later commands (a warm pool's claim,
+// core/warm_pool.h): the config's variables go, the defaults stay, the request's own still win;
+// a bad name changes nothing.
+TEST_F(SandboxdTest, EnvSetReplacesTheEnvironmentOfLaterCommands) {
+  ExecRequest req = ShellRequest("echo \"[$BASE_VAR] [$CLAIMED] [$HOME] [$MINE]\"");
+  EXPECT_EQ(Run(req).stdout_data, "[base] [] [/workspace] []\n");
+  ASSERT_TRUE(protocol::SetSandboxEnv(*conn_, {{"CLAIMED", "a b=c"}, {"MINE", "set"}}, 5000));
+  req.env = {{"MINE", "request"}};
+  EXPECT_EQ(Run(req).stdout_data, "[] [a b=c] [/workspace] [request]\n");
+  const std::vector<std::map<std::string, std::string>> bad = {
+      {{"", "x"}}, {{"A=B", "x"}}, {{std::string("N\0", 2), "x"}}, {{"OK", std::string("v\0", 2)}}};
+  for (const auto& env : bad) {
+    Status st = protocol::SetSandboxEnv(*conn_, env, 5000);
+    ASSERT_FALSE(st);
+    EXPECT_EQ(st.error().code(), ErrorCode::kInvalidArgument) << st.error().ToString();
+  }
+  req.env = {};
+  EXPECT_EQ(Run(req).stdout_data, "[] [a b=c] [/workspace] [set]\n");
+}
+
 // stats answers with the kernel's figures wherever sandboxd runs (zeros where it has none).
 TEST_F(SandboxdTest, StatsAnswers) {
   auto s = protocol::ReadSandboxStats(*conn_, 5000);

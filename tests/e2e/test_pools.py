@@ -97,6 +97,22 @@ class WarmPoolTest(harness.ServerTestCase):
         self.assertEqual(out["stdout"], "1\n")
         self.assertEqual(self.pool()["ready"], 2)  # the pool's sandboxes were left alone
 
+    def test_a_create_with_env_takes_one_and_the_next_sees_none_of_it(self):
+        # The environment is the claim's to set (sandboxd's env.set): a create with its own
+        # takes a pooled sandbox, every command sees it, and the next claim has none of it.
+        self.wait_ready(2)
+        hits = self.pool()["hits"]
+        a = self.tenant_create(env={"ONLY_MINE": "a b=c", "LANG": "C"})
+        self.assertEqual(self.pool()["hits"], hits + 1)
+        out = self.server.run(a["id"], 'echo "[$ONLY_MINE] [$LANG] [$HOME]"')
+        self.assertEqual(out["stdout"], "[a b=c] [C] [/workspace]\n", out)
+        out = self.server.run(a["id"], "echo $ONLY_MINE", env={"ONLY_MINE": "request"})
+        self.assertEqual(out["stdout"], "request\n", out)
+        b = self.tenant_create()
+        self.assertEqual(self.pool()["hits"], hits + 2)
+        out = self.server.run(b["id"], 'echo "[$ONLY_MINE] [$LANG]"')
+        self.assertEqual(out["stdout"], "[] [C.UTF-8]\n", out)
+
     def test_capacity_goes_to_creates_and_the_pool_refills(self):
         self.wait_ready(2)
         # 4 slots, 2 of them ready sandboxes: 4 creates of another shape all succeed, each
