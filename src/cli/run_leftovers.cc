@@ -4,10 +4,13 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/file.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -25,6 +28,11 @@ namespace asb::cli {
 namespace {
 
 constexpr std::string_view kOwnerSuffix = ".owner";
+
+// What the watcher's pipe said, passed to `run-watch --event`: run handed its sandbox over
+// (its command ended), or the pipe ended without a word (run died).
+constexpr char kWatchEventHandOff = 'h';
+constexpr char kWatchEventDied = 'x';
 
 std::string OwnerPath(const std::string& state_dir, const std::string& id) {
   return state_dir + "/" + id + std::string(kOwnerSuffix);
@@ -108,30 +116,51 @@ Result<std::unique_ptr<RunClaim>> RunClaim::Start(const std::string& data_dir,
   if (::pipe2(p, O_CLOEXEC) != 0) return FailErrno("pipe");
   UniqueFd done_r(p[0]);
   c->done_w_ = UniqueFd(p[1]);
-  // Everything the child needs is made before fork: it only calls async-signal-safe functions.
+  // Everything the child needs is made before fork: it only calls async-signal-safe functions
+  // (run has threads by now). It waits as a plain fork of run and execs `run-watch` only once
+  // there is a sandbox to destroy, so loading this executable again (~5 ms of a CPU) is never
+  // on the path of a run that is still going; its one argument left open is what the pipe said.
   const int lock_num = c->lock_.get();
   const int pipe_num = done_r.get();
   std::string lock_fd = std::to_string(lock_num);
-  std::string pipe_fd = std::to_string(pipe_num);
+  std::string event = "?";  // rewritten in place by the child: kWatchEventHandOff or ...Died
   std::vector<std::string> args = {"agent-sandbox", "run-watch", "--data-dir", data_dir,
                                    "--backend",     backend,     "--id",       id,
-                                   "--lock-fd",     lock_fd,     "--pipe-fd",  pipe_fd};
+                                   "--lock-fd",     lock_fd,     "--event",    event};
   std::vector<char*> argv;
   for (auto& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);
+  char* const event_arg = argv[argv.size() - 2];
   pid_t pid = ::fork();
   if (pid < 0) return FailErrno("fork watcher");
   if (pid == 0) {
     ::setsid();  // out of run's process group and terminal
+    ::prctl(PR_SET_NAME, "run-watch");
+    for (int s : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGPIPE}) ::signal(s, SIG_IGN);
+    // Only the claim's lock and the pipe's read end stay: run's other fds (the pipe's write
+    // end, whose copy would hide run's death, a uid range's lock, its sandbox's socket) are
+    // not the watcher's to hold.
+    const unsigned lo = static_cast<unsigned>(std::min(lock_num, pipe_num));
+    const unsigned hi = static_cast<unsigned>(std::max(lock_num, pipe_num));
+    ::syscall(SYS_close_range, 3u, lo - 1, 0u);
+    ::syscall(SYS_close_range, lo + 1, hi - 1, 0u);
+    ::syscall(SYS_close_range, hi + 1, ~0u, 0u);
     ::fcntl(lock_num, F_SETFD, 0);
-    ::fcntl(pipe_num, F_SETFD, 0);
     // Not even stderr: a caller that reads run's output to its end must not wait for the
     // watcher, which may outlive run (HandOff). A destroy it cannot finish leaves the claim,
     // which the next run or serve sweeps (and logs).
-    int null = ::open("/dev/null", O_RDWR);
+    int null = ::open("/dev/null", O_RDWR | O_CLOEXEC);
     if (null >= 0) {
       ::dup2(null, STDIN_FILENO), ::dup2(null, STDOUT_FILENO), ::dup2(null, STDERR_FILENO);
     }
+    char byte = 0;
+    ssize_t n;
+    while ((n = ::read(pipe_num, &byte, 1)) < 0 && errno == EINTR) {
+    }
+    if (n == 1 && byte == 'd') ::_exit(0);  // run cleaned up itself
+    // run handed the teardown over ('h': its command ended and its exit code is out), or died
+    // (EOF): either way the sandbox is ours to destroy.
+    event_arg[0] = n == 1 && byte == 'h' ? kWatchEventHandOff : kWatchEventDied;
     ::execv("/proc/self/exe", argv.data());
     ::_exit(127);
   }
@@ -206,23 +235,19 @@ void RemoveDeadRunLeftovers(const std::string& data_dir, const std::string& sand
 namespace {
 
 struct WatchFlags {
-  std::string data_dir, backend = "ns", id;
-  int lock_fd = -1, pipe_fd = -1;
+  std::string data_dir, backend = "ns", id, event;
+  int lock_fd = -1;
 };
 
+// The watcher, exec'd by RunClaim's child once run handed its sandbox over or died (`event`
+// says which; the destroy is the same): destroys the sandbox and removes the claim.
 int Watch(const WatchFlags& f) {
   for (int s : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGPIPE}) ::signal(s, SIG_IGN);
   UniqueFd lock(f.lock_fd);  // shared with run: the claim stays held while we live
-  UniqueFd pipe(f.pipe_fd);
   ::fcntl(f.lock_fd, F_SETFD, FD_CLOEXEC);
-  ::fcntl(f.pipe_fd, F_SETFD, FD_CLOEXEC);
-  char c = 0;
-  ssize_t n;
-  while ((n = ::read(pipe.get(), &c, 1)) < 0 && errno == EINTR) {
+  if (f.event == std::string(1, kWatchEventDied)) {
+    spdlog::info("run-watch: the run of sandbox {} died; destroying it", f.id);
   }
-  if (n == 1 && c == 'd') return 0;  // run cleaned up itself
-  // run handed the teardown over ('h': its command ended and its exit code is out), or died:
-  // destroy its sandbox.
   auto sandboxd = FindSandboxd();
   auto run = MakeRunBackend(f.backend, f.data_dir, sandboxd ? *sandboxd : "");
   if (!run) return ReportError(run.error().WithContext("run-watch"));
@@ -243,7 +268,7 @@ void RegisterRunWatchCommand(CLI::App& app) {
   sub->add_option("--backend", f->backend);
   sub->add_option("--id", f->id)->required();
   sub->add_option("--lock-fd", f->lock_fd)->required();
-  sub->add_option("--pipe-fd", f->pipe_fd)->required();
+  sub->add_option("--event", f->event)->required();
   SetAction(sub, [f] { return Watch(*f); });
 }
 

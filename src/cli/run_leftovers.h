@@ -3,11 +3,13 @@
 //  - Before creating its sandbox, run claims it: <state_dir>/<id>.owner, flock(2)ed by run for
 //    its whole life (the file names run's pid). The lock, not the pid, says "alive": it cannot
 //    be fooled by pid reuse and is released by the kernel however run dies.
-//  - run starts a watcher (a hidden `run-watch` subcommand, setsid, so a kill of run's process
+//  - run starts a watcher (a fork of run named run-watch, setsid, so a kill of run's process
 //    group spares it) that shares the lock and a pipe with run. When the pipe ends without
-//    run's "done" byte, run died: the watcher destroys the sandbox (ns backend Destroy, which
-//    works from names: sandboxd, workspace mount, loop device, cgroups, run directory) and
-//    removes the claim.
+//    run's "done" byte, run died: the watcher execs the hidden `run-watch` subcommand, which
+//    destroys the sandbox (ns backend Destroy, which works from names: sandboxd, workspace
+//    mount, loop device, cgroups, run directory) and removes the claim. (It waits as a bare
+//    fork and loads the executable only then, so a running `run` never shares its CPUs with
+//    that ~5 ms of loading.)
 //  - If the watcher was killed too, the next `run` or `serve` finds claims whose lock it can
 //    take (no live run or watcher holds it, and the named pid is gone) and destroys those.
 // A server's sandboxes live in another state dir and cgroup and are never looked at.
@@ -52,8 +54,9 @@ std::string RunStateDir(const std::string& name, const std::string& data_dir);
 /// tells the watcher all is done, removes the claim and reaps the watcher.
 class RunClaim {
  public:
-  /// Claims `id` of run's `backend` (a kRunBackends name) and starts the watcher (this
-  /// executable's `run-watch`). Errors: FromErrno of open/flock/pipe/fork.
+  /// Claims `id` of run's `backend` (a kRunBackends name) and starts the watcher (a fork that
+  /// execs this executable's `run-watch` when there is a sandbox to destroy). Errors:
+  /// FromErrno of open/flock/pipe/fork.
   static Result<std::unique_ptr<RunClaim>> Start(const std::string& data_dir,
                                                  const std::string& backend, const std::string& id);
   /// Leaves the destroy of the sandbox, and the claim's removal, to the watcher, so that run

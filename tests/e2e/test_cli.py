@@ -652,9 +652,12 @@ class RunKillTest(unittest.TestCase):
                     ppid = int(f.read().rsplit(")", 1)[1].split()[1])
                 with open("/proc/%s/cmdline" % p, "rb") as f:
                     cmd = f.read()
+                with open("/proc/%s/comm" % p, "rb") as f:
+                    comm = f.read().strip()
             except OSError:
                 continue
-            if ppid == run_pid and b"run-watch" in cmd:
+            # A fork of run named run-watch while it waits; exec'd as `run-watch` to destroy.
+            if ppid == run_pid and (comm == b"run-watch" or b"run-watch" in cmd):
                 return int(p)
         return None
 

@@ -6,9 +6,11 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <filesystem>
 #include <thread>
 
 #include "isolation/ns/ns_test_support.h"
+#include "isolation/ns/workspace_seed.h"
 
 namespace asb::isolation::ns::testing {
 namespace {
@@ -106,6 +108,42 @@ TEST_F(WorkspaceImageTest, ImageCopyForkStageSwapAndRefusals) {
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
   EXPECT_EQ(after, before) << Describe(after);
+}
+
+// Empty workspaces are clones of one blank image per size (workspace_seed.h): each sandbox's is
+// its own file system, fresh and writable by the sandbox user, and the cache stays bounded.
+TEST_F(WorkspaceImageTest, EmptyWorkspacesAreClonesOfOneBlankImageEachTheirOwn) {
+  auto a = MustCreate(Spec());
+  auto b = MustCreate(Spec());
+  ASSERT_TRUE(a && b);
+  EXPECT_EQ(Out(*a, "echo mine > /workspace/f; ls -A /workspace; stat -c %U /workspace"),
+            "f\nsandbox\n");
+  EXPECT_EQ(Out(*b,
+                "ls -A /workspace; stat -c %U /workspace; df -k /workspace | tail -1 | "
+                "awk '{print ($2 > 50000 && $2 < 70000)}'"),
+            "sandbox\n1\n");  // empty, and 64 MiB as the spec asked
+  int blanks = 0;
+  for (const auto& e : std::filesystem::directory_iterator(state_dir_ + "/.seeds")) {
+    blanks += e.path().filename().string().rfind("blank-", 0) == 0;
+  }
+  EXPECT_EQ(blanks, 1);
+
+  const std::string dir = state_dir_ + "/blank-cache-test";
+  ASSERT_EQ(::mkdir(dir.c_str(), 0700), 0);
+  WorkspaceSeeds seeds(dir, 1000);
+  for (int i = 0; i < WorkspaceSeeds::kMaxBlankImages + 2; ++i) {
+    auto path = seeds.BlankFor((16ull + i) << 20);
+    ASSERT_TRUE(path) << path.error().ToString();
+    EXPECT_EQ(*seeds.BlankFor((16ull + i) << 20), *path);  // made once
+  }
+  int kept = 0;
+  for (const auto& e : std::filesystem::directory_iterator(dir)) {
+    ++kept;
+    EXPECT_EQ(e.path().filename().string().rfind("blank-v1-1000-", 0), 0u) << e.path();
+  }
+  EXPECT_GE(kept, 1);
+  EXPECT_LE(kept, WorkspaceSeeds::kMaxBlankImages);
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <cstring>
+#include <vector>
 
 #include "common/ids.h"
 #include "common/unique_fd.h"
@@ -62,6 +63,40 @@ Result<std::string> WorkspaceSeeds::ImageFor(const std::string& rootfs, uint64_t
   std::lock_guard<std::mutex> lock(mu_);
   if (::access(path.c_str(), F_OK) == 0) return path;  // made while we waited
   return Make(rootfs, name, prefix, build, bytes);
+}
+
+Result<std::string> WorkspaceSeeds::BlankFor(uint64_t bytes) {
+  // The version names what MakeWorkspaceImage makes: a change of its mkfs options bumps it.
+  const std::string prefix = "blank-v1-";
+  const std::string name = prefix + std::to_string(owner_) + "-" + std::to_string(bytes) + ".img";
+  const std::string path = dir_ + "/" + name;
+  if (::access(path.c_str(), F_OK) == 0) return path;
+  std::lock_guard<std::mutex> lock(mu_);
+  if (::access(path.c_str(), F_OK) == 0) return path;  // made while we waited
+  const std::string making = dir_ + "/making-" + RandomHex(6) + ".img";
+  ASB_TRY(MakeWorkspaceImage(making, bytes, owner_));
+  {
+    UniqueFd fd(::open(making.c_str(), O_RDONLY | O_CLOEXEC));
+    if (fd) (void)::fsync(fd.get());
+  }
+  // A bounded cache: past kMaxBlankImages sizes, the others go (a clone in progress keeps
+  // reading its open file).
+  std::vector<std::string> blanks;
+  if (DIR* d = ::opendir(dir_.c_str())) {
+    while (dirent* e = ::readdir(d)) {
+      if (std::string n = e->d_name; n.rfind("blank-", 0) == 0) blanks.push_back(n);
+    }
+    ::closedir(d);
+  }
+  if (static_cast<int>(blanks.size()) >= kMaxBlankImages) {
+    for (const std::string& n : blanks) ::unlink((dir_ + "/" + n).c_str());
+  }
+  if (::rename(making.c_str(), path.c_str()) != 0) {
+    int err = errno;
+    ::unlink(making.c_str());
+    return Fail(Error::FromErrno(ErrorCode::kBackend, err, "rename " + making));
+  }
+  return path;
 }
 
 Result<std::string> WorkspaceSeeds::Make(const std::string& rootfs, const std::string& name,
