@@ -140,10 +140,19 @@ void SandboxLifecycle::DestroyPooled(Entry& e) {
   }
 }
 
-Result<SandboxInfo> SandboxLifecycle::ClaimPooled(const std::shared_ptr<Entry>& e,
-                                                  SandboxInfo info) {
+Result<SandboxInfo> SandboxLifecycle::ClaimPooled(const std::shared_ptr<Entry>& e, SandboxInfo info,
+                                                  isolation::Backend& backend) {
   std::lock_guard op(e->op_mu);
   const SandboxInfo pooled = e->Snapshot();
+  // The claim's memory and CPU (taken only where the backend changes them in place).
+  if (info.memory_mb != pooled.memory_mb || info.cpus != pooled.cpus) {
+    Status st =
+        backend.UpdateLimits(pooled.id, static_cast<uint64_t>(info.memory_mb) << 20, info.cpus);
+    if (!st) {
+      (void)DestroyLocked(*e, "warm pool: claim could not set the limits");
+      return Fail(std::move(st).error().WithContext("claim pooled sandbox"));
+    }
+  }
   // The pooled sandbox was made with its template's environment; the claim's replaces it before
   // anyone can run a command there.
   if (info.env != pooled.env) {
@@ -257,8 +266,9 @@ Result<std::shared_ptr<Entry>> SandboxLifecycle::CreateEntry(
   // A warm pool's sandbox of exactly this shape, when one is ready (warm_pool.h): it only
   // needs this create's owner, TTL and lifecycle. A failed claim falls back to a fresh create.
   if (pool_ != nullptr && !pooled && workspace_image.empty() && !inherited) {
-    if (std::shared_ptr<Entry> ready = pool_->Take(ShapeOf(info))) {
-      auto claimed = ClaimPooled(ready, info);
+    const bool live_limits = backend->Capabilities().live_limits;
+    if (std::shared_ptr<Entry> ready = pool_->Take(ShapeOf(info, live_limits), live_limits)) {
+      auto claimed = ClaimPooled(ready, info, *backend);
       if (claimed) return ready;
       spdlog::warn("warm pool: claim failed: {}", claimed.error().ToString());
     }

@@ -49,8 +49,9 @@
 #include "core/template_defaults.h"
 
 namespace asb::isolation {
+class Backend;
 class Sandbox;
-}
+}  // namespace asb::isolation
 
 namespace asb::core {
 
@@ -214,8 +215,11 @@ class SandboxLifecycle {
                                              const std::optional<CommandDefaults>& inherited,
                                              bool pooled);
   /// Gives pooled sandbox `e` the create's `info` (owner, TTL, metadata, lifecycle), records
-  /// it running and registers it. Errors: the store's (then `e` is destroyed).
-  Result<SandboxInfo> ClaimPooled(const std::shared_ptr<Entry>& e, SandboxInfo info);
+  /// it running and registers it; its environment, and its memory and CPU limits where they
+  /// differ (`backend` has live_limits then), are set first. Errors: the store's, sandboxd's
+  /// env.set, the backend's UpdateLimits (then `e` is destroyed).
+  Result<SandboxInfo> ClaimPooled(const std::shared_ptr<Entry>& e, SandboxInfo info,
+                                  isolation::Backend& backend);
   /// After adopting e's sandbox: pauses or thaws it to match its record (a paused one that
   /// cannot be paused again becomes running). Caller holds e.op_mu.
   void MatchPauseToRecord(Entry& e);

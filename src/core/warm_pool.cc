@@ -19,12 +19,12 @@ int64_t SteadyMs() {
 
 }  // namespace
 
-SandboxShape ShapeOf(const SandboxInfo& info) {
+SandboxShape ShapeOf(const SandboxInfo& info, bool live_limits) {
   SandboxShape s;
   s.template_name = info.template_name;
   s.backend = info.backend;
-  s.cpus = info.cpus;
-  s.memory_mb = info.memory_mb;
+  s.cpus = live_limits ? 0 : info.cpus;
+  s.memory_mb = live_limits ? 0 : info.memory_mb;
   s.pids_limit = info.pids_limit;
   s.workspace_mb = info.workspace_mb;
   s.tmp_size_mb = info.tmp_size_mb;
@@ -70,7 +70,7 @@ std::vector<WarmPoolStatus> WarmPool::Pools() const {
   return out;
 }
 
-std::shared_ptr<Entry> WarmPool::Take(const SandboxShape& shape) {
+std::shared_ptr<Entry> WarmPool::Take(const SandboxShape& shape, bool live_limits) {
   std::shared_ptr<Entry> taken;
   {
     std::lock_guard l(mu_);
@@ -78,7 +78,7 @@ std::shared_ptr<Entry> WarmPool::Take(const SandboxShape& shape) {
     if (it == pools_.end() || it->second.size == 0) return nullptr;
     Pool& p = it->second;
     for (auto e = p.ready.begin(); e != p.ready.end(); ++e) {
-      if (ShapeOf((*e)->Snapshot()) == shape) {
+      if (ShapeOf((*e)->Snapshot(), live_limits) == shape) {
         taken = std::move(*e);
         p.ready.erase(e);
         break;

@@ -5,10 +5,11 @@
 // and kept out of sight: no owner, no listing, no reaper, a record in state "creating" under
 // kPoolOwner. A create whose shape matches one (SandboxShape: template, backend, limits,
 // network and policy, command defaults) takes it: SandboxLifecycle::CreateWith gives it the
-// request's owner, TTL, metadata and lifecycle, and its environment (sandboxd's env.set,
-// protocol/env_messages.h: a pooled sandbox is made with its template's), writes it running,
-// and it is an ordinary sandbox from then on; the pool makes another. A pooled sandbox serves one
-// claim and is never returned to a pool, so nothing of one tenant can reach another.
+// request's owner, TTL, metadata and lifecycle, its environment (sandboxd's env.set,
+// protocol/env_messages.h: a pooled sandbox is made with its template's) and, where the backend
+// changes them in place (BackendCapabilities::live_limits), its memory and CPU limits; writes
+// it running, and it is an ordinary sandbox from then on; the pool makes another. A pooled sandbox
+// serves one claim and is never returned to a pool, so nothing of one tenant can reach another.
 //
 // Pooled sandboxes take slots of the server's capacity (max_sandboxes), never of a tenant's
 // quota; a create that finds the server full evicts a ready one of another shape first. A
@@ -40,7 +41,8 @@ struct Entry;
 inline constexpr char kPoolOwner[] = "(warm pool)";
 
 /// What must match for a create to take a pooled sandbox: everything the runtime was made with
-/// and cannot change later. (The environment is not: a claim sends its own.)
+/// and cannot change later. (The environment is not: a claim sends its own; nor, where the
+/// backend has live_limits, memory and cpus: ShapeOf leaves them 0.)
 struct SandboxShape {
   std::string template_name;
   std::string backend;
@@ -56,8 +58,9 @@ struct SandboxShape {
   bool operator==(const SandboxShape&) const = default;
 };
 
-/// The shape of a sandbox as SandboxLifecycle resolved it.
-SandboxShape ShapeOf(const SandboxInfo& info);
+/// The shape of a sandbox as SandboxLifecycle resolved it; memory_mb and cpus 0 when
+/// `live_limits` (the claim sets them).
+SandboxShape ShapeOf(const SandboxInfo& info, bool live_limits);
 
 /// One pool as GET /v1/pools and /metrics show it.
 struct WarmPoolStatus {
@@ -85,9 +88,10 @@ class WarmPool {
   /// Every pool, by template then network.
   std::vector<WarmPoolStatus> Pools() const;
 
-  /// A ready sandbox of exactly `shape`, removed from its pool (the caller claims it), or
-  /// nullptr: a miss when the template has a pool, nothing at all otherwise.
-  std::shared_ptr<Entry> Take(const SandboxShape& shape);
+  /// A ready sandbox of exactly `shape` (ShapeOf with the same `live_limits`), removed from its
+  /// pool (the caller claims it), or nullptr: a miss when the template has a pool, nothing at
+  /// all otherwise.
+  std::shared_ptr<Entry> Take(const SandboxShape& shape, bool live_limits);
   /// Removes one ready sandbox of any shape from its pool, if there is one (a create found the
   /// server full: it takes that sandbox's slot and destroys it); nullptr when none is ready.
   std::shared_ptr<Entry> TakeAny();

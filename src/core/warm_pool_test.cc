@@ -2,6 +2,7 @@
 // tests/e2e/test_pools.py).
 #include "core/warm_pool.h"
 
+#include <algorithm>
 #include <chrono>
 #include <thread>
 
@@ -103,11 +104,32 @@ TEST_F(WarmPoolTest, ACreateWithEnvTakesOneAndTheNextClaimSeesNoneOfIt) {
   EXPECT_EQ(out->stdout_data, "[]\n");
 }
 
+// Memory and CPU are the claim's to set where the backend changes them in place (FakeBackend
+// has live_limits, as the ns backend does).
+TEST_F(WarmPoolTest, ACreateWithOtherMemoryAndCpuTakesOneAndSetsThem) {
+  StartWithPool(1);
+  WaitReady(1);
+  const std::string pooled_id = PoolRecords()[0].id;
+  CreateRequest req;
+  req.memory_mb = 128;
+  req.cpus = 0.5;
+  SandboxInfo s = MustCreate("alice", req);
+  EXPECT_EQ(s.id, pooled_id);
+  EXPECT_EQ(s.memory_mb, 128);
+  EXPECT_EQ(s.cpus, 0.5);
+  EXPECT_EQ(manager_->pools().Pools()[0].hits, 1);
+  auto calls = backend_->calls();
+  EXPECT_NE(std::find(calls.begin(), calls.end(), "limits " + s.id + " 128 0.5"), calls.end());
+  auto rec = store_->GetSandbox(s.id);
+  ASSERT_TRUE(rec);
+  EXPECT_NE(rec->spec_json.find("\"memory_mb\":128"), std::string::npos) << rec->spec_json;
+}
+
 TEST_F(WarmPoolTest, OtherShapesMissAndCreateAsBefore) {
   StartWithPool(1);
   WaitReady(1);
   CreateRequest req;
-  req.memory_mb = 128;
+  req.pids_limit = 64;
   SandboxInfo s = MustCreate("alice", req);
   EXPECT_NE(s.id, PoolRecords()[0].id);
   auto p = manager_->pools().Pools()[0];
@@ -120,7 +142,7 @@ TEST_F(WarmPoolTest, AFullServerGivesAReadySlotToACreate) {
   StartWithPool(2);  // max_sandboxes 3: one slot free
   WaitReady(2);
   CreateRequest other;
-  other.memory_mb = 128;
+  other.pids_limit = 64;
   for (int i = 0; i < 3; ++i) MustCreate("alice", other);
   EXPECT_EQ(manager_->lifecycle().Create("alice", other).error().code(), ErrorCode::kLimitExceeded);
   EXPECT_TRUE(PoolRecords().empty());  // both gave up their slots, and were destroyed

@@ -88,6 +88,9 @@ struct BackendCapabilities {
   /// a fork (the sandbox's kernel is its own, as in a microVM): the host then reads no usage
   /// around an exec. Without it the host compares its own cgroup counters before and after.
   bool exec_limit_hits = false;
+  /// UpdateLimits: the memory and CPU limits of a running sandbox change in place (a warm
+  /// pool's sandbox takes its claim's, core/warm_pool.h).
+  bool live_limits = false;
 };
 
 /// What SnapshotMemory wrote. Bytes: `memory_bytes` is the guest memory saved, `stored_bytes`
@@ -204,6 +207,15 @@ class Backend {
   /// running), kInvalidArgument (the sandbox has no network), kUnavailable (the backend offers
   /// no networking), kBackend.
   virtual Status UpdateNetwork(const std::string& id, const net::NetworkPolicy& policy) = 0;
+
+  // ---- Limits (BackendCapabilities::live_limits).
+
+  /// Sets the memory limit (bytes, as SandboxSpec::memory_bytes) and CPU quota (cpus, as
+  /// SandboxSpec::cpus) of running sandbox `id`, as if it had been created with them; the
+  /// pids limit and sizes stay. Errors: kNotFound (not running), kUnavailable without
+  /// BackendCapabilities::live_limits, kInvalidArgument (memory below what the sandbox uses
+  /// now), kBackend.
+  virtual Status UpdateLimits(const std::string& id, uint64_t memory_bytes, double cpus) = 0;
 
   // ---- Pause and memory snapshots (BackendCapabilities::pause,
   // BackendCapabilities::memory_snapshot).

@@ -55,6 +55,9 @@ class BackendWrapper : public Backend {
     return inner_.UpdateNetwork(id, policy);
   }
 
+  Status UpdateLimits(const std::string& id, uint64_t memory_bytes, double cpus) override {
+    return inner_.UpdateLimits(id, memory_bytes, cpus);
+  }
   Status Pause(const std::string& id) override { return inner_.Pause(id); }
   Status Resume(const std::string& id) override { return inner_.Resume(id); }
   Result<MemorySnapshotInfo> SnapshotMemory(const std::string& id,

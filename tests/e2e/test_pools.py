@@ -91,7 +91,7 @@ class WarmPoolTest(harness.ServerTestCase):
     def test_shapes_that_differ_miss_and_still_create(self):
         self.wait_ready(2)
         misses = self.pool()["misses"]
-        s = self.tenant_create(env={"ONLY_MINE": "1"}, memory_mb=256)
+        s = self.tenant_create(env={"ONLY_MINE": "1"}, pids_limit=200)
         self.assertEqual(self.pool()["misses"], misses + 1)
         out = self.server.run(s["id"], "echo $ONLY_MINE")
         self.assertEqual(out["stdout"], "1\n")
@@ -112,6 +112,22 @@ class WarmPoolTest(harness.ServerTestCase):
         self.assertEqual(self.pool()["hits"], hits + 2)
         out = self.server.run(b["id"], 'echo "[$ONLY_MINE] [$LANG]"')
         self.assertEqual(out["stdout"], "[] [C.UTF-8]\n", out)
+
+    def test_a_create_with_other_memory_and_cpus_takes_one_and_gets_them(self):
+        # The ns backend changes a running sandbox's cgroups: memory and CPU are the claim's.
+        self.wait_ready(2)
+        hits = self.pool()["hits"]
+        a = self.tenant_create(memory_mb=128, cpus=0.5)
+        self.assertEqual(self.pool()["hits"], hits + 1)
+        self.assertEqual((a["memory_mb"], a["cpus"]), (128, 0.5))
+        hog = "dd if=/dev/zero of=/dev/null bs=200M count=1"
+        out = self.server.run(a["id"], hog)
+        self.assertNotEqual(out["exit_code"], 0, out)
+        self.assertTrue(out.get("oom_killed"), out)
+        b = self.tenant_create(memory_mb=512)
+        self.assertEqual(self.pool()["hits"], hits + 2)
+        out = self.server.run(b["id"], hog)
+        self.assertEqual(out["exit_code"], 0, out)
 
     def test_capacity_goes_to_creates_and_the_pool_refills(self):
         self.wait_ready(2)

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 
@@ -42,6 +43,7 @@ isolation::BackendCapabilities FakeBackend::Capabilities() const {
   c.adopt = true;
   c.workspace_images = options_.workspace_images;
   c.pause = true;
+  c.live_limits = true;
   return c;
 }
 
@@ -154,6 +156,15 @@ Status FakeBackend::DropStagedWorkspace(const std::string& id) {
   auto sb = ImageTarget("drop", id);
   if (!sb) return sb.error().code() == ErrorCode::kNotFound ? Status{} : Fail(sb.error());
   return (*sb)->DropStaged();
+}
+
+Status FakeBackend::UpdateLimits(const std::string& id, uint64_t memory_bytes, double cpus) {
+  std::lock_guard l(mu_);
+  if (running_.count(id) == 0) return Fail(Error::NotFound("fake: sandbox " + id + " not running"));
+  char cpus_text[32];
+  std::snprintf(cpus_text, sizeof cpus_text, "%g", cpus);
+  calls_.push_back("limits " + id + " " + std::to_string(memory_bytes >> 20) + " " + cpus_text);
+  return {};
 }
 
 Status FakeBackend::UpdateNetwork(const std::string& id,

@@ -73,6 +73,10 @@ class FakeBackend final : public isolation::Backend {
   Status Pause(const std::string& id) override;
   Status Resume(const std::string& id) override;
 
+  /// Records "limits <id> <memory MiB> <cpus>" (a fake sandbox has no cgroups). Errors:
+  /// kNotFound (not running).
+  Status UpdateLimits(const std::string& id, uint64_t memory_bytes, double cpus) override;
+
   // Not capable: kUnavailable.
   Status UpdateNetwork(const std::string& id, const isolation::net::NetworkPolicy& policy) override;
   Result<isolation::MemorySnapshotInfo> SnapshotMemory(const std::string& id,

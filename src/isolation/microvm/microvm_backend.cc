@@ -513,6 +513,11 @@ class MicrovmBackend final : public Backend {
     return Fail(NotCapable("microvm", "workspace images"));
   }
   Status DropStagedWorkspace(const std::string&) override { return {}; }
+  // A VM's memory is fixed when it boots (no balloon yet), so a warm pool's VMs match their
+  // claims' limits exactly instead (core/warm_pool.h).
+  Status UpdateLimits(const std::string&, uint64_t, double) override {
+    return Fail(NotCapable("microvm", "changing the limits of a running sandbox"));
+  }
   Status UpdateNetwork(const std::string& id, const net::NetworkPolicy& policy) override {
     if (!IsValidId(id, "sb_")) return Fail(Error::InvalidArgument("not a sandbox id: " + id));
     const Paths p = PathsFor(opts_.state_dir, id);

@@ -165,6 +165,37 @@ CgroupPaths CommandCgroupPaths(const CgroupPaths& paths) {
   return c;
 }
 
+namespace {
+
+// CPU quota per CFS period for `cpus` (at least 1 ms of each 100 ms period).
+constexpr uint64_t kCfsPeriodUs = 100'000;
+uint64_t CfsQuotaUs(double cpus) {
+  return std::max<uint64_t>(1000, static_cast<uint64_t>(std::llround(cpus * kCfsPeriodUs)));
+}
+
+// A v1 memory directory to `bytes`, memsw (memory + swap) kept equal to it: raised first when
+// growing, lowered after when shrinking, so that memsw never sits below the memory limit.
+Status SetV1MemoryLimit(const std::string& dir, uint64_t bytes) {
+  const std::string memsw = dir + "/memory.memsw.limit_in_bytes";
+  const bool has_memsw = PathExists(memsw);
+  auto now = ReadSmallFile(dir + "/memory.limit_in_bytes");
+  const uint64_t old = now ? ParseU64(Trim(*now)).value_or(0) : 0;
+  auto write_memory = [&]() -> Status {
+    auto st = WriteControlFile(dir + "/memory.limit_in_bytes", std::to_string(bytes));
+    if (!st && st.error().sys_errno() == EBUSY) {
+      return Fail(Error::InvalidArgument("the sandbox uses more memory than " +
+                                         std::to_string(bytes >> 20) + " MiB"));
+    }
+    return st;
+  };
+  if (has_memsw && bytes > old) ASB_TRY(WriteControlFile(memsw, std::to_string(bytes)));
+  ASB_TRY(write_memory());
+  if (has_memsw && bytes <= old) ASB_TRY(WriteControlFile(memsw, std::to_string(bytes)));
+  return {};
+}
+
+}  // namespace
+
 Status CreateCgroupsFromParent(const CgroupLayout& layout, const std::string& name,
                                const CgroupPaths& paths, const CgroupLimits& limits) {
   // Our parent directories first (kept across sandboxes).
@@ -178,9 +209,8 @@ Status CreateCgroupsFromParent(const CgroupLayout& layout, const std::string& na
   for (const auto& m : mounts) {
     if (!m.empty()) ASB_TRY(MkdirIfMissing(m + "/" + name));
   }
-  const uint64_t period_us = 100'000;
-  const uint64_t quota_us =
-      std::max<uint64_t>(1000, static_cast<uint64_t>(std::llround(limits.cpus * period_us)));
+  const uint64_t period_us = kCfsPeriodUs;
+  const uint64_t quota_us = CfsQuotaUs(limits.cpus);
   if (layout.v2_mode) {
     // Controllers must be enabled on the path down to our directory (no-internal-process rule:
     // only leaves hold processes).
@@ -227,6 +257,29 @@ Status CreateCgroupsFromParent(const CgroupLayout& layout, const std::string& na
   ASB_TRY(WriteControlFile(cpu + "/cpu.cfs_period_us", std::to_string(period_us)));
   ASB_TRY(WriteControlFile(cpu + "/cpu.cfs_quota_us", std::to_string(quota_us)));
   return {};
+}
+
+Status UpdateCgroupLimits(const CgroupLayout& layout, const CgroupPaths& paths,
+                          const CgroupLimits& limits) {
+  const std::string quota = std::to_string(CfsQuotaUs(limits.cpus));
+  if (layout.v2_mode) {
+    ASB_TRY(WriteControlFile(paths.v2 + "/memory.max", std::to_string(limits.memory_bytes)));
+    return WriteControlFile(paths.v2 + "/cpu.max", quota + " " + std::to_string(kCfsPeriodUs));
+  }
+  // Growing: the sandbox's directory (sandboxd's headroom above the commands) first; shrinking:
+  // the commands' first. A child's limit above its parent's would only be in vain.
+  const uint64_t daemon = limits.memory_bytes + kDaemonMemoryHeadroom;
+  auto now = ReadSmallFile(paths.work_memory + "/memory.limit_in_bytes");
+  const bool growing = now && ParseU64(Trim(*now)).value_or(0) < limits.memory_bytes;
+  if (growing) {
+    ASB_TRY(SetV1MemoryLimit(paths.memory, daemon));
+    ASB_TRY(SetV1MemoryLimit(paths.work_memory, limits.memory_bytes));
+  } else {
+    ASB_TRY(SetV1MemoryLimit(paths.work_memory, limits.memory_bytes));
+    ASB_TRY(SetV1MemoryLimit(paths.memory, daemon));
+  }
+  const std::string& cpu = paths.work_cpu.empty() ? paths.cpu : paths.work_cpu;
+  return WriteControlFile(cpu + "/cpu.cfs_quota_us", quota);
 }
 
 Result<CloneIntoCgroups> CloneIntoCgroups::Prepare(const CgroupLayout& layout,

@@ -78,6 +78,13 @@ struct CgroupLimits {
 Status CreateCgroupsFromParent(const CgroupLayout& layout, const std::string& name,
                                const CgroupPaths& paths, const CgroupLimits& limits);
 
+/// Changes the memory limit and CPU quota of a sandbox's existing directories to `limits`
+/// (its pids stay), with the same headroom CreateCgroupsFromParent gives sandboxd. v1 keeps
+/// memsw equal to the memory limit in every step. Errors: kInvalidArgument when the memory in
+/// use does not fit the new limit (the kernel's EBUSY; the old limits then stay), FromErrno.
+Status UpdateCgroupLimits(const CgroupLayout& layout, const CgroupPaths& paths,
+                          const CgroupLimits& limits);
+
 /// How a child is born into the sandbox's cgroups without a cgroup.procs write per hierarchy
 /// (each costs an RCU grace period, ~10 ms here, for the global threadgroup lock):
 ///  - v1: the cloning thread moves itself into each v1 directory by writing "0" to "tasks"

@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "isolation/ns/cgroup.h"
+#include "isolation/ns/files.h"
 #include "isolation/ns/ns_test_support.h"
 
 namespace asb::isolation::ns::testing {
@@ -112,6 +113,50 @@ TEST_F(NsBackendTest, MemoryHogIsOomKilledAndCounted) {
   // The sandbox's figure includes sandboxd, which has the headroom beyond the commands' limit.
   EXPECT_LE(after->memory_peak_bytes, spec.memory_bytes + kDaemonMemoryHeadroom);
   EXPECT_GE(MsUntilAlive(*sb, 1000), 0);
+}
+
+// A warm pool's claim changes a running sandbox's memory and CPU (UpdateLimits): lowered, a
+// command that fit is OOM-killed; raised, it fits again; the CPU quota follows; the pids limit
+// and sandboxd's headroom stay as they were.
+TEST_F(NsBackendTest, UpdateLimitsChangesMemoryAndCpuOfARunningSandbox) {
+  auto spec = Spec();
+  spec.memory_bytes = 256ull << 20;
+  auto sb = MustCreate(spec);
+  ASSERT_TRUE(sb);
+  ASSERT_TRUE(backend_->Capabilities().live_limits);
+  const std::string hog = "dd if=/dev/zero of=/dev/null bs=160M count=1 2>/dev/null";
+  EXPECT_EQ(Sh(*sb, hog, 60'000).result.exit_code, 0);
+
+  ASSERT_TRUE(backend_->UpdateLimits(spec.id, 96ull << 20, 0.5));
+  auto before = sb->Usage();
+  ASSERT_TRUE(before);
+  EXPECT_NE(Sh(*sb, hog, 60'000).result.exit_code, 0);
+  auto after = sb->Usage();
+  ASSERT_TRUE(after);
+  EXPECT_GT(after->oom_kills, before->oom_kills);
+  auto layout = DetectCgroupLayout();
+  ASSERT_TRUE(layout);
+  const CgroupPaths paths = CgroupPathsFor(*layout, cgroup_name_, spec.id);
+  auto read = [](const std::string& path) {
+    auto text = ReadSmallFile(path);
+    return text ? std::string(text->substr(0, text->find_last_not_of("\n") + 1)) : "";
+  };
+  if (!layout->v2_mode) {
+    EXPECT_EQ(read(paths.work_memory + "/memory.limit_in_bytes"), std::to_string(96 << 20));
+    EXPECT_EQ(read(paths.memory + "/memory.limit_in_bytes"),
+              std::to_string((96ull << 20) + kDaemonMemoryHeadroom));
+    EXPECT_EQ(read(paths.work_cpu + "/cpu.cfs_quota_us"), "50000");
+    EXPECT_EQ(read(paths.work_pids + "/pids.max"), std::to_string(spec.pids_limit));
+  }
+
+  ASSERT_TRUE(backend_->UpdateLimits(spec.id, 512ull << 20, 2));
+  EXPECT_EQ(Sh(*sb, hog, 60'000).result.exit_code, 0);
+  if (!layout->v2_mode) {
+    EXPECT_EQ(read(paths.work_memory + "/memory.limit_in_bytes"), std::to_string(512 << 20));
+    EXPECT_EQ(read(paths.work_cpu + "/cpu.cfs_quota_us"), "200000");
+  }
+  EXPECT_EQ(backend_->UpdateLimits("sb_0000000000000000", 64 << 20, 1).error().code(),
+            ErrorCode::kNotFound);
 }
 
 TEST_F(NsBackendTest, ThousandBackgroundChildrenLeaveNoZombies) {

@@ -160,7 +160,9 @@ BackendCapabilities NsBackend::Capabilities() const {
   c.workspace_images = true;
   c.network = opts_.network != nullptr;  // the server was given a host network
   c.tcp_connect = true;
-  c.pause = CanFreeze(layout_);  // a cgroup freeze (cgroup_freeze.h); memory snapshots: not yet
+  c.pause = CanFreeze(layout_);
+  c.live_limits = true;  // cgroup writes (UpdateCgroupLimits)  // a cgroup freeze
+                         // (cgroup_freeze.h); memory snapshots: not yet
   return c;
 }
 
@@ -174,6 +176,23 @@ Status NsBackend::SetFrozen(const std::string& id, bool frozen) {
   if (!AnyCgroupExists(cgroups)) return Fail(Error::NotFound("sandbox " + id + " is not running"));
   Status st = frozen ? FreezeCgroups(cgroups, kFreezeTimeoutMs) : ThawCgroups(cgroups);
   return st.map_error([&](Error e) { return std::move(e).WithContext(what + id); });
+}
+
+Status NsBackend::UpdateLimits(const std::string& id, uint64_t memory_bytes, double cpus) {
+  if (!IsValidId(id, "sb_")) return Fail(Error::NotFound("no sandbox " + id));
+  if (memory_bytes == 0 || !(cpus > 0)) {
+    return Fail(Error::InvalidArgument("memory and cpus must be positive"));
+  }
+  auto lock = IdLock(id);
+  std::lock_guard guard(*lock);
+  const CgroupPaths cgroups = CgroupPathsFor(layout_, opts_.cgroup_name, id);
+  if (!AnyCgroupExists(cgroups)) return Fail(Error::NotFound("sandbox " + id + " is not running"));
+  CgroupLimits limits;
+  limits.memory_bytes = memory_bytes;
+  limits.cpus = cpus;
+  return UpdateCgroupLimits(layout_, cgroups, limits).map_error([&](Error e) {
+    return std::move(e).WithContext("limits of " + id);
+  });
 }
 
 Status NsBackend::Pause(const std::string& id) { return SetFrozen(id, true); }

@@ -85,6 +85,7 @@ class NsBackend final : public Backend {
   Result<bool> SwapStagedWorkspace(const std::string& id) override;
   Status DropStagedWorkspace(const std::string& id) override;
   Status UpdateNetwork(const std::string& id, const net::NetworkPolicy& policy) override;
+  Status UpdateLimits(const std::string& id, uint64_t memory_bytes, double cpus) override;
   // Pause and Resume freeze and thaw the sandbox's cgroups (cgroup_freeze.h); they wait up to
   // kFreezeTimeoutMs for every task to stop. No memory snapshots (yet): kUnavailable.
   static constexpr int64_t kFreezeTimeoutMs = 5000;
