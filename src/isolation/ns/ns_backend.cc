@@ -576,8 +576,11 @@ Status NsBackend::DestroyLocked(const std::string& id) {
     keep_first(WaitCgroupsEmpty(cgroups, 10'000));
     keep_first(RemoveCgroups(cgroups));
   }
-  // 3. Network: rules, sets, resolver state (the veth died with the namespace).
-  if (opts_.network) {
+  // 3. Network: rules, sets, resolver state (the veth died with the namespace). Only for a
+  //    sandbox made with network: Create writes l.network before it attaches anything, and it
+  //    stays until this destroy succeeds, so a sandbox without it has nothing to detach (and
+  //    is spared the ~4 ms of nft and ip processes).
+  if (opts_.network && PathExists(l.network)) {
     if (auto slot = SlotOf(id, l)) keep_first(opts_.network->Detach(id, *slot));
   }
   // 4. Workspace: unmount, detach the loop device (and those of a staged rollback).

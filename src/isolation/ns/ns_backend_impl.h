@@ -58,7 +58,8 @@ class NsBackend final : public Backend {
         seeds_(opts_.state_dir + "/.seeds", protocol::kSandboxUid) {
     if (opts_.workspace_pool_size > 0) {
       pool_ = std::make_unique<WorkspacePool>(
-          opts_.state_dir + "/.pool", opts_.default_workspace_bytes, opts_.workspace_pool_size);
+          opts_.state_dir + "/.pool", opts_.default_workspace_bytes, opts_.workspace_pool_size,
+          [this] { return seeds_.BlankFor(opts_.default_workspace_bytes); });
     }
   }
   // Sandboxes outlive the backend (Adopt); the pool does not, nor do our cgroup parents when

@@ -148,9 +148,10 @@ HostSnapshot NsBackendTest::Snapshot() const {
     // The workspace pool refills in the background (and holds its own mounts and loop
     // devices until the backend goes); its images are not a sandbox's leftovers.
     if (p.find("/.pool/") != std::string::npos) continue;
-    // Nor is the blank image a first create made to clone from (workspace_seed.h): a cache
-    // the backend keeps for the next one.
+    // Nor is the blank image a first create (or the pool's refill) makes to clone from
+    // (workspace_seed.h), or is making: a cache the backend keeps for the next one.
     if (p.find("/.seeds/blank-") != std::string::npos) continue;
+    if (p.find("/.seeds/making-") != std::string::npos) continue;
     s.files.insert(p);
   }
   for (const auto& e : fs::directory_iterator(kUidRegistryDir, ec)) {

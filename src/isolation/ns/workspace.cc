@@ -18,6 +18,7 @@
 #include "common/ids.h"
 #include "common/unique_fd.h"
 #include "isolation/ns/files.h"
+#include "isolation/ns/workspace_snapshot.h"
 
 extern char** environ;
 
@@ -211,8 +212,9 @@ Status DetachLoopDevices(const std::string& image) {
   return {};
 }
 
-WorkspacePool::WorkspacePool(std::string dir, uint64_t bytes, uint32_t target)
-    : dir_(std::move(dir)), bytes_(bytes), target_(target) {
+WorkspacePool::WorkspacePool(std::string dir, uint64_t bytes, uint32_t target,
+                             std::function<Result<std::string>()> blank)
+    : dir_(std::move(dir)), bytes_(bytes), target_(target), blank_(std::move(blank)) {
   Clear();  // leftovers of an earlier process: their state is unknown
   if (target_ > 0) thread_ = std::thread([this] { Refill(); });
 }
@@ -267,6 +269,7 @@ bool WorkspacePool::Take(const std::string& dest_image, const std::string& dest_
       // period (~5-10 ms here), which a create should not.
       std::lock_guard lock(mu_);
       retired_.push_back(mnt);
+      last_take_ = std::chrono::steady_clock::now();
       taken = true;
     } else {
       (void)UnmountWorkspace(mnt);
@@ -293,7 +296,10 @@ bool WorkspacePool::MakeOne() {
   const std::string hex = RandomHex(8);
   const std::string making = dir_ + "/making-" + hex + ".img";
   const std::string mnt = dir_ + "/m-" + hex;
-  if (!MakeWorkspaceImage(making, bytes_, 0)) return false;
+  Result<std::string> blank = blank_ ? blank_() : Result<std::string>(std::string());
+  const bool cloned = blank && !blank->empty() &&
+                      CloneImage(*blank, making, /*force_copy=*/false, /*durable=*/false);
+  if (!cloned && !MakeWorkspaceImage(making, bytes_, 0)) return false;
   bool ok = ::mkdir(mnt.c_str(), 0700) == 0 && MountWorkspace(making, mnt).has_value() &&
             ::rename(making.c_str(), (dir_ + "/ready-" + hex + ".img").c_str()) == 0;
   if (!ok) {
@@ -322,6 +328,11 @@ void WorkspacePool::Refill() {
     }
     if (CountReady() >= static_cast<int>(target_)) {
       cv_.wait_for(lock, std::chrono::seconds(5));
+      continue;
+    }
+    const auto quiet_until = last_take_ + std::chrono::milliseconds(kQuietAfterTakeMs);
+    if (std::chrono::steady_clock::now() < quiet_until) {
+      cv_.wait_until(lock, quiet_until, [this] { return stop_; });
       continue;
     }
     lock.unlock();
