@@ -13,7 +13,8 @@ Rows (each ours beside its yardstick measured in the same run, interleaved, on t
     output               of the pool's shape takes a ready sandbox; beside the exec round trip
                          of this run (goal: a pooled create costs no more than 1.5 execs)
   N concurrent           N creates + execs of `echo hi` issued at once (N from --bursts): the
-                         burst's wall time and each one's latency, beside N bwraps at once
+                         burst's wall time and each one's latency, beside N bwraps at once;
+                         and /healthz polled every 20 ms meanwhile (its worst answer)
 Each row prints p50 and p99 of ours and of the yardstick, the ratio of the p50s (the bursts:
 of the wall times), the goal and a one-line verdict; the first line says the machine's load.
 Every sandbox made is destroyed on every exit path (the harness's server is closed last).
@@ -110,6 +111,41 @@ def burst(n, one):
             except Exception as e:  # a failure is a figure too: counted and shown
                 failures.append(repr(e)[:160])
     return (time.perf_counter() - t0) * 1000.0, lat, failures
+
+
+class HealthProbe:
+    """GET /healthz every 20 ms on a connection of its own while a burst runs: the server must
+    stay responsive (goal: the worst answer within 50 ms, "Performance, part 1")."""
+
+    def __init__(self, server):
+        import threading
+        self.server, self.ms, self.errors = server, [], 0
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self.loop, daemon=True)
+
+    def loop(self):
+        conn = self.server.conn(timeout=30)
+        while not self.stop.is_set():
+            t0 = time.perf_counter()
+            try:
+                conn.request("GET", "/healthz")
+                resp = conn.getresponse()
+                resp.read()
+                if resp.status != 200:
+                    self.errors += 1
+            except Exception:  # counted; a new connection for the next probe
+                self.errors += 1
+                conn = self.server.conn(timeout=30)
+            self.ms.append((time.perf_counter() - t0) * 1000.0)
+            self.stop.wait(0.02)
+
+    def __enter__(self):
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.stop.set()
+        self.thread.join()
 
 
 def destroy_all(server, made):
@@ -224,7 +260,8 @@ def main():
                                           for p in pools)), flush=True)
 
         for n in bursts:
-            wall, lat, failures = burst(n, lambda i: create_and_first_output(server, made))
+            with HealthProbe(server) as health:
+                wall, lat, failures = burst(n, lambda i: create_and_first_output(server, made))
             destroy_all(server, made)
             ywall, ylat, yfail = burst(n, lambda i: timed(bwrap_argv(rootfs, ["echo", "hi"])))
             row("%d concurrent" % n, lat or [0], ylat or [0], "%d bwraps at once" % n,
@@ -232,6 +269,12 @@ def main():
             print("%-24s wall %.0f ms, %d ok, %d failed%s | bwraps: wall %.0f ms, %d failed" %
                   ("", wall, len(lat), len(failures),
                    (" (first: %s)" % failures[0]) if failures else "", ywall, len(yfail)),
+                  flush=True)
+            worst = max(health.ms) if health.ms else 0.0
+            print("%-24s /healthz during it: %d probes, p50 %.1f ms, worst %.1f ms, %d failed "
+                  "(goal: worst <= 50 ms: %s)" %
+                  ("", len(health.ms), pct(health.ms, 50) if health.ms else 0.0, worst,
+                   health.errors, "met" if worst <= 50 and not health.errors else "NOT met"),
                   flush=True)
     finally:
         try:

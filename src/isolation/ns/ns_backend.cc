@@ -226,6 +226,21 @@ Status NsBackend::Probe() {
   return {};
 }
 
+Result<UniqueFd> NsBackend::IdmapUsernsFor(uint32_t uid_base) {
+  // At most kKeptIdmapUserns kept (one fd each): ranges past them make a helper every time.
+  constexpr size_t kKeptIdmapUserns = 256;
+  std::lock_guard lock(idmap_mu_);
+  auto it = idmap_userns_.find(uid_base);
+  if (it == idmap_userns_.end()) {
+    ASB_ASSIGN_OR_RETURN(UniqueFd made, MakeIdmapUserns(uid_base));
+    if (idmap_userns_.size() >= kKeptIdmapUserns) return made;
+    it = idmap_userns_.emplace(uid_base, std::move(made)).first;
+  }
+  UniqueFd dup(::fcntl(it->second.get(), F_DUPFD_CLOEXEC, 0));
+  if (!dup) return FailErrno("dup idmap userns");
+  return dup;
+}
+
 // The image holds canonical ids (root 0, the sandbox user 1000); the mount at l.ws is idmapped
 // to the sandbox's host range (idmap.h), so that an image can move between sandboxes.
 Status NsBackend::PrepareWorkspace(const SandboxSpec& spec, const Layout& l, int idmap_userns,
@@ -301,7 +316,7 @@ Result<std::shared_ptr<Sandbox>> NsBackend::CreateLocked(const SandboxSpec& spec
   });
   // One user namespace describing the sandbox's id map serves both idmapped mounts (the
   // workspace here, the template's rootfs below).
-  ASB_ASSIGN_OR_RETURN(UniqueFd idmap_userns, MakeIdmapUserns(uid_base));
+  ASB_ASSIGN_OR_RETURN(UniqueFd idmap_userns, IdmapUsernsFor(uid_base));
   ASB_TRY(PrepareWorkspace(spec, l, idmap_userns.get(), &loop_device));
   // /etc/hostname and /etc/resolv.conf are written by the child into a scratch tmpfs
   // (mount.h), so no host file of the state directory is bound into the sandbox.

@@ -110,6 +110,11 @@ class NsBackend final : public Backend {
   Status DestroyLocked(const std::string& id);
   Status PrepareWorkspace(const SandboxSpec& spec, const Layout& l, int idmap_userns,
                           std::string* loop_device);
+  /// A user namespace mapping 0..65535 onto the host ids from `uid_base` (idmap.h), for the
+  /// idmapped mounts of a sandbox of that range: made once per range and kept (a userns without
+  /// processes lives while an fd holds it), so a create does not fork this whole process for
+  /// the helper MakeIdmapUserns needs. Returns a descriptor of the caller's own.
+  Result<UniqueFd> IdmapUsernsFor(uint32_t uid_base);
 
   NsBackendOptions opts_;
   CgroupLayout layout_;
@@ -118,6 +123,8 @@ class NsBackend final : public Backend {
   WorkspaceSeeds seeds_;  // templates' /workspace content (workspace_seed.h)
   std::mutex locks_mu_;
   std::map<std::string, std::shared_ptr<std::mutex>> locks_;
+  std::mutex idmap_mu_;
+  std::map<uint32_t, UniqueFd> idmap_userns_;  // by uid_base (IdmapUsernsFor)
   std::mutex children_mu_;
   std::map<std::string, ChildProcess> children_;  // sandboxes this process cloned (to reap)
 };

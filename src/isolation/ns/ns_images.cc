@@ -137,7 +137,7 @@ Result<bool> NsBackend::SwapStagedWorkspace(const std::string& id) {
   } cleanup{l};
   ASB_TRY(MountWorkspaceSharingLoop(l.next, l.ws_next));
   // 2. Two idmapped clones of it: one for the sandbox, one for the host's view (l.ws).
-  ASB_ASSIGN_OR_RETURN(UniqueFd userns, MakeIdmapUserns(st.uid_base));
+  ASB_ASSIGN_OR_RETURN(UniqueFd userns, IdmapUsernsFor(st.uid_base));
   ASB_ASSIGN_OR_RETURN(UniqueFd for_sandbox, IdmappedTree(l.ws_next, userns.get()));
   ASB_ASSIGN_OR_RETURN(UniqueFd for_host, IdmappedTree(l.ws_next, userns.get()));
   // 3. The switch the sandbox sees. If it fails, the sandbox keeps its old /workspace.
