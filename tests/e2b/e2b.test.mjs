@@ -127,6 +127,34 @@ test('create answers what the SDK needs, and the sandbox is the same one in /v1'
     assert.equal(await sbx.isRunning(), true);
   });
 
+// A warm pool (docs/adr/0027-warm-pools.md) serves E2B's creates too: the SDK's create asks for
+// network (E2B's default) and passes envs, metadata and a timeout, all of which the claim sets.
+test('Sandbox.create with envs takes a warm pool\'s sandbox and its commands see them', { skip },
+  async () => {
+    const pool = async () => (await server.rest('GET', '/v1/pools')).json.pools
+      .find((p) => p.template === 'base' && p.network) ?? {};
+    assert.equal((await server.rest('PUT', '/v1/pools/base', { size: 1, network: true })).status,
+      200);
+    try {
+      for (let i = 0; i < 400 && (await pool()).ready !== 1; i++) {
+        await new Promise((r) => setTimeout(r, 50));
+      }
+      const before = await pool();
+      assert.equal(before.ready, 1);
+      const s = await Sandbox.create({ envs: { POOLED: 'yes' }, metadata: { from: 'pool' },
+        timeoutMs: 120_000 });
+      try {
+        assert.equal((await pool()).hits, before.hits + 1);
+        assert.equal((await s.commands.run('echo $POOLED')).stdout, 'yes\n');
+        assert.deepEqual((await s.getInfo()).metadata, { from: 'pool' });
+      } finally {
+        await s.kill();
+      }
+    } finally {
+      await server.rest('PUT', '/v1/pools/base', { size: 0, network: true });
+    }
+  });
+
 test('commands.run: stdout, stderr, exit codes, envs, cwd and users', { skip }, async () => {
   const r = await sbx.commands.run('echo out; echo err >&2');
   assert.equal(r.stdout, 'out\n');
