@@ -160,9 +160,8 @@ BackendCapabilities NsBackend::Capabilities() const {
   c.workspace_images = true;
   c.network = opts_.network != nullptr;  // the server was given a host network
   c.tcp_connect = true;
-  c.pause = CanFreeze(layout_);
-  c.live_limits = true;  // cgroup writes (UpdateCgroupLimits)  // a cgroup freeze
-                         // (cgroup_freeze.h); memory snapshots: not yet
+  c.pause = CanFreeze(layout_);  // a cgroup freeze (cgroup_freeze.h); memory snapshots: not yet
+  c.live_limits = true;          // cgroup writes (UpdateCgroupLimits)
   return c;
 }
 
