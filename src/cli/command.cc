@@ -33,7 +33,7 @@ int RunSelectedAction(CLI::App& app) {
 }
 
 int ReportError(const Error& error) {
-  std::fprintf(stderr, "agent-sandbox: %s\n", error.message().c_str());
+  std::fprintf(stderr, "agent-sandbox: %s\n", error.detail().c_str());
   return kExitRuntimeError;
 }
 

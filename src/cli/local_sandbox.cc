@@ -39,7 +39,7 @@ SandboxGuard::~SandboxGuard() {
   auto st = backend_.Destroy(id_);
   if (!st) {
     std::fprintf(stderr, "agent-sandbox: destroy %s: %s\n", id_.c_str(),
-                 st.error().message().c_str());
+                 st.error().detail().c_str());
   }
 }
 

@@ -210,7 +210,7 @@ int RemoveDeadRunLeftovers(isolation::Backend& backend, const std::string& state
     if (ClaimantRuns(fd.get())) continue;  // belt and braces: the named run still runs
     spdlog::info("removing sandbox {} of a run that died (pid {})", id, ClaimedPid(fd.get()));
     if (auto st = backend.Destroy(id); !st) {
-      spdlog::warn("leftover sandbox {}: {}", id, st.error().message());
+      spdlog::warn("leftover sandbox {}: {}", id, st.error().detail());
       continue;
     }
     ::unlink(path.c_str());
@@ -225,7 +225,7 @@ void RemoveDeadRunLeftovers(const std::string& data_dir, const std::string& sand
     if (::access(RunStateDir(std::string(name), data_dir).c_str(), F_OK) != 0) continue;
     auto run = MakeRunBackend(std::string(name), data_dir, sandboxd);
     if (!run) {
-      spdlog::warn("run leftovers ({}): {}", name, run.error().message());
+      spdlog::warn("run leftovers ({}): {}", name, run.error().detail());
       continue;
     }
     RemoveDeadRunLeftovers(*run->backend, run->state_dir);

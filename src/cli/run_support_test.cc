@@ -93,7 +93,8 @@ TEST(FindSandboxd, HonoursEnvAndReportsMissing) {
   auto missing = FindSandboxd();
   ASSERT_FALSE(missing);
   EXPECT_EQ(missing.error().code(), ErrorCode::kUnavailable);
-  EXPECT_NE(missing.error().message().find("/nonexistent/sandboxd"), std::string::npos);
+  EXPECT_NE(missing.error().detail().find("/nonexistent/sandboxd"),
+            std::string::npos);  // the operator reads it
   ::unsetenv("AGENT_SANDBOX_SANDBOXD");
 }
 

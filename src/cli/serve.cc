@@ -78,7 +78,7 @@ int ConfigError(const std::string& message) {
 
 int StartupError(const Error& e) {
   spdlog::critical("start-up failed: {}", e.ToString());
-  std::fprintf(stderr, "agent-sandbox serve: %s\n", e.message().c_str());
+  std::fprintf(stderr, "agent-sandbox serve: %s\n", e.detail().c_str());
   return kExitStartup;
 }
 
@@ -163,17 +163,17 @@ std::vector<std::string> McpAllowedOrigins() {
 int Serve(CLI::App& root, const ServeFlags& flags) {
   api::ServeConfig cfg;
   if (auto st = api::ApplyEnvironment(cfg, [](const char* n) { return std::getenv(n); }); !st) {
-    return ConfigError(st.error().message());
+    return ConfigError(st.error().detail());
   }
   for (const api::Setting& s : api::Settings()) {
     auto it = flags.values.find(s.flag);
     if (s.flag.empty() || it == flags.values.end()) continue;
     if (auto st = api::ApplyFlag(cfg, s, it->second); !st) {
-      return ConfigError(st.error().message());
+      return ConfigError(st.error().detail());
     }
   }
   if (flags.insecure_no_auth) cfg.insecure_no_auth = true;
-  if (auto st = api::ValidateServeConfig(cfg); !st) return ConfigError(st.error().message());
+  if (auto st = api::ValidateServeConfig(cfg); !st) return ConfigError(st.error().detail());
   // Seed A's VM_DNS_*, VM_DEST_*, VM_BW_* variables: the default egress policy (ADR 0013).
   {
     std::map<std::string, std::string> seed_env;
@@ -182,14 +182,14 @@ int Serve(CLI::App& root, const ServeFlags& flags) {
       if (const char* v = std::getenv(n)) seed_env[n] = v;
     }
     auto policy = isolation::net::PolicyFromSeedEnv(seed_env);
-    if (!policy) return ConfigError(policy.error().message());
+    if (!policy) return ConfigError(policy.error().detail());
     cfg.manager.default_network_policy = *policy;
     if (const char* up = std::getenv("VM_DNS_UPSTREAM"); up && cfg.dns_upstreams.empty()) {
       cfg.dns_upstreams = up;
     }
   }
   auto auth_settings = ReadAuthSettings(flags);
-  if (!auth_settings) return ConfigError(auth_settings.error().message());
+  if (!auth_settings) return ConfigError(auth_settings.error().detail());
   // Without a key from the environment, a key in an existing database is needed (the check
   // never creates the data directory: a configuration error leaves no trace).
   const char kNoKeys[] =
@@ -284,12 +284,12 @@ int Serve(CLI::App& root, const ServeFlags& flags) {
     }
     auto net = isolation::net::HostNetwork::Make(no);
     if (!net && net.error().code() == ErrorCode::kInvalidArgument) {
-      return ConfigError(net.error().message());
+      return ConfigError(net.error().detail());
     }
     if (net) {
       bo.network = *net;
     } else {
-      spdlog::warn("networked sandboxes are unavailable: {}", net.error().message());
+      spdlog::warn("networked sandboxes are unavailable: {}", net.error().detail());
     }
   }
   // One backend of this server by name, with its options.
@@ -375,7 +375,7 @@ int Serve(CLI::App& root, const ServeFlags& flags) {
   if (auto n = store::IdempotencyStore(**store).Prune(SystemClock::Instance().NowUnixMs(),
                                                       store::kIdempotencyRetentionMs, true);
       !n) {
-    spdlog::warn("prune idempotency keys: {}", n.error().message());
+    spdlog::warn("prune idempotency keys: {}", n.error().detail());
   }
   api::AuthOptions ao;
   ao.insecure_no_auth = cfg.insecure_no_auth;

@@ -52,7 +52,7 @@ std::string DefaultTemplatesSrcDir() {
 namespace {
 
 int Fails(const Error& e) {
-  std::fprintf(stderr, "agent-sandbox: %s\n", e.message().c_str());
+  std::fprintf(stderr, "agent-sandbox: %s\n", e.detail().c_str());
   return 1;
 }
 

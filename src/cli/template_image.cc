@@ -14,7 +14,7 @@ namespace asb::cli {
 namespace {
 
 int Failed(const Error& e) {
-  std::fprintf(stderr, "agent-sandbox: %s\n", e.message().c_str());
+  std::fprintf(stderr, "agent-sandbox: %s\n", e.detail().c_str());
   return 1;
 }
 

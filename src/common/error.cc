@@ -83,20 +83,24 @@ Error Error::FromErrno(int err, std::string_view context) {
 }
 
 Error Error::FromErrno(ErrorCode code, int err, std::string_view context) {
-  std::string msg(context);
-  msg += ": ";
-  msg += std::strerror(err);
-  Error e(code, std::move(msg), err);
-  e.host_text_bytes_ = e.message_.size();
+  return FromHost(code, context, std::strerror(err), err);
+}
+
+Error Error::FromHost(ErrorCode code, std::string_view context, std::string_view host_text,
+                      int sys_errno) {
+  std::string detail(context);
+  if (!detail.empty()) detail += ": ";
+  detail += host_text;
+  Error e = WithOperatorDetail(code, std::string(kHostFailure), std::move(detail), sys_errno);
+  e.from_host_call_ = true;
   return e;
 }
 
-std::string_view Error::ContextOnly() const {
-  if (host_text_bytes_ == 0) return message_;
-  std::string_view ctx(message_);
-  ctx.remove_suffix(std::min(host_text_bytes_, ctx.size()));
-  while (!ctx.empty() && (ctx.back() == ' ' || ctx.back() == ':')) ctx.remove_suffix(1);
-  return ctx;
+Error Error::WithOperatorDetail(ErrorCode code, std::string message, std::string detail,
+                                int sys_errno) {
+  Error e(code, std::move(message), sys_errno);
+  if (detail != e.message_) e.detail_ = std::move(detail);
+  return e;
 }
 
 Error Error::WithContext(std::string_view context) const& {
@@ -105,10 +109,17 @@ Error Error::WithContext(std::string_view context) const& {
 }
 
 Error Error::WithContext(std::string_view context) && {
-  std::string msg(context);
+  const bool has_detail = !detail_.empty();
+  std::string msg = has_detail ? ScrubHostPaths(context) : std::string(context);
   msg += ": ";
   msg += message_;
   message_ = std::move(msg);
+  if (has_detail) {
+    std::string detail(context);
+    detail += ": ";
+    detail += detail_;
+    detail_ = std::move(detail);
+  }
   return std::move(*this);
 }
 
@@ -145,13 +156,9 @@ std::string ScrubHostPaths(std::string_view text) {
 }
 
 std::string Error::ClientSafeMessage() const {
-  if (from_host_call()) {
-    std::string out = ScrubHostPaths(ContextOnly());
-    if (!out.empty()) out += ": ";
-    out += "a host operation failed";
-    return out;
-  }
-  if (code_ == ErrorCode::kInternal) return "internal error";
+  // A bug's own words may be anything; an internal error with an operator detail (a host
+  // call's, say) has a message made for clients already.
+  if (code_ == ErrorCode::kInternal && detail_.empty()) return "internal error";
   return message_;
 }
 
@@ -163,7 +170,7 @@ Error Error::WithCode(ErrorCode code) && {
 std::string Error::ToString() const {
   std::string s(code_name());
   s += ": ";
-  s += message_;
+  s += detail();
   return s;
 }
 

@@ -34,8 +34,16 @@ std::string_view ErrorCodeName(ErrorCode code);
 /// Parses a wire name back into a code; unknown names map to kInternal.
 ErrorCode ErrorCodeFromName(std::string_view name);
 
+/// An error in two texts (docs/design/error-handling.md): message(), which a client may read,
+/// and detail(), the operator's whole account for the server's log. An error made from its
+/// parts has one text for both. A failed host call (FromErrno) or another host facility's
+/// failure (FromHost) puts its host text (paths, errno words, SQLite's words) in the detail
+/// only, so no re-wrapping, `Error::Backend("attach: " + e.message())` included, can carry it
+/// to a client.
 class Error {
  public:
+  /// An error whose `message` a client may read as written (say what was wrong and what is
+  /// allowed; no host path).
   Error(ErrorCode code, std::string message, int sys_errno = 0)
       : code_(code), sys_errno_(sys_errno), message_(std::move(message)) {}
 
@@ -61,53 +69,70 @@ class Error {
   static Error Timeout(std::string msg) { return {ErrorCode::kTimeout, std::move(msg)}; }
   static Error Cancelled(std::string msg) { return {ErrorCode::kCancelled, std::move(msg)}; }
 
-  /// An error from a failed system call: `context` names what was attempted ("open /x"), the
-  /// message becomes "open /x: No such file or directory", and the code is derived from errno
+  /// An error from a failed system call of this process: `context` names what was attempted
+  /// ("open /x"). The detail is "open /x: No such file or directory"; the message is only
+  /// kHostFailure, since the context itself is host text. The code is derived from errno
   /// (ENOENT -> kNotFound, EACCES/EPERM -> kPermissionDenied, EEXIST -> kConflict,
   /// ENOSPC/EDQUOT/EAGAIN -> kLimitExceeded, EINVAL -> kInvalidArgument, else kInternal).
   static Error FromErrno(int err, std::string_view context);
 
   /// Same as FromErrno but with the caller's choice of code.
   static Error FromErrno(ErrorCode code, int err, std::string_view context);
-  /// Both FromErrno forms mark the error as a failure of a system call made by this process
-  /// (in the server: a host call, never one inside a sandbox; sandboxd's errors arrive decoded
-  /// from the wire and are not marked). api/errors.cc answers a marked error as 502/500 without
-  /// its host text (ADR 0016): the errno-derived code only steers the code that handles
-  /// it (an ENOENT that means "not there yet", say), never the HTTP status a client sees.
-  bool from_host_call() const { return host_text_bytes_ > 0; }
-  /// The message without what the failed call itself said ("open /x: No such file..."): only
-  /// the context prepended by WithContext above it, "" when none. For a message that is not
-  /// from_host_call(), the whole message.
-  std::string_view ContextOnly() const;
+
+  /// A failure of a host facility without an errno of its own (SQLite, a library, a helper
+  /// process): the detail is "context: host_text", the message kHostFailure; marked as
+  /// from_host_call() like FromErrno.
+  static Error FromHost(ErrorCode code, std::string_view context, std::string_view host_text,
+                        int sys_errno = 0);
+
+  /// An error whose client text and operator text differ but that is no host call's failure
+  /// (its code is answered as it is): `message` for the client, `detail` for the log.
+  static Error WithOperatorDetail(ErrorCode code, std::string message, std::string detail,
+                                  int sys_errno = 0);
+
+  /// What a client reads in place of a host call's own words.
+  static constexpr std::string_view kHostFailure = "a host operation failed";
+
+  /// True for FromErrno and FromHost errors (in the server: a host call, never one inside a
+  /// sandbox; sandboxd's errors arrive decoded from the wire and are not marked). api/errors.cc
+  /// answers a marked error as 502/500 (ADR 0016): the errno-derived code only steers the code
+  /// that handles it (an ENOENT that means "not there yet", say), never the HTTP status a
+  /// client sees.
+  bool from_host_call() const { return from_host_call_; }
   /// What of this error a client may read (the rule of api::ForClient, which adds the request
-  /// id): for from_host_call() the ContextOnly() operation with absolute paths replaced by
-  /// "(host path)", then "a host operation failed"; for kInternal "internal error"; else the
-  /// message.
+  /// id): message(), but "internal error" for a kInternal error without an operator detail (a
+  /// bug's words may be anything).
   std::string ClientSafeMessage() const;
-  /// The same error with another code; message, errno and from_host_call() are kept (a layer
-  /// that re-tags, e.g. destroy's kBackend, must not turn host text into client text).
+  /// The same error with another code; message, detail, errno and from_host_call() are kept.
   Error WithCode(ErrorCode code) &&;
 
   ErrorCode code() const { return code_; }
   int sys_errno() const { return sys_errno_; }
+  /// The client's text: "create sb_1: a host operation failed", "ttl_seconds must be ...".
   const std::string &message() const { return message_; }
+  /// The operator's text, for logs and for a local CLI whose user is the operator: "create
+  /// sb_1: mkdir /var/lib/...: No such file or directory". Equal to message() when the error
+  /// has nothing more to say.
+  const std::string &detail() const { return detail_.empty() ? message_ : detail_; }
   std::string_view code_name() const { return ErrorCodeName(code_); }
 
-  /// Prepends context: Error("open x: ENOENT").WithContext("read config") -> "read config: open
-  /// x: ENOENT". Code and errno are kept.
+  /// Prepends context to both texts: Error::FromErrno(ENOENT, "open x").WithContext("read
+  /// config") has the detail "read config: open x: No such file or directory" and the message
+  /// "read config: a host operation failed". Where the error has an operator detail, the
+  /// message gets the context with absolute paths replaced (ScrubHostPaths): a context names
+  /// what the server was doing, in its words. Code and errno are kept.
   Error WithContext(std::string_view context) const &;
   Error WithContext(std::string_view context) &&;
 
-  /// "not_found: open /x: No such file or directory".
+  /// "not_found: " + detail(): for logs.
   std::string ToString() const;
 
  private:
   ErrorCode code_;
   int sys_errno_;
-  std::string message_;
-  /// Length of the tail of message_ that FromErrno wrote (context + strerror); 0 = not a host
-  /// call's error.
-  size_t host_text_bytes_ = 0;
+  std::string message_;  // the client's text
+  std::string detail_;   // the operator's text; "" = the same as message_
+  bool from_host_call_ = false;
 };
 
 /// `text` with every absolute path replaced by "(host path)", the rule ClientSafeMessage

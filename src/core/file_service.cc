@@ -76,8 +76,10 @@ Result<FileReadStream> FileService::OpenFileRead(const std::string& owner, const
   auto first = channel->Next(kSandboxdAnswerMs);
   if (!first) {
     (void)channel->Cancel();
-    return Fail(
-        Error::Backend("read " + p + ": sandboxd did not answer: " + first.error().message()));
+    return Fail(std::move(first)
+                    .error()
+                    .WithCode(ErrorCode::kBackend)
+                    .WithContext("read " + p + ": sandboxd did not answer"));
   }
   protocol::ChannelEvent ev = std::move(*first);
   if (ev.kind != protocol::ChannelEvent::Kind::kInfo) {
@@ -112,8 +114,10 @@ Result<std::string> FileService::ReadFile(const std::string& owner, const std::s
     auto next = rs.events->Next(kSandboxdAnswerMs);
     if (!next) {
       (void)rs.events->Cancel();
-      return Fail(
-          Error::Backend("read " + rs.stat.path + ": sandboxd stalled: " + next.error().message()));
+      return Fail(std::move(next)
+                      .error()
+                      .WithCode(ErrorCode::kBackend)
+                      .WithContext("read " + rs.stat.path + ": sandboxd stalled"));
     }
     StreamEvent ev = std::move(*next);
     switch (ev.kind) {

@@ -155,8 +155,10 @@ Result<std::shared_ptr<FileWatch>> FileService::WatchDirectory(const std::string
   auto first = channel->Next(kArmAnswerMs);
   if (!first) {
     (void)channel->Cancel();
-    return Fail(
-        Error::Backend("watch " + p + ": sandboxd did not answer: " + first.error().message()));
+    return Fail(std::move(first)
+                    .error()
+                    .WithCode(ErrorCode::kBackend)
+                    .WithContext("watch " + p + ": sandboxd did not answer"));
   }
   if (first->kind == protocol::ChannelEvent::Kind::kError && first->error) {
     return Fail(*first->error);
@@ -168,7 +170,7 @@ Result<std::shared_ptr<FileWatch>> FileService::WatchDirectory(const std::string
   auto armed = protocol::DecodeFileWatchArmed(first->payload);
   if (!armed) {
     (void)channel->Cancel();
-    return Fail(Error::Backend("watch " + p + ": " + armed.error().message()));
+    return Fail(std::move(armed).error().WithCode(ErrorCode::kBackend).WithContext("watch " + p));
   }
   return std::shared_ptr<FileWatch>(std::make_shared<ChannelFileWatch>(
       std::move(channel), std::move(armed->path), armed->watches));

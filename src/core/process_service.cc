@@ -139,7 +139,10 @@ Result<ProcessAttach> ProcessService::AttachProcess(const std::string& owner, co
   auto first = channel->Next(protocol::kProcAnswerMs);
   if (!first) {
     (void)channel->Cancel();
-    return Fail(Error::Backend("attach: sandboxd did not answer: " + first.error().message()));
+    return Fail(std::move(first)
+                    .error()
+                    .WithCode(ErrorCode::kBackend)
+                    .WithContext("attach: sandboxd did not answer"));
   }
   if (first->kind == protocol::ChannelEvent::Kind::kError) {
     return Fail(first->error ? *first->error : Error::Backend("attach failed"));

@@ -103,7 +103,10 @@ Result<ArchiveFacts> ReceiveTarZst(protocol::Channel& channel, const std::string
     auto ev = channel.Next(kFrameWaitMs);
     if (!ev) {
       (void)channel.Cancel();
-      return Fail(Error::Backend("tar export: sandboxd did not answer: " + ev.error().message()));
+      return Fail(std::move(ev)
+                      .error()
+                      .WithCode(ErrorCode::kBackend)
+                      .WithContext("tar export: sandboxd did not answer"));
     }
     using Kind = protocol::ChannelEvent::Kind;
     if (ev->kind == Kind::kData) {
@@ -187,7 +190,10 @@ Result<protocol::TarResult> SendTarZst(const std::string& path, protocol::Channe
     auto ev = channel.Next(kFrameWaitMs);
     if (!ev) {
       (void)channel.Cancel();
-      return Fail(Error::Backend("tar import: sandboxd did not answer: " + ev.error().message()));
+      return Fail(std::move(ev)
+                      .error()
+                      .WithCode(ErrorCode::kBackend)
+                      .WithContext("tar import: sandboxd did not answer"));
     }
     using Kind = protocol::ChannelEvent::Kind;
     if (ev->kind == Kind::kResult) return protocol::DecodeTarResult(ev->payload);

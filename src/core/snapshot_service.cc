@@ -479,7 +479,7 @@ Result<SandboxInfo> SnapshotService::Rollback(const std::string& owner,
       return Fail(std::move(staged).error().WithContext("rollback " + info.id + " to " + snap.id));
     }
     spdlog::info("sandbox_id={} rollback to {}: archive path ({})", info.id, snap.id,
-                 staged.error().message());
+                 staged.error().detail());
   }
 
   // Portable path. Checks that touch nothing come first.
@@ -519,7 +519,7 @@ Result<SandboxInfo> SnapshotService::Rollback(const std::string& owner,
                     back.error().ToString());
     }
     if (err.code() == ErrorCode::kLimitExceeded) {
-      err = Error::TooLarge(err.message());  // the snapshot does not fit this workspace
+      err = std::move(err).WithCode(ErrorCode::kTooLarge);  // it does not fit this workspace
     }
     return Fail(std::move(err).WithContext("rollback " + info.id + " to " + snap.id));
   }

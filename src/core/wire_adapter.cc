@@ -103,7 +103,10 @@ class ChannelEvents final : public EventStream {
   template <typename T, typename Set>
   static StreamEvent Decoded(StreamEvent out, Result<T> r, Set set) {
     if (!r)
-      return ErrorEvent(Error::Backend("malformed answer from sandboxd: " + r.error().message()));
+      return ErrorEvent(std::move(r)
+                            .error()
+                            .WithCode(ErrorCode::kBackend)
+                            .WithContext("malformed answer from sandboxd"));
     set(&out, FromWire(*r));
     return out;
   }

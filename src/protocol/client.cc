@@ -178,14 +178,10 @@ class Core : public std::enable_shared_from_this<Core> {
   /// the reader thread returns. Idempotent: the first reason wins.
   void End(const Error& cause, bool closing) {
     std::map<uint32_t, std::shared_ptr<ChannelState>> chans;
-    // A failed host call (recv, send) keeps its mark, so that its errno text reaches logs but
-    // never a client (ADR 0016); a protocol error of sandboxd's is client text as before.
-    // (The last form is reached only when the cause is not a host call.)
+    // A failed host call (recv, send) keeps its detail for the log and its mark (ADR 0016); a
+    // protocol error of sandboxd's is client text.
     Error reason = closing ? Error::Cancelled("sandbox connection closed")
-                   : cause.from_host_call()
-                       ? Error(cause).WithCode(ErrorCode::kBackend).WithContext(kLost)
-                       : Error(ErrorCode::kBackend, std::string(kLost) + ": " + cause.message(),
-                               cause.sys_errno());
+                           : Error(cause).WithCode(ErrorCode::kBackend).WithContext(kLost);
     {
       std::lock_guard<std::mutex> l(mu_);
       if (!alive_) return;

@@ -220,8 +220,10 @@ using internal::Encode;
 
 // ---- errors ----------------------------------------------------------------------------------
 
+// sandboxd's errors travel whole: what its calls failed on (paths, errno words) is inside the
+// sandbox, the client's own (docs/design/error-handling.md).
 WireError ToWireError(const Error& e) {
-  return WireError{std::string(e.code_name()), e.sys_errno(), e.message()};
+  return WireError{std::string(e.code_name()), e.sys_errno(), e.detail()};
 }
 
 Error FromWireError(const WireError& w) {

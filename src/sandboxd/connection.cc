@@ -77,7 +77,7 @@ void Connection::ReadSome() {
     for (;;) {
       auto next = decoder_.Next();
       if (!next) {
-        ProtocolError(next.error().message());
+        ProtocolError(next.error().detail());
         return;
       }
       if (!next->has_value()) break;
@@ -246,7 +246,7 @@ void Connection::HandleFrame(Frame&& f) {
 void Connection::HandleHello(const Frame& f) {
   auto hello = protocol::DecodeHello(f.payload);
   if (!hello) {
-    ProtocolError("malformed HELLO: " + hello.error().message());
+    ProtocolError("malformed HELLO: " + hello.error().detail());
     return;
   }
   uint32_t hi = std::min(hello->max_version, protocol::kProtocolVersion);

@@ -24,7 +24,7 @@ namespace asb::sandboxd {
 namespace {
 
 // Decoder errors are kBackend ("broken peer"); for an OPEN body they are the request's fault.
-Error BadRequest(const Error& e) { return Error::InvalidArgument(e.message()); }
+Error BadRequest(const Error& e) { return Error::InvalidArgument(e.detail()); }
 
 FsContext ContextOf(Daemon& d) { return FsContext{d.workspace_fd(), d.options().workspace}; }
 

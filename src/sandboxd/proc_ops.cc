@@ -21,7 +21,7 @@ constexpr size_t kListBatch = 32;           // ProcInfos per INFO frame of proc.
 constexpr long kKillRescanNs = 10'000'000;  // proc.kill re-scans every 10 ms
 constexpr int kKillMaxRounds = 1000;        // ~10 s, then ERROR with what is left
 
-Error BadRequest(const Error& e) { return Error::InvalidArgument(e.message()); }
+Error BadRequest(const Error& e) { return Error::InvalidArgument(e.detail()); }
 
 template <typename Req>
 Result<Req> Decode(Result<Req> r) {

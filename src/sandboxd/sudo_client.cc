@@ -417,7 +417,7 @@ int SudoMain(int argc, char** argv) {
   const std::string passwd = ReadPasswd();
   auto inv = ParseSudoCommandLine(args, env, passwd, getuid(), cwd);
   if (!inv) {
-    fprintf(stderr, "sudo: %s\n%s", inv.error().message().c_str(), kUsage);
+    fprintf(stderr, "sudo: %s\n%s", inv.error().detail().c_str(), kUsage);
     return 1;
   }
   switch (inv->action) {
@@ -459,7 +459,7 @@ int SudoMain(int argc, char** argv) {
   sigprocmask(SIG_BLOCK, &forwarded, nullptr);
   UniqueFd sigfd(signalfd(-1, &forwarded, SFD_CLOEXEC | SFD_NONBLOCK));
   auto sock = SendRequest(bytes);
-  if (!sock) return Die(sock.error().message());
+  if (!sock) return Die(sock.error().detail());
   pollfd pfds[2] = {{sock->get(), POLLIN, 0}, {sigfd.get(), POLLIN, 0}};
   for (;;) {
     if (poll(pfds, sigfd ? 2 : 1, -1) < 0) {

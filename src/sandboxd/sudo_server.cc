@@ -36,7 +36,7 @@ bool ForwardableSignal(int sig) {
 // What the client prints after "sudo: ": the message, and the errno's text where the message
 // does not carry it already (a child's start report carries the errno apart).
 std::string Describe(const Error& e) {
-  std::string text = e.message();
+  std::string text = e.detail();
   if (e.sys_errno() != 0) {
     const std::string why = strerror(e.sys_errno());
     if (text.find(why) == std::string::npos) text += ": " + why;

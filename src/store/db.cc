@@ -4,19 +4,31 @@
 
 namespace asb::store {
 
-Error SqliteError(int rc, sqlite3* db, std::string_view context) {
-  std::string msg(context);
-  msg += ": ";
-  msg += (db != nullptr && sqlite3_errcode(db) == rc) ? sqlite3_errmsg(db) : sqlite3_errstr(rc);
+// SQLite's words (`text`), and the statement or file named in `context`, are the operator's:
+// the client reads what kind of failure it was (docs/design/error-handling.md).
+namespace {
+Error SqliteErrorText(int rc, std::string_view context, std::string_view text) {
+  std::string detail(context);
+  detail += ": ";
+  detail += text;
   switch (rc & 0xff) {
     case SQLITE_BUSY:
     case SQLITE_LOCKED:
-      return Error(ErrorCode::kUnavailable, std::move(msg));
+      return Error::WithOperatorDetail(ErrorCode::kUnavailable, "the database is busy",
+                                       std::move(detail));
     case SQLITE_CONSTRAINT:
-      return Error(ErrorCode::kConflict, std::move(msg));
+      return Error::WithOperatorDetail(ErrorCode::kConflict, "a database constraint failed",
+                                       std::move(detail));
     default:
-      return Error(ErrorCode::kInternal, std::move(msg));
+      return Error::FromHost(ErrorCode::kInternal, context, text);
   }
+}
+}  // namespace
+
+Error SqliteError(int rc, sqlite3* db, std::string_view context) {
+  return SqliteErrorText(
+      rc, context,
+      (db != nullptr && sqlite3_errcode(db) == rc) ? sqlite3_errmsg(db) : sqlite3_errstr(rc));
 }
 
 // ---- Db --------------------------------------------------------------------------------------
@@ -66,8 +78,7 @@ Status Db::Exec(std::string_view sql) {
   if (rc != SQLITE_OK) {
     std::string msg = err != nullptr ? err : sqlite3_errstr(rc);
     sqlite3_free(err);
-    Error e = SqliteError(rc, nullptr, "exec");
-    return Fail(Error(e.code(), "exec `" + text.substr(0, 80) + "`: " + msg));
+    return Fail(SqliteErrorText(rc, "exec `" + text.substr(0, 80) + "`", msg));
   }
   return {};
 }

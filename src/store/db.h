@@ -119,7 +119,9 @@ class Transaction {
   Db* db_ = nullptr;
 };
 
-/// Maps a SQLite result code plus context to an Error (see the file comment).
+/// Maps a SQLite result code plus context to an Error: busy/locked -> kUnavailable, constraint
+/// -> kConflict, else a kInternal host failure (Error::FromHost). SQLite's words and the
+/// context (a statement, a file) are in the detail only (docs/design/error-handling.md).
 Error SqliteError(int rc, sqlite3* db, std::string_view context);
 
 }  // namespace asb::store

@@ -49,7 +49,8 @@ TEST(DbTest, ErrorsCarryCodeAndContext) {
   auto bad = db->Prepare("SELEC nonsense");
   ASSERT_FALSE(bad);
   EXPECT_EQ(bad.error().code(), ErrorCode::kInternal);
-  EXPECT_NE(bad.error().message().find("SELEC nonsense"), std::string::npos);
+  EXPECT_NE(bad.error().detail().find("SELEC nonsense"), std::string::npos);  // the operator's
+  EXPECT_EQ(bad.error().message().find("SELEC"), std::string::npos) << bad.error().message();
 
   ASSERT_TRUE(db->Exec("CREATE TABLE u (k TEXT PRIMARY KEY)"));
   auto ins = db->Prepare("INSERT INTO u VALUES (?)");

@@ -169,8 +169,10 @@ Result<int> RunBuildCommand(const BuildCommand& cmd) {
   auto child = ns::StartContainedChild(plan, into, identity_map, kStartTimeoutMs);
   if (!child) {
     Error e = std::move(child).error();
-    if (e.sys_errno() == ENOENT && e.message().rfind("exec ", 0) == 0) {
-      return Fail(std::move(e).WithCode(ErrorCode::kNotFound));
+    if (e.sys_errno() == ENOENT && e.detail().rfind("exec ", 0) == 0) {
+      // The build's own program was not found inside the build sandbox: its path is the
+      // builder's words ("exec no-such-program: No such file or directory"), not host text.
+      return Fail(Error(ErrorCode::kNotFound, e.detail(), ENOENT));
     }
     return Fail(std::move(e));
   }

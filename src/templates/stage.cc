@@ -64,11 +64,17 @@ Status FinishUntrustedRootfs(const std::string& rootfs) {
   if (pid < 0) return FailErrno("fork");
   if (pid == 0) {
     rd.Reset();
+    // The report: "<code>:<host call 0|1>:<message>\0<detail>" (a host call's detail names
+    // host paths; the parent keeps it the operator's, as FromErrno would have).
     std::string msg;
+    auto report = [&msg](const Error& e) {
+      msg = std::to_string(static_cast<int>(e.code())) + ":" + (e.from_host_call() ? "1" : "0") +
+            ":" + e.message() + '\0' + e.detail();
+    };
     if (::chdir(rootfs.c_str()) != 0 || ::chroot(".") != 0 || ::chdir("/") != 0) {
-      msg = "K" + std::string("chroot ") + rootfs + ": " + std::strerror(errno);
+      report(Error::FromErrno(ErrorCode::kInternal, errno, "chroot " + rootfs));
     } else if (auto st = core::FinishRootfs("/."); !st) {
-      msg = std::to_string(static_cast<int>(st.error().code())) + ":" + st.error().message();
+      report(st.error());
     }
     (void)WriteAll(wr.get(), msg.data(), msg.size());
     ::_exit(msg.empty() ? 0 : 1);
@@ -86,10 +92,17 @@ Status FinishUntrustedRootfs(const std::string& rootfs) {
   if (code == 0 && msg.empty()) return {};
   if (msg.empty())
     return Fail(Error::Internal("finishing the rootfs: child exited " + std::to_string(code)));
-  if (msg[0] == 'K') return Fail(Error::Internal(msg.substr(1)));
-  size_t colon = msg.find(':');
-  int c = std::atoi(msg.substr(0, colon).c_str());
-  return Fail(Error(static_cast<ErrorCode>(c), msg.substr(colon + 1)));
+  const size_t colon = msg.find(':');
+  const size_t nl = msg.find('\0');
+  if (colon == std::string::npos || nl == std::string::npos || nl < colon + 3) {
+    return Fail(Error::FromHost(ErrorCode::kInternal, "finishing the rootfs", msg));
+  }
+  const auto error_code = static_cast<ErrorCode>(std::atoi(msg.substr(0, colon).c_str()));
+  const bool host_call = msg[colon + 1] == '1';
+  const std::string message = msg.substr(colon + 3, nl - colon - 3);
+  const std::string detail = msg.substr(nl + 1);
+  if (host_call) return Fail(Error::FromHost(error_code, "finishing the rootfs", detail));
+  return Fail(Error::WithOperatorDetail(error_code, message, detail));
 }
 
 }  // namespace asb::templates

@@ -59,6 +59,11 @@ class ErrorShapeTest(ServerTestCase):
         for host_text in (data, "/var/", "No such file"):
             self.assertNotIn(host_text, message)
         self.assertIn("a host operation failed", message)
+        # The operator's log has the whole account (the error's detail), with the request id
+        # the client's message names.
+        log = self.server.log_tail(200)
+        self.assertIn("No such file", log)
+        self.assertIn(state, log)
         listed = self.server.request("GET", "/v1/sandboxes?status=error").json()["sandboxes"]
         self.assertEqual(len(listed), 1, listed)  # the failed create's record, with its reason
         self.assertIn("a host operation failed", listed[0]["error_message"])

@@ -436,7 +436,7 @@ Result<bool> FakeSandbox::SwapStaged() {
   const std::string next = dir_ + "/next.img";
   if (dir_.empty() || ::access(next.c_str(), F_OK) != 0) return false;
   const std::string ws = dir_ + "/ws", fresh = dir_ + "/ws.new", old = dir_ + "/ws.old";
-  auto backend_error = [](Error e) { return Error(ErrorCode::kBackend, e.message()); };
+  auto backend_error = [](Error e) { return std::move(e).WithCode(ErrorCode::kBackend); };
   std::error_code ec;
   std::filesystem::remove_all(fresh, ec);
   if (Status st = ReadFakeImage(next, fresh); !st) {

@@ -80,8 +80,9 @@ Result<GuestKernel> FindGuestKernel(const std::string& dir) {
   k.initrd_base = dir + "/initrd-base.cpio";
   for (const std::string& f : {k.vmlinuz, k.initrd_base}) {
     if (::access(f.c_str(), R_OK) != 0) {
-      return Fail(Error::Unavailable("no guest kernel: " + f +
-                                     " is missing (run scripts/microvm-guest.sh)"));
+      return Fail(Error::WithOperatorDetail(
+          ErrorCode::kUnavailable, "no guest kernel (the operator runs scripts/microvm-guest.sh)",
+          "no guest kernel: " + f + " is missing (run scripts/microvm-guest.sh)"));
     }
   }
   if (auto r = ns::ReadSmallFile(dir + "/kernel-release")) {
@@ -140,8 +141,8 @@ Result<std::string> GuestImages::RootfsImage(const std::string& rootfs) {
   if (!status || !WIFEXITED(*status) || WEXITSTATUS(*status) != 0) {
     ::unlink(tmp.c_str());
     if (!status) return Fail(status.error());
-    return Fail(Error::Backend("mkfs.erofs of " + rootfs +
-                               " failed: " + out.substr(out.size() > 400 ? out.size() - 400 : 0)));
+    return Fail(Error::FromHost(ErrorCode::kBackend, "mkfs.erofs of " + rootfs,
+                                "failed: " + out.substr(out.size() > 400 ? out.size() - 400 : 0)));
   }
   if (DIR* d = ::opendir(dir_.c_str())) {  // images of earlier builds of this template
     while (dirent* e = ::readdir(d)) {

@@ -369,7 +369,8 @@ class MicrovmBackend final : public Backend {
   }
   Status Probe() override {
     if (::access(opts_.qemu_path.c_str(), X_OK) != 0) {
-      return Fail(Error::Unavailable(opts_.qemu_path + " not found (qemu-system-x86)"));
+      return Fail(Error::WithOperatorDetail(ErrorCode::kUnavailable, "QEMU not found",
+                                            opts_.qemu_path + " not found (qemu-system-x86)"));
     }
     return {};
   }
@@ -861,14 +862,17 @@ Result<std::unique_ptr<Backend>> MakeMicrovmBackend(const MicrovmOptions& option
   }
   if (::getuid() != 0) return Fail(Error::Unavailable("the microvm backend needs root"));
   if (::access(options.qemu_path.c_str(), X_OK) != 0) {
-    return Fail(Error::Unavailable(
+    return Fail(Error::WithOperatorDetail(
+        ErrorCode::kUnavailable, "QEMU not found",
         options.qemu_path + " not found: install qemu-system-x86 (scripts/install-deps.sh)"));
   }
   if (::access("/usr/bin/mkfs.erofs", X_OK) != 0) {
     return Fail(Error::Unavailable("mkfs.erofs not found: install erofs-utils"));
   }
   if (::access(options.sandboxd_path.c_str(), R_OK) != 0) {
-    return Fail(Error::Unavailable("sandboxd binary not readable: " + options.sandboxd_path));
+    return Fail(
+        Error::WithOperatorDetail(ErrorCode::kUnavailable, "sandboxd binary not readable",
+                                  "sandboxd binary not readable: " + options.sandboxd_path));
   }
   ASB_ASSIGN_OR_RETURN(GuestKernel kernel, FindGuestKernel(options.guest_dir));
   const std::string& accel = options.accel;

@@ -164,7 +164,7 @@ TEST_F(NsBackendTest, FailedCreateLeavesNothing) {
   auto sb = backend_->Create(spec);
   ASSERT_FALSE(sb);
   EXPECT_EQ(sb.error().code(), ErrorCode::kBackend) << sb.error().ToString();
-  EXPECT_NE(sb.error().message().find("bind rootfs"), std::string::npos) << sb.error().message();
+  EXPECT_NE(sb.error().detail().find("bind rootfs"), std::string::npos) << sb.error().detail();
   EXPECT_EQ(sb.error().sys_errno(), ENOENT);
   EXPECT_EQ(Snapshot(), before) << Describe(Snapshot());
   auto owned = backend_->ListOwned();

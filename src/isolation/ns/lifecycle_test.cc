@@ -87,7 +87,8 @@ TEST_F(NsBackendTest, AFailedHostCallNeverShowsAClientItsHostText) {
   ASSERT_FALSE(sb);
   EXPECT_EQ(sb.error().code(), ErrorCode::kBackend);
   EXPECT_TRUE(sb.error().from_host_call()) << sb.error().message();
-  EXPECT_NE(sb.error().message().find(state_dir_), std::string::npos);  // the operator's log
+  EXPECT_NE(sb.error().detail().find(state_dir_), std::string::npos);  // the operator's log
+  EXPECT_EQ(sb.error().message().find(state_dir_), std::string::npos) << sb.error().message();
   const std::string client = sb.error().ClientSafeMessage();
   EXPECT_EQ(client.find(state_dir_), std::string::npos) << client;
   EXPECT_EQ(client.find("No such file"), std::string::npos) << client;

@@ -474,16 +474,11 @@ Result<std::shared_ptr<Sandbox>> NsBackend::CreateLocked(const SandboxSpec& spec
   auto conn = protocol::Connection::Dial(l.sock, opts_.start_timeout_ms);
   if (!conn) {
     // sandboxd's own log (its words from inside the sandbox) is client text; a failed host call
-    // of the dial (its socket's host path) stays the operator's.
-    if (conn.error().from_host_call()) {
-      return Fail(Error(conn.error())
-                      .WithCode(ErrorCode::kBackend)
-                      .WithContext("sandboxd did not answer" + LogTail(l.log)));
-    }
-    // Else not a host call: the handshake's own words (a timeout, a bad HELLO).
-    return Fail(Error(ErrorCode::kBackend,
-                      "sandboxd did not answer: " + conn.error().message() + LogTail(l.log),
-                      conn.error().sys_errno()));
+    // of the dial (its socket's host path) stays in the error's detail.
+    return Fail(std::move(conn)
+                    .error()
+                    .WithCode(ErrorCode::kBackend)
+                    .WithContext("sandboxd did not answer" + LogTail(l.log)));
   }
 
   undo_child.Dismiss();
