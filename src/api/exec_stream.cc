@@ -3,6 +3,7 @@
 #include <boost/json.hpp>
 
 #include "api/event_ndjson_body.h"
+#include "api/exec_result_json.h"
 
 namespace asb::api {
 
@@ -19,18 +20,9 @@ class ExecStreamBody final : public EventNdjsonBody {
  private:
   Result<json::object> ExitLine(const core::StreamEvent& done) override {
     if (!done.exec_result) return Fail(Error::Backend("exec ended without a result"));
-    const core::ExecResult& r = *done.exec_result;
     json::object o;
     o["type"] = "exit";
-    o["exit_code"] = r.exit_code;
-    o["signal"] = r.signal;
-    o["timed_out"] = r.timed_out;
-    o["duration_ms"] = r.duration_ms;
-    o["oom_killed"] = r.oom_killed;
-    o["pids_limited"] = r.pids_limited;
-    o["truncated"] = r.stdout_truncated || r.stderr_truncated;
-    o["stdout_truncated"] = r.stdout_truncated;
-    o["stderr_truncated"] = r.stderr_truncated;
+    PutExecResult(*done.exec_result, &o);
     return o;
   }
 };

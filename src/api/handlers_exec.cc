@@ -16,6 +16,7 @@
 #include <limits>
 
 #include "api/command_fields.h"
+#include "api/exec_result_json.h"
 #include "api/exec_stream.h"
 #include "api/handlers.h"
 #include "api/json_body.h"
@@ -88,16 +89,7 @@ void AddExecRoutes(Router& router, ApiContext& ctx) {
                  o["stdout"] = SanitizeUtf8(out.stdout_data);
                  o["stderr"] = SanitizeUtf8(out.stderr_data);
                }
-               const core::ExecResult& r = out.result;
-               o["exit_code"] = r.exit_code;
-               o["signal"] = r.signal;
-               o["timed_out"] = r.timed_out;
-               o["truncated"] = r.stdout_truncated || r.stderr_truncated;
-               o["stdout_truncated"] = r.stdout_truncated;
-               o["stderr_truncated"] = r.stderr_truncated;
-               o["oom_killed"] = r.oom_killed;
-               o["pids_limited"] = r.pids_limited;
-               o["duration_ms"] = r.duration_ms;
+               PutExecResult(out.result, &o);
                HttpResponse resp = JsonResponse(200, json::serialize(o));
                resp.sandbox_id = id;
                return resp;

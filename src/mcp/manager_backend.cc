@@ -9,6 +9,7 @@
 
 #include "api/command_fields.h"
 #include "api/errors.h"
+#include "api/exec_result_json.h"
 #include "api/file_watch_body.h"
 #include "api/json_body.h"
 #include "api/resource_json.h"
@@ -172,14 +173,7 @@ ToolResult<json::object> ManagerBackend::Exec(const std::string& id, const json:
         const std::optional<core::ExecResult>& r = ev->exec_result;
         if (!r) return FromError(Error::Backend("exec ended without a result"));
         json::object o;
-        o["exit_code"] = r->exit_code;
-        o["signal"] = r->signal;
-        o["timed_out"] = r->timed_out;
-        o["duration_ms"] = r->duration_ms;
-        o["oom_killed"] = r->oom_killed;
-        o["truncated"] = r->stdout_truncated || r->stderr_truncated;
-        o["stdout_truncated"] = r->stdout_truncated;
-        o["stderr_truncated"] = r->stderr_truncated;
+        api::PutExecResult(*r, &o);
         return o;
       }
       case Kind::kError:

@@ -4,6 +4,8 @@
 #include <cmath>
 #include <utility>
 
+#include "api/exec_result_json.h"
+
 namespace asb::mcp::tools_internal {
 
 namespace json = boost::json;
@@ -91,17 +93,17 @@ json::object ProcessSchema() {
 
 json::object ExecResultSchema() {
   json::object o;
-  o["exit_code"] = Prop("integer", "");
   o["stdout"] = Prop("string", "");
   o["stderr"] = Prop("string", "");
-  o["timed_out"] = Prop("boolean", "");
+  for (const api::ExecResultField& f : api::ExecResultFields()) {
+    o[f.name] = Prop(f.json_type, f.description);
+  }
+  // The tool's own cut (kMaxTextBytes per stream) counts as truncation too.
   o["truncated"] = Prop("boolean", "Output was cut; stdout_bytes/stderr_bytes give the size.");
   o["stdout_truncated"] = Prop("boolean", "stdout was cut (each stream has its own cap).");
   o["stderr_truncated"] = Prop("boolean", "stderr was cut (each stream has its own cap).");
   o["stdout_bytes"] = Prop("integer", "Full size of stdout as received.");
   o["stderr_bytes"] = Prop("integer", "Full size of stderr as received.");
-  o["signal"] = Prop("integer", "");
-  o["duration_ms"] = Prop("integer", "");
   return ObjectSchema(std::move(o), {"exit_code", "stdout", "stderr", "timed_out"});
 }
 
@@ -166,10 +168,9 @@ json::object ExecToolResult(ToolBackend& b, const std::string& id, const json::o
   auto exit = b.Exec(id, body, hooks);
   if (!exit) return ErrorResult(exit.error());
   json::object s;
-  s["exit_code"] = (*exit)["exit_code"];
-  s["signal"] = (*exit)["signal"];
-  s["timed_out"] = (*exit)["timed_out"];
-  s["duration_ms"] = (*exit)["duration_ms"];
+  for (const api::ExecResultField& f : api::ExecResultFields()) {
+    if (const json::value* v = exit->if_contains(f.name)) s[f.name] = *v;
+  }
   s["stdout_bytes"] = out.size();
   s["stderr_bytes"] = errs.size();
   auto flag = [&](const char* k) { return (*exit)[k].is_bool() && (*exit)[k].as_bool(); };
@@ -183,7 +184,9 @@ json::object ExecToolResult(ToolBackend& b, const std::string& id, const json::o
   s["stdout_truncated"] = out_cut || flag("stdout_truncated");
   s["stderr_truncated"] = err_cut || flag("stderr_truncated");
   std::string text = "exit " + json::serialize((*exit)["exit_code"]);
-  if (s["timed_out"].is_bool() && s["timed_out"].as_bool()) text += " (timed out)";
+  if (flag("timed_out")) text += " (timed out)";
+  if (flag("oom_killed")) text += " (the sandbox's memory limit killed a process)";
+  if (flag("pids_limited")) text += " (the sandbox's pids limit refused a fork)";
   text += "\n";
   // The text shows up to half the limit of each stream, so that both fit with the note.
   bool text_cut = false;

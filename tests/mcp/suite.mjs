@@ -99,6 +99,7 @@ describe(title, { skip: skip ?? false, timeout: 600000 }, () => {
     assert.equal(e.stdout, 'version one\n');
     assert.equal(e.stderr, 'oops\n');
     assert.equal(e.timed_out, false);
+    assert.deepEqual([e.oom_killed, e.pids_limited], [false, false]);  // the REST result's fields
     const snap = ok(await call(client, 'sandbox_snapshot', { sandbox_id: sb.id, name: 'v1' }));
     assert.ok(snap.id);
     ok(await call(client, 'sandbox_write_file',
@@ -232,6 +233,18 @@ describe(title, { skip: skip ?? false, timeout: 600000 }, () => {
       assert.equal(t.timed_out, true);
     } finally {
       ok(await call(client, 'sandbox_destroy', { sandbox_id: sb.id }));
+    }
+    // The memory limit's kill is told as the REST result tells it (oom_killed), and in the text.
+    const small = ok(await call(client, 'sandbox_create', { memory_mb: 128 }));
+    try {
+      const res = await call(client, 'sandbox_exec', { sandbox_id: small.id, timeout: 30,
+        command: "python3 -c 'a = []\nwhile True: a.append(bytearray(1 << 20))'" });
+      const bomb = ok(res);
+      assert.equal(bomb.oom_killed, true, JSON.stringify(bomb).slice(0, 300));
+      assert.equal(bomb.exit_code, 137);
+      assert.match(res.content[0].text, /memory limit killed a process/);
+    } finally {
+      ok(await call(client, 'sandbox_destroy', { sandbox_id: small.id }));
     }
     // An unknown tool is a protocol error, not a tool result.
     await assert.rejects(call(client, 'no_such_tool', {}), /unknown tool/);
