@@ -34,7 +34,7 @@ void SetNonBlocking(int fd) {
 }
 }  // namespace
 
-Daemon::Daemon(Options options, std::unique_ptr<EventLoop> loop, SeccompProgram seccomp,
+Daemon::Daemon(Options options, std::unique_ptr<EventLoop> loop, isolation::SeccompProgram seccomp,
                UniqueFd workspace_fd)
     : options_(std::move(options)),
       loop_(std::move(loop)),

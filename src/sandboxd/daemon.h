@@ -18,9 +18,9 @@
 
 #include "common/result.h"
 #include "common/unique_fd.h"
+#include "isolation/seccomp/seccomp_policy.h"
 #include "sandboxd/event_loop.h"
 #include "sandboxd/options.h"
-#include "sandboxd/seccomp_policy.h"
 
 namespace asb::sandboxd {
 
@@ -31,7 +31,7 @@ class SudoServer;
 
 class Daemon {
  public:
-  Daemon(Options options, std::unique_ptr<EventLoop> loop, SeccompProgram seccomp,
+  Daemon(Options options, std::unique_ptr<EventLoop> loop, isolation::SeccompProgram seccomp,
          UniqueFd workspace_fd);
   ~Daemon();
 
@@ -47,7 +47,7 @@ class Daemon {
   /// DefaultEnv() overlaid with `env`. Errors: kInvalidArgument for an empty name, a name with
   /// '=' or NUL, or a value with NUL; nothing changes then.
   Status ReplaceEnv(const std::map<std::string, std::string>& env);
-  const SeccompProgram& seccomp() const { return seccomp_; }
+  const isolation::SeccompProgram& seccomp() const { return seccomp_; }
   /// O_PATH fd of the workspace directory. Re-opened (and the old one closed) when the
   /// directory at options().workspace is no longer the one it names: the host swapped another
   /// file system onto /workspace (an image rollback, docs/adr/0009), and file operations must
@@ -88,7 +88,7 @@ class Daemon {
 
   Options options_;
   std::unique_ptr<EventLoop> loop_;
-  SeccompProgram seccomp_;
+  isolation::SeccompProgram seccomp_;
   UniqueFd workspace_fd_;
   UniqueFd signal_fd_;
   UniqueFd kill_timer_fd_;

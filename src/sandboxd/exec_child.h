@@ -25,7 +25,7 @@
 
 #include <cstdint>
 
-#include "sandboxd/seccomp_policy.h"
+#include "isolation/seccomp/seccomp_policy.h"
 
 namespace asb::sandboxd {
 
@@ -39,7 +39,7 @@ struct ChildPlan {
   int stderr_fd = -1;
   bool controlling_tty = false;  // stdin_fd is a PTY slave: make it the controlling terminal
   int error_fd = -1;
-  const SeccompProgram* seccomp = nullptr;
+  const isolation::SeccompProgram* seccomp = nullptr;
   const int* work_cgroup_fds = nullptr;  // v1 `tasks` fds: "0" moves this thread
   int work_cgroup_fd_count = 0;
 };

@@ -10,11 +10,11 @@
 #include <string>
 #include <vector>
 
+#include "isolation/seccomp/seccomp_policy.h"
 #include "sandboxd/daemon.h"
 #include "sandboxd/event_loop.h"
 #include "sandboxd/exec_child.h"
 #include "sandboxd/options.h"
-#include "sandboxd/seccomp_policy.h"
 #include "sandboxd/spare_child.h"
 #include "sandboxd/sudo_client.h"
 
@@ -65,7 +65,8 @@ int main(int argc, char** argv) {
   if (!workspace) {
     return Fatal(asb::Error::FromErrno(errno, "open workspace " + options->workspace));
   }
-  auto seccomp = SeccompProgram::Compile({.allow_packet_sockets = options->allow_packet_sockets});
+  auto seccomp = asb::isolation::SeccompProgram::Compile(
+      {.allow_packet_sockets = options->allow_packet_sockets});
   if (!seccomp) return Fatal(seccomp.error());
   auto loop = EventLoop::Create();
   if (!loop) return Fatal(loop.error());

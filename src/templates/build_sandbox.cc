@@ -13,7 +13,7 @@
 #include "isolation/ns/contain.h"
 #include "isolation/ns/files.h"
 #include "isolation/ns/user.h"
-#include "sandboxd/seccomp_policy.h"
+#include "isolation/seccomp/seccomp_policy.h"
 #include "templates/rooted_dir.h"
 
 namespace asb::templates {
@@ -139,8 +139,9 @@ Result<int> RunBuildCommand(const BuildCommand& cmd) {
   UniqueFd null_fd(::open("/dev/null", O_RDWR | O_CLOEXEC));
   if (!null_fd) return FailErrno("open /dev/null");
   ASB_ASSIGN_OR_RETURN(ns::ChildPlan plan, MakePlan(cmd, null_fd.get()));
-  // The filter of every sandbox command (sandboxd/seccomp_policy.h), installed last.
-  ASB_ASSIGN_OR_RETURN(const sandboxd::SeccompProgram seccomp, sandboxd::SeccompProgram::Compile());
+  // The filter of every sandbox command (isolation/seccomp/seccomp_policy.h), installed last.
+  ASB_ASSIGN_OR_RETURN(const isolation::SeccompProgram seccomp,
+                       isolation::SeccompProgram::Compile());
   plan.install_seccomp = [&seccomp] { return seccomp.InstallInChild(); };
 
   ASB_ASSIGN_OR_RETURN(ns::CgroupLayout layout, ns::DetectCgroupLayout());

@@ -7,7 +7,7 @@
 // /proc with Docker's masked and read-only paths, the same minimal /dev (null zero full random
 // urandom tty, devpts, shm); pivot_root with the host's tree detached; RLIMIT_NOFILE,
 // RLIMIT_NPROC and RLIMIT_CORE; no_new_privs; and the seccomp filter of every sandbox command
-// (sandboxd/seccomp_policy.h). Unlike a sandbox: the root stays writable and has no /sys,
+// (isolation/seccomp/seccomp_policy.h). Unlike a sandbox: the root stays writable and has no /sys,
 // /tmp tmpfs or /workspace; the user namespace maps ids 0-65535 inside to the same ids
 // outside, so files a step creates are owned on disk exactly as in a template built by
 // mmdebstrap (root is 0, `sandbox` is 1000) and the template keeps Debian's ownership

@@ -22,7 +22,7 @@
 
 #include "common/result.h"
 
-namespace asb::sandboxd {
+namespace asb::isolation {
 
 /// What an operator may allow beyond the default policy.
 struct SeccompOptions {
@@ -55,4 +55,4 @@ class SeccompProgram {
   std::vector<sock_filter> families_;     // socket(2)/socketpair(2) family allow list
 };
 
-}  // namespace asb::sandboxd
+}  // namespace asb::isolation

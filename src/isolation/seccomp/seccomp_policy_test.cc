@@ -1,4 +1,4 @@
-#include "sandboxd/seccomp_policy.h"
+#include "isolation/seccomp/seccomp_policy.h"
 
 #include <errno.h>
 #include <gtest/gtest.h>
@@ -16,7 +16,7 @@
 
 #include "sandboxd/testing/int80_probe.h"
 
-namespace asb::sandboxd {
+namespace asb::isolation {
 namespace {
 
 // Runs `probe` in a child under the filter; returns its exit status (0 = all checks passed,
@@ -173,4 +173,4 @@ TEST(SeccompPolicyTest, I386CallsReachTheFilterOnThisKernel) {
 }
 
 }  // namespace
-}  // namespace asb::sandboxd
+}  // namespace asb::isolation

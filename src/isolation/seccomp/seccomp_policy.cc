@@ -1,4 +1,4 @@
-#include "sandboxd/seccomp_policy.h"
+#include "isolation/seccomp/seccomp_policy.h"
 
 #include <errno.h>
 #include <linux/audit.h>
@@ -19,7 +19,7 @@
 
 #include "common/unique_fd.h"
 
-namespace asb::sandboxd {
+namespace asb::isolation {
 
 namespace {
 
@@ -253,4 +253,4 @@ int SeccompProgram::InstallInChild() const {
   return 0;
 }
 
-}  // namespace asb::sandboxd
+}  // namespace asb::isolation
