@@ -20,6 +20,7 @@
 #include "api/exec_stream.h"
 #include "api/handlers.h"
 #include "api/json_body.h"
+#include "api/resource_json.h"
 #include "api/text.h"
 #include "core/sandbox_manager.h"
 
@@ -28,11 +29,6 @@ namespace asb::api {
 namespace json = boost::json;
 
 namespace {
-
-struct ParsedExec {
-  core::ExecOptions options;
-  bool base64 = false;
-};
 
 // A number of seconds > 0, or nullopt when absent. Errors: "<name>: must be a number of
 // seconds > 0".
@@ -44,7 +40,10 @@ Result<std::optional<double>> PositiveSeconds(JsonBody& body, std::string_view n
   return secs;
 }
 
-Result<ParsedExec> ParseExec(std::string_view text) {
+}  // namespace
+
+// The body of an exec (api/resource_json.h).
+Result<ParsedExec> ParseExecRequest(std::string_view text) {
   ASB_ASSIGN_OR_RETURN(JsonBody body, JsonBody::Parse(text));
   ParsedExec p;
   core::ExecOptions& o = p.options;
@@ -69,15 +68,13 @@ Result<ParsedExec> ParseExec(std::string_view text) {
   return p;
 }
 
-}  // namespace
-
 void AddExecRoutes(Router& router, ApiContext& ctx) {
   core::ExecService* m = &ctx.manager->exec();
   int64_t keepalive_ms = ctx.stream_keepalive_ms;
 
   router.Add("POST", "/v1/sandboxes/{id}/exec", Wrap([m](HttpRequest& req) -> Result<HttpResponse> {
                ASB_ASSIGN_OR_RETURN(std::string id, SandboxIdParam(req));
-               ASB_ASSIGN_OR_RETURN(ParsedExec p, ParseExec(req.body));
+               ASB_ASSIGN_OR_RETURN(ParsedExec p, ParseExecRequest(req.body));
                p.options.abandoned = req.client_gone;
                ASB_ASSIGN_OR_RETURN(core::ExecOutcome out, m->Exec(OwnerOf(req), id, p.options));
                json::object o;
@@ -98,7 +95,7 @@ void AddExecRoutes(Router& router, ApiContext& ctx) {
   router.Add("POST", "/v1/sandboxes/{id}/exec/stream",
              Wrap([m, keepalive_ms](HttpRequest& req) -> Result<HttpResponse> {
                ASB_ASSIGN_OR_RETURN(std::string id, SandboxIdParam(req));
-               ASB_ASSIGN_OR_RETURN(ParsedExec p, ParseExec(req.body));
+               ASB_ASSIGN_OR_RETURN(ParsedExec p, ParseExecRequest(req.body));
                ASB_ASSIGN_OR_RETURN(core::ExecStream s, m->StartExec(OwnerOf(req), id, p.options));
                HttpResponse resp;
                resp.status = 200;

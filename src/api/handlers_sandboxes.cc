@@ -34,7 +34,10 @@ namespace {
 constexpr int64_t kMinInt = std::numeric_limits<int64_t>::min() / 2;
 constexpr int64_t kMaxInt = std::numeric_limits<int64_t>::max() / 2;
 
-Result<core::CreateRequest> ParseCreate(std::string_view text) {
+}  // namespace
+
+// The body of a create (api/resource_json.h).
+Result<core::CreateRequest> ParseCreateRequest(std::string_view text) {
   ASB_ASSIGN_OR_RETURN(JsonBody body, JsonBody::Parse(text));
   core::CreateRequest req;
   ASB_ASSIGN_OR_RETURN(auto tmpl, body.String("template"));
@@ -83,8 +86,6 @@ Result<core::CreateRequest> ParseCreate(std::string_view text) {
   ASB_TRY(body.Finish());
   return req;
 }
-
-}  // namespace
 
 // The sandbox as the API shows it (api/resource_json.h).
 json::object SandboxJson(const core::SandboxInfo& s) {
@@ -158,7 +159,7 @@ void AddSandboxRoutes(Router& router, ApiContext& ctx) {
 
   store::Store* st = ctx.store;
   router.Add("POST", "/v1/sandboxes", Wrap([m, st](HttpRequest& req) -> Result<HttpResponse> {
-               ASB_ASSIGN_OR_RETURN(core::CreateRequest cr, ParseCreate(req.body));
+               ASB_ASSIGN_OR_RETURN(core::CreateRequest cr, ParseCreateRequest(req.body));
                auto create = [&]() -> Result<HttpResponse> {
                  ASB_ASSIGN_OR_RETURN(core::SandboxInfo s, m->Create(OwnerOf(req), cr));
                  return SandboxResponse(201, s);

@@ -32,6 +32,25 @@ boost::json::object TemplateJson(const core::TemplateInfo& t, const core::Limits
 /// output_bytes}.
 boost::json::object ProcessJson(const core::ProcessInfo& p);
 
+/// The body of POST /v1/sandboxes (handlers_sandboxes.cc; api/openapi.json CreateSandbox):
+/// template (alias image), cpus, memory_mb, pids_limit, workspace_mb, timeout_seconds,
+/// idle_timeout_seconds, env, network, network_policy, auto_pause, auto_pause_keep_memory,
+/// auto_resume, allow_public_traffic, mask_request_host, backend, read_only_rootfs (true only).
+/// Limits are checked by core, not here. Errors: kInvalidArgument naming the field (unknown
+/// fields too).
+Result<core::CreateRequest> ParseCreateRequest(std::string_view text);
+
+/// An exec's body, parsed (ParseExecRequest).
+struct ParsedExec {
+  core::ExecOptions options;
+  bool base64 = false;  // encoding "base64": the output is sent base64-encoded
+};
+/// The body of POST /v1/sandboxes/{id}/exec and /exec/stream (handlers_exec.cc): command |
+/// argv, env, workdir, user, timeout (alias timeout_seconds; seconds > 0), stdin,
+/// max_output_bytes (per stream), encoding ("utf8" | "base64"). Errors: kInvalidArgument
+/// naming the field (unknown fields too).
+Result<ParsedExec> ParseExecRequest(std::string_view text);
+
 /// The body of POST /v1/sandboxes/{id}/processes (handlers_procs.cc): command | argv, env,
 /// workdir, user, tag, stdin, pty, cols, rows, ring_bytes. Errors: kInvalidArgument naming the
 /// field (unknown fields too).

@@ -44,50 +44,6 @@ Result<api::JsonBody> Body(const json::object& o) {
   return api::JsonBody::Parse(json::serialize(o));
 }
 
-Result<core::CreateRequest> ParseCreate(const json::object& o) {
-  ASB_ASSIGN_OR_RETURN(api::JsonBody body, Body(o));
-  core::CreateRequest req;
-  ASB_ASSIGN_OR_RETURN(auto tmpl, body.String("template"));
-  if (tmpl) req.template_name = *tmpl;
-  ASB_ASSIGN_OR_RETURN(auto backend, body.String("backend"));
-  if (backend) req.backend = *backend;
-  ASB_ASSIGN_OR_RETURN(req.cpus, body.Number("cpus"));
-  ASB_ASSIGN_OR_RETURN(req.memory_mb, body.Integer("memory_mb", kMinInt, kMaxInt));
-  ASB_ASSIGN_OR_RETURN(req.timeout_seconds, body.Integer("timeout_seconds", kMinInt, kMaxInt));
-  ASB_ASSIGN_OR_RETURN(auto env, body.StringMap("env"));
-  if (env) req.env = std::move(*env);
-  ASB_ASSIGN_OR_RETURN(auto network, body.Bool("network"));
-  if (network) req.network = *network;
-  ASB_ASSIGN_OR_RETURN(auto auto_pause, body.Bool("auto_pause"));
-  if (auto_pause) req.auto_pause = *auto_pause;
-  ASB_ASSIGN_OR_RETURN(auto keep_memory, body.Bool("auto_pause_keep_memory"));
-  if (keep_memory) req.auto_pause_keep_memory = *keep_memory;
-  ASB_ASSIGN_OR_RETURN(auto auto_resume, body.Bool("auto_resume"));
-  if (auto_resume) req.auto_resume = *auto_resume;
-  ASB_TRY(body.Finish());
-  return req;
-}
-
-Result<core::ExecOptions> ParseExec(const json::object& o) {
-  ASB_ASSIGN_OR_RETURN(api::JsonBody body, Body(o));
-  core::ExecOptions opts;
-  ASB_ASSIGN_OR_RETURN(opts.command, body.String("command"));
-  ASB_ASSIGN_OR_RETURN(auto argv, body.StringArray("argv"));
-  if (argv) opts.argv = std::move(*argv);
-  ASB_ASSIGN_OR_RETURN(auto env, body.StringMap("env"));
-  if (env) opts.env = std::move(*env);
-  ASB_ASSIGN_OR_RETURN(auto workdir, body.String("workdir"));
-  if (workdir) opts.workdir = std::move(*workdir);
-  ASB_ASSIGN_OR_RETURN(opts.timeout_seconds, body.Number("timeout"));
-  if (opts.timeout_seconds && !(*opts.timeout_seconds > 0)) {
-    return asb::Fail(Error::InvalidArgument("timeout: must be a number of seconds > 0"));
-  }
-  ASB_ASSIGN_OR_RETURN(opts.stdin_data, body.String("stdin"));
-  ASB_TRY(body.Finish());
-  ASB_TRY(api::CheckCommandOrArgv(opts));
-  return opts;
-}
-
 }  // namespace
 
 std::unique_lock<std::mutex> ManagerBackend::QuotaGuard() {
@@ -108,7 +64,8 @@ ToolResult<void> ManagerBackend::CheckQuota() {
 }
 
 ToolResult<json::object> ManagerBackend::CreateSandbox(const json::object& body) {
-  auto req = ParseCreate(body);
+  // The REST API's own parser: one definition of the create body (api/resource_json.h).
+  auto req = api::ParseCreateRequest(json::serialize(body));
   if (!req) return FromError(req.error());
   std::unique_lock<std::mutex> quota = QuotaGuard();
   if (auto q = CheckQuota(); !q) return tl::unexpected<ToolError>(q.error());
@@ -135,9 +92,9 @@ ToolResult<json::object> ManagerBackend::ListTemplates() {
 ToolResult<json::object> ManagerBackend::Exec(const std::string& id, const json::object& body,
                                               const ExecHooks& hooks) {
   if (auto c = CheckId(id, "sb_", "sandbox " + id); !c) return tl::unexpected<ToolError>(c.error());
-  auto opts = ParseExec(body);
-  if (!opts) return FromError(opts.error());
-  auto exec = m_.exec().StartExec(caller_.owner, id, *opts);
+  auto parsed = api::ParseExecRequest(json::serialize(body));  // as REST parses it
+  if (!parsed) return FromError(parsed.error());
+  auto exec = m_.exec().StartExec(caller_.owner, id, parsed->options);
   if (!exec) return FromError(exec.error());
   api::Utf8Stream out_utf8, err_utf8;
   auto emit = [&](core::OutputStream stream, std::string_view bytes, bool eof) {
