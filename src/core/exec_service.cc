@@ -17,25 +17,21 @@ namespace asb::core {
 
 namespace {
 
-// The sandbox's counters of limits hit: compared before and after an exec to tell the caller.
-struct LimitHits {
-  uint64_t oom_kills = 0;
-  uint64_t pids = 0;
-};
-
-LimitHits HitsOf(isolation::Sandbox& sb) {
-  auto u = sb.Usage();
-  return u ? LimitHits{u->oom_kills, u->pids_limit_hits} : LimitHits{};
+// The sandbox's counters of limits hit, compared before and after an exec to tell the caller
+// (zero when they cannot be read: the exec's result stands without the marks).
+isolation::LimitHitCounts HitsOf(isolation::Sandbox& sb) {
+  auto c = sb.LimitHits();
+  return c ? *c : isolation::LimitHitCounts{};
 }
 
 // Where sandboxd reports the limits hit itself (BackendCapabilities::exec_limit_hits), its
 // result stands and `before` was never read.
-void MarkLimitsHit(isolation::Sandbox& sb, bool sandboxd_reports, const LimitHits& before,
-                   ExecResult* r) {
+void MarkLimitsHit(isolation::Sandbox& sb, bool sandboxd_reports,
+                   const isolation::LimitHitCounts& before, ExecResult* r) {
   if (sandboxd_reports) return;
-  const LimitHits after = HitsOf(sb);
+  const isolation::LimitHitCounts after = HitsOf(sb);
   r->oom_killed = after.oom_kills > before.oom_kills;
-  r->pids_limited = after.pids > before.pids;
+  r->pids_limited = after.pids_limit_hits > before.pids_limit_hits;
 }
 
 // The most bytes argv (each string with its NUL), command and env (each "K=V" with its NUL)
@@ -137,7 +133,8 @@ Result<ExecOutcome> ExecService::Exec(const std::string& owner, const std::strin
   ASB_ASSIGN_OR_RETURN(auto conn, reg_.ConnectionFor(*e, act));
   ASB_ASSIGN_OR_RETURN(isolation::Backend * backend, reg_.BackendOf(*e));
   const bool sandboxd_reports = backend->Capabilities().exec_limit_hits;
-  const LimitHits before = sandboxd_reports ? LimitHits{} : HitsOf(*act.sandbox);
+  const isolation::LimitHitCounts before =
+      sandboxd_reports ? isolation::LimitHitCounts{} : HitsOf(*act.sandbox);
   ASB_ASSIGN_OR_RETURN(
       ExecOutcome out,
       wire::FromWire(reg_.Checked(
@@ -158,7 +155,8 @@ Result<ExecStream> ExecService::StartExec(const std::string& owner, const std::s
   ASB_ASSIGN_OR_RETURN(auto conn, reg_.ConnectionFor(*e, act));
   ASB_ASSIGN_OR_RETURN(isolation::Backend * backend, reg_.BackendOf(*e));
   const bool sandboxd_reports = backend->Capabilities().exec_limit_hits;
-  const LimitHits before = sandboxd_reports ? LimitHits{} : HitsOf(*act.sandbox);
+  const isolation::LimitHitCounts before =
+      sandboxd_reports ? isolation::LimitHitCounts{} : HitsOf(*act.sandbox);
   ASB_ASSIGN_OR_RETURN(auto channel,
                        reg_.Checked(*e, act, conn->Open(protocol::EncodeExecRequest(req))));
   if (opts.stdin_data) {

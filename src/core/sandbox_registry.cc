@@ -176,6 +176,8 @@ void SandboxRegistry::Touch(Entry& e) {
     std::lock_guard l(e.info_mu);
     if (e.info.state == SandboxState::kDestroyed) return;
     e.info.last_activity_at_ms = now;
+    if (now - e.stored_activity_ms < kStoreActivityEveryMs) return;
+    e.stored_activity_ms = now;
     id = e.info.id;
   }
   if (Status st = store.TouchSandbox(id, now); !st) {

@@ -53,6 +53,9 @@ struct Entry {
   /// pause is waiting for them to drain (then new calls are refused; lifecycle_pause.cc).
   std::atomic<int> calls_in_flight{0};
   std::atomic<bool> pausing{false};
+  /// The last_activity the store was last given by Touch (guarded by info_mu): the store is
+  /// written at most once per kStoreActivityEveryMs (SandboxRegistry::Touch).
+  int64_t stored_activity_ms = 0;
 
   SandboxInfo Snapshot() const {
     std::lock_guard l(info_mu);
@@ -125,8 +128,13 @@ class SandboxRegistry {
   /// mid-answer. kStream: a stream, attachment or connection that may stall across a pause.
   enum class Activity { kCall, kStream };
   Result<Active> BeginActivity(const std::shared_ptr<Entry>& e, Activity kind = Activity::kCall);
-  /// Sets last_activity to now (memory and store).
+  /// Sets last_activity to now: in memory at once, in the store when what it holds is older
+  /// than kStoreActivityEveryMs. Every exec and file operation touches twice, and the store's
+  /// copy is read only when a restarted server applies idle timeouts (lifecycle_recovery.cc),
+  /// for which a second's lag is immaterial; two SQLite writes per exec were ~0.1 ms of its
+  /// round trip (bench/bench_create.py, "exec round trip").
   void Touch(Entry& e);
+  static constexpr int64_t kStoreActivityEveryMs = 1000;
 
   // ---- sandboxes that die on their own ---------------------------------------------------
   /// The sandbox's live connection to its sandboxd. Errors: kBackend; when the sandbox turns

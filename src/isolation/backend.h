@@ -121,6 +121,13 @@ struct SandboxUsage {
   uint64_t workspace_used_bytes = 0;
 };
 
+/// The two counters an exec compares before and after its command to report oom_killed and
+/// pids_limited: OOM kills in the sandbox and forks its pids limit refused, so far.
+struct LimitHitCounts {
+  uint64_t oom_kills = 0;
+  uint64_t pids_limit_hits = 0;
+};
+
 /// A running sandbox as seen from the host.
 class Sandbox {
  public:
@@ -131,6 +138,13 @@ class Sandbox {
   virtual std::shared_ptr<protocol::Connection> connection() = 0;
   /// Current cgroup figures. Errors: kNotFound if the sandbox is gone.
   virtual Result<SandboxUsage> Usage() = 0;
+  /// Just SandboxUsage's oom_kills and pids_limit_hits, read on every exec (twice) where
+  /// sandboxd does not report them (BackendCapabilities::exec_limit_hits): a backend overrides
+  /// it where it can read them for less than Usage(). Errors: as Usage().
+  virtual Result<LimitHitCounts> LimitHits() {
+    ASB_ASSIGN_OR_RETURN(SandboxUsage u, Usage());
+    return LimitHitCounts{u.oom_kills, u.pids_limit_hits};
+  }
   /// Host pid of the sandbox's PID 1 (sandboxd, or the VMM of a VM), for diagnostics.
   virtual int host_pid() const = 0;
   /// A TCP connection to 127.0.0.1:`port` inside the sandbox, whatever its network (exposed

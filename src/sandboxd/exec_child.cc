@@ -84,7 +84,10 @@ void SetCredentials(const ChildPlan& p) {
   // The bounding set needs CAP_SETPCAP, so it goes before the uid change drops it.
   for (int cap = 0; cap <= kMaxCap; ++cap) {
     if (p.as_root && InDockerSet(cap)) continue;
-    if (prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) != 0 && errno != EINVAL) {
+    if (prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) != 0) {
+      // Capabilities are numbered without gaps: past the kernel's last one, every higher one
+      // is EINVAL too (capabilities(7), /proc/sys/kernel/cap_last_cap), so stop asking.
+      if (errno == EINVAL) break;
       Die(efd, ErrorCode::kInternal, errno, "PR_CAPBSET_DROP");
     }
   }
@@ -101,13 +104,28 @@ void SetCredentials(const ChildPlan& p) {
 
 void SetCommandNofileLimit(unsigned long soft) { g_command_nofile_soft = soft; }
 
-void RunExecChild(const ChildPlan& p) {
-  const int efd = p.error_fd;
-  // 1. Signals.
+namespace {
+
+void ResetSignals() {
   for (int sig = 1; sig < NSIG; ++sig) signal(sig, SIG_DFL);
   sigset_t none;
   sigemptyset(&none);
   sigprocmask(SIG_SETMASK, &none, nullptr);
+}
+
+}  // namespace
+
+int ConfineAhead(const isolation::SeccompProgram* seccomp) {
+  ResetSignals();
+  if (prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0) return errno;
+  if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) return errno;
+  return seccomp ? seccomp->InstallInChild() : 0;
+}
+
+void RunExecChild(const ChildPlan& p) {
+  const int efd = p.error_fd;
+  // 1. Signals.
+  if (!p.confined_ahead) ResetSignals();
 
   // 1b. Below sandboxd's headroom: the work cgroups; and orphans of this command stay below it
   //     while it runs (prctl(2) PR_SET_CHILD_SUBREAPER; the attribute survives execve).
@@ -116,7 +134,7 @@ void RunExecChild(const ChildPlan& p) {
       Die(efd, ErrorCode::kInternal, errno, "move into the work cgroup");
     }
   }
-  if (prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0) {
+  if (!p.confined_ahead && prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0) {
     Die(efd, ErrorCode::kInternal, errno, "PR_SET_CHILD_SUBREAPER");
   }
 
@@ -165,11 +183,12 @@ void RunExecChild(const ChildPlan& p) {
     Die(efd, ErrorCode::kInvalidArgument, err, what);
   }
 
-  // 7. no_new_privs, then seccomp (last: the filter would block some of the calls above).
-  if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) {
+  // 7. no_new_privs, then seccomp (after the calls above, though the filter blocks none of
+  //    them: a spare installs it before its request comes, ConfineAhead).
+  if (!p.confined_ahead && prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) {
     Die(efd, ErrorCode::kInternal, errno, "PR_SET_NO_NEW_PRIVS");
   }
-  if (p.seccomp) {
+  if (p.seccomp && !p.confined_ahead) {
     int err = p.seccomp->InstallInChild();
     if (err != 0) Die(efd, ErrorCode::kInternal, err, "seccomp");
   }

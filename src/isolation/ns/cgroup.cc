@@ -488,6 +488,58 @@ Result<SandboxUsage> ReadCgroupUsage(const CgroupPaths& paths) {
   return u;
 }
 
+Result<LimitCounterFiles> LimitCounterFiles::Open(const CgroupPaths& paths) {
+  const std::string& probe = paths.v2_mode ? paths.v2 : paths.memory;
+  if (probe.empty() || !PathExists(probe)) {
+    return Fail(Error::NotFound("sandbox cgroup is gone: " + probe));
+  }
+  // The same files as ReadCgroupUsage's oom_kills and pids_limit_hits.
+  std::vector<std::pair<std::string, bool>> wanted;
+  if (paths.v2_mode) {
+    wanted = {{paths.v2 + "/memory.events", true}, {paths.v2 + "/pids.events", false}};
+  } else {
+    wanted = {{paths.memory + "/memory.oom_control", true}};
+    if (!paths.work_memory.empty())
+      wanted.emplace_back(paths.work_memory + "/memory.oom_control", true);
+    for (const std::string* dir : {&paths.pids, &paths.work_pids}) {
+      if (!dir->empty()) wanted.emplace_back(*dir + "/pids.events", false);
+    }
+  }
+  LimitCounterFiles out;
+  for (const auto& [path, oom] : wanted) {
+    UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+    if (fd) out.files_.push_back(File{std::move(fd), oom});
+  }
+  return out;
+}
+
+Result<LimitHitCounts> LimitCounterFiles::Read() const {
+  LimitHitCounts c;
+  for (const File& f : files_) {
+    char buf[512];
+    ssize_t n;
+    do {
+      n = ::pread(f.fd.get(), buf, sizeof buf - 1, 0);
+    } while (n < 0 && errno == EINTR);
+    if (n < 0) {
+      if (errno == ENODEV || errno == ENOENT) {
+        return Fail(Error::NotFound("sandbox cgroup is gone"));
+      }
+      return Fail(Error::FromErrno(errno, "read a cgroup limit counter"));
+    }
+    std::istringstream in(std::string(buf, static_cast<size_t>(n)));
+    const std::string_view key = f.oom ? "oom_kill" : "max";
+    std::string k;
+    uint64_t v;
+    while (in >> k >> v) {
+      if (k != key) continue;
+      (f.oom ? c.oom_kills : c.pids_limit_hits) += v;
+      break;
+    }
+  }
+  return c;
+}
+
 void RemoveEmptyCgroupParents(const CgroupLayout& layout, const std::string& name) {
   for (const auto& m : {layout.v2_mount, layout.v1_memory, layout.v1_pids, layout.v1_cpu,
                         layout.v1_cpuacct, layout.v1_freezer}) {

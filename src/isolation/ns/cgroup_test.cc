@@ -93,6 +93,51 @@ TEST_F(CgroupTest, LimitsUsageAndCgroupKill) {
   EXPECT_EQ(ReadCgroupUsage(paths).error().code(), ErrorCode::kNotFound);
 }
 
+// The exec path's counters (LimitCounterFiles): opened once, and each Read sees the count the
+// kernel keeps now, the same as ReadCgroupUsage's; after removal, kNotFound.
+TEST_F(CgroupTest, LimitCounterFilesRereadInPlace) {
+  auto paths = CgroupPathsFor(layout_, name_, "sb_00000000000000c3");
+  ASSERT_TRUE(CreateCgroupsFromParent(layout_, name_, paths, {64ull << 20, 1, 1.0}));
+  auto files = LimitCounterFiles::Open(paths);
+  ASSERT_TRUE(files) << files.error().ToString();
+  auto before = files->Read();
+  ASSERT_TRUE(before) << before.error().ToString();
+  EXPECT_EQ(before->pids_limit_hits, 0u);
+  EXPECT_EQ(before->oom_kills, 0u);
+
+  // A shell in the commands' cgroup, whose pids limit is 1: each fork it tries is refused.
+  pid_t pid;
+  char* argv[] = {const_cast<char*>("/bin/sh"), const_cast<char*>("-c"),
+                  const_cast<char*>("read x; /bin/true; /bin/true"), nullptr};
+  int in[2];
+  ASSERT_EQ(::pipe(in), 0);
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_adddup2(&fa, in[0], 0);
+  posix_spawn_file_actions_addclose(&fa, in[1]);
+  ASSERT_EQ(posix_spawn(&pid, "/bin/sh", &fa, nullptr, argv, environ), 0);
+  posix_spawn_file_actions_destroy(&fa);
+  ::close(in[0]);
+  ASSERT_TRUE(AddProcessFromParent(CommandCgroupPaths(paths), pid));
+  ::close(in[1]);  // `read` ends: the shell now forks, and is refused
+  int status = 0;
+  ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+
+  auto after = files->Read();
+  ASSERT_TRUE(after) << after.error().ToString();
+  EXPECT_GE(after->pids_limit_hits, 1u);
+  auto usage = ReadCgroupUsage(paths);
+  ASSERT_TRUE(usage);
+  EXPECT_EQ(after->pids_limit_hits, usage->pids_limit_hits);
+  EXPECT_EQ(after->oom_kills, usage->oom_kills);
+
+  ASSERT_TRUE(RemoveCgroups(paths));
+  auto gone = files->Read();
+  ASSERT_FALSE(gone);
+  EXPECT_EQ(gone.error().code(), ErrorCode::kNotFound);
+  EXPECT_EQ(LimitCounterFiles::Open(paths).error().code(), ErrorCode::kNotFound);
+}
+
 TEST_F(CgroupTest, FreezeAndKillWithoutCgroup2) {
   if (layout_.v2_mode) GTEST_SKIP() << "v2 host: cgroup.kill is always there";
   CgroupLayout no_v2 = layout_;

@@ -135,12 +135,23 @@ class NsSandbox final : public Sandbox {
     return u;
   }
 
+  Result<LimitHitCounts> LimitHits() override {
+    std::lock_guard l(limit_files_mu_);
+    if (!limit_files_) {  // opened on the first exec: a sandbox that runs none holds no fds
+      ASB_ASSIGN_OR_RETURN(LimitCounterFiles files, LimitCounterFiles::Open(cgroups_));
+      limit_files_.emplace(std::move(files));
+    }
+    return limit_files_->Read();
+  }
+
  private:
   std::string id_;
   std::shared_ptr<protocol::Connection> conn_;
   int pid_;
   CgroupPaths cgroups_;
   std::string ws_;
+  std::mutex limit_files_mu_;
+  std::optional<LimitCounterFiles> limit_files_;  // guarded by limit_files_mu_
 };
 
 }  // namespace
