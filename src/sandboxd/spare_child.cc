@@ -134,12 +134,16 @@ void SpareChild::RunSpare(int control_fd) {
     if (write(shared_.work_cgroup_fds[i], "0", 1) != 1) _exit(125);
     close(shared_.work_cgroup_fds[i]);
   }
-  // Also off the path: what needs no request (the seccomp filters' JIT most of all), and the
-  // plan's buffer, zero-filled here rather than page-faulted in after the request came.
-  if (ConfineAhead(shared_.seccomp) != 0) _exit(125);
-  static std::vector<char> buf(kMaxPlanBytes + 1);
   if (send(control_fd, "r", 1, MSG_NOSIGNAL) != 1) _exit(0);  // ready; sandboxd gone: done
 
+  // Also off the path, though after "ready" (a request that comes meanwhile waits in the socket
+  // for what the command would have done anyway, and a sandbox's first exec, right after its
+  // start, still finds this spare rather than forking beside it): what needs no request (the
+  // seccomp filters' JIT most of all), and the plan's buffer, zero-filled here rather than
+  // page-faulted in after the request came. A failed step is taken again, and reported, by
+  // RunExecChild.
+  const bool confined = ConfineAhead(shared_.seccomp) == 0;
+  static std::vector<char> buf(kMaxPlanBytes + 1);
   std::vector<UniqueFd> fds;
   const ssize_t n = RecvWithFds(control_fd, buf.data(), buf.size(), &fds, 0);
   if (n <= 0) _exit(0);  // sandboxd let this spare go (or is gone)
@@ -172,7 +176,7 @@ void SpareChild::RunSpare(int control_fd) {
   p.error_fd = fds[3].get();
   p.work_cgroup_fds = nullptr;  // already there
   p.work_cgroup_fd_count = 0;
-  p.confined_ahead = true;
+  p.confined_ahead = confined;
   RunExecChild(p);
 }
 

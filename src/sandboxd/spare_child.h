@@ -11,8 +11,8 @@
 //
 // The spare keeps nothing of sandboxd's: right after fork it closes every fd but its control
 // socket and the work cgroups' fds (a copy of another command's pipe end would hold that
-// pipe open), moves itself, takes the steps that need no request (ConfineAhead: signals,
-// no_new_privs, the seccomp filter), says so, then blocks on the socket. It is sandboxd's own
+// pipe open), moves itself, says so, takes the steps that need no request (ConfineAhead:
+// signals, no_new_privs, the seccomp filter), then blocks on the socket. It is sandboxd's own
 // child, so sandboxd watches and reaps the command exactly as one it forked. A spare killed
 // meanwhile (a root command's kill -1, a files-only pause) is noticed at the next Take, which
 // then answers nullopt: the caller forks as before.
